@@ -1,0 +1,21 @@
+package api
+
+// Event is one verification-log record on its way from the Redis outbox through Kafka to
+// Postgres. It also carries the code's state snapshot after the operation, so the consumer can
+// bring the code's Postgres row up to date in version order.
+type Event struct {
+	ID         string `json:"id"`
+	CodeID     string `json:"code_id"`
+	ProjectID  string `json:"project_id"`
+	Action     Action `json:"action"`
+	Result     string `json:"result"`
+	Reason     string `json:"reason,omitempty"`
+	VerifiedBy string `json:"verified_by,omitempty"`
+	IP         string `json:"ip"`
+	TS         int64  `json:"ts"` // unix ms of the operation
+	Version    int64  `json:"version"`
+	Changed    bool   `json:"state_changed"`
+	VerifiedAt int64  `json:"verified_at,omitempty"` // unix ms, 0 = unused
+	StateBy    string `json:"state_verified_by,omitempty"`
+	Disabled   bool   `json:"disabled,omitempty"`
+}

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+)
+
+// EmptyBodySHA256 is the hex SHA-256 of the empty string, the body hash of a request without body.
+const EmptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// StringToSign builds the contract's string to sign: METHOD, PATH (still percent-encoded),
+// QUERY (pairs as sent, sorted by key), BODY_SHA256_HEX and TIMESTAMP on five lines, and a sixth
+// line with the nonce when one is sent. rawQuery is the query exactly as sent, without '?'.
+func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, nonce string) string {
+	return stringToSign(method, rawPath, CanonicalQuery(rawQuery), bodySHA256Hex, timestamp, nonce)
+}
+
+func stringToSign(method, rawPath, query, bodySHA256Hex, timestamp, nonce string) string {
+	var b strings.Builder
+	b.Grow(len(method) + len(rawPath) + len(query) + len(bodySHA256Hex) + len(timestamp) + len(nonce) + 6)
+	b.WriteString(strings.ToUpper(method))
+	b.WriteByte('\n')
+	b.WriteString(rawPath)
+	b.WriteByte('\n')
+	b.WriteString(query)
+	b.WriteByte('\n')
+	b.WriteString(bodySHA256Hex)
+	b.WriteByte('\n')
+	b.WriteString(timestamp)
+	if nonce != "" {
+		b.WriteByte('\n')
+		b.WriteString(nonce)
+	}
+	return b.String()
+}
+
+// CanonicalQuery sorts the key=value pairs of a raw query by key (then value, so repeated keys
+// have one order), leaving their encoding untouched, and joins them with '&'.
+func CanonicalQuery(rawQuery string) string {
+	if rawQuery == "" {
+		return ""
+	}
+	pairs := splitQuery(rawQuery)
+	sort.SliceStable(pairs, func(i, j int) bool {
+		ki, vi := splitPair(pairs[i])
+		kj, vj := splitPair(pairs[j])
+		if ki != kj {
+			return ki < kj
+		}
+		return vi < vj
+	})
+	return strings.Join(pairs, "&")
+}
+
+// plainSortedQuery sorts the pairs as whole strings, as some original clients do; it differs
+// from CanonicalQuery only when one key is a prefix of another followed by a byte below '='.
+func plainSortedQuery(rawQuery string) string {
+	if rawQuery == "" {
+		return ""
+	}
+	pairs := splitQuery(rawQuery)
+	sort.Strings(pairs)
+	return strings.Join(pairs, "&")
+}
+
+func splitQuery(rawQuery string) []string {
+	parts := strings.Split(rawQuery, "&")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func splitPair(p string) (string, string) {
+	k, v, _ := strings.Cut(p, "=")
+	return k, v
+}
+
+// Sign returns the lowercase hex HMAC-SHA256 of the string to sign, keyed with the secret's
+// 64-character hex text, as the original SDKs do.
+func Sign(secret, stringToSign string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(stringToSign))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// BodySHA256 is the lowercase hex SHA-256 of a body.
+func BodySHA256(body []byte) string {
+	if len(body) == 0 {
+		return EmptyBodySHA256
+	}
+	s := sha256.Sum256(body)
+	return hex.EncodeToString(s[:])
+}
+
+// VerifySignature checks a signature in constant time. It accepts the canonical query order
+// and, when it differs, the whole-string order of older clients.
+func VerifySignature(secret, signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
+	want := Sign(secret, StringToSign(method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce))
+	ok := hmac.Equal([]byte(want), []byte(signature))
+	if ok || rawQuery == "" {
+		return ok
+	}
+	alt := plainSortedQuery(rawQuery)
+	if alt == CanonicalQuery(rawQuery) {
+		return false
+	}
+	want = Sign(secret, stringToSign(method, rawPath, alt, bodySHA256Hex, timestamp, nonce))
+	return hmac.Equal([]byte(want), []byte(signature))
+}
+
+// ValidNonce tells whether an X-Nonce has the contract's form: 16 to 64 of [A-Za-z0-9_-].
+func ValidNonce(n string) bool {
+	if len(n) < 16 || len(n) > 64 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

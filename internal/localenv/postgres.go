@@ -1,0 +1,149 @@
+package localenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// PGBin is where Debian installs the PostgreSQL 15 server binaries.
+const PGBin = "/usr/lib/postgresql/15/bin"
+
+// PostgresOptions shape a PostgreSQL server.
+type PostgresOptions struct {
+	// Fast trades durability for speed (fsync off): for throwaway test clusters only.
+	Fast bool
+	// Port to listen on; 0 picks a free one.
+	Port int
+}
+
+// Postgres is a running PostgreSQL server whose superuser is "postgres", trusted on loopback.
+type Postgres struct {
+	*Process
+	Port int
+	Dir  string
+}
+
+// URL is the connection string of database db.
+func (p *Postgres) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
+}
+
+// pgCredential runs the server as the postgres user when we are root: initdb refuses root.
+func pgCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs the postgres user: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func pgBinary(name string) (string, error) {
+	p := filepath.Join(PGBin, name)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("PostgreSQL server binary %s not found (apt-get install postgresql-15)", name)
+}
+
+// StartPostgres initialises a cluster in dir (when it holds none yet) and starts it on loopback.
+// dir's parent must be traversable by the postgres user when running as root.
+func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgres, error) {
+	cred, err := pgCredential()
+	if err != nil {
+		return nil, err
+	}
+	if err := mkdirFor(dir, cred); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		initdb, err := pgBinary("initdb")
+		if err != nil {
+			return nil, err
+		}
+		p, err := start("initdb", cred, initdb, "-D", dir, "-U", "postgres", "--auth=trust",
+			"-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+		if err != nil {
+			return nil, err
+		}
+		<-p.done
+		if p.err != nil {
+			return nil, fmt.Errorf("initdb %s: %w: %s", dir, p.err, p.Output())
+		}
+	}
+	port := o.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	bin, err := pgBinary("postgres")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-D", dir, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300",
+		"-c", "shared_buffers=256MB", "-c", "logging_collector=off"}
+	if o.Fast {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	p, err := start("postgres", cred, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	pg := &Postgres{Process: p, Port: port, Dir: dir}
+	if err := pg.waitReady(ctx, 30*time.Second); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return pg, nil
+}
+
+func (p *Postgres) waitReady(ctx context.Context, within time.Duration) error {
+	isready, err := pgBinary("pg_isready")
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(within)
+	for {
+		if p.Exited() {
+			return fmt.Errorf("postgres exited: %s", p.Output())
+		}
+		cmd := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres")
+		if cmd.Run() == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready after %s: %s", within, p.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop shuts the server down in "fast" mode (SIGINT), which rolls back open transactions and
+// checkpoints, so the next start needs no recovery.
+func (p *Postgres) Stop() {
+	if p == nil || p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.Kill()
+	}
+}

@@ -1,0 +1,113 @@
+package localenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// shared holds the servers one test binary starts once and every test of it uses.
+type shared struct {
+	once sync.Once
+	err  error
+	dir  string
+	pg   *Postgres
+	dbs  atomic.Int64
+	mu   sync.Mutex
+	rds  []*Redis
+}
+
+var suite shared
+
+// Main runs a package's tests and stops every server they started. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	suite.mu.Lock()
+	for _, r := range suite.rds {
+		r.Stop(5 * time.Second)
+	}
+	suite.mu.Unlock()
+	suite.pg.Stop()
+	if suite.dir != "" {
+		os.RemoveAll(suite.dir)
+	}
+	os.Exit(code)
+}
+
+func (s *shared) init() error {
+	s.once.Do(func() {
+		dir, err := os.MkdirTemp("", "acv-test-")
+		if err != nil {
+			s.err = err
+			return
+		}
+		// The postgres user must reach its data directory inside ours.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			s.err = err
+			return
+		}
+		s.dir = dir
+		s.pg, s.err = StartPostgres(context.Background(), filepath.Join(dir, "pg"), PostgresOptions{Fast: true})
+	})
+	return s.err
+}
+
+// PostgresDB creates a fresh, empty database on the test binary's PostgreSQL server and returns
+// its URL. The server is started on first use; call Main from TestMain to stop it.
+func PostgresDB(tb testing.TB) string {
+	tb.Helper()
+	if err := suite.init(); err != nil {
+		tb.Fatalf("start postgres: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, suite.pg.URL("postgres"))
+	if err != nil {
+		tb.Fatalf("connect postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), suite.dbs.Add(1))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	return suite.pg.URL(name)
+}
+
+// RedisServer starts a fresh redis-server for one test and stops it when the test ends.
+func RedisServer(tb testing.TB, o RedisOptions) *Redis {
+	tb.Helper()
+	if err := suite.init(); err != nil {
+		tb.Fatalf("prepare test dir: %v", err)
+	}
+	dir, err := os.MkdirTemp(suite.dir, "redis-")
+	if err != nil {
+		tb.Fatalf("redis dir: %v", err)
+	}
+	r, err := StartRedis(dir, o)
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	suite.mu.Lock()
+	suite.rds = append(suite.rds, r)
+	suite.mu.Unlock()
+	tb.Cleanup(func() { r.Stop(5 * time.Second) })
+	return r
+}
+
+// KafkaBroker starts an in-process broker with the topic for one test.
+func KafkaBroker(tb testing.TB, topic string, partitions int) *Kafka {
+	tb.Helper()
+	k, err := StartKafka(topic, partitions, 0)
+	if err != nil {
+		tb.Fatalf("start kafka: %v", err)
+	}
+	tb.Cleanup(k.Close)
+	return k
+}
