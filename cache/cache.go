@@ -1,0 +1,68 @@
+// Package cache is the hot path: Redis holds the live state of every code, and each verify or
+// reactivate is one Lua call that checks, transitions and appends its log event to the outbox
+// atomically. Scripts live in scripts/*.lua, one file each, with their KEYS, ARGV and reply.
+package cache
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/apply.lua
+	applySrc string
+	//go:embed scripts/admit.lua
+	admitSrc string
+	//go:embed scripts/putcode.lua
+	putCodeSrc string
+	//go:embed scripts/unknown.lua
+	unknownSrc string
+	//go:embed scripts/disable.lua
+	disableSrc string
+
+	applyScript   = redis.NewScript(applySrc)
+	admitScript   = redis.NewScript(admitSrc)
+	putCodeScript = redis.NewScript(putCodeSrc)
+	unknownScript = redis.NewScript(unknownSrc)
+	disableScript = redis.NewScript(disableSrc)
+)
+
+// Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
+type Redis interface {
+	redis.Scripter
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	HSet(ctx context.Context, key string, values ...interface{}) *redis.IntCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
+	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
+	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+// Cache runs the hot-path scripts against Redis.
+type Cache struct {
+	rdb Redis
+}
+
+// New returns a Cache over rdb.
+func New(rdb Redis) *Cache { return &Cache{rdb: rdb} }
+
+// Preload loads every script into Redis so the first requests do not pay for EVAL.
+func (c *Cache) Preload(ctx context.Context) error {
+	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript} {
+		if err := s.Load(ctx, c.rdb).Err(); err != nil {
+			return fmt.Errorf("load lua script: %w", err)
+		}
+	}
+	return nil
+}
+
+// Ping checks that Redis answers.
+func (c *Cache) Ping(ctx context.Context) error {
+	if err := c.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+-- admit.lua: admission of a request that is not a verify or reactivate (or that is refused
+-- before reaching one): the replay check and the per-key token bucket, in one round trip.
+-- Read checks run first and the replay marker and spent token are written only when the
+-- request is admitted, so a rate-limited request can be retried unchanged.
+--
+-- KEYS[1] token bucket   acv:{NN}:rl:<key id>
+-- KEYS[2] replay marker  acv:{NN}:rp:<key id>:<replay key>
+--
+-- ARGV[1] now, unix ms
+-- ARGV[2] "1" to replay-check this request
+-- ARGV[3] replay marker ttl, seconds
+-- ARGV[4] rate, tokens per second ("0" = unlimited)
+-- ARGV[5] burst
+--
+-- Reply: { status, rl_remaining, rl_wait_ms }
+--   status 0 admitted, 3 rate limited (rl_wait_ms = time until a token), 4 replayed.
+--   rl_remaining is -1 when the key is unlimited.
+
+local now = tonumber(ARGV[1])
+local check_replay = ARGV[2] == '1'
+if check_replay and redis.call('EXISTS', KEYS[2]) == 1 then
+  return {4, -1, 0}
+end
+
+local rate = tonumber(ARGV[4])
+local burst = tonumber(ARGV[5])
+local remaining = -1
+if rate > 0 then
+  local b = redis.call('HMGET', KEYS[1], 'tk', 'ts')
+  local tokens = burst
+  if b[1] then
+    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
+  end
+  if tokens < 1 then
+    return {3, 0, math.ceil((1 - tokens) * 1000 / rate)}
+  end
+  tokens = tokens - 1
+  remaining = math.floor(tokens)
+  redis.call('HSET', KEYS[1], 'tk', tostring(tokens), 'ts', ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+end
+
+if check_replay then
+  redis.call('SET', KEYS[2], '1', 'EX', tonumber(ARGV[3]))
+end
+return {0, remaining, 0}

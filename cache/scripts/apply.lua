@@ -1,0 +1,189 @@
+-- apply.lua: one verify or reactivate, atomically.
+--
+-- Runs, in this order, with every key in one hash-tag slot:
+--   1. code/project presence (a miss asks the caller to load from Postgres; nothing written);
+--   2. replay check of (key id, replay key);
+--   3. per-key token bucket;
+--   4. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts;
+--   5. the contract's checks in order, the state transition, and the verification-log event
+--      appended to the shard's outbox stream — together, or not at all.
+--
+-- KEYS[1] code hash      acv:{NN}:c:<project>:<value>
+-- KEYS[2] project hash   acv:{NN}:p:<project>
+-- KEYS[3] outbox stream  acv:{NN}:outbox
+-- KEYS[4] token bucket   acv:{NN}:rl:<key id>
+-- KEYS[5] replay marker  acv:{NN}:rp:<key id>:<replay key>
+-- KEYS[6] idempotency    acv:{NN}:ik:<key id>:<idempotency key>
+--
+-- ARGV[1]  action: "verify" | "reactivate"
+-- ARGV[2]  now, unix ms
+-- ARGV[3]  event id (32 hex)
+-- ARGV[4]  project id
+-- ARGV[5]  verified_by / reactivated_by ("" = none)
+-- ARGV[6]  reason of a reactivation ("" = none)
+-- ARGV[7]  client ip
+-- ARGV[8]  replay marker ttl, seconds
+-- ARGV[9]  "1" when an Idempotency-Key was sent
+-- ARGV[10] request hash (idempotency)
+-- ARGV[11] idempotency ttl, seconds
+-- ARGV[12] rate, tokens per second ("0" = unlimited)
+-- ARGV[13] burst
+-- ARGV[14] trace context to carry to Kafka ("" = none)
+--
+-- Reply: { status, error_code, code_id, verified_at_ms, at_ms, rl_remaining, rl_wait_ms }
+--   status 0 ok (error_code "" = success), 1 code not in Redis, 2 project not in Redis,
+--          3 rate limited (rl_wait_ms = time until a token), 4 replayed,
+--          5 idempotency conflict, 6 idempotent replay of a stored outcome.
+--   rl_remaining is -1 when the key is unlimited.
+
+local action = ARGV[1]
+local now = tonumber(ARGV[2])
+
+-- 1. presence
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {1, '', '', 0, 0, -1, 0}
+end
+local c = redis.call('HMGET', KEYS[1], 'z', 'i', 'x', 't', 'b', 'd', 'n')
+local unknown = c[1] == '1'
+local p = nil
+if not unknown then
+  p = redis.call('HMGET', KEYS[2], 'en', 'x')
+  if p[1] == false then
+    return {2, '', '', 0, 0, -1, 0}
+  end
+end
+
+-- 2. replay
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {4, '', '', 0, 0, -1, 0}
+end
+
+-- 3. token bucket (read; written below only when the request is admitted)
+local rate = tonumber(ARGV[12])
+local burst = tonumber(ARGV[13])
+local remaining = -1
+local tokens = 0
+if rate > 0 then
+  local b = redis.call('HMGET', KEYS[4], 'tk', 'ts')
+  tokens = burst
+  if b[1] then
+    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
+  end
+  if tokens < 1 then
+    return {3, '', '', 0, 0, 0, math.ceil((1 - tokens) * 1000 / rate)}
+  end
+  tokens = tokens - 1
+  remaining = math.floor(tokens)
+end
+
+-- 4. idempotency (read)
+local idem = ARGV[9] == '1'
+if idem then
+  local s = redis.call('HMGET', KEYS[6], 'h', 'r')
+  if s[1] then
+    if s[1] ~= ARGV[10] then
+      return {5, '', '', 0, 0, remaining, 0}
+    end
+    if rate > 0 then
+      redis.call('HSET', KEYS[4], 'tk', tostring(tokens), 'ts', ARGV[2])
+      redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
+    end
+    redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
+    local err, id, vat, at = string.match(s[2], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+    return {6, err, id, tonumber(vat), tonumber(at), remaining, 0}
+  end
+end
+
+-- admitted: record the replay marker and the spent token
+redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
+if rate > 0 then
+  redis.call('HSET', KEYS[4], 'tk', tostring(tokens), 'ts', ARGV[2])
+  redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
+end
+
+-- 5. the contract's checks, in order
+local err = ''
+local code_id = ''
+local vat = 0
+if unknown then
+  err = 'CODE_NOT_FOUND'
+else
+  code_id = c[2]
+  if c[4] then vat = tonumber(c[4]) end
+  local now_s = math.floor(now / 1000)
+  local expiry = c[3] or p[2]
+  if p[1] ~= '1' then
+    err = 'PROJECT_DISABLED'
+  elseif p[2] and now_s >= tonumber(p[2]) then
+    err = 'PROJECT_EXPIRED'
+  elseif c[6] == '1' then
+    err = 'CODE_DISABLED'
+  elseif action == 'verify' and c[4] then
+    err = 'CODE_ALREADY_USED'
+  elseif action == 'reactivate' and not c[4] then
+    err = 'CODE_ALREADY_UNUSED'
+  elseif expiry and now_s >= tonumber(expiry) then
+    err = 'CODE_EXPIRED'
+  end
+end
+
+local version = tonumber(c[7] or '0')
+local by = ARGV[5]
+if not unknown then
+  local changed = err == ''
+  local state_by = c[5] or ''
+  if changed then
+    version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+    if action == 'verify' then
+      vat = now
+      state_by = by
+      if by ~= '' then
+        redis.call('HSET', KEYS[1], 't', ARGV[2], 'b', by)
+      else
+        redis.call('HSET', KEYS[1], 't', ARGV[2])
+        redis.call('HDEL', KEYS[1], 'b')
+      end
+    else
+      vat = 0
+      state_by = ''
+      redis.call('HDEL', KEYS[1], 't', 'b')
+    end
+  end
+  local result = 'failed'
+  local reason = err
+  if changed then
+    if action == 'verify' then
+      result = 'success'
+    else
+      result = 'reactivated'
+      reason = ARGV[6]
+    end
+  end
+  local ev = '{"id":' .. cjson.encode(ARGV[3]) ..
+    ',"code_id":' .. cjson.encode(code_id) ..
+    ',"project_id":' .. cjson.encode(ARGV[4]) ..
+    ',"action":' .. cjson.encode(action) ..
+    ',"result":"' .. result .. '"' ..
+    ',"reason":' .. cjson.encode(reason) ..
+    ',"verified_by":' .. cjson.encode(by) ..
+    ',"ip":' .. cjson.encode(ARGV[7]) ..
+    ',"ts":' .. ARGV[2] ..
+    ',"version":' .. string.format('%d', version) ..
+    ',"state_changed":' .. tostring(changed) ..
+    ',"verified_at":' .. string.format('%d', vat) ..
+    ',"state_verified_by":' .. cjson.encode(state_by) ..
+    ',"disabled":' .. tostring(c[6] == '1') .. '}'
+  if ARGV[14] ~= '' then
+    redis.call('XADD', KEYS[3], '*', 'e', ev, 'h:traceparent', ARGV[14])
+  else
+    redis.call('XADD', KEYS[3], '*', 'e', ev)
+  end
+end
+
+if idem then
+  local packed = err .. '|' .. code_id .. '|' .. string.format('%d', vat) .. '|' .. ARGV[2]
+  redis.call('HSET', KEYS[6], 'h', ARGV[10], 'r', packed)
+  redis.call('EXPIRE', KEYS[6], tonumber(ARGV[11]))
+end
+
+return {0, err, code_id, vat, now, remaining, 0}

@@ -1,0 +1,28 @@
+-- putcode.lua: store a code's state unless Redis already holds it. Used when a code is created
+-- and when a code missing from Redis is loaded from Postgres: Redis is the newest state, so a
+-- present entry always wins; only an absent key or a negative ("unknown value") entry is replaced.
+--
+-- KEYS[1] code hash acv:{NN}:c:<project>:<value>
+--
+-- ARGV[1] code id
+-- ARGV[2] code expires_at, unix s ("" = none)
+-- ARGV[3] verified_at, unix ms ("" = unused)
+-- ARGV[4] verified_by ("" = none)
+-- ARGV[5] "1" when disabled
+-- ARGV[6] version
+--
+-- Reply: 1 stored, 0 kept the entry Redis had.
+
+local z = redis.call('HGET', KEYS[1], 'z')
+if z == false and redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+if z then
+  redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'i', ARGV[1], 'n', ARGV[6])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'x', ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 't', ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'b', ARGV[4]) end
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'd', '1') end
+return 1
