@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/store"
+	"github.com/gin-gonic/gin"
+)
+
+func keyOf(c *gin.Context) store.APIKey {
+	v, _ := c.Get(ctxKey)
+	k, _ := v.(store.APIKey)
+	return k
+}
+
+// listCodes answers one page of the project's codes; the list may trail the hot path by the
+// audit pipeline's lag.
+func (s *Server) listCodes(c *gin.Context) {
+	q, detail := parseListQuery(c)
+	if detail != "" {
+		abort(c, http.StatusBadRequest, detail)
+		return
+	}
+	key := keyOf(c)
+	now := s.cfg.Now().Unix()
+	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, q, now)
+	if err != nil {
+		s.fail(c, "list codes", err)
+		return
+	}
+	page := api.CodePage{Items: make([]api.Code, 0, len(rows)), Total: total, Page: q.Page, PageSize: q.PageSize}
+	page.TotalPages = (total + int64(q.PageSize) - 1) / int64(q.PageSize)
+	for _, r := range rows {
+		page.Items = append(page.Items, r.API(key.ProjectExpiresAt, now))
+	}
+	c.JSON(http.StatusOK, page)
+}
+
+func parseListQuery(c *gin.Context) (store.ListQuery, string) {
+	q := store.ListQuery{Page: 1, PageSize: api.DefaultPageSize}
+	if v, ok := c.GetQuery("page"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return q, "page must be an integer of at least 1"
+		}
+		q.Page = n
+	}
+	if v, ok := c.GetQuery("page_size"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > api.MaxPageSize {
+			return q, "page_size must be an integer from 1 to 100"
+		}
+		q.PageSize = n
+	}
+	if v, ok := c.GetQuery("status"); ok {
+		st, err := api.ParseState(v)
+		if err != nil {
+			return q, "status must be one of unused, used, disabled, expired"
+		}
+		q.State = st
+	}
+	if v := c.Query("search"); v != "" {
+		if err := api.ValidateText("search", v, api.MaxCodeLen); err != nil {
+			return q, err.Error()
+		}
+		q.Search = v
+	}
+	return q, ""
+}
+
+// getCodeByValue answers one code, looked up by its value, with its verification history.
+func (s *Server) getCodeByValue(c *gin.Context) {
+	value := c.Param("code")
+	if err := api.ValidateCode(value); err != nil {
+		abort(c, http.StatusBadRequest, err.Error())
+		return
+	}
+	key := keyOf(c)
+	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), key.ProjectID, value)
+	s.answerCode(c, row, err)
+}
+
+// getCodeByID answers one code, looked up by its id, with its verification history.
+func (s *Server) getCodeByID(c *gin.Context) {
+	id := c.Param("code_id")
+	if !api.ValidID(id) {
+		abort(c, http.StatusNotFound, "Code not found")
+		return
+	}
+	key := keyOf(c)
+	row, err := s.cfg.Records.CodeByID(c.Request.Context(), key.ProjectID, id)
+	s.answerCode(c, row, err)
+}
+
+// answerCode renders a single code with its live state from Redis, so it reflects every
+// acknowledged verify and reactivate at once, and its logs from Postgres.
+func (s *Server) answerCode(c *gin.Context, row store.CodeRow, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		abort(c, http.StatusNotFound, "Code not found")
+		return
+	}
+	if err != nil {
+		s.fail(c, "read code", err)
+		return
+	}
+	ctx := c.Request.Context()
+	key := keyOf(c)
+	if err := s.overlayLive(ctx, &row); err != nil {
+		s.fail(c, "read live code state", err)
+		return
+	}
+	code := row.API(key.ProjectExpiresAt, s.cfg.Now().Unix())
+	logs, err := s.cfg.Records.Logs(ctx, row.ID, s.cfg.LogsLimit)
+	if err != nil {
+		s.fail(c, "read verification logs", err)
+		return
+	}
+	code.VerificationLogs = logs
+	if code.VerificationLogs == nil {
+		code.VerificationLogs = []api.LogEntry{}
+	}
+	c.JSON(http.StatusOK, codeWithLogs{Code: code, VerificationLogs: code.VerificationLogs})
+}
+
+// codeWithLogs always shows verification_logs, even empty, on the single-code endpoints.
+type codeWithLogs struct {
+	api.Code
+	VerificationLogs []api.LogEntry `json:"verification_logs"`
+}
+
+// overlayLive replaces the row's state fields with Redis's, which is never older.
+func (s *Server) overlayLive(ctx context.Context, row *store.CodeRow) error {
+	st, found, err := s.cfg.HotPath.Code(ctx, row.ProjectID, row.Code)
+	if errors.Is(err, cache.ErrNotCached) || (err == nil && !found) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row.IsDisabled = st.Disabled
+	row.VerifiedAt, row.VerifiedBy, row.VerifiedAtMs = nil, nil, st.VerifiedAtMs
+	if st.VerifiedAtMs > 0 {
+		sec := st.VerifiedAtMs / 1000
+		row.VerifiedAt = &sec
+		if st.VerifiedBy != "" {
+			by := st.VerifiedBy
+			row.VerifiedBy = &by
+		}
+	}
+	return nil
+}

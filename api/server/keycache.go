@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/acv/acv/store"
+	"golang.org/x/sync/singleflight"
+)
+
+// keyCache keeps API-key lookups in process for a few seconds, so authentication costs no
+// Postgres query per request while revocation and project disable still take effect within
+// the TTL. Unknown key ids are cached too, so guessing ids cannot load the database.
+type keyCache struct {
+	records interface {
+		APIKey(ctx context.Context, id string) (store.APIKey, error)
+	}
+	ttl   time.Duration
+	now   func() time.Time
+	group singleflight.Group
+
+	mu      sync.RWMutex
+	entries map[string]keyEntry
+}
+
+type keyEntry struct {
+	key     store.APIKey
+	found   bool
+	fetched time.Time
+}
+
+const maxCachedKeys = 100_000
+
+func newKeyCache(r Records, ttl time.Duration, now func() time.Time) *keyCache {
+	return &keyCache{records: r, ttl: ttl, now: now, entries: make(map[string]keyEntry)}
+}
+
+// get returns the key and whether it exists.
+func (k *keyCache) get(ctx context.Context, id string) (store.APIKey, bool, error) {
+	now := k.now()
+	k.mu.RLock()
+	e, ok := k.entries[id]
+	k.mu.RUnlock()
+	if ok && now.Sub(e.fetched) < k.ttl {
+		return e.key, e.found, nil
+	}
+	v, err, _ := k.group.Do(id, func() (interface{}, error) {
+		key, err := k.records.APIKey(ctx, id)
+		found := err == nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		e := keyEntry{key: key, found: found, fetched: now}
+		k.mu.Lock()
+		if len(k.entries) >= maxCachedKeys {
+			k.entries = make(map[string]keyEntry)
+		}
+		k.entries[id] = e
+		k.mu.Unlock()
+		return e, nil
+	})
+	if err != nil {
+		return store.APIKey{}, false, err
+	}
+	e = v.(keyEntry)
+	return e.key, e.found, nil
+}

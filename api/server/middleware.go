@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/acv/acv/store"
+	"github.com/gin-gonic/gin"
+)
+
+const ctxAuthFailure = "acv.authfail"
+
+// recovery turns a panic into a 500 with the contract's body and logs it.
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.fail(c, "panic", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	c.Next()
+}
+
+// timeout bounds the work of one request, so a stuck dependency answers 503, not never.
+func (s *Server) timeout(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+}
+
+// accessLog writes one line per request. It never logs a secret, a signature or a body.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("duration", time.Since(start)),
+	}
+	if v, ok := c.Get(ctxKey); ok {
+		attrs = append(attrs, slog.String("key_id", v.(store.APIKey).ID))
+	}
+	if v, ok := c.Get(ctxAuthFailure); ok {
+		attrs = append(attrs, slog.String("auth_failure", string(v.(AuthFailure))))
+	}
+	s.cfg.Logger.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+}

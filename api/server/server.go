@@ -1,0 +1,160 @@
+// Package server is the Gin HTTP layer of the contract: authentication, the six endpoints under
+// /api/v1, health and readiness, and the error mapping. It holds no state of its own beyond a
+// short-lived API-key cache, so any number of replicas can serve side by side.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/store"
+	"github.com/gin-gonic/gin"
+)
+
+// Records is what the server reads from the system of record.
+type Records interface {
+	APIKey(ctx context.Context, id string) (store.APIKey, error)
+	Project(ctx context.Context, id string) (api.Project, error)
+	Statistics(ctx context.Context, projectID string, now int64) (api.Statistics, error)
+	CodeByValue(ctx context.Context, projectID, value string) (store.CodeRow, error)
+	CodeByID(ctx context.Context, projectID, id string) (store.CodeRow, error)
+	ListCodes(ctx context.Context, projectID string, q store.ListQuery, now int64) ([]store.CodeRow, int64, error)
+	Logs(ctx context.Context, codeID string, limit int) ([]api.LogEntry, error)
+}
+
+// HotPath is what the server needs of the Redis hot path.
+type HotPath interface {
+	Apply(ctx context.Context, call cache.Call) (cache.Result, error)
+	Admit(ctx context.Context, a cache.Admission) (cache.Result, error)
+	PutCode(ctx context.Context, projectID string, s cache.CodeState) (bool, error)
+	LoadProject(ctx context.Context, p cache.ProjectState) error
+	MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error
+	Code(ctx context.Context, projectID, value string) (cache.CodeState, bool, error)
+}
+
+// Check is one readiness probe of a dependency.
+type Check func(ctx context.Context) error
+
+// Config wires a server. Records and HotPath are required.
+type Config struct {
+	Records Records
+	HotPath HotPath
+	// Ready names the dependencies /readyz probes (redis, postgres, audit pipeline).
+	Ready map[string]Check
+	// Logger receives access and error logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// KeyCacheTTL bounds how long a key's lookup is reused: revocation and project disable take
+	// effect within it. Default 5 s.
+	KeyCacheTTL time.Duration
+	// RequestTimeout bounds each request's work. Default 10 s.
+	RequestTimeout time.Duration
+	// TrustedProxies are the proxy addresses whose X-Forwarded-For is believed; none by default.
+	TrustedProxies []string
+	// LogsLimit is how many verification logs a single-code response shows, newest first. Default 100.
+	LogsLimit int
+	// NewEventID makes verification-log ids; api.NewID when nil.
+	NewEventID func() string
+}
+
+func (c *Config) defaults() error {
+	if c.Records == nil || c.HotPath == nil {
+		return errors.New("server config: Records and HotPath are required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.KeyCacheTTL <= 0 {
+		c.KeyCacheTTL = 5 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.LogsLimit <= 0 {
+		c.LogsLimit = 100
+	}
+	if c.NewEventID == nil {
+		c.NewEventID = api.NewID
+	}
+	return nil
+}
+
+// Server is one API replica.
+type Server struct {
+	cfg    Config
+	keys   *keyCache
+	engine *gin.Engine
+}
+
+// New builds a replica's handler tree.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now)}
+	e := gin.New()
+	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
+	e.UseRawPath = true
+	e.UnescapePathValues = true
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("trusted proxies: %w", err)
+	}
+	e.Use(s.recovery, s.accessLog, s.timeout)
+	e.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "Not found") })
+	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "Method not allowed") })
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	p := e.Group("/api/v1/projects/:project_id", s.authenticate)
+	p.GET("", s.getProject)
+	p.GET("/codes", s.listCodes)
+	p.GET("/codes/by-code/:code", s.getCodeByValue)
+	p.GET("/codes/:code_id", s.getCodeByID)
+	p.POST("/codes/verify", s.verify)
+	p.POST("/codes/reactivate", s.reactivate)
+	s.engine = e
+	return s, nil
+}
+
+// Handler is the replica's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Serve answers on ln until ctx ends, then stops accepting and drains in-flight requests for up
+// to drain before returning.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hs := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain http: %w", err)
+	}
+	return nil
+}
