@@ -22,12 +22,15 @@ var (
 	unknownSrc string
 	//go:embed scripts/disable.lua
 	disableSrc string
+	//go:embed scripts/loadproject.lua
+	loadProjectSrc string
 
-	applyScript   = redis.NewScript(applySrc)
-	admitScript   = redis.NewScript(admitSrc)
-	putCodeScript = redis.NewScript(putCodeSrc)
-	unknownScript = redis.NewScript(unknownSrc)
-	disableScript = redis.NewScript(disableSrc)
+	applyScript       = redis.NewScript(applySrc)
+	admitScript       = redis.NewScript(admitSrc)
+	putCodeScript     = redis.NewScript(putCodeSrc)
+	unknownScript     = redis.NewScript(unknownSrc)
+	disableScript     = redis.NewScript(disableSrc)
+	loadProjectScript = redis.NewScript(loadProjectSrc)
 )
 
 // Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
@@ -51,7 +54,7 @@ func New(rdb Redis) *Cache { return &Cache{rdb: rdb} }
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.
 func (c *Cache) Preload(ctx context.Context) error {
-	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript} {
+	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript, loadProjectScript} {
 		if err := s.Load(ctx, c.rdb).Err(); err != nil {
 			return fmt.Errorf("load lua script: %w", err)
 		}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // ProjectState is what the hot path needs of a project.
@@ -28,6 +29,21 @@ func (c *Cache) PutProject(ctx context.Context, p ProjectState) error {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("put project: %w", err)
+	}
+	return nil
+}
+
+// LoadProject stores a project's state read from Postgres unless Redis already holds one.
+func (c *Cache) LoadProject(ctx context.Context, p ProjectState) error {
+	en, exp := "0", ""
+	if p.Enabled {
+		en = "1"
+	}
+	if p.ExpiresAt != nil {
+		exp = strconv.FormatInt(*p.ExpiresAt, 10)
+	}
+	if err := loadProjectScript.Run(ctx, c.rdb, []string{projectKey(p.ID)}, en, exp).Err(); err != nil {
+		return fmt.Errorf("load project: %w", err)
 	}
 	return nil
 }

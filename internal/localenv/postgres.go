@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // PGBin is where Debian installs the PostgreSQL 15 server binaries.
@@ -146,4 +148,24 @@ func (p *Postgres) Stop() {
 	case <-time.After(20 * time.Second):
 		p.Kill()
 	}
+}
+
+// CreateDatabase creates database name unless it exists.
+func (p *Postgres) CreateDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
 }

@@ -1,0 +1,274 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/acv/acv/api"
+)
+
+// Sink stores events durably. ApplyEvents must be idempotent by event id: the pipeline is
+// at-least-once, so the same event may arrive again after a crash, and inserted counts only the
+// events it did not hold yet. The Postgres store implements it.
+type Sink interface {
+	ApplyEvents(ctx context.Context, events []api.Event) (inserted int, err error)
+}
+
+// ConsumerConfig tunes a Consumer. Zero values take the defaults named on each field.
+type ConsumerConfig struct {
+	// Brokers are the Kafka bootstrap addresses.
+	Brokers []string
+	// Topic is the topic to consume. Default Topic.
+	Topic string
+	// GroupID is the Kafka consumer group; replicas sharing it split the partitions, and its
+	// committed offsets are where a restarted consumer resumes. Default "acv-audit".
+	GroupID string
+	// BatchSize is the most messages given to the sink at once. Default 1000.
+	BatchSize int
+	// BatchWait is how long a batch waits to fill after its first message arrived; it is the
+	// latency the consumer adds. Default 50ms.
+	BatchWait time.Duration
+	// MaxWait bounds how long one broker fetch waits for data. Default 500ms.
+	MaxWait time.Duration
+	// HeartbeatInterval, SessionTimeout, RebalanceTimeout and JoinGroupBackoff shape group
+	// membership (kafka-go defaults 3s, 30s, 30s, 5s when zero). Small values make tests and
+	// failover faster; SessionTimeout must be within the broker's allowed range (>= 6s by
+	// default).
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+	JoinGroupBackoff  time.Duration
+	// Logger receives retries and skipped messages. Default slog.Default().
+	Logger *slog.Logger
+	// BeforeCommit is a test hook, called after the sink stored a batch and before its offsets
+	// are committed. An error stops the consumer as if the process died right there: Run
+	// returns the error and nothing of that batch is committed.
+	BeforeCommit func() error
+}
+
+// withDefaults fills the zero fields.
+func (c ConsumerConfig) withDefaults() ConsumerConfig {
+	if c.Topic == "" {
+		c.Topic = Topic
+	}
+	if c.GroupID == "" {
+		c.GroupID = "acv-audit"
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = 50 * time.Millisecond
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// ConsumerStats is a snapshot of a consumer's counters since it was created.
+type ConsumerStats struct {
+	Applied    int64     // events the sink newly stored
+	Duplicates int64     // events the sink already held (redeliveries), skipped by it
+	Malformed  int64     // messages that were not an event, skipped
+	Batches    int64     // batches stored by the sink (their offsets committed next)
+	Errors     int64     // failed sink writes, fetches and commits (each is retried)
+	Lag        int64     // kafka-go's Reader.Stats().Lag: how far the last fetch was behind its partition's end
+	LastCommit time.Time // when offsets were last committed; zero before the first
+}
+
+// Consumer applies the events of a Kafka topic to a Sink in batches, committing offsets only
+// after the sink stored them, so an event is never lost and at worst applied twice (which the
+// sink ignores by event id).
+type Consumer struct {
+	cfg  ConsumerConfig
+	sink Sink
+	r    *kafka.Reader
+
+	applied, duplicates, malformed, batches, errs atomic.Int64
+	lastCommit                                    atomic.Int64
+}
+
+// NewConsumer builds a consumer of cfg.Topic in group cfg.GroupID. A new group starts at the
+// oldest retained message, so events published before the first consumer ran are applied.
+// Like kafka.NewReader, it panics when cfg.Brokers is empty.
+func NewConsumer(cfg ConsumerConfig, sink Sink) *Consumer {
+	cfg = cfg.withDefaults()
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           cfg.Brokers,
+		Topic:             cfg.Topic,
+		GroupID:           cfg.GroupID,
+		MinBytes:          1,
+		MaxBytes:          10 << 20,
+		MaxWait:           cfg.MaxWait,
+		QueueCapacity:     cfg.BatchSize,
+		CommitInterval:    0, // synchronous commits: CommitMessages returns once committed
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  cfg.JoinGroupBackoff,
+		ReadBackoffMin:    retryMin,
+		ReadBackoffMax:    time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			cfg.Logger.Warn("audit consumer: kafka: " + fmt.Sprintf(msg, args...))
+		}),
+	})
+	return &Consumer{cfg: cfg, sink: sink, r: r}
+}
+
+// Stats returns the consumer's counters.
+func (c *Consumer) Stats() ConsumerStats {
+	s := ConsumerStats{
+		Applied:    c.applied.Load(),
+		Duplicates: c.duplicates.Load(),
+		Malformed:  c.malformed.Load(),
+		Batches:    c.batches.Load(),
+		Errors:     c.errs.Load(),
+		Lag:        c.r.Stats().Lag,
+	}
+	if ns := c.lastCommit.Load(); ns != 0 {
+		s.LastCommit = time.Unix(0, ns)
+	}
+	return s
+}
+
+// Close leaves the consumer group, so its partitions move to another member at once, and
+// releases the connections. Run must have returned.
+func (c *Consumer) Close() error {
+	if err := c.r.Close(); err != nil {
+		return fmt.Errorf("close kafka reader: %w", err)
+	}
+	return nil
+}
+
+// errStopped says ctx ended before a batch was stored; it is not committed, so it is delivered
+// again after a restart.
+var errStopped = errors.New("consumer stopping: batch not committed")
+
+// Run consumes until ctx ends, then returns nil. It returns an error when the BeforeCommit hook
+// fails or the consumer was closed.
+func (c *Consumer) Run(ctx context.Context) error {
+	var bo backoff
+	for {
+		batch, err := c.fetch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("audit consumer: reader closed: %w", err)
+			}
+			c.errs.Add(1)
+			c.cfg.Logger.Warn("audit consumer: fetch", "err", err)
+			if !sleep(ctx, bo.next()) {
+				return nil
+			}
+			continue
+		}
+		bo.reset()
+		if err := c.process(ctx, batch); err != nil {
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// fetch waits for one message, then gathers more until the batch is full or BatchWait passed.
+func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
+	m, err := c.r.FetchMessage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fetch message: %w", err)
+	}
+	batch := make([]kafka.Message, 1, c.cfg.BatchSize)
+	batch[0] = m
+	fill, cancel := context.WithTimeout(ctx, c.cfg.BatchWait)
+	defer cancel()
+	for len(batch) < c.cfg.BatchSize {
+		m, err := c.r.FetchMessage(fill)
+		if err != nil {
+			break // the wait is over (or the reader failed: the next fetch reports it)
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// process decodes a batch, stores it in the sink (retrying until it succeeds or ctx ends) and
+// commits its offsets.
+func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
+	events := make([]api.Event, 0, len(batch))
+	for _, m := range batch {
+		var ev api.Event
+		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || ev.CodeID == "" {
+			c.malformed.Add(1)
+			c.cfg.Logger.Error("audit consumer: skip message that is not an event",
+				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
+			continue
+		}
+		events = append(events, ev)
+	}
+
+	if len(events) > 0 {
+		var bo backoff
+		for {
+			inserted, err := c.sink.ApplyEvents(ctx, events)
+			if err == nil {
+				c.applied.Add(int64(inserted))
+				c.duplicates.Add(int64(len(events) - inserted))
+				break
+			}
+			if ctx.Err() != nil {
+				return errStopped
+			}
+			c.errs.Add(1)
+			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
+			if !sleep(ctx, bo.next()) {
+				return errStopped
+			}
+		}
+	}
+
+	if c.cfg.BeforeCommit != nil {
+		if err := c.cfg.BeforeCommit(); err != nil {
+			return fmt.Errorf("audit consumer: before-commit hook: %w", err)
+		}
+	}
+	c.batches.Add(1)
+	c.commit(ctx, batch)
+	return nil
+}
+
+// commit commits the batch's offsets. The batch is stored already, so a stop does not cancel
+// the commit; a commit that keeps failing (e.g. the partitions moved to another member) is
+// given up: the batch is then delivered again, and the sink skips it.
+func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var bo backoff
+	for attempt := 1; ; attempt++ {
+		err := c.r.CommitMessages(cctx, batch...)
+		if err == nil {
+			c.lastCommit.Store(time.Now().UnixNano())
+			return
+		}
+		c.errs.Add(1)
+		c.cfg.Logger.Warn("audit consumer: commit offsets", "messages", len(batch), "attempt", attempt, "err", err)
+		if attempt == 3 || !sleep(cctx, bo.next()) {
+			return
+		}
+	}
+}

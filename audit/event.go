@@ -1,0 +1,67 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+)
+
+// Topic is the Kafka topic that carries verification-log events from the relay to the
+// consumer; the relay's writer and the consumer's reader must agree on it.
+const Topic = "acv.verification-logs"
+
+// RelayGroup is the consumer group every relay replica joins on each outbox stream, so replicas
+// share the work and an entry delivered to a replica that died can be claimed by another.
+const RelayGroup = "relay"
+
+// EventField is the outbox stream field whose value is the JSON of one api.Event; the Lua
+// script of the cache package writes it and the relay publishes it unchanged.
+const EventField = "e"
+
+// HeaderFieldPrefix marks extra outbox stream fields that the relay copies into Kafka headers
+// (field "h:traceparent" becomes header "traceparent"), so trace context can ride along
+// without the relay knowing about it.
+const HeaderFieldPrefix = "h:"
+
+// OutboxKey is the key of shard's outbox stream, "acv:{NN}:outbox". The hash tag puts it in the
+// same Redis Cluster slot as the shard's code keys, so one script can change a code and append
+// its event atomically. The cache package writes the same format without importing audit.
+func OutboxKey(shard int) string {
+	return fmt.Sprintf("acv:{%02d}:outbox", shard)
+}
+
+// eventKey is the part of an event the relay needs: the code id is the Kafka key, so every
+// event of one code lands in one partition and keeps its order.
+type eventKey struct {
+	CodeID string `json:"code_id"`
+}
+
+// toMessage turns an outbox entry into a Kafka message. ok is false when the entry holds no
+// event field at all (nothing to publish). malformed is true when the event is published but
+// its JSON does not name a code id, so it goes without a key.
+func toMessage(e redis.XMessage) (msg kafka.Message, ok, malformed bool) {
+	raw, found := e.Values[EventField]
+	if !found {
+		return kafka.Message{}, false, true
+	}
+	msg.Value = []byte(fmt.Sprint(raw)) // go-redis hands stream values over as strings
+	var k eventKey
+	if err := json.Unmarshal(msg.Value, &k); err != nil || k.CodeID == "" {
+		malformed = true
+	} else {
+		msg.Key = []byte(k.CodeID)
+	}
+	for _, field := range slices.Sorted(maps.Keys(e.Values)) {
+		name, isHeader := strings.CutPrefix(field, HeaderFieldPrefix)
+		if !isHeader || name == "" {
+			continue
+		}
+		msg.Headers = append(msg.Headers, kafka.Header{Key: name, Value: []byte(fmt.Sprint(e.Values[field]))})
+	}
+	return msg, true, malformed
+}

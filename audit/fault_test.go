@@ -1,0 +1,122 @@
+package audit_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/audit"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// A relay that dies between Kafka's acknowledgement and the outbox removal loses nothing: a
+// restarted relay (same name: its own pending entries; another name: claimed after ClaimIdle)
+// publishes those entries again, and the sink's dedup leaves one row per event.
+func TestRelayCrashAfterPublish(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		restartName string
+	}{
+		{"restart with same name", "r1"},
+		{"another replica claims", "r2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 4)
+			evs := spreadEvents(400, 40)
+			xaddAll(t, e.rdb, evs)
+
+			w := e.writer(t)
+			cfg := relayConfig("r1")
+			cfg.Batch = 20
+			cfg.AfterPublish = func([]string) error { return errCrash }
+			dead := audit.NewRelay(e.rdb, w, cfg)
+			err, stopped := start(t, dead.Run).wait(10 * time.Second)
+			if !stopped {
+				t.Fatal("relay did not stop on the hook error")
+			}
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("crashed relay returned %v, want the hook error", err)
+			}
+			ds := dead.Stats()
+			if ds.Published == 0 || ds.Removed != 0 {
+				t.Fatalf("crashed relay stats %+v: want something published, nothing removed", ds)
+			}
+			if n, _, _ := audit.OutboxLen(t.Context(), e.rdb); n != int64(len(evs)) {
+				t.Fatalf("outbox holds %d entries after the crash, want all %d", n, len(evs))
+			}
+
+			cfg = relayConfig(tc.restartName)
+			cfg.ClaimIdle = 300 * time.Millisecond
+			cfg.ClaimEvery = 100 * time.Millisecond
+			relay := audit.NewRelay(e.rdb, w, cfg)
+			start(t, relay.Run)
+			sink := newMemSink()
+			c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+
+			waitRows(t, sink, len(evs))
+			e.waitOutboxEmpty(t)
+			sink.checkRows(t, evs)
+			rs := relay.Stats()
+			if tc.restartName != "r1" && rs.Claimed == 0 {
+				t.Errorf("the other replica claimed nothing: %+v", rs)
+			}
+			kafkaMsgs := len(e.topicMessages(t))
+			if kafkaMsgs <= len(evs) {
+				t.Errorf("topic holds %d messages, want duplicates beyond %d", kafkaMsgs, len(evs))
+			}
+			eventually(t, 10*time.Second, "every Kafka message reached the sink", func() (bool, string) {
+				_, recv := sink.counts()
+				cs := c.Stats()
+				return recv == kafkaMsgs && cs.Duplicates == int64(kafkaMsgs-len(evs)), fmt.Sprintf("received %d, stats %+v", recv, cs)
+			})
+		})
+	}
+}
+
+// A consumer that dies after the sink write but before committing offsets loses nothing: the
+// restarted consumer gets the batch again and the sink skips the duplicates.
+func TestConsumerCrashBeforeCommit(t *testing.T) {
+	e := newEnv(t, 4)
+	evs := spreadEvents(300, 30)
+	xaddAll(t, e.rdb, evs)
+	relay := audit.NewRelay(e.rdb, e.writer(t), relayConfig("r1"))
+	start(t, relay.Run)
+
+	sink := newMemSink()
+	sink.fails = 2 // the sink is down at first: retried, never committed before it succeeds
+	var hookCalls atomic.Int32
+	cfg := e.consumerConfig("sink")
+	cfg.BeforeCommit = func() error {
+		hookCalls.Add(1)
+		return errCrash
+	}
+	first := audit.NewConsumer(cfg, sink)
+	err, stopped := start(t, first.Run).wait(20 * time.Second)
+	if !stopped {
+		t.Fatal("consumer did not stop on the hook error")
+	}
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("crashed consumer returned %v, want the hook error", err)
+	}
+	fs := first.Stats()
+	if err := first.Close(); err != nil {
+		t.Fatalf("close crashed consumer: %v", err)
+	}
+	stored, _ := sink.counts()
+	if stored == 0 || hookCalls.Load() != 1 || fs.Errors < 2 || !fs.LastCommit.IsZero() {
+		t.Fatalf("after the crash: %d rows, %d hook calls, stats %+v", stored, hookCalls.Load(), fs)
+	}
+
+	c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+	waitRows(t, sink, len(evs))
+	e.waitOutboxEmpty(t)
+	sink.checkRows(t, evs)
+	eventually(t, 10*time.Second, "redelivered batch skipped as duplicates", func() (bool, string) {
+		cs := c.Stats()
+		_, recv := sink.counts()
+		return cs.Duplicates >= int64(stored) && recv == len(evs)+int(cs.Duplicates), fmt.Sprintf("stats %+v, received %d", cs, recv)
+	})
+}

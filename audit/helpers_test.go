@@ -1,0 +1,291 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/localenv"
+)
+
+func TestMain(m *testing.M) { localenv.Main(m) }
+
+const testTopic = "acv.verification-logs.test"
+
+// env is one test's Redis server, Kafka broker and topic.
+type env struct {
+	rdb        *redis.Client
+	brokers    []string
+	partitions int
+}
+
+func newEnv(t *testing.T, partitions int) *env {
+	t.Helper()
+	r := localenv.RedisServer(t, localenv.RedisOptions{})
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	k := localenv.KafkaBroker(t, testTopic, partitions)
+	return &env{rdb: rdb, brokers: k.Brokers, partitions: partitions}
+}
+
+// writer is the relay's Kafka writer for the test topic.
+func (e *env) writer(t *testing.T) *kafka.Writer {
+	w := audit.NewWriter(e.brokers, testTopic)
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// relayConfig is a relay tuned for tests: short blocking reads.
+func relayConfig(name string) audit.RelayConfig {
+	return audit.RelayConfig{Name: name, Block: 20 * time.Millisecond}
+}
+
+// consumerConfig is a consumer tuned for tests: short batch wait, fast group join.
+func (e *env) consumerConfig(group string) audit.ConsumerConfig {
+	return audit.ConsumerConfig{
+		Brokers:           e.brokers,
+		Topic:             testTopic,
+		GroupID:           group,
+		BatchWait:         20 * time.Millisecond,
+		HeartbeatInterval: 200 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		RebalanceTimeout:  2 * time.Second,
+		JoinGroupBackoff:  100 * time.Millisecond,
+	}
+}
+
+// bg is a Run method running in the background until the test ends.
+type bg struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// start runs fn in the background; the test's cleanup stops it and reports an error it returned.
+func start(t *testing.T, fn func(ctx context.Context) error) *bg {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bg{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		b.err = fn(ctx)
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		if err := b.stop(); err != nil && !errors.Is(err, errCrash) {
+			t.Errorf("background run: %v", err)
+		}
+	})
+	return b
+}
+
+// wait waits up to d for fn to return by itself; ok is false when it is still running.
+func (b *bg) wait(d time.Duration) (err error, ok bool) {
+	select {
+	case <-b.done:
+		return b.err, true
+	case <-time.After(d):
+		return nil, false
+	}
+}
+
+// stop ends fn's context and returns what fn returned.
+func (b *bg) stop() error {
+	b.cancel()
+	err, ok := b.wait(20 * time.Second)
+	if !ok {
+		return errors.New("did not stop within 20s")
+	}
+	return err
+}
+
+// startConsumer runs a consumer into sink until the test ends.
+func (e *env) startConsumer(t *testing.T, cfg audit.ConsumerConfig, sink audit.Sink) *audit.Consumer {
+	t.Helper()
+	c := audit.NewConsumer(cfg, sink)
+	b := start(t, c.Run)
+	t.Cleanup(func() {
+		b.stop()
+		c.Close()
+	})
+	return c
+}
+
+// newEvent is an event of code on project with the given version.
+func newEvent(project, code string, version int64) api.Event {
+	return api.Event{
+		ID: api.NewID(), CodeID: code, ProjectID: project, Action: api.ActionVerify,
+		Result: api.ResultSuccess, VerifiedBy: "pos-1", IP: "10.0.0.1", TS: time.Now().UnixMilli(),
+		Version: version, Changed: true, VerifiedAt: time.Now().UnixMilli(), StateBy: "pos-1",
+	}
+}
+
+// spreadEvents makes n events over projects projects (so over many shards), one code each.
+func spreadEvents(n, projects int) []api.Event {
+	pids := make([]string, projects)
+	for i := range pids {
+		pids[i] = api.NewID()
+	}
+	evs := make([]api.Event, n)
+	for i := range evs {
+		evs[i] = newEvent(pids[i%projects], api.NewID(), 1)
+	}
+	return evs
+}
+
+// xadd appends ev to its shard's outbox as the cache package's script does, with extra fields.
+func xadd(ctx context.Context, rdb redis.Cmdable, ev api.Event, extra ...any) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	vals := append([]any{audit.EventField, string(b)}, extra...)
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: audit.OutboxKey(api.Shard(ev.ProjectID)), Values: vals}).Err()
+}
+
+func xaddAll(t *testing.T, rdb redis.Cmdable, evs []api.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := xadd(context.Background(), rdb, ev); err != nil {
+			t.Fatalf("xadd: %v", err)
+		}
+	}
+}
+
+// memSink is the Postgres sink reduced to its contract: one row per event id, redeliveries
+// ignored. It remembers the order in which rows were inserted.
+type memSink struct {
+	mu       sync.Mutex
+	rows     map[string]api.Event
+	order    []api.Event
+	received int
+	fails    int // the next calls that fail
+}
+
+func newMemSink() *memSink { return &memSink{rows: map[string]api.Event{}} }
+
+func (s *memSink) ApplyEvents(ctx context.Context, events []api.Event) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fails > 0 {
+		s.fails--
+		return 0, errors.New("sink unavailable")
+	}
+	s.received += len(events)
+	n := 0
+	for _, ev := range events {
+		if _, dup := s.rows[ev.ID]; dup {
+			continue
+		}
+		s.rows[ev.ID] = ev
+		s.order = append(s.order, ev)
+		n++
+	}
+	return n, nil
+}
+
+func (s *memSink) counts() (rows, received int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rows), s.received
+}
+
+// checkRows asserts the sink holds exactly the events evs, each once.
+func (s *memSink) checkRows(t *testing.T, evs []api.Event) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rows) != len(evs) {
+		t.Fatalf("sink holds %d rows, want %d", len(s.rows), len(evs))
+	}
+	for _, ev := range evs {
+		got, ok := s.rows[ev.ID]
+		if !ok {
+			t.Fatalf("event %s missing from the sink", ev.ID)
+		}
+		if got != ev {
+			t.Fatalf("event %s arrived as %+v, want %+v", ev.ID, got, ev)
+		}
+	}
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s (%s)", what, within, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitRows waits until the sink holds n rows.
+func waitRows(t *testing.T, s *memSink, n int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("sink holds %d rows", n), func() (bool, string) {
+		rows, recv := s.counts()
+		return rows == n, fmt.Sprintf("rows %d, received %d", rows, recv)
+	})
+}
+
+// waitOutboxEmpty waits until every outbox stream is empty.
+func (e *env) waitOutboxEmpty(t *testing.T) {
+	t.Helper()
+	eventually(t, 10*time.Second, "outbox empty", func() (bool, string) {
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb)
+		if err != nil {
+			t.Fatalf("outbox len: %v", err)
+		}
+		return n == 0, fmt.Sprintf("%d entries, oldest %s", n, age)
+	})
+}
+
+// topicMessages reads every message of the test topic, partition by partition.
+func (e *env) topicMessages(t *testing.T) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	for p := 0; p < e.partitions; p++ {
+		conn, err := kafka.DialLeader(ctx, "tcp", e.brokers[0], testTopic, p)
+		if err != nil {
+			t.Fatalf("dial partition %d: %v", p, err)
+		}
+		last, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			t.Fatalf("last offset of partition %d: %v", p, err)
+		}
+		if last == 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: testTopic, Partition: p, MaxWait: 100 * time.Millisecond})
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read partition %d: %v", p, err)
+			}
+			out = append(out, m)
+			if m.Offset >= last-1 {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}

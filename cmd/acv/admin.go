@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/store"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// withAdmin opens both stores for one operator command.
+func withAdmin(ctx context.Context, fn func(a *admin.Admin) error) error {
+	cfg, err := service.FromEnv()
+	if err != nil {
+		return err
+	}
+	d, err := service.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(&admin.Admin{Store: d.Store, Cache: d.Cache})
+}
+
+func printJSON(v interface{}) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parseTime accepts Unix seconds or RFC 3339; "" is nil.
+func parseTime(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err == nil && fmt.Sprint(v) == s {
+		return &v, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, fmt.Errorf("time %q: use Unix seconds or RFC 3339", s)
+	}
+	v = t.Unix()
+	return &v, nil
+}
+
+func projectCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "project", Short: "Create, disable and enable projects"}
+	var name, desc, expires string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a project",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exp, err := parseTime(expires)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				p, err := a.CreateProject(cmd.Context(), store.NewProject{Name: name, Description: desc, ExpiresAt: exp})
+				if err != nil {
+					return err
+				}
+				return printJSON(p)
+			})
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "project name (required)")
+	create.Flags().StringVar(&desc, "description", "", "description")
+	create.Flags().StringVar(&expires, "expires-at", "", "expiry (Unix seconds or RFC 3339)")
+	_ = create.MarkFlagRequired("name")
+	toggle := func(use string, enabled bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " PROJECT_ID",
+			Short: use + " a project (takes effect at once on verify, within seconds on reads)",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+					return a.SetProjectEnabled(cmd.Context(), args[0], enabled)
+				})
+			},
+		}
+	}
+	var expiry string
+	setExp := &cobra.Command{
+		Use:   "expire PROJECT_ID",
+		Short: "Set (or with --at '' clear) a project's expiry",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exp, err := parseTime(expiry)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				return a.SetProjectExpiry(cmd.Context(), args[0], exp)
+			})
+		},
+	}
+	setExp.Flags().StringVar(&expiry, "at", "", "expiry (Unix seconds or RFC 3339); empty clears")
+	cmd.AddCommand(create, toggle("disable", false), toggle("enable", true), setExp)
+	return cmd
+}
+
+func keyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "key", Short: "Create and revoke API keys"}
+	var project string
+	var rate float64
+	var burst int
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an API key; the secret is shown once",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				k, err := a.Store.CreateAPIKey(cmd.Context(), project, rate, burst)
+				if err != nil {
+					return err
+				}
+				return printJSON(map[string]interface{}{
+					"key_id": k.ID, "secret": k.Secret, "project_id": k.ProjectID,
+					"rate_per_sec": k.RatePerSec, "burst": k.Burst,
+				})
+			})
+		},
+	}
+	create.Flags().StringVar(&project, "project", "", "project id (required)")
+	create.Flags().Float64Var(&rate, "rate", 0, "requests per second (0: unlimited)")
+	create.Flags().IntVar(&burst, "burst", 0, "bucket size (default: rate rounded up)")
+	_ = create.MarkFlagRequired("project")
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke an API key (takes effect within the key cache TTL)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error { return a.Store.RevokeAPIKey(cmd.Context(), args[0]) })
+		},
+	}
+	limit := &cobra.Command{
+		Use:   "limit KEY_ID",
+		Short: "Set or clear (--rate 0) a key's rate limit",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				return a.Store.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, burstOr(burst, rate))
+			})
+		},
+	}
+	limit.Flags().Float64Var(&rate, "rate", 0, "requests per second (0: unlimited)")
+	limit.Flags().IntVar(&burst, "burst", 0, "bucket size (default: rate rounded up)")
+	cmd.AddCommand(create, revoke, limit)
+	create.PreRun = func(*cobra.Command, []string) { burst = burstOr(burst, rate) }
+	return cmd
+}
+
+func burstOr(burst int, rate float64) int {
+	if burst > 0 || rate <= 0 {
+		return burst
+	}
+	return int(rate + 0.999999)
+}
+
+func codesCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "codes", Short: "Generate, import, export, disable and enable codes"}
+	var project, expires, out string
+	var spec admin.GenerateSpec
+	gen := &cobra.Command{
+		Use:   "generate",
+		Short: "Generate random codes, unique within the project",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exp, err := parseTime(expires)
+			if err != nil {
+				return err
+			}
+			spec.ExpiresAt = exp
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				bar := progressbar.Default(int64(spec.Count), "generating")
+				n, err := a.Generate(cmd.Context(), project, spec, func(done int) { _ = bar.Set(done) })
+				_ = bar.Finish()
+				fmt.Fprintf(os.Stderr, "generated %d codes\n", n)
+				return err
+			})
+		},
+	}
+	gen.Flags().StringVar(&project, "project", "", "project id (required)")
+	gen.Flags().IntVar(&spec.Count, "count", 100, "how many codes")
+	gen.Flags().IntVar(&spec.Length, "length", 12, "random characters per code")
+	gen.Flags().StringVar(&spec.Charset, "charset", admin.DefaultCharset, "characters to draw from")
+	gen.Flags().StringVar(&spec.Prefix, "prefix", "", "text before the random part")
+	gen.Flags().StringVar(&spec.Suffix, "suffix", "", "text after the random part")
+	gen.Flags().StringVar(&expires, "expires-at", "", "code expiry (Unix seconds or RFC 3339)")
+	_ = gen.MarkFlagRequired("project")
+
+	imp := &cobra.Command{
+		Use:   "import FILE.csv",
+		Short: "Import codes from CSV (code[,expires_at]); '-' reads standard input",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := os.Stdin
+			if args[0] != "-" {
+				var err error
+				if f, err = os.Open(args[0]); err != nil {
+					return err
+				}
+				defer f.Close()
+			}
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				bar := progressbar.Default(-1, "importing")
+				res, err := a.ImportCSV(cmd.Context(), project, f, func(done int) { _ = bar.Set(done) })
+				_ = bar.Finish()
+				fmt.Fprintf(os.Stderr, "read %d, inserted %d, duplicates %d\n", res.Read, res.Inserted, res.Duplicates)
+				return err
+			})
+		},
+	}
+	exp := &cobra.Command{
+		Use:   "export",
+		Short: "Export the project's codes as CSV",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := os.Stdout
+			if out != "" && out != "-" {
+				f, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				n, err := a.ExportCSV(cmd.Context(), project, time.Now().Unix(), w)
+				fmt.Fprintf(os.Stderr, "exported %d codes\n", n)
+				return err
+			})
+		},
+	}
+	exp.Flags().StringVarP(&out, "output", "o", "", "file to write (default standard output)")
+	toggle := func(use string, disabled bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " CODE...",
+			Short: use + " codes (takes effect at once)",
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+					for _, v := range args {
+						if err := a.SetCodeDisabled(cmd.Context(), project, v, disabled); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			},
+		}
+	}
+	for _, c := range []*cobra.Command{imp, exp} {
+		c.Flags().StringVar(&project, "project", "", "project id (required)")
+		_ = c.MarkFlagRequired("project")
+	}
+	dis, en := toggle("disable", true), toggle("enable", false)
+	for _, c := range []*cobra.Command{dis, en} {
+		c.Flags().StringVar(&project, "project", "", "project id (required)")
+		_ = c.MarkFlagRequired("project")
+	}
+	cmd.AddCommand(gen, imp, exp, dis, en)
+	return cmd
+}

@@ -1,0 +1,93 @@
+// Package admin holds the operator actions the client API does not offer: projects, API keys,
+// code generation, CSV import and export, disabling codes. Every change is written to Postgres
+// (the record) and to Redis (the hot path) so it takes effect at once.
+package admin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/store"
+)
+
+// Admin performs operator actions against both stores.
+type Admin struct {
+	Store *store.Store
+	Cache *cache.Cache
+}
+
+// CreateProject records a project and publishes its state to the hot path.
+func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (api.Project, error) {
+	proj, err := a.Store.CreateProject(ctx, p)
+	if err != nil {
+		return api.Project{}, err
+	}
+	return proj, a.publishProject(ctx, proj)
+}
+
+// SetProjectEnabled enables or disables a project everywhere.
+func (a *Admin) SetProjectEnabled(ctx context.Context, id string, enabled bool) error {
+	if err := a.Store.SetProjectEnabled(ctx, id, enabled); err != nil {
+		return err
+	}
+	return a.republishProject(ctx, id)
+}
+
+// SetProjectExpiry changes a project's expiry (nil: never) everywhere.
+func (a *Admin) SetProjectExpiry(ctx context.Context, id string, expiresAt *int64) error {
+	if err := a.Store.SetProjectExpiry(ctx, id, expiresAt); err != nil {
+		return err
+	}
+	return a.republishProject(ctx, id)
+}
+
+func (a *Admin) republishProject(ctx context.Context, id string) error {
+	p, err := a.Store.Project(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.publishProject(ctx, p)
+}
+
+func (a *Admin) publishProject(ctx context.Context, p api.Project) error {
+	if err := a.Cache.PutProject(ctx, cache.ProjectState{ID: p.ID, Enabled: p.Status, ExpiresAt: p.ExpiresAt}); err != nil {
+		return fmt.Errorf("publish project %s to redis: %w", p.ID, err)
+	}
+	return nil
+}
+
+// SetCodeDisabled disables or enables one code: Redis first, as a new version of the code's
+// state, then the same snapshot to Postgres, which applies it only if nothing newer arrived.
+func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, disabled bool) error {
+	row, err := a.Store.CodeByValue(ctx, projectID, value)
+	if err != nil {
+		return fmt.Errorf("code %q: %w", value, err)
+	}
+	st, err := a.Cache.SetDisabled(ctx, projectID, value, disabled)
+	if err == cache.ErrNotCached {
+		if _, err = a.Cache.PutCode(ctx, projectID, CodeState(row)); err != nil {
+			return err
+		}
+		st, err = a.Cache.SetDisabled(ctx, projectID, value, disabled)
+	}
+	if err != nil {
+		return err
+	}
+	return a.Store.ApplySnapshot(ctx, row.ID, store.Snapshot{
+		VerifiedAtMs: st.VerifiedAtMs, VerifiedBy: st.VerifiedBy, Disabled: st.Disabled, Version: st.Version,
+	})
+}
+
+// CodeState is the hot-path state of a stored code.
+func CodeState(row store.CodeRow) cache.CodeState {
+	by := ""
+	if row.VerifiedBy != nil {
+		by = *row.VerifiedBy
+	}
+	return cache.CodeState{
+		ID: row.ID, Code: row.Code, ExpiresAt: row.ExpiresAt, VerifiedAtMs: row.VerifiedAtMs,
+		VerifiedBy: by, Disabled: row.IsDisabled, Version: row.Version,
+	}
+}

@@ -1,0 +1,155 @@
+// Package service wires the replicas' parts — Redis, Postgres, Kafka, the HTTP API, the outbox
+// relay and the log consumer — from one Config. cmd/acv runs it; the end-to-end tests run
+// several of its parts side by side against real servers.
+package service
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/audit"
+)
+
+// Config is the whole configuration, read from the environment by FromEnv.
+type Config struct {
+	HTTPAddr       string
+	RedisURL       string
+	DatabaseURL    string
+	KafkaBrokers   []string
+	KafkaTopic     string
+	Partitions     int
+	ConsumerGroup  string
+	Instance       string
+	Roles          Roles
+	KeyCacheTTL    time.Duration
+	RequestTimeout time.Duration
+	Drain          time.Duration
+	TrustedProxies []string
+	RedisPoolSize  int
+	PGMaxConns     int
+	Logger         *slog.Logger
+}
+
+// Roles selects which parts a process runs; a deployment may split them.
+type Roles struct {
+	API, Relay, Consumer bool
+}
+
+// Validate reports the first missing or inconsistent setting.
+func (c Config) Validate() error {
+	switch {
+	case c.RedisURL == "":
+		return errors.New("ACV_REDIS_URL is required")
+	case c.DatabaseURL == "":
+		return errors.New("ACV_DATABASE_URL is required")
+	case (c.Roles.Relay || c.Roles.Consumer) && len(c.KafkaBrokers) == 0:
+		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles")
+	case !c.Roles.API && !c.Roles.Relay && !c.Roles.Consumer:
+		return errors.New("ACV_ROLES names no role (api, relay, consumer)")
+	}
+	return nil
+}
+
+// Setting documents one environment variable; README's table is made from the same list.
+type Setting struct {
+	Name, Default, Meaning string
+}
+
+// Settings lists every environment variable the service reads.
+var Settings = []Setting{
+	{"ACV_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on"},
+	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0"},
+	{"ACV_DATABASE_URL", "", "PostgreSQL URL, e.g. postgres://acv@127.0.0.1:5432/acv"},
+	{"KAFKA_BROKERS", "", "comma-separated Kafka bootstrap addresses"},
+	{"ACV_KAFKA_TOPIC", audit.Topic, "topic of the verification-log events"},
+	{"ACV_KAFKA_PARTITIONS", "8", "partitions when the topic is created"},
+	{"ACV_CONSUMER_GROUP", "acv-log-writer", "Kafka consumer group of the log writers"},
+	{"ACV_ROLES", "api,relay,consumer", "parts this process runs"},
+	{"ACV_INSTANCE", "host name", "this replica's name (relay consumer name)"},
+	{"ACV_KEY_CACHE_TTL", "5s", "how long an API-key lookup is reused; revocation takes effect within it"},
+	{"ACV_REQUEST_TIMEOUT", "10s", "bound on one request's work"},
+	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
+	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
+	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
+	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
+}
+
+// FromEnv reads the configuration from the environment, with the defaults of Settings.
+func FromEnv() (Config, error) {
+	get := func(name string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return strings.TrimSpace(v)
+		}
+		for _, s := range Settings {
+			if s.Name == name {
+				return s.Default
+			}
+		}
+		return ""
+	}
+	var errs []error
+	dur := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return d
+	}
+	num := func(name string) int {
+		n, err := strconv.Atoi(get(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return n
+	}
+	c := Config{
+		HTTPAddr:       get("ACV_HTTP_ADDR"),
+		RedisURL:       get("ACV_REDIS_URL"),
+		DatabaseURL:    get("ACV_DATABASE_URL"),
+		KafkaBrokers:   list(get("KAFKA_BROKERS")),
+		KafkaTopic:     get("ACV_KAFKA_TOPIC"),
+		Partitions:     num("ACV_KAFKA_PARTITIONS"),
+		ConsumerGroup:  get("ACV_CONSUMER_GROUP"),
+		Instance:       os.Getenv("ACV_INSTANCE"),
+		KeyCacheTTL:    dur("ACV_KEY_CACHE_TTL"),
+		RequestTimeout: dur("ACV_REQUEST_TIMEOUT"),
+		Drain:          dur("ACV_SHUTDOWN_DRAIN"),
+		TrustedProxies: list(get("ACV_TRUSTED_PROXIES")),
+		RedisPoolSize:  num("ACV_REDIS_POOL_SIZE"),
+		PGMaxConns:     num("ACV_PG_MAX_CONNS"),
+	}
+	for _, r := range list(get("ACV_ROLES")) {
+		switch r {
+		case "api":
+			c.Roles.API = true
+		case "relay":
+			c.Roles.Relay = true
+		case "consumer":
+			c.Roles.Consumer = true
+		default:
+			errs = append(errs, fmt.Errorf("ACV_ROLES: unknown role %q", r))
+		}
+	}
+	if c.Instance == "" {
+		c.Instance, _ = os.Hostname()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// CodeRow is a code as stored: the API fields plus what the hot path needs (the millisecond
+// verification time and the version of the last applied state), so the cache loader can fill
+// Redis from one read.
+type CodeRow struct {
+	ID           string
+	ProjectID    string
+	Code         string
+	IsDisabled   bool
+	ExpiresAt    *int64 // unix seconds
+	VerifiedAt   *int64 // unix seconds
+	VerifiedAtMs int64  // unix ms; 0 = not verified
+	VerifiedBy   *string
+	CreatedAt    int64 // unix seconds
+	Version      int64
+}
+
+// API renders the row as the code resource, deriving Status and IsExpired at now with the
+// project's expiry as the fallback, so every endpoint derives state the same way.
+func (r CodeRow) API(projectExpiresAt *int64, now int64) api.Code {
+	c := api.Code{
+		ID:         r.ID,
+		Code:       r.Code,
+		IsDisabled: r.IsDisabled,
+		ExpiresAt:  r.ExpiresAt,
+		VerifiedAt: r.VerifiedAt,
+		VerifiedBy: r.VerifiedBy,
+		CreatedAt:  r.CreatedAt,
+	}
+	c.Fill(projectExpiresAt, now)
+	return c
+}
+
+// NewCode is one code value to create, with its own optional expiry.
+type NewCode struct {
+	Code      string
+	ExpiresAt *int64 // unix seconds; nil = the project's expiry applies
+}
+
+// codeColumns is the select list scanCode reads, on a codes table aliased c.
+const codeColumns = `c.id, c.project_id, c.code, c.is_disabled, c.expires_at, c.verified_at,
+	c.verified_by, c.created_at, c.version`
+
+// scanCode reads one row of codeColumns.
+func scanCode(row pgx.Row) (CodeRow, error) {
+	var (
+		r                     CodeRow
+		id, pid               pgtype.UUID
+		expiresAt, verifiedAt *time.Time
+		createdAt             time.Time
+	)
+	if err := row.Scan(&id, &pid, &r.Code, &r.IsDisabled, &expiresAt, &verifiedAt,
+		&r.VerifiedBy, &createdAt, &r.Version); err != nil {
+		return CodeRow{}, err
+	}
+	r.ID, r.ProjectID = hexID(id), hexID(pid)
+	r.ExpiresAt = toUnix(expiresAt)
+	if verifiedAt != nil {
+		r.VerifiedAtMs = verifiedAt.UnixMilli()
+		r.VerifiedAt = toUnix(verifiedAt)
+	}
+	r.CreatedAt = createdAt.Unix()
+	return r, nil
+}
+
+// InsertCodes inserts codes of one project in bulk and returns, in input order, the rows
+// actually inserted: a value the project already holds (or that repeats earlier in codes) is
+// skipped, so a generator can retry the values that collided. The codes are copied into a
+// temporary table and inserted with one INSERT ... ON CONFLICT DO NOTHING, so 100k codes take
+// one round trip of data and one statement (one statistics trigger run).
+// ErrNotFound when the project does not exist.
+func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]CodeRow, error) {
+	if err := checkID("project", projectID); err != nil {
+		return nil, err
+	}
+	if len(codes) == 0 {
+		return []CodeRow{}, nil
+	}
+	for i, c := range codes {
+		if err := api.ValidateCode(c.Code); err != nil {
+			return nil, fmt.Errorf("code %d: %w", i, err)
+		}
+	}
+	var createdAt time.Time // one transaction, one now(): the same for every row
+	ids := make([]string, len(codes))
+	index := make(map[string]int, len(codes))
+	for i := range codes {
+		ids[i] = api.NewID()
+		index[ids[i]] = i
+	}
+	var inserted []int // indexes into codes of the rows inserted
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		inserted = inserted[:0]
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE codes_in (
+			ord int NOT NULL, id uuid NOT NULL, code text NOT NULL, expires_at timestamptz
+		) ON COMMIT DROP`); err != nil {
+			return fmt.Errorf("create temp table: %w", err)
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"codes_in"}, []string{"ord", "id", "code", "expires_at"},
+			pgx.CopyFromSlice(len(codes), func(i int) ([]any, error) {
+				return []any{int32(i), ids[i], codes[i].Code, toTime(codes[i].ExpiresAt)}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("copy codes: %w", err)
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO codes (id, project_id, code, expires_at, created_at)
+			SELECT id, $1, code, expires_at, now() FROM codes_in ORDER BY ord
+			ON CONFLICT (project_id, code) DO NOTHING
+			RETURNING id, created_at`, projectID)
+		if err != nil {
+			return fmt.Errorf("insert codes: %w", err)
+		}
+		defer rows.Close()
+		var id pgtype.UUID
+		for rows.Next() {
+			if err := rows.Scan(&id, &createdAt); err != nil {
+				return fmt.Errorf("scan inserted code: %w", err)
+			}
+			inserted = append(inserted, index[hexID(id)])
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("insert codes: %w", translate(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert codes into project %s: %w", projectID, err)
+	}
+	slices.Sort(inserted) // RETURNING promises no order
+	out := make([]CodeRow, len(inserted))
+	for j, i := range inserted {
+		out[j] = CodeRow{
+			ID:        ids[i],
+			ProjectID: projectID,
+			Code:      codes[i].Code,
+			ExpiresAt: codes[i].ExpiresAt,
+			CreatedAt: createdAt.Unix(),
+		}
+	}
+	return out, nil
+}
+
+// CodeByValue reads a code by its value within a project: the lookup verify, reactivate and
+// the cache loader make. ErrNotFound when the project holds no such value.
+func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (CodeRow, error) {
+	if err := checkID("project", projectID); err != nil {
+		return CodeRow{}, err
+	}
+	r, err := scanCode(s.pool.QueryRow(ctx,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 AND c.code = $2`,
+		projectID, value))
+	if err != nil {
+		return CodeRow{}, fmt.Errorf("select code by value in project %s: %w", projectID, translate(err))
+	}
+	return r, nil
+}
+
+// CodeByID reads a code by id within a project. ErrNotFound also when the id belongs to
+// another project, so one project never sees another's codes.
+func (s *Store) CodeByID(ctx context.Context, projectID, id string) (CodeRow, error) {
+	if err := checkID("project", projectID); err != nil {
+		return CodeRow{}, err
+	}
+	if err := checkID("code", id); err != nil {
+		return CodeRow{}, err
+	}
+	r, err := scanCode(s.pool.QueryRow(ctx,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.id = $2 AND c.project_id = $1`,
+		projectID, id))
+	if err != nil {
+		return CodeRow{}, fmt.Errorf("select code %s in project %s: %w", id, projectID, translate(err))
+	}
+	return r, nil
+}
+
+// ExportCodes streams a project's codes in creation order to fn without holding them all in
+// memory; an error from fn stops the export and is returned.
+func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(CodeRow) error) error {
+	if err := checkID("project", projectID); err != nil {
+		return err
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 ORDER BY c.created_at, c.id`,
+		projectID)
+	if err != nil {
+		return fmt.Errorf("export codes of project %s: %w", projectID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanCode(rows)
+		if err != nil {
+			return fmt.Errorf("scan exported code: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export codes of project %s: %w", projectID, err)
+	}
+	return nil
+}

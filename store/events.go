@@ -1,0 +1,154 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5"
+)
+
+// msToTimestamptz converts a Unix-millisecond SQL expression to timestamptz exactly (no
+// floating-point division), 0 meaning NULL.
+func msToTimestamptz(expr string) string {
+	return `CASE WHEN ` + expr + ` = 0 THEN NULL ELSE timestamptz 'epoch' + ` + expr + ` * interval '1 millisecond' END`
+}
+
+// Snapshot is a code's state after a change in Redis, with the version Redis gave that change,
+// so Postgres can apply changes in version order whatever order they arrive in.
+type Snapshot struct {
+	VerifiedAtMs int64 // unix ms; 0 = unused
+	VerifiedBy   string
+	Disabled     bool
+	Version      int64
+}
+
+// ApplySnapshot sets a code's verified_at, verified_by, is_disabled and version when
+// snap.Version is newer than the stored version, and does nothing otherwise: an older snapshot
+// never overwrites a newer state. ErrNotFound when the code does not exist.
+func (s *Store) ApplySnapshot(ctx context.Context, codeID string, snap Snapshot) error {
+	if err := checkID("code", codeID); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE codes SET verified_at = `+msToTimestamptz("$2::bigint")+`,
+		        verified_by = nullif($3, ''), is_disabled = $4, version = $5
+		 WHERE id = $1 AND version < $5`,
+		codeID, snap.VerifiedAtMs, snap.VerifiedBy, snap.Disabled, snap.Version)
+	if err != nil {
+		return fmt.Errorf("apply snapshot to code %s: %w", codeID, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM codes WHERE id = $1)`, codeID).Scan(&exists); err != nil {
+		return fmt.Errorf("apply snapshot to code %s: %w", codeID, err)
+	}
+	if !exists {
+		return fmt.Errorf("code %s: %w", codeID, ErrNotFound)
+	}
+	return nil
+}
+
+// ApplyEvents is the audit consumer's sink. In one transaction it inserts a verification log
+// per event, keyed by the event id so a redelivered event writes nothing, and applies the state
+// snapshot of every event with Changed set to its code when newer than the stored version (of
+// several events of one code, the highest version wins). It returns how many log rows were
+// newly inserted; len(events) minus that is the number of duplicates skipped.
+//
+// Rows are locked in one global order (log ids, then code ids, then statistics keys), and a
+// transaction aborted by a deadlock or serialization failure anyway is retried, so concurrent
+// consumers with overlapping batches need no coordination. An event whose ids are not
+// well-formed makes the whole call fail, since no row could hold it.
+func (s *Store) ApplyEvents(ctx context.Context, events []api.Event) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	sorted := slices.Clone(events)
+	slices.SortFunc(sorted, func(a, b api.Event) int { return cmp.Compare(a.ID, b.ID) })
+
+	n := len(sorted)
+	var (
+		ids, codeIDs, projectIDs = make([]string, n), make([]string, n), make([]string, n)
+		actions, results         = make([]string, n), make([]string, n)
+		reasons, bys, ips        = make([]string, n), make([]string, n), make([]string, n)
+		ts                       = make([]int64, n)
+		latest                   = make(map[string]api.Event)
+	)
+	for i, e := range sorted {
+		if !api.ValidID(e.ID) || !api.ValidID(e.CodeID) || !api.ValidID(e.ProjectID) {
+			return 0, fmt.Errorf("event %q (code %q, project %q): malformed id", e.ID, e.CodeID, e.ProjectID)
+		}
+		ids[i], codeIDs[i], projectIDs[i] = e.ID, e.CodeID, e.ProjectID
+		actions[i], results[i] = string(e.Action), e.Result
+		reasons[i], bys[i], ips[i], ts[i] = e.Reason, e.VerifiedBy, e.IP, e.TS
+		if e.Changed {
+			if cur, ok := latest[e.CodeID]; !ok || e.Version > cur.Version {
+				latest[e.CodeID] = e
+			}
+		}
+	}
+	snaps := make([]api.Event, 0, len(latest))
+	for _, e := range latest {
+		snaps = append(snaps, e)
+	}
+	slices.SortFunc(snaps, func(a, b api.Event) int { return cmp.Compare(a.CodeID, b.CodeID) })
+	var (
+		snapIDs      = make([]string, len(snaps))
+		snapVersions = make([]int64, len(snaps))
+		snapVerified = make([]int64, len(snaps))
+		snapBy       = make([]string, len(snaps))
+		snapDisabled = make([]bool, len(snaps))
+	)
+	for i, e := range snaps {
+		snapIDs[i], snapVersions[i], snapVerified[i] = e.CodeID, e.Version, e.VerifiedAt
+		snapBy[i], snapDisabled[i] = e.StateBy, e.Disabled
+	}
+
+	var inserted int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx,
+			`INSERT INTO verification_logs
+			   (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at)
+			 SELECT e.id, e.code_id, e.project_id, e.action, e.result, nullif(e.reason, ''),
+			        nullif(e.verified_by, ''), e.ip, timestamptz 'epoch' + e.ts * interval '1 millisecond'
+			 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+			             $7::text[], $8::text[], $9::bigint[])
+			      AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts)
+			 ORDER BY e.id
+			 ON CONFLICT (id) DO NOTHING`,
+			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts)
+		if err != nil {
+			return fmt.Errorf("insert verification logs: %w", err)
+		}
+		inserted = tag.RowsAffected()
+		if len(snaps) == 0 {
+			return nil
+		}
+		const snapshots = `unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::bool[])
+			AS s(id, version, verified_ms, verified_by, disabled)`
+		// Lock the codes to change in id order first: the UPDATE alone locks in plan order.
+		if _, err := tx.Exec(ctx,
+			`SELECT 1 FROM codes c JOIN `+snapshots+` ON s.id = c.id
+			 WHERE s.version > c.version ORDER BY c.id FOR UPDATE OF c`,
+			snapIDs, snapVersions, snapVerified, snapBy, snapDisabled); err != nil {
+			return fmt.Errorf("lock codes: %w", err)
+		}
+		if _, err := tx.Exec(ctx,
+			`UPDATE codes c SET verified_at = `+msToTimestamptz("s.verified_ms")+`,
+			        verified_by = nullif(s.verified_by, ''), is_disabled = s.disabled, version = s.version
+			 FROM `+snapshots+`
+			 WHERE c.id = s.id AND s.version > c.version`,
+			snapIDs, snapVersions, snapVerified, snapBy, snapDisabled); err != nil {
+			return fmt.Errorf("apply snapshots: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("apply %d events: %w", len(events), err)
+	}
+	return int(inserted), nil
+}

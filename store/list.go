@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5"
+)
+
+// ListQuery selects one page of a project's codes.
+type ListQuery struct {
+	Page     int       // 1-based; < 1 is treated as 1
+	PageSize int       // < 1 is treated as api.DefaultPageSize
+	State    api.State // "" = any state
+	Search   string    // case-insensitive substring of the code value; "" = no search
+}
+
+// ListCodes returns one page of a project's codes, newest first (created_at, then id,
+// descending), with the total number of codes matching the query. The state filter is the
+// derived state at now, with the project's expiry as the fallback of a code's own. Without a
+// search the total comes from the statistics counters instead of counting rows.
+// ErrNotFound when the project does not exist.
+func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, now int64) ([]CodeRow, int64, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if q.Page < 1 {
+		q.Page = 1
+	}
+	if q.PageSize < 1 {
+		q.PageSize = api.DefaultPageSize
+	}
+
+	args := []any{projectID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"c.project_id = $1"}
+	if q.State != "" {
+		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
+		if err != nil {
+			return nil, 0, err
+		}
+		where = append(where, cond)
+	}
+	if q.Search != "" {
+		where = append(where, "c.code ILIKE "+arg(likePattern(q.Search))+` ESCAPE '\'`)
+	}
+	filter := strings.Join(where, " AND ")
+
+	var total int64
+	if q.Search == "" {
+		st, err := s.Statistics(ctx, projectID, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		total = countOf(st, q.State)
+	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+filter, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, err)
+	}
+
+	offset := (int64(q.Page) - 1) * int64(q.PageSize)
+	if offset >= total {
+		return []CodeRow{}, total, nil
+	}
+	limit, off := arg(q.PageSize), arg(offset)
+	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+` FROM codes c WHERE `+filter+`
+		ORDER BY c.created_at DESC, c.id DESC LIMIT `+limit+` OFFSET `+off, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CodeRow, error) { return scanCode(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
+	}
+	return out, total, nil
+}
+
+// stateCondition is the SQL predicate of a derived state, written so the partial indexes of
+// the schema match it. arg binds a parameter and returns its placeholder.
+func stateCondition(st api.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
+	const open = "NOT c.is_disabled AND c.verified_at IS NULL"
+	switch st {
+	case api.StateDisabled:
+		return "c.is_disabled", nil
+	case api.StateUsed:
+		return "c.verified_at IS NOT NULL AND NOT c.is_disabled", nil
+	case api.StateExpired:
+		return open + " AND coalesce(c.expires_at, " + arg(projectExpiresAt) + "::timestamptz) <= " + arg(now), nil
+	case api.StateUnused:
+		return open + " AND coalesce(c.expires_at, " + arg(projectExpiresAt) + "::timestamptz, 'infinity') > " + arg(now), nil
+	}
+	return "", fmt.Errorf("unknown state %q", st)
+}
+
+// likePattern turns a search string into an ILIKE substring pattern in which %, _ and the
+// escape character \ match themselves.
+func likePattern(search string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(search) + "%"
+}

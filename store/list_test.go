@@ -1,0 +1,169 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/store"
+)
+
+func TestListCodes(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	now := time.Now().Unix()
+	p := mustProject(t, s, ptr(now+50))
+	other := mustProject(t, s, nil)
+	mustInsert(t, s, other.ID, values("50%_off", "other-only")...)
+
+	batch1 := mustInsert(t, s, p.ID,
+		store.NewCode{Code: "u-used"},
+		store.NewCode{Code: "d-disabled"},
+		store.NewCode{Code: "x-expired", ExpiresAt: ptr(now - 10)},
+		store.NewCode{Code: "f-future", ExpiresAt: ptr(now + 1000)},
+		store.NewCode{Code: "p-projexp"},
+		store.NewCode{Code: "50%_off"},
+		store.NewCode{Code: "50xxoff"},
+		store.NewCode{Code: `a\b`},
+		store.NewCode{Code: "ÄÖÜ-Straße"},
+		store.NewCode{Code: "UPPER-case"},
+		store.NewCode{Code: "used-and-disabled"},
+	)
+	batch2 := mustInsert(t, s, p.ID,
+		store.NewCode{Code: "n1", ExpiresAt: ptr(now + 1000)},
+		store.NewCode{Code: "n2", ExpiresAt: ptr(now + 1000)},
+		store.NewCode{Code: "n3", ExpiresAt: ptr(now + 1000)},
+	)
+	if len(batch1) != 11 || len(batch2) != 3 {
+		t.Fatalf("fixture inserted %d + %d", len(batch1), len(batch2))
+	}
+	snap := func(i int, snap store.Snapshot) {
+		if err := s.ApplySnapshot(ctx, batch1[i].ID, snap); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+	}
+	snap(0, store.Snapshot{VerifiedAtMs: now * 1000, VerifiedBy: "till-1", Version: 1})
+	snap(1, store.Snapshot{Disabled: true, Version: 1})
+	snap(10, store.Snapshot{VerifiedAtMs: now * 1000, Version: 1})
+	snap(10, store.Snapshot{VerifiedAtMs: now * 1000, Disabled: true, Version: 2})
+
+	// list pages through a query and returns the values, checking every page's total.
+	list := func(t *testing.T, q store.ListQuery, at int64) ([]string, int64) {
+		t.Helper()
+		var all []string
+		var total int64 = -1
+		for q.Page = 1; ; q.Page++ {
+			rows, n, err := s.ListCodes(ctx, p.ID, q, at)
+			if err != nil {
+				t.Fatalf("list %+v: %v", q, err)
+			}
+			if total >= 0 && n != total {
+				t.Fatalf("total changed between pages: %d then %d", total, n)
+			}
+			total = n
+			if len(rows) > q.PageSize {
+				t.Fatalf("page of %d rows, page size %d", len(rows), q.PageSize)
+			}
+			for _, r := range rows {
+				if r.ProjectID != p.ID {
+					t.Fatalf("listed a code of project %s", r.ProjectID)
+				}
+			}
+			all = append(all, codesOf(rows)...)
+			if len(rows) < q.PageSize {
+				if rows == nil {
+					t.Fatalf("nil page, want empty slice")
+				}
+				return all, total
+			}
+		}
+	}
+
+	// Explicit expectations.
+	tests := []struct {
+		name string
+		q    store.ListQuery
+		at   int64
+		want []string
+	}{
+		{"all newest first", store.ListQuery{}, now, []string{"n3", "n2", "n1", "used-and-disabled", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future", "x-expired", "d-disabled", "u-used"}},
+		{"used", store.ListQuery{State: api.StateUsed}, now, []string{"u-used"}},
+		{"disabled wins over used", store.ListQuery{State: api.StateDisabled}, now, []string{"used-and-disabled", "d-disabled"}},
+		{"expired own expiry", store.ListQuery{State: api.StateExpired}, now, []string{"x-expired"}},
+		{"expired falls back to project expiry", store.ListQuery{State: api.StateExpired}, now + 50, []string{"UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "x-expired"}},
+		{"unused", store.ListQuery{State: api.StateUnused}, now + 49, []string{"n3", "n2", "n1", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future"}},
+		{"percent matches itself", store.ListQuery{Search: "%"}, now, []string{"50%_off"}},
+		{"underscore matches itself", store.ListQuery{Search: "_"}, now, []string{"50%_off"}},
+		{"percent and underscore", store.ListQuery{Search: "0%_O"}, now, []string{"50%_off"}},
+		{"backslash matches itself", store.ListQuery{Search: `\`}, now, []string{`a\b`}},
+		{"case-insensitive", store.ListQuery{Search: "upper-CASE"}, now, []string{"UPPER-case"}},
+		{"case-insensitive unicode", store.ListQuery{Search: "äöü-strasse"}, now, nil},
+		{"case-insensitive unicode umlauts", store.ListQuery{Search: "äöü-STRAßE"}, now, []string{"ÄÖÜ-Straße"}},
+		{"search and state", store.ListQuery{Search: "50", State: api.StateExpired}, now + 50, []string{"50xxoff", "50%_off"}},
+		{"no match", store.ListQuery{Search: "other-only"}, now, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, size := range []int{1, 2, 100} {
+				q := tt.q
+				q.PageSize = size
+				got, total := list(t, q, tt.at)
+				if !slices.Equal(got, tt.want) || total != int64(len(tt.want)) {
+					t.Fatalf("page size %d: got %q (total %d), want %q", size, got, total, tt.want)
+				}
+			}
+		})
+	}
+
+	// Against a brute-force reference over every state, several searches and times.
+	var stored []store.CodeRow
+	if err := s.ExportCodes(ctx, p.ID, func(r store.CodeRow) error { stored = append(stored, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(stored) // newest first
+	for _, at := range []int64{now - 100, now, now + 50, now + 2000} {
+		for _, st := range []api.State{"", api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired} {
+			for _, search := range []string{"", "o", "OFF", "50", "-", "ß", "zz"} {
+				t.Run(fmt.Sprintf("reference/%d/%s/%s", at-now, st, search), func(t *testing.T) {
+					var want []string
+					for _, r := range stored {
+						c := r.API(p.ExpiresAt, at)
+						state := api.DeriveState(c.IsDisabled, c.VerifiedAt != nil, api.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), at)
+						if (st == "" || st == state) && strings.Contains(strings.ToLower(r.Code), strings.ToLower(search)) {
+							want = append(want, r.Code)
+						}
+					}
+					got, total := list(t, store.ListQuery{State: st, Search: search, PageSize: 4}, at)
+					if !slices.Equal(got, want) || total != int64(len(want)) {
+						t.Errorf("got %q (total %d), want %q", got, total, want)
+					}
+				})
+			}
+		}
+	}
+
+	t.Run("page past the end", func(t *testing.T) {
+		rows, total, err := s.ListCodes(ctx, p.ID, store.ListQuery{Page: 9, PageSize: 5}, now)
+		if err != nil || rows == nil || len(rows) != 0 || total != 14 {
+			t.Errorf("rows %v, total %d, err %v; want empty, 14", rows, total, err)
+		}
+		rows, total, err = s.ListCodes(ctx, p.ID, store.ListQuery{Page: 2, PageSize: 5, Search: "n"}, now)
+		if err != nil || len(rows) != 0 || total != 4 {
+			t.Errorf("search past end: rows %v, total %d, err %v; want empty, 4", codesOf(rows), total, err)
+		}
+	})
+	t.Run("defaults", func(t *testing.T) {
+		rows, total, err := s.ListCodes(ctx, p.ID, store.ListQuery{}, now)
+		if err != nil || len(rows) != 14 || total != 14 {
+			t.Errorf("zero query: %d rows, total %d, err %v", len(rows), total, err)
+		}
+	})
+	t.Run("bad state", func(t *testing.T) {
+		if _, _, err := s.ListCodes(ctx, p.ID, store.ListQuery{State: "bogus"}, now); err == nil {
+			t.Errorf("unknown state accepted")
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Logs returns a code's verification logs newest first, at most limit of them (limit <= 0:
+// all), as the single-code endpoints show them. An unknown code simply has no logs.
+func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]api.LogEntry, error) {
+	if !api.ValidID(codeID) {
+		return []api.LogEntry{}, nil
+	}
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT id, verified_at, verified_by, ip_address, result, action, reason
+		 FROM verification_logs WHERE code_id = $1
+		 ORDER BY verified_at DESC, id DESC LIMIT $2`, codeID, lim)
+	if err != nil {
+		return nil, fmt.Errorf("select logs of code %s: %w", codeID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.LogEntry, error) {
+		var (
+			e  api.LogEntry
+			id pgtype.UUID
+			at time.Time
+		)
+		if err := r.Scan(&id, &at, &e.VerifiedBy, &e.IPAddress, &e.Result, &e.Action, &e.Reason); err != nil {
+			return e, err
+		}
+		e.ID = hexID(id)
+		e.VerifiedAt = at.Unix()
+		return e, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("select logs of code %s: %w", codeID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,51 @@
+package store_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/store"
+)
+
+func TestMigrateIdempotent(t *testing.T) {
+	ctx := testCtx(t)
+	url := localenv.PostgresDB(t)
+	// Two replicas starting at once, then a restart.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = store.Migrate(ctx, url)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent migrate %d: %v", i, err)
+		}
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	var applied int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
+		t.Fatalf("read goose version table: %v", err)
+	}
+	if applied != 1 {
+		t.Errorf("applied migrations recorded = %d, want 1", applied)
+	}
+	for _, table := range []string{"projects", "api_keys", "codes", "verification_logs", "code_counts"} {
+		var ok bool
+		if err := s.Pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok); err != nil || !ok {
+			t.Errorf("table %s missing (err %v)", table, err)
+		}
+	}
+}

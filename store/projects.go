@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// NewProject is what an administrator supplies to create a project; the id and creation time
+// are the store's to assign.
+type NewProject struct {
+	Name        string
+	Description string
+	ExpiresAt   *int64 // unix seconds; nil = never expires
+}
+
+// CreateProject inserts an enabled project with a fresh time-ordered id and returns it as the
+// API shows it (without statistics: a new project has no codes).
+func (s *Store) CreateProject(ctx context.Context, p NewProject) (api.Project, error) {
+	id := api.NewID()
+	var createdAt time.Time
+	err := s.pool.QueryRow(ctx,
+		`INSERT INTO projects (id, name, description, expires_at) VALUES ($1, $2, $3, $4)
+		 RETURNING created_at`,
+		id, p.Name, p.Description, toTime(p.ExpiresAt)).Scan(&createdAt)
+	if err != nil {
+		return api.Project{}, fmt.Errorf("insert project: %w", translate(err))
+	}
+	return api.Project{
+		ID:          id,
+		Name:        p.Name,
+		Description: p.Description,
+		Status:      true,
+		ExpiresAt:   p.ExpiresAt,
+		CreatedAt:   createdAt.Unix(),
+	}, nil
+}
+
+// Project reads one project without its statistics (see Statistics), so callers that only need
+// the flags, such as the cache loader, pay nothing for counting.
+func (s *Store) Project(ctx context.Context, id string) (api.Project, error) {
+	if err := checkID("project", id); err != nil {
+		return api.Project{}, err
+	}
+	var (
+		p         api.Project
+		pid       pgtype.UUID
+		expiresAt *time.Time
+		createdAt time.Time
+	)
+	err := s.pool.QueryRow(ctx,
+		`SELECT id, name, description, enabled, expires_at, created_at FROM projects WHERE id = $1`,
+		id).Scan(&pid, &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
+	if err != nil {
+		return api.Project{}, fmt.Errorf("select project %s: %w", id, translate(err))
+	}
+	p.ID = hexID(pid)
+	p.ExpiresAt = toUnix(expiresAt)
+	p.CreatedAt = createdAt.Unix()
+	return p, nil
+}
+
+// SetProjectEnabled enables or disables a project. The caller also updates Redis: verify reads
+// the flag there.
+func (s *Store) SetProjectEnabled(ctx context.Context, id string, enabled bool) error {
+	if err := checkID("project", id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE projects SET enabled = $2 WHERE id = $1`, id, enabled)
+	if err != nil {
+		return fmt.Errorf("update project %s enabled: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("project %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetProjectExpiry sets (or, with nil, clears) a project's expiry. Statistics need no update:
+// they apply the project's expiry to open codes at read time.
+func (s *Store) SetProjectExpiry(ctx context.Context, id string, expiresAt *int64) error {
+	if err := checkID("project", id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE projects SET expires_at = $2 WHERE id = $1`, id, toTime(expiresAt))
+	if err != nil {
+		return fmt.Errorf("update project %s expiry: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("project %s: %w", id, ErrNotFound)
+	}
+	return nil
+}

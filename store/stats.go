@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api"
+)
+
+// Statistics counts a project's codes by derived state at now. It reads the few code_counts
+// rows the triggers maintain (one per kind, and per distinct expiry among open codes), never
+// the codes themselves, and is exact at any instant: whether an open code is unused or
+// expired is decided here from its own expiry or, when it has none, the project's.
+// ErrNotFound when the project does not exist.
+func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (api.Statistics, error) {
+	if err := checkID("project", projectID); err != nil {
+		return api.Statistics{}, err
+	}
+	var st api.Statistics
+	err := s.pool.QueryRow(ctx,
+		`SELECT coalesce(sum(n) FILTER (WHERE k.kind = 2), 0),
+		        coalesce(sum(n) FILTER (WHERE k.kind = 1), 0),
+		        coalesce(sum(n) FILTER (WHERE k.kind = 0
+		            AND coalesce(k.expires_at, p.expires_at) <= $2), 0),
+		        coalesce(sum(n) FILTER (WHERE k.kind = 0
+		            AND coalesce(k.expires_at, p.expires_at, 'infinity') > $2), 0)
+		 FROM projects p LEFT JOIN code_counts k ON k.project_id = p.id
+		 WHERE p.id = $1
+		 GROUP BY p.id`,
+		projectID, time.Unix(now, 0),
+	).Scan(&st.DisabledCodes, &st.UsedCodes, &st.ExpiredCodes, &st.UnusedCodes)
+	if err != nil {
+		return api.Statistics{}, fmt.Errorf("statistics of project %s: %w", projectID, translate(err))
+	}
+	st.TotalCodes = st.DisabledCodes + st.UsedCodes + st.ExpiredCodes + st.UnusedCodes
+	return st, nil
+}
+
+// countOf picks the count of one state ("" = all) from statistics.
+func countOf(st api.Statistics, state api.State) int64 {
+	switch state {
+	case api.StateUnused:
+		return st.UnusedCodes
+	case api.StateUsed:
+		return st.UsedCodes
+	case api.StateDisabled:
+		return st.DisabledCodes
+	case api.StateExpired:
+		return st.ExpiredCodes
+	}
+	return st.TotalCodes
+}

@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/store"
+)
+
+func TestStatistics(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	now := time.Now().Unix()
+	p := mustProject(t, s, ptr(now+100))
+	other := mustProject(t, s, nil)
+	mustInsert(t, s, other.ID, values("a", "b", "zz")...)
+
+	checkStats(t, s, p.ID, now, api.Statistics{})
+	rows := mustInsert(t, s, p.ID,
+		store.NewCode{Code: "a"},                           // project expiry
+		store.NewCode{Code: "b", ExpiresAt: ptr(now + 10)}, // own expiry, soon
+		store.NewCode{Code: "c", ExpiresAt: ptr(now - 5)},  // already expired
+		store.NewCode{Code: "d", ExpiresAt: ptr(now + 1000)},
+	)
+	a, b, c := rows[0].ID, rows[1].ID, rows[2].ID
+	snap := func(id string, sn store.Snapshot) {
+		t.Helper()
+		if err := s.ApplySnapshot(ctx, id, sn); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+	}
+	type at struct {
+		now  int64
+		want api.Statistics
+	}
+	steps := []struct {
+		name   string
+		change func()
+		at     []at
+	}{
+		{"inserted", func() {}, []at{
+			{now - 10, api.Statistics{TotalCodes: 4, UnusedCodes: 4}},
+			{now - 5, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}}, // now >= expiry is expired
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
+			{now + 9, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
+			{now + 10, api.Statistics{TotalCodes: 4, UnusedCodes: 2, ExpiredCodes: 2}},
+			{now + 100, api.Statistics{TotalCodes: 4, UnusedCodes: 1, ExpiredCodes: 3}},
+			{now + 1000, api.Statistics{TotalCodes: 4, ExpiredCodes: 4}},
+		}},
+		{"verify b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, VerifiedBy: "x", Version: 1}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, ExpiredCodes: 1}},
+			{now + 100, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 1, ExpiredCodes: 2}},
+		}},
+		{"disable expired c", func() { snap(c, store.Snapshot{Disabled: true, Version: 1}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
+		}},
+		{"disable used b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, Disabled: true, Version: 2}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 2}},
+		}},
+		{"enable and reactivate b", func() { snap(b, store.Snapshot{Version: 3}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+			{now + 10, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
+		}},
+		{"older snapshot ignored", func() { snap(b, store.Snapshot{Disabled: true, Version: 2}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+		}},
+		{"version-only change", func() { snap(b, store.Snapshot{Version: 4}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+		}},
+		{"project expiry cleared", func() {
+			if err := s.SetProjectExpiry(ctx, p.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, []at{
+			{now + 100, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
+			{now + 5000, api.Statistics{TotalCodes: 4, UnusedCodes: 1, DisabledCodes: 1, ExpiredCodes: 2}},
+		}},
+		{"project expiry set earlier", func() {
+			if err := s.SetProjectExpiry(ctx, p.ID, ptr(now-1)); err != nil {
+				t.Fatal(err)
+			}
+		}, []at{
+			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}}, // a follows the project, b and d their own
+		}},
+		{"verify a", func() { snap(a, store.Snapshot{VerifiedAtMs: now*1000 + 999, Version: 1}) }, []at{
+			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
+		}},
+		{"more codes", func() { mustInsert(t, s, p.ID, values("e", "f", "a")...) }, []at{
+			{now, api.Statistics{TotalCodes: 6, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 2}},
+		}},
+	}
+	for _, st := range steps {
+		st.change()
+		for _, a := range st.at {
+			t.Run(st.name, func(t *testing.T) { checkStats(t, s, p.ID, a.now, a.want) })
+		}
+	}
+	checkStats(t, s, other.ID, now, api.Statistics{TotalCodes: 3, UnusedCodes: 3})
+
+	got, _ := s.CodeByID(ctx, p.ID, a)
+	if got.VerifiedAtMs != now*1000+999 || got.VerifiedAt == nil || *got.VerifiedAt != now || got.Version != 1 {
+		t.Errorf("verified code = %+v, want ms %d", got, now*1000+999)
+	}
+	got, _ = s.CodeByID(ctx, p.ID, b)
+	if got.IsDisabled || got.VerifiedAt != nil || got.VerifiedBy != nil || got.Version != 4 {
+		t.Errorf("reactivated code = %+v", got)
+	}
+}

@@ -1,0 +1,138 @@
+// Package store is the Postgres system of record: projects, API keys, codes, verification logs
+// and exact per-project statistics. Redis (package cache) serves the hot path; this package holds
+// the durable state it is loaded from and that the audit consumer brings up to date.
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNotFound is returned (wrapped) when the row asked for does not exist, so callers can
+// answer 404 with errors.Is instead of inspecting driver errors.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned (wrapped) when a write violates a unique constraint (SQLSTATE 23505),
+// so callers can tell a duplicate from a fault.
+var ErrConflict = errors.New("conflict")
+
+// Store is the Postgres store. It is safe for concurrent use; every method borrows a
+// connection from the pool for its duration.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects a pool to databaseURL and pings it, so a misconfigured URL fails at start-up
+// rather than on the first request. It does not migrate: see Migrate.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping postgres: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool, waiting for borrowed connections to be returned.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that Postgres answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Pool exposes the connection pool for callers that need raw access (tests, admin tooling).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// translate maps driver errors to the package's sentinel errors, keeping the original in the chain.
+func translate(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case "23503": // foreign_key_violation: the referenced row does not exist
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+	}
+	return err
+}
+
+// retryable tells whether a transaction failed only because of a concurrent one and may simply
+// be run again: deadlock_detected or serialization_failure.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// inTx runs fn in a transaction and commits it, running it again (a bounded number of times,
+// with a short growing pause) when Postgres aborts it for a deadlock or serialization failure.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	const attempts = 8
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (after %v)", ctx.Err(), err)
+			case <-time.After(time.Duration(i*i) * 5 * time.Millisecond):
+			}
+		}
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("giving up after %d attempts: %w", attempts, err)
+}
+
+// checkID rejects a malformed id before it reaches SQL: no row can have it, so it is not found.
+func checkID(kind, id string) error {
+	if !api.ValidID(id) {
+		return fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
+	}
+	return nil
+}
+
+// hexID renders a uuid column in the wire form: 32 lowercase hex characters.
+func hexID(u pgtype.UUID) string { return hex.EncodeToString(u.Bytes[:]) }
+
+// toTime converts optional Unix seconds to a timestamptz parameter (nil = NULL).
+func toTime(sec *int64) *time.Time {
+	if sec == nil {
+		return nil
+	}
+	t := time.Unix(*sec, 0)
+	return &t
+}
+
+// toUnix converts an optional timestamptz to Unix seconds (nil = NULL).
+func toUnix(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := t.Unix()
+	return &v
+}

@@ -1,0 +1,119 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/store"
+)
+
+func TestMain(m *testing.M) { localenv.Main(m) }
+
+// newStore gives a test a migrated store on a fresh database.
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	ctx := testCtx(t)
+	url := localenv.PostgresDB(t)
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustProject(t *testing.T, s *store.Store, expiresAt *int64) api.Project {
+	t.Helper()
+	p, err := s.CreateProject(testCtx(t), store.NewProject{Name: "p", ExpiresAt: expiresAt})
+	if err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	return p
+}
+
+func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.NewCode) []store.CodeRow {
+	t.Helper()
+	rows, err := s.InsertCodes(testCtx(t), projectID, codes)
+	if err != nil {
+		t.Fatalf("insert codes: %v", err)
+	}
+	return rows
+}
+
+// values makes NewCodes without expiry.
+func values(vs ...string) []store.NewCode {
+	out := make([]store.NewCode, len(vs))
+	for i, v := range vs {
+		out[i] = store.NewCode{Code: v}
+	}
+	return out
+}
+
+// bruteStats counts a project's codes by derived state the slow way, from the codes themselves,
+// as the reference the trigger-maintained counters must equal.
+func bruteStats(t *testing.T, s *store.Store, projectID string, now int64) api.Statistics {
+	t.Helper()
+	p, err := s.Project(testCtx(t), projectID)
+	if err != nil {
+		t.Fatalf("project: %v", err)
+	}
+	var st api.Statistics
+	err = s.ExportCodes(testCtx(t), projectID, func(r store.CodeRow) error {
+		st.TotalCodes++
+		switch api.DeriveState(r.IsDisabled, r.VerifiedAt != nil, api.EffectiveExpiry(r.ExpiresAt, p.ExpiresAt), now) {
+		case api.StateDisabled:
+			st.DisabledCodes++
+		case api.StateUsed:
+			st.UsedCodes++
+		case api.StateExpired:
+			st.ExpiredCodes++
+		case api.StateUnused:
+			st.UnusedCodes++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return st
+}
+
+// checkStats asserts the counters equal both want and the brute-force count.
+func checkStats(t *testing.T, s *store.Store, projectID string, now int64, want api.Statistics) {
+	t.Helper()
+	got, err := s.Statistics(testCtx(t), projectID, now)
+	if err != nil {
+		t.Fatalf("statistics: %v", err)
+	}
+	if got != want {
+		t.Errorf("statistics at %d = %+v, want %+v", now, got, want)
+	}
+	if b := bruteStats(t, s, projectID, now); got != b {
+		t.Errorf("statistics at %d = %+v, brute force %+v", now, got, b)
+	}
+	if got.TotalCodes != got.UsedCodes+got.UnusedCodes+got.DisabledCodes+got.ExpiredCodes {
+		t.Errorf("total %d is not the sum of %+v", got.TotalCodes, got)
+	}
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("%s: err = %v, want ErrNotFound", what, err)
+	}
+}
