@@ -1,0 +1,34 @@
+# acv — activation-code verification service.
+GO      ?= go
+BIN     := bin/acv
+PG_BIN  := /usr/lib/postgresql/15/bin
+
+.PHONY: run test build deps vet fmt clean
+
+## run: start Redis, PostgreSQL, a Kafka broker, the API, relay and consumer locally
+run: deps build
+	./$(BIN) dev
+
+## test: every test, against real Redis and PostgreSQL started on free loopback ports
+test: deps
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+build:
+	$(GO) build -o $(BIN) ./cmd/acv
+
+## deps: install what the local stack needs on Debian (redis-server, PostgreSQL 15, openssl)
+deps:
+	@command -v redis-server >/dev/null || (echo "installing redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null)
+	@test -x $(PG_BIN)/postgres || (echo "installing postgresql-15"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null)
+	@command -v openssl >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null)
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin .acv
