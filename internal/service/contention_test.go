@@ -1,0 +1,87 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/client"
+)
+
+// TestContentionRedeemsOnceAcrossReplicas sends 2,000 concurrent verifies of one code through
+// three API replicas sharing the stores: exactly one succeeds, every other one is told the code
+// is used, and once the pipeline drains Postgres holds exactly one log per attempt.
+func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
+	s := newStack(t)
+	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
+	s.startRelay("relay-a", hooksNone)
+	s.startRelay("relay-b", hooksNone)
+	s.startConsumer(hooksNone)
+	tn := s.newTenant(nil, bases...)
+	s.importCodes(tn.ProjectID, nil, "HOT-CODE")
+
+	const n = 2000
+	type answer struct {
+		r   api.VerifyResponse
+		err error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c := tn.Clients[i%len(tn.Clients)]
+		by := fmt.Sprintf("till-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r, _, err := c.Verify(context.Background(), tn.ProjectID, api.VerifyRequest{Code: "HOT-CODE", VerifiedBy: &by}, client.Options{})
+			answers <- answer{r, err}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+	wins, used := 0, 0
+	var winner api.VerifyResponse
+	for a := range answers {
+		switch {
+		case a.err != nil:
+			t.Fatalf("verify failed: %v", a.err)
+		case a.r.Success:
+			wins++
+			winner = a.r
+		case a.r.ErrorCode != nil && *a.r.ErrorCode == string(api.CodeAlreadyUsed):
+			used++
+		default:
+			t.Fatalf("unexpected answer %+v", a.r)
+		}
+	}
+	if wins != 1 || used != n-1 {
+		t.Fatalf("%d successes and %d CODE_ALREADY_USED, want 1 and %d", wins, used, n-1)
+	}
+	waitFor(t, 60*time.Second, "all logs in postgres", func() (bool, string) {
+		got := s.logCount(*winner.CodeID)
+		return got == n, fmt.Sprintf("%d of %d logs", got, n)
+	})
+	var ok, failed int
+	if err := s.deps.Store.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FILTER (WHERE result = 'success'), count(*) FILTER (WHERE result = 'failed' AND reason = 'CODE_ALREADY_USED')
+		 FROM verification_logs WHERE code_id = $1`, *winner.CodeID).Scan(&ok, &failed); err != nil {
+		t.Fatal(err)
+	}
+	if ok != 1 || failed != n-1 {
+		t.Fatalf("logs: %d success, %d failed; want 1 and %d", ok, failed, n-1)
+	}
+	code, err := tn.Clients[0].CodeByValue(context.Background(), tn.ProjectID, "HOT-CODE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !code.Status || code.VerifiedAt == nil || *code.VerifiedAt != *winner.VerifiedAt {
+		t.Fatalf("code after contention: %+v, winner %+v", code, winner)
+	}
+	waitFor(t, 10*time.Second, "outbox drained", s.outboxEmpty)
+}
