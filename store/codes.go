@@ -167,6 +167,24 @@ func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (CodeR
 	return r, nil
 }
 
+// ExistingValues returns which of values the project already holds, so a generator can draw
+// replacements before inserting instead of after.
+func (s *Store) ExistingValues(ctx context.Context, projectID string, values []string) ([]string, error) {
+	if err := checkID("project", projectID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT code FROM codes WHERE project_id = $1 AND code = ANY($2)`, projectID, values)
+	if err != nil {
+		return nil, fmt.Errorf("look up existing codes in project %s: %w", projectID, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read existing codes in project %s: %w", projectID, err)
+	}
+	return out, nil
+}
+
 // CodeByID reads a code by id within a project. ErrNotFound also when the id belongs to
 // another project, so one project never sees another's codes.
 func (s *Store) CodeByID(ctx context.Context, projectID, id string) (CodeRow, error) {

@@ -1,11 +1,12 @@
 package admin
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"math/big"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/acv/acv/api"
@@ -39,8 +40,8 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 		return 0, errors.New("count and length must be at least 1")
 	}
 	alphabet := []rune(spec.Charset)
-	if len(alphabet) < 2 {
-		return 0, errors.New("charset needs at least 2 characters")
+	if len(alphabet) < 2 || len(alphabet) > 256 {
+		return 0, errors.New("charset needs 2 to 256 characters")
 	}
 	if n := utf8.RuneCountInString(spec.Prefix) + spec.Length + utf8.RuneCountInString(spec.Suffix); n > api.MaxCodeLen {
 		return 0, fmt.Errorf("codes would be %d characters; at most %d", n, api.MaxCodeLen)
@@ -48,47 +49,65 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 	if err := api.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
 		return 0, fmt.Errorf("prefix, charset or suffix: %w", err)
 	}
-	done, barren := 0, 0
+	d := newDrawer(alphabet, spec)
+	done, barren, factor := 0, 0, 1
 	for done < spec.Count {
 		want := min(generateBatch, spec.Count-done)
-		batch := make([]store.NewCode, want)
-		seen := make(map[string]struct{}, want)
-		for i := range batch {
-			v, err := randomCode(alphabet, spec)
-			if err != nil {
-				return done, err
-			}
-			if _, dup := seen[v]; dup {
-				continue
-			}
-			seen[v] = struct{}{}
-			batch[i] = store.NewCode{Code: v, ExpiresAt: spec.ExpiresAt}
-		}
-		n, err := a.insert(ctx, projectID, compact(batch))
+		batch, err := a.draw(ctx, projectID, d, want, min(want*factor, 4*generateBatch))
 		if err != nil {
 			return done, err
 		}
-		if n == 0 {
-			if barren++; barren > 20 {
-				return done, errors.New("the code space is exhausted: use longer codes or a larger charset")
-			}
+		n, err := a.insert(ctx, projectID, batch)
+		if err != nil {
+			return done, err
 		}
 		done += n
 		if progress != nil {
 			progress(done)
 		}
+		// Few new values per draw means the code space is filling up: draw more candidates.
+		if n < want/2+1 {
+			factor = min(factor*4, 1<<16)
+		}
+		if n == 0 {
+			if barren++; barren > 5 {
+				return done, errors.New("the code space is exhausted: use longer codes or a larger charset")
+			}
+		}
 	}
 	return done, nil
 }
 
-func compact(b []store.NewCode) []store.NewCode {
-	out := b[:0]
-	for _, c := range b {
-		if c.Code != "" {
-			out = append(out, c)
+// draw returns up to want random values the project does not hold yet, out of candidates drawn.
+func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, candidates int) ([]store.NewCode, error) {
+	seen := make(map[string]struct{}, candidates)
+	values := make([]string, 0, candidates)
+	for i := 0; i < candidates; i++ {
+		v, err := d.code()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := seen[v]; !dup {
+			seen[v] = struct{}{}
+			values = append(values, v)
 		}
 	}
-	return out
+	if candidates > want {
+		existing, err := a.Store.ExistingValues(ctx, projectID, values)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range existing {
+			delete(seen, v)
+		}
+	}
+	batch := make([]store.NewCode, 0, want)
+	for _, v := range values {
+		if _, ok := seen[v]; ok && len(batch) < want {
+			batch = append(batch, store.NewCode{Code: v, ExpiresAt: d.spec.ExpiresAt})
+		}
+	}
+	return batch, nil
 }
 
 // insert writes codes to Postgres, then the ones actually inserted to Redis.
@@ -107,15 +126,35 @@ func (a *Admin) insert(ctx context.Context, projectID string, codes []store.NewC
 	return len(rows), nil
 }
 
-func randomCode(alphabet []rune, spec GenerateSpec) (string, error) {
-	out := make([]rune, 0, spec.Length)
-	max := big.NewInt(int64(len(alphabet)))
-	for i := 0; i < spec.Length; i++ {
-		n, err := rand.Int(rand.Reader, max)
+// drawer draws uniform random code values from crypto/rand, buffered, with rejection sampling
+// so every character of the alphabet is equally likely.
+type drawer struct {
+	src      *bufio.Reader
+	alphabet []rune
+	limit    int // bytes at or above it are rejected (a multiple of len(alphabet))
+	spec     GenerateSpec
+}
+
+func newDrawer(alphabet []rune, spec GenerateSpec) *drawer {
+	return &drawer{src: bufio.NewReaderSize(rand.Reader, 64<<10), alphabet: alphabet,
+		limit: 256 - 256%len(alphabet), spec: spec}
+}
+
+func (d *drawer) code() (string, error) {
+	var b strings.Builder
+	b.Grow(len(d.spec.Prefix) + d.spec.Length*utf8.UTFMax + len(d.spec.Suffix))
+	b.WriteString(d.spec.Prefix)
+	for n := 0; n < d.spec.Length; {
+		c, err := d.src.ReadByte()
 		if err != nil {
 			return "", fmt.Errorf("read random: %w", err)
 		}
-		out = append(out, alphabet[n.Int64()])
+		if int(c) >= d.limit {
+			continue
+		}
+		b.WriteRune(d.alphabet[int(c)%len(d.alphabet)])
+		n++
 	}
-	return spec.Prefix + string(out) + spec.Suffix, nil
+	b.WriteString(d.spec.Suffix)
+	return b.String(), nil
 }

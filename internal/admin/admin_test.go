@@ -1,0 +1,131 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/store"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { localenv.Main(m) }
+
+func newAdmin(t *testing.T) (*admin.Admin, string) {
+	t.Helper()
+	ctx := context.Background()
+	url := localenv.PostgresDB(t)
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	r := localenv.RedisServer(t, localenv.RedisOptions{})
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	a := &admin.Admin{Store: st, Cache: cache.New(rdb)}
+	p, err := a.CreateProject(ctx, store.NewProject{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, p.ID
+}
+
+func TestGenerateFillsBothStoresUniquely(t *testing.T) {
+	a, pid := newAdmin(t)
+	ctx := context.Background()
+	// A code space of 2^6 = 64 values: the second batch must draw around collisions.
+	spec := admin.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
+	var last int
+	n, err := a.Generate(ctx, pid, spec, func(done int) { last = done })
+	if err != nil || n != 40 || last != 40 {
+		t.Fatalf("generated %d (progress %d): %v", n, last, err)
+	}
+	if n, err = a.Generate(ctx, pid, admin.GenerateSpec{Count: 24, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}, nil); err != nil || n != 24 {
+		t.Fatalf("second batch: %d, %v", n, err)
+	}
+	if _, err := a.Generate(ctx, pid, spec, nil); err == nil || !strings.Contains(err.Error(), "exhausted") {
+		t.Fatalf("a full code space must be reported, got %v", err)
+	}
+	st, err := a.Store.Statistics(ctx, pid, 0)
+	if err != nil || st.TotalCodes != 64 {
+		t.Fatalf("statistics %+v, %v", st, err)
+	}
+	var out bytes.Buffer
+	if _, err := a.ExportCSV(ctx, pid, 0, &out); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(recs) != 65 {
+		t.Fatalf("export has %d rows: %v", len(recs), err)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs[1:] {
+		v := r[1]
+		if seen[v] || !strings.HasPrefix(v, "P-") || !strings.HasSuffix(v, "-S") || len(v) != 10 {
+			t.Fatalf("bad or repeated code %q", v)
+		}
+		seen[v] = true
+		if _, found, err := a.Cache.Code(ctx, pid, v); err != nil || !found {
+			t.Fatalf("code %q not in redis: %v", v, err)
+		}
+	}
+}
+
+func TestImportSkipsDuplicatesAndStopsAtBadRow(t *testing.T) {
+	a, pid := newAdmin(t)
+	ctx := context.Background()
+	in := "code,expires_at\nAAA,\nBBB,1900000000\nAAA,\n"
+	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), nil)
+	if err != nil || res.Read != 3 || res.Inserted != 2 || res.Duplicates != 1 {
+		t.Fatalf("import %+v, %v", res, err)
+	}
+	row, err := a.Store.CodeByValue(ctx, pid, "BBB")
+	if err != nil || row.ExpiresAt == nil || *row.ExpiresAt != 1900000000 {
+		t.Fatalf("BBB: %+v, %v", row, err)
+	}
+	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad row: %v", err)
+	}
+}
+
+func TestDisableReachesHotPathAndRecord(t *testing.T) {
+	a, pid := newAdmin(t)
+	ctx := context.Background()
+	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetCodeDisabled(ctx, pid, "X1", true); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := a.Cache.Code(ctx, pid, "X1")
+	if err != nil || !s.Disabled {
+		t.Fatalf("redis state %+v, %v", s, err)
+	}
+	row, err := a.Store.CodeByValue(ctx, pid, "X1")
+	if err != nil || !row.IsDisabled || row.Version != s.Version {
+		t.Fatalf("postgres row %+v (redis version %d), %v", row, s.Version, err)
+	}
+	if err := a.SetCodeDisabled(ctx, pid, "NOPE", true); err == nil {
+		t.Fatal("disabling an unknown code succeeded")
+	}
+	if err := a.SetProjectEnabled(ctx, pid, false); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Cache.Apply(ctx, cache.Call{Action: api.ActionVerify, ProjectID: pid, KeyID: "k", Code: "X1",
+		ReplayKey: api.NewID(), EventID: api.NewID(), Now: time.Now()})
+	if err != nil || r.Outcome.Error != api.ProjectDisabled {
+		t.Fatalf("verify in a disabled project: %+v, %v", r, err)
+	}
+}
