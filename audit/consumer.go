@@ -52,6 +52,8 @@ type ConsumerConfig struct {
 	// are committed. An error stops the consumer as if the process died right there: Run
 	// returns the error and nothing of that batch is committed.
 	BeforeCommit func() error
+	// Metrics receives the consumer's series; nil records nothing.
+	Metrics *Metrics
 }
 
 // withDefaults fills the zero fields.
@@ -171,6 +173,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				return fmt.Errorf("audit consumer: reader closed: %w", err)
 			}
 			c.errs.Add(1)
+			c.cfg.Metrics.consumerError("fetch")
 			c.cfg.Logger.Warn("audit consumer: fetch", "err", err)
 			if !sleep(ctx, bo.next()) {
 				return nil
@@ -215,6 +218,7 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 		var ev api.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || ev.CodeID == "" {
 			c.malformed.Add(1)
+			c.cfg.Metrics.consumerError("decode")
 			c.cfg.Logger.Error("audit consumer: skip message that is not an event",
 				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
 			continue
@@ -225,8 +229,10 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	if len(events) > 0 {
 		var bo backoff
 		for {
+			start := time.Now()
 			inserted, err := c.sink.ApplyEvents(ctx, events)
 			if err == nil {
+				c.cfg.Metrics.wroteBatch(inserted, len(events)-inserted, time.Since(start), events, time.Now())
 				c.applied.Add(int64(inserted))
 				c.duplicates.Add(int64(len(events) - inserted))
 				break
@@ -235,6 +241,7 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 				return errStopped
 			}
 			c.errs.Add(1)
+			c.cfg.Metrics.consumerError("write")
 			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
 			if !sleep(ctx, bo.next()) {
 				return errStopped
@@ -266,6 +273,7 @@ func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
 			return
 		}
 		c.errs.Add(1)
+		c.cfg.Metrics.consumerError("commit")
 		c.cfg.Logger.Warn("audit consumer: commit offsets", "messages", len(batch), "attempt", attempt, "err", err)
 		if attempt == 3 || !sleep(cctx, bo.next()) {
 			return

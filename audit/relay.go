@@ -49,6 +49,8 @@ type RelayConfig struct {
 	// entries are removed from the outbox. An error stops the relay as if the process died
 	// right there: nothing of that batch is acknowledged or deleted, and Run returns the error.
 	AfterPublish func(entryIDs []string) error
+	// Metrics receives the relay's series; nil records nothing.
+	Metrics *Metrics
 }
 
 // withDefaults fills the zero fields.
@@ -198,6 +200,7 @@ func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 			break
 		}
 		r.errs.Add(1)
+		r.cfg.Metrics.relayError("read")
 		log.Warn("outbox relay: create consumer group", "err", err)
 		if !sleep(ctx, bo.next()) {
 			return nil
@@ -220,6 +223,7 @@ func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 				return nil
 			}
 			r.errs.Add(1)
+			r.cfg.Metrics.relayError("read")
 			log.Warn("outbox relay: read", "err", err)
 			if isNoGroup(err) {
 				if err := ensureGroup(ops, r.rdb, key); err != nil {
@@ -258,6 +262,7 @@ func (r *Relay) claimStream(ctx, ops context.Context, key string, log *slog.Logg
 		if err != nil {
 			if ops.Err() == nil {
 				r.errs.Add(1)
+				r.cfg.Metrics.relayError("claim")
 				log.Warn("outbox relay: claim idle entries", "err", err)
 			}
 			return nil // try again at the next ClaimEvery
@@ -304,6 +309,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 
 	var bo backoff
 	if len(msgs) > 0 {
+		start := time.Now()
 		for {
 			err := r.pub.WriteMessages(ops, msgs...)
 			if err == nil {
@@ -313,11 +319,13 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 				return errAbandoned
 			}
 			r.errs.Add(1)
+			r.cfg.Metrics.relayError("publish")
 			log.Warn("outbox relay: publish to kafka", "messages", len(msgs), "err", err)
 			if !sleep(ops, bo.next()) {
 				return errAbandoned
 			}
 		}
+		r.cfg.Metrics.publishedBatch(len(msgs), len(entries), time.Since(start))
 		r.published.Add(int64(len(msgs)))
 		r.batches.Add(1)
 		r.lastBatch.Store(int64(len(entries)))
@@ -340,6 +348,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 			return errAbandoned
 		}
 		r.errs.Add(1)
+		r.cfg.Metrics.relayError("remove")
 		log.Warn("outbox relay: remove published entries", "err", err)
 		if !sleep(ops, bo.next()) {
 			return errAbandoned

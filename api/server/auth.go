@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acv/acv/api"
 	"github.com/acv/acv/cache"
@@ -135,10 +136,12 @@ func (s *Server) admit(c *gin.Context, key store.APIKey, checkReplay bool) bool 
 		setRateHeaders(c, key, -1)
 		return true
 	}
+	start := time.Now()
 	r, err := s.cfg.HotPath.Admit(c.Request.Context(), cache.Admission{
 		ProjectID: key.ProjectID, KeyID: key.ID, ReplayKey: c.GetString(ctxReplay),
 		CheckReplay: checkReplay, Limit: limitOf(key), Now: s.cfg.Now(),
 	})
+	s.metrics.script.WithLabelValues("admit").Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.fail(c, "admit request", err)
 		return false
@@ -159,6 +162,7 @@ func (s *Server) admitted(c *gin.Context, key store.APIKey, r cache.Result) bool
 			secs = 1
 		}
 		c.Header("Retry-After", strconv.Itoa(secs))
+		s.metrics.rateLimited.Inc()
 		abort(c, http.StatusTooManyRequests, "Rate limit exceeded; retry after "+strconv.Itoa(secs)+" seconds")
 		return false
 	}
@@ -193,6 +197,7 @@ func setRateHeaders(c *gin.Context, key store.APIKey, remaining int) {
 
 func (s *Server) unauthorized(c *gin.Context, why AuthFailure, detail string) {
 	c.Set(ctxAuthFailure, why)
+	s.metrics.authFailures.WithLabelValues(string(why)).Inc()
 	abort(c, http.StatusUnauthorized, detail)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -17,9 +18,10 @@ type keyCache struct {
 	records interface {
 		APIKey(ctx context.Context, id string) (store.APIKey, error)
 	}
-	ttl   time.Duration
-	now   func() time.Time
-	group singleflight.Group
+	ttl     time.Duration
+	now     func() time.Time
+	group   singleflight.Group
+	lookups *prometheus.CounterVec
 
 	mu      sync.RWMutex
 	entries map[string]keyEntry
@@ -33,8 +35,8 @@ type keyEntry struct {
 
 const maxCachedKeys = 100_000
 
-func newKeyCache(r Records, ttl time.Duration, now func() time.Time) *keyCache {
-	return &keyCache{records: r, ttl: ttl, now: now, entries: make(map[string]keyEntry)}
+func newKeyCache(r Records, ttl time.Duration, now func() time.Time, lookups *prometheus.CounterVec) *keyCache {
+	return &keyCache{records: r, ttl: ttl, now: now, lookups: lookups, entries: make(map[string]keyEntry)}
 }
 
 // get returns the key and whether it exists.
@@ -44,8 +46,10 @@ func (k *keyCache) get(ctx context.Context, id string) (store.APIKey, bool, erro
 	e, ok := k.entries[id]
 	k.mu.RUnlock()
 	if ok && now.Sub(e.fetched) < k.ttl {
+		k.lookups.WithLabelValues("hit").Inc()
 		return e.key, e.found, nil
 	}
+	k.lookups.WithLabelValues("miss").Inc()
 	v, err, _ := k.group.Do(id, func() (interface{}, error) {
 		key, err := k.records.APIKey(ctx, id)
 		found := err == nil

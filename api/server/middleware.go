@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/acv/acv/store"
@@ -37,16 +38,22 @@ func (s *Server) timeout(c *gin.Context) {
 // accessLog writes one line per request. It never logs a secret, a signature or a body.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
+	s.metrics.inFlight.Inc()
 	c.Next()
+	s.metrics.inFlight.Dec()
+	elapsed := time.Since(start)
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
+	status := strconv.Itoa(c.Writer.Status())
+	s.metrics.requests.WithLabelValues(c.Request.Method, route, status).Inc()
+	s.metrics.duration.WithLabelValues(c.Request.Method, route, status).Observe(elapsed.Seconds())
 	attrs := []slog.Attr{
 		slog.String("method", c.Request.Method),
 		slog.String("route", route),
 		slog.Int("status", c.Writer.Status()),
-		slog.Duration("duration", time.Since(start)),
+		slog.Duration("duration", elapsed),
 	}
 	if v, ok := c.Get(ctxKey); ok {
 		attrs = append(attrs, slog.String("key_id", v.(store.APIKey).ID))

@@ -16,6 +16,8 @@ import (
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Records is what the server reads from the system of record.
@@ -63,6 +65,10 @@ type Config struct {
 	LogsLimit int
 	// NewEventID makes verification-log ids; api.NewID when nil.
 	NewEventID func() string
+	// Registerer receives the replica's metrics; a private registry when nil.
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics; nothing is served there when nil.
+	Gatherer prometheus.Gatherer
 }
 
 func (c *Config) defaults() error {
@@ -87,14 +93,18 @@ func (c *Config) defaults() error {
 	if c.NewEventID == nil {
 		c.NewEventID = api.NewID
 	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
 	return nil
 }
 
 // Server is one API replica.
 type Server struct {
-	cfg    Config
-	keys   *keyCache
-	engine *gin.Engine
+	cfg     Config
+	keys    *keyCache
+	engine  *gin.Engine
+	metrics *metrics
 }
 
 // New builds a replica's handler tree.
@@ -103,7 +113,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now)}
+	m := newMetrics(cfg.Registerer)
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now, m.keyCache), metrics: m}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
 	e.UseRawPath = true
@@ -118,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "Method not allowed") })
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	if cfg.Gatherer != nil {
+		e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
+	}
 	p := e.Group("/api/v1/projects/:project_id", s.authenticate)
 	p.GET("", s.getProject)
 	p.GET("/codes", s.listCodes)

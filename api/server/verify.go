@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/acv/acv/api"
 	"github.com/acv/acv/cache"
@@ -71,6 +72,7 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 		return
 	}
 	if r.Status == cache.StatusIdemConflict {
+		s.metrics.idemReplays.WithLabelValues("conflict").Inc()
 		setRateHeaders(c, key, r.Rate.Remaining)
 		abort(c, http.StatusConflict, "Idempotency-Key was already used with a different request")
 		return
@@ -80,6 +82,9 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 	}
 	if r.Status == cache.StatusIdemReplayed {
 		c.Header("Idempotent-Replayed", "true")
+		s.metrics.idemReplays.WithLabelValues("replayed").Inc()
+	} else {
+		s.countOutcome(r.Outcome)
 	}
 	c.Set(ctxOutcome, r.Outcome)
 	if action == api.ActionVerify {
@@ -95,7 +100,9 @@ const ctxOutcome = "acv.outcome"
 // missing. Loads never overwrite a state Redis already holds, so racing loads are harmless.
 func (s *Server) apply(ctx context.Context, call cache.Call) (cache.Result, error) {
 	for attempt := 0; attempt < 4; attempt++ {
+		start := time.Now()
 		r, err := s.cfg.HotPath.Apply(ctx, call)
+		s.metrics.script.WithLabelValues("apply").Observe(time.Since(start).Seconds())
 		if err != nil {
 			return r, err
 		}
@@ -201,4 +208,16 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// countOutcome records a fresh verify or reactivate outcome.
+func (s *Server) countOutcome(o api.Outcome) {
+	outcome := "success"
+	if !o.Success() {
+		outcome = string(o.Error)
+	}
+	s.metrics.outcomes.WithLabelValues(string(o.Action), outcome).Inc()
+	if o.Error == api.CodeNotFound {
+		s.metrics.unknownCodes.WithLabelValues(string(o.Action)).Inc()
+	}
 }

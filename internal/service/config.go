@@ -33,6 +33,13 @@ type Config struct {
 	RedisPoolSize  int
 	PGMaxConns     int
 	Logger         *slog.Logger
+
+	// RelayClaimIdle is how long an outbox entry may sit delivered but unacknowledged in
+	// another relay (one that died between publishing and removing it) before this relay takes
+	// it over; RelayClaimEvery is how often it looks for such entries. Zero takes the relay's
+	// defaults (30s, 5s).
+	RelayClaimIdle  time.Duration
+	RelayClaimEvery time.Duration
 }
 
 // Roles selects which parts a process runs; a deployment may split them.
@@ -77,6 +84,8 @@ var Settings = []Setting{
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
+	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
+	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
 }
 
 // FromEnv reads the configuration from the environment, with the defaults of Settings.
@@ -122,6 +131,9 @@ func FromEnv() (Config, error) {
 		TrustedProxies: list(get("ACV_TRUSTED_PROXIES")),
 		RedisPoolSize:  num("ACV_REDIS_POOL_SIZE"),
 		PGMaxConns:     num("ACV_PG_MAX_CONNS"),
+
+		RelayClaimIdle:  dur("ACV_RELAY_CLAIM_IDLE"),
+		RelayClaimEvery: dur("ACV_RELAY_CLAIM_EVERY"),
 	}
 	for _, r := range list(get("ACV_ROLES")) {
 		switch r {

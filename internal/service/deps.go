@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 
+	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,6 +23,9 @@ type Deps struct {
 	Redis  *redis.Client
 	Cache  *cache.Cache
 	Store  *store.Store
+	// Registry holds every metric of the process; Audit the pipeline's part of them.
+	Registry *prometheus.Registry
+	Audit    *audit.Metrics
 }
 
 // Open connects to Redis and Postgres and loads the Lua scripts.
@@ -38,12 +46,33 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("prepare redis: %w", err)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns))
 	if err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Deps{Config: cfg, Redis: rdb, Cache: c, Store: st}, nil
+	d := &Deps{Config: cfg, Redis: rdb, Cache: c, Store: st}
+	d.Registry = NewRegistry(d)
+	d.Audit = audit.NewMetrics(d.Registry)
+	if len(cfg.KafkaBrokers) > 0 && cfg.ConsumerGroup != "" {
+		d.Registry.MustRegister(&audit.LagCollector{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic, Group: cfg.ConsumerGroup})
+	}
+	return d, nil
+}
+
+// withPoolSize sets pgxpool's pool_max_conns on the URL unless the URL sets it already.
+func withPoolSize(dbURL string, n int) string {
+	if n <= 0 || strings.Contains(dbURL, "pool_max_conns=") {
+		return dbURL
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL // store.Open reports the bad URL
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Close releases the clients, Redis last so nothing still queued towards it is cut off early.

@@ -35,6 +35,8 @@ func NewAPI(d *Deps) (*server.Server, error) {
 		KeyCacheTTL:    d.Config.KeyCacheTTL,
 		RequestTimeout: d.Config.RequestTimeout,
 		TrustedProxies: d.Config.TrustedProxies,
+		Registerer:     d.Registry,
+		Gatherer:       d.Registry,
 	})
 }
 
@@ -43,7 +45,8 @@ func RunRelay(ctx context.Context, d *Deps, h Hooks) error {
 	w := audit.NewWriter(d.Config.KafkaBrokers, d.Config.KafkaTopic)
 	defer w.Close()
 	r := audit.NewRelay(d.Redis, w, audit.RelayConfig{
-		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: h.RelayAfterPublish,
+		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: h.RelayAfterPublish, Metrics: d.Audit,
+		ClaimIdle: d.Config.RelayClaimIdle, ClaimEvery: d.Config.RelayClaimEvery,
 	})
 	return r.Run(ctx)
 }
@@ -52,7 +55,7 @@ func RunRelay(ctx context.Context, d *Deps, h Hooks) error {
 func RunConsumer(ctx context.Context, d *Deps, h Hooks) error {
 	c := audit.NewConsumer(audit.ConsumerConfig{
 		Brokers: d.Config.KafkaBrokers, Topic: d.Config.KafkaTopic, GroupID: d.Config.ConsumerGroup,
-		Logger: d.Config.Logger, BeforeCommit: h.ConsumerBeforeCommit,
+		Logger: d.Config.Logger, BeforeCommit: h.ConsumerBeforeCommit, Metrics: d.Audit,
 	}, d.Store)
 	defer c.Close()
 	return c.Run(ctx)

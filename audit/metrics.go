@@ -1,0 +1,104 @@
+package audit
+
+import (
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the pipeline's series. A nil *Metrics records nothing, so tests and tools that do
+// not serve metrics need not build one.
+type Metrics struct {
+	publishLatency *prometheus.HistogramVec
+	batchSize      prometheus.Histogram
+	relayErrors    *prometheus.CounterVec
+	relayed        prometheus.Counter
+	writeLatency   prometheus.Histogram
+	delay          prometheus.Histogram
+	applied        prometheus.Counter
+	duplicates     prometheus.Counter
+	consumerErrors *prometheus.CounterVec
+}
+
+// NewMetrics registers the pipeline's series with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	lat := prometheus.ExponentialBucketsRange(0.0005, 30, 16)
+	m := &Metrics{
+		publishLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "acv_relay_publish_duration_seconds", Help: "Kafka write of one relay batch, until all replicas acknowledged.", Buckets: lat,
+		}, []string{"source"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "acv_relay_batch_size", Help: "Outbox entries per relay batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		relayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_relay_errors_total", Help: "Relay failures by stage (publish, remove, read, claim); each is retried.",
+		}, []string{"stage"}),
+		relayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_relay_published_total", Help: "Outbox entries published to Kafka (a re-publish after a crash counts again).",
+		}),
+		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "acv_consumer_batch_write_duration_seconds", Help: "Postgres transaction writing one consumer batch.", Buckets: lat,
+		}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "acv_audit_delay_seconds", Help: "From the verify or reactivate to its log row committed in Postgres.", Buckets: lat,
+		}),
+		applied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_consumer_events_written_total", Help: "Verification-log events newly written to Postgres.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_consumer_duplicates_skipped_total", Help: "Redelivered events Postgres already held, skipped by the event-id key.",
+		}),
+		consumerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_consumer_errors_total", Help: "Consumer failures by stage (write, commit, decode); writes and commits are retried.",
+		}, []string{"stage"}),
+	}
+	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.writeLatency, m.delay,
+		m.applied, m.duplicates, m.consumerErrors)
+	for _, s := range []string{"publish", "remove", "read", "claim"} {
+		m.relayErrors.WithLabelValues(s)
+	}
+	for _, s := range []string{"fetch", "write", "commit", "decode"} {
+		m.consumerErrors.WithLabelValues(s)
+	}
+	return m
+}
+
+func (m *Metrics) relayError(stage string) {
+	if m != nil {
+		m.relayErrors.WithLabelValues(stage).Inc()
+	}
+}
+
+func (m *Metrics) consumerError(stage string) {
+	if m != nil {
+		m.consumerErrors.WithLabelValues(stage).Inc()
+	}
+}
+
+// publishedBatch records one acknowledged Kafka write of n messages out of an outbox batch.
+func (m *Metrics) publishedBatch(n, entries int, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.publishLatency.WithLabelValues("outbox").Observe(took.Seconds())
+	m.batchSize.Observe(float64(entries))
+	m.relayed.Add(float64(n))
+}
+
+// wroteBatch records one committed Postgres write: its latency, what was new, and for each
+// event the delay from its verify (ts, unix ms) to now.
+func (m *Metrics) wroteBatch(inserted, duplicates int, took time.Duration, events []api.Event, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.writeLatency.Observe(took.Seconds())
+	m.applied.Add(float64(inserted))
+	m.duplicates.Add(float64(duplicates))
+	nowMs := now.UnixMilli()
+	for _, e := range events {
+		if d := nowMs - e.TS; d >= 0 {
+			m.delay.Observe(float64(d) / 1000)
+		}
+	}
+}
