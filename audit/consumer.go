@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acv/acv/api"
 )
@@ -54,6 +55,8 @@ type ConsumerConfig struct {
 	BeforeCommit func() error
 	// Metrics receives the consumer's series; nil records nothing.
 	Metrics *Metrics
+	// Tracer makes a write span per traced event; nil makes none.
+	Tracer trace.TracerProvider
 }
 
 // withDefaults fills the zero fields.
@@ -227,10 +230,17 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	}
 
 	if len(events) > 0 {
+		spans := startSpans(c.cfg.Tracer, "postgres write verification logs", trace.SpanKindConsumer, batch, false)
+		defer endSpans(spans, nil)
+		wctx := ctx
+		if len(spans) > 0 {
+			// The batch's queries are traced under its first traced event.
+			wctx = trace.ContextWithSpan(ctx, spans[0])
+		}
 		var bo backoff
 		for {
 			start := time.Now()
-			inserted, err := c.sink.ApplyEvents(ctx, events)
+			inserted, err := c.sink.ApplyEvents(wctx, events)
 			if err == nil {
 				c.cfg.Metrics.wroteBatch(inserted, len(events)-inserted, time.Since(start), events, time.Now())
 				c.applied.Add(int64(inserted))

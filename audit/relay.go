@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acv/acv/api"
 )
@@ -51,6 +52,8 @@ type RelayConfig struct {
 	AfterPublish func(entryIDs []string) error
 	// Metrics receives the relay's series; nil records nothing.
 	Metrics *Metrics
+	// Tracer makes a publish span per traced event; nil makes none.
+	Tracer trace.TracerProvider
 }
 
 // withDefaults fills the zero fields.
@@ -310,18 +313,22 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 	var bo backoff
 	if len(msgs) > 0 {
 		start := time.Now()
+		spans := startSpans(r.cfg.Tracer, "kafka publish "+Topic, trace.SpanKindProducer, msgs, true)
 		for {
 			err := r.pub.WriteMessages(ops, msgs...)
 			if err == nil {
+				endSpans(spans, nil)
 				break
 			}
 			if ops.Err() != nil {
+				endSpans(spans, err)
 				return errAbandoned
 			}
 			r.errs.Add(1)
 			r.cfg.Metrics.relayError("publish")
 			log.Warn("outbox relay: publish to kafka", "messages", len(msgs), "err", err)
 			if !sleep(ops, bo.next()) {
+				endSpans(spans, err)
 				return errAbandoned
 			}
 		}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/acv/acv/api"
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrNotFound is returned (wrapped) when the row asked for does not exist, so callers can
@@ -31,12 +33,25 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
+// Option adjusts how Open connects.
+type Option func(*pgxpool.Config)
+
+// WithTracer makes a span for every query, under the caller's span.
+func WithTracer(tp trace.TracerProvider) Option {
+	return func(c *pgxpool.Config) {
+		c.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp))
+	}
+}
+
 // Open connects a pool to databaseURL and pings it, so a misconfigured URL fails at start-up
 // rather than on the first request. It does not migrate: see Migrate.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

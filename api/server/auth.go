@@ -12,6 +12,7 @@ import (
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Context keys set by authenticate for the handlers.
@@ -104,7 +105,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Set(ctxReplay, replay)
 
 	isPost := c.Request.Method == http.MethodPost
-	if c.Param("project_id") != key.ProjectID {
+	if pid, err := pathValue(c, "project_id"); err != nil || pid != key.ProjectID {
 		// Still refuse a replay with 401 before telling the caller it has the wrong project.
 		if s.admit(c, key, isPost || nonce != "") {
 			abort(c, http.StatusForbidden, "API key is not valid for this project")
@@ -137,10 +138,12 @@ func (s *Server) admit(c *gin.Context, key store.APIKey, checkReplay bool) bool 
 		return true
 	}
 	start := time.Now()
-	r, err := s.cfg.HotPath.Admit(c.Request.Context(), cache.Admission{
+	ctx, span := s.tracer.Start(c.Request.Context(), "redis admit.lua", trace.WithSpanKind(trace.SpanKindClient))
+	r, err := s.cfg.HotPath.Admit(ctx, cache.Admission{
 		ProjectID: key.ProjectID, KeyID: key.ID, ReplayKey: c.GetString(ctxReplay),
 		CheckReplay: checkReplay, Limit: limitOf(key), Now: s.cfg.Now(),
 	})
+	span.End()
 	s.metrics.script.WithLabelValues("admit").Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.fail(c, "admit request", err)

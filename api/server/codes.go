@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/acv/acv/api"
@@ -75,7 +77,11 @@ func parseListQuery(c *gin.Context) (store.ListQuery, string) {
 
 // getCodeByValue answers one code, looked up by its value, with its verification history.
 func (s *Server) getCodeByValue(c *gin.Context) {
-	value := c.Param("code")
+	value, err := pathValue(c, "code")
+	if err != nil {
+		abort(c, http.StatusBadRequest, "The code in the path must be percent-encoded")
+		return
+	}
 	if err := api.ValidateCode(value); err != nil {
 		abort(c, http.StatusBadRequest, err.Error())
 		return
@@ -85,10 +91,20 @@ func (s *Server) getCodeByValue(c *gin.Context) {
 	s.answerCode(c, row, err)
 }
 
+// pathValue decodes a path parameter with path rules, where '+' is a plus sign. The router
+// leaves parameters encoded (see New) because it would decode them with query rules.
+func pathValue(c *gin.Context, name string) (string, error) {
+	v, err := url.PathUnescape(c.Param(name))
+	if err != nil {
+		return "", fmt.Errorf("path parameter %s: %w", name, err)
+	}
+	return v, nil
+}
+
 // getCodeByID answers one code, looked up by its id, with its verification history.
 func (s *Server) getCodeByID(c *gin.Context) {
-	id := c.Param("code_id")
-	if !api.ValidID(id) {
+	id, err := pathValue(c, "code_id")
+	if err != nil || !api.ValidID(id) {
 		abort(c, http.StatusNotFound, "Code not found")
 		return
 	}

@@ -10,6 +10,10 @@ import (
 
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const ctxAuthFailure = "acv.authfail"
@@ -39,14 +43,23 @@ func (s *Server) timeout(c *gin.Context) {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
-	c.Next()
-	s.metrics.inFlight.Dec()
-	elapsed := time.Since(start)
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
+	ctx := propagation.TraceContext{}.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+	ctx, span := s.tracer.Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", c.Request.Method), attribute.String("http.route", route)))
+	defer span.End()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	s.metrics.inFlight.Dec()
+	elapsed := time.Since(start)
 	status := strconv.Itoa(c.Writer.Status())
+	span.SetAttributes(attribute.Int("http.response.status_code", c.Writer.Status()))
+	if c.Writer.Status() >= 500 {
+		span.SetStatus(codes.Error, status)
+	}
 	s.metrics.requests.WithLabelValues(c.Request.Method, route, status).Inc()
 	s.metrics.duration.WithLabelValues(c.Request.Method, route, status).Observe(elapsed.Seconds())
 	attrs := []slog.Attr{

@@ -18,6 +18,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Records is what the server reads from the system of record.
@@ -69,6 +71,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Gatherer serves /metrics; nothing is served there when nil.
 	Gatherer prometheus.Gatherer
+	// Tracer makes the request and Lua-call spans; no spans when nil.
+	Tracer trace.TracerProvider
 }
 
 func (c *Config) defaults() error {
@@ -96,6 +100,9 @@ func (c *Config) defaults() error {
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
 	return nil
 }
 
@@ -105,6 +112,7 @@ type Server struct {
 	keys    *keyCache
 	engine  *gin.Engine
 	metrics *metrics
+	tracer  trace.Tracer
 }
 
 // New builds a replica's handler tree.
@@ -114,11 +122,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	m := newMetrics(cfg.Registerer)
-	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now, m.keyCache), metrics: m}
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now, m.keyCache), metrics: m,
+		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/server")}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
-	e.UseRawPath = true
-	e.UnescapePathValues = true
+	// Path values stay encoded: gin would decode them with query rules, turning a '+' of a
+	// code value into a space; the handlers decode them with path rules (pathValue).
+	e.UseEscapedPath = true
+	e.UnescapePathValues = false
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	if err := e.SetTrustedProxies(cfg.TrustedProxies); err != nil {

@@ -15,6 +15,9 @@ import (
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // opBody is the union of the verify and reactivate bodies; pointers tell absent from empty.
@@ -101,7 +104,12 @@ const ctxOutcome = "acv.outcome"
 func (s *Server) apply(ctx context.Context, call cache.Call) (cache.Result, error) {
 	for attempt := 0; attempt < 4; attempt++ {
 		start := time.Now()
-		r, err := s.cfg.HotPath.Apply(ctx, call)
+		sctx, span := s.tracer.Start(ctx, "redis apply.lua", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("db.system", "redis"), attribute.String("acv.action", string(call.Action))))
+		call.TraceParent = traceParent(sctx)
+		r, err := s.cfg.HotPath.Apply(sctx, call)
+		span.SetAttributes(attribute.Int("acv.script.status", int(r.Status)))
+		span.End()
 		s.metrics.script.WithLabelValues("apply").Observe(time.Since(start).Seconds())
 		if err != nil {
 			return r, err
@@ -220,4 +228,12 @@ func (s *Server) countOutcome(o api.Outcome) {
 	if o.Error == api.CodeNotFound {
 		s.metrics.unknownCodes.WithLabelValues(string(o.Action)).Inc()
 	}
+}
+
+// traceParent is the W3C traceparent of ctx's span, carried with the log event through the
+// outbox and Kafka so the consumer's write joins this request's trace; "" when not sampled.
+func traceParent(ctx context.Context) string {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier["traceparent"]
 }

@@ -118,7 +118,7 @@ func runDev(ctx context.Context, dir, addr string) error {
 	fmt.Println("Verify a demo code (paste into bash):")
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
 	fmt.Println()
-	return service.Run(ctx, cfg, ln)
+	return runTraced(ctx, cfg, ln)
 }
 
 func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error) {

@@ -11,13 +11,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/acv/acv/internal/telemetry"
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
+	slog.SetDefault(slog.New(telemetry.LogHandler{Handler: slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})}))
 	root := &cobra.Command{
 		Use:           "acv",
 		Short:         "Activation-code verification service",

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+	"net"
+	"time"
+
 	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/internal/telemetry"
 	"github.com/acv/acv/store"
 	"github.com/spf13/cobra"
 )
@@ -15,7 +20,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return service.Run(cmd.Context(), cfg, nil)
+			return runTraced(cmd.Context(), cfg, nil)
 		},
 	}
 }
@@ -32,4 +37,20 @@ func migrateCmd() *cobra.Command {
 			return store.Migrate(cmd.Context(), cfg.DatabaseURL)
 		},
 	}
+}
+
+// runTraced runs the service with the tracer the OTEL_* environment asks for, flushing its
+// spans after the service stopped.
+func runTraced(ctx context.Context, cfg service.Config, ln net.Listener) error {
+	tp, shutdown, err := telemetry.Setup(ctx, cfg.Instance)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+	}()
+	cfg.Tracer = tp
+	return service.Run(ctx, cfg, ln)
 }

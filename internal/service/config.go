@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/audit"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is the whole configuration, read from the environment by FromEnv.
@@ -33,6 +34,8 @@ type Config struct {
 	RedisPoolSize  int
 	PGMaxConns     int
 	Logger         *slog.Logger
+	// Tracer makes the spans of every part; none when nil.
+	Tracer trace.TracerProvider
 
 	// RelayClaimIdle is how long an outbox entry may sit delivered but unacknowledged in
 	// another relay (one that died between publishing and removing it) before this relay takes

@@ -46,7 +46,11 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("prepare redis: %w", err)
 	}
-	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns))
+	var opts []store.Option
+	if cfg.Tracer != nil {
+		opts = append(opts, store.WithTracer(cfg.Tracer))
+	}
+	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns), opts...)
 	if err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -34,6 +32,7 @@ type stack struct {
 	kafka *localenv.Kafka
 	redis *localenv.Redis
 	http  *http.Client
+	logs  *logSink
 }
 
 // newStack starts the servers; parts are started by the test with startAPI, startRelay and
@@ -47,17 +46,18 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	k := localenv.KafkaBroker(t, audit.Topic, 4)
+	logs, logger := newLogSink(t)
 	cfg := service.Config{
 		RedisURL: "redis://" + r.Addr + "/0", DatabaseURL: pgURL, KafkaBrokers: k.Brokers,
 		KafkaTopic: audit.Topic, Partitions: 4, ConsumerGroup: "acv-test", Instance: "test",
 		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
-		RedisPoolSize: 128, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedisPoolSize: 128, Logger: logger,
 	}
 	d := openDeps(t, cfg)
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &stack{t: t, cfg: cfg, deps: d, admin: &admin.Admin{Store: d.Store, Cache: d.Cache}, kafka: k, redis: r,
-		http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+		http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, logs: logs}
 }
 
 func openDeps(t *testing.T, cfg service.Config) *service.Deps {

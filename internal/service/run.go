@@ -37,6 +37,7 @@ func NewAPI(d *Deps) (*server.Server, error) {
 		TrustedProxies: d.Config.TrustedProxies,
 		Registerer:     d.Registry,
 		Gatherer:       d.Registry,
+		Tracer:         d.Config.Tracer,
 	})
 }
 
@@ -46,6 +47,7 @@ func RunRelay(ctx context.Context, d *Deps, h Hooks) error {
 	defer w.Close()
 	r := audit.NewRelay(d.Redis, w, audit.RelayConfig{
 		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: h.RelayAfterPublish, Metrics: d.Audit,
+		Tracer:    d.Config.Tracer,
 		ClaimIdle: d.Config.RelayClaimIdle, ClaimEvery: d.Config.RelayClaimEvery,
 	})
 	return r.Run(ctx)
@@ -56,6 +58,7 @@ func RunConsumer(ctx context.Context, d *Deps, h Hooks) error {
 	c := audit.NewConsumer(audit.ConsumerConfig{
 		Brokers: d.Config.KafkaBrokers, Topic: d.Config.KafkaTopic, GroupID: d.Config.ConsumerGroup,
 		Logger: d.Config.Logger, BeforeCommit: h.ConsumerBeforeCommit, Metrics: d.Audit,
+		Tracer: d.Config.Tracer,
 	}, d.Store)
 	defer c.Close()
 	return c.Run(ctx)

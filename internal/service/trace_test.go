@@ -1,0 +1,90 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/client"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestOneVerifyIsOneTrace follows one verify from the HTTP request through the Lua call, the
+// relay's Kafka publish and the consumer's Postgres write: every span shares the request's
+// trace id, and the request's log lines carry it.
+func TestOneVerifyIsOneTrace(t *testing.T) {
+	s := newStack(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s.cfg.Tracer = tp
+	base := s.startAPI()
+	s.startRelay("relay", hooksNone)
+	s.startConsumer(hooksNone)
+	tn := s.newTenant(nil, base)
+	s.importCodes(tn.ProjectID, nil, "TRACE-ME")
+
+	r, _, err := tn.Clients[0].Verify(context.Background(), tn.ProjectID, api.VerifyRequest{Code: "TRACE-ME"}, client.Options{})
+	if err != nil || !r.Success {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	waitFor(t, 30*time.Second, "the log row", func() (bool, string) {
+		n := s.logCount(*r.CodeID)
+		return n == 1, fmt.Sprintf("%d logs", n)
+	})
+
+	var root trace.SpanContext
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "POST /api/v1/projects/:project_id/codes/verify" {
+			root = sp.SpanContext
+		}
+	}
+	if !root.IsValid() {
+		t.Fatalf("no span for the verify request among %d spans", len(exp.GetSpans()))
+	}
+	want := map[string]bool{"redis apply.lua": false, "kafka publish acv.verification-logs": false, "postgres write verification logs": false}
+	var pgQueries int
+	waitFor(t, 10*time.Second, "every span of the trace", func() (bool, string) {
+		for k := range want {
+			want[k] = false
+		}
+		pgQueries = 0
+		for _, sp := range exp.GetSpans() {
+			if sp.SpanContext.TraceID() != root.TraceID() {
+				continue
+			}
+			if _, ok := want[sp.Name]; ok {
+				want[sp.Name] = true
+			}
+			if sp.InstrumentationScope.Name == "github.com/exaring/otelpgx" {
+				pgQueries++
+			}
+		}
+		for _, seen := range want {
+			if !seen {
+				return false, fmt.Sprintf("spans seen in the trace: %v, postgres queries %d", want, pgQueries)
+			}
+		}
+		return pgQueries > 0, fmt.Sprintf("%d postgres query spans in the trace", pgQueries)
+	})
+
+	var found bool
+	for _, line := range s.logs.Lines() {
+		var rec map[string]interface{}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "request" {
+			continue
+		}
+		if strings.HasSuffix(fmt.Sprint(rec["route"]), "/codes/verify") {
+			found = rec["trace_id"] == root.TraceID().String()
+		}
+	}
+	if !found {
+		t.Fatal("the verify's access log line does not carry its trace id")
+	}
+}

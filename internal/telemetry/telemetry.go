@@ -1,0 +1,56 @@
+// Package telemetry sets up OpenTelemetry tracing from the standard OTEL_* environment
+// variables and ties the trace id of a request into every log line written for it.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Propagator is the W3C trace-context propagator used on HTTP and in Kafka headers.
+var Propagator = propagation.TraceContext{}
+
+// Enabled tells whether the environment asks for traces: an OTLP endpoint or an explicit
+// exporter other than "none". Tracing is off otherwise, and costs nothing.
+func Enabled() bool {
+	if e := os.Getenv("OTEL_TRACES_EXPORTER"); e != "" {
+		return e != "none"
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Setup returns the process's tracer provider and its shutdown (which flushes pending spans).
+// With tracing off spans are still made but exported nowhere, so every request keeps a trace id
+// for its log lines.
+func Setup(ctx context.Context, instance string) (trace.TracerProvider, func(context.Context) error, error) {
+	if !Enabled() {
+		tp := sdktrace.NewTracerProvider()
+		return tp, tp.Shutdown, nil
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create span exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		semconv.ServiceName(serviceName()), semconv.ServiceInstanceID(instance)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("trace resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return tp, tp.Shutdown, nil
+}
+
+func serviceName() string {
+	if n := os.Getenv("OTEL_SERVICE_NAME"); n != "" {
+		return n
+	}
+	return "acv"
+}
