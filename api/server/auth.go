@@ -120,14 +120,16 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.unauthorized(c, AuthProjectDisabled, "Project is disabled")
 		return
 	}
-	if nonce != "" || key.RatePerSec > 0 {
-		if !s.admit(c, key, nonce != "") {
-			return
-		}
-	} else {
-		setRateHeaders(c, key, -1)
-	}
+	// The read handlers admit the request themselves once it is validated (admitRead).
 	c.Next()
+}
+
+// admitRead runs the replay check (when X-Nonce is sent) and the token bucket of a read. The
+// read handlers call it after validating the request, so a request refused as malformed spends
+// neither its nonce nor a token, as with verify and reactivate: the client can send the
+// corrected request with the same nonce. It answers the refusal itself and reports whether to go on.
+func (s *Server) admitRead(c *gin.Context) bool {
+	return s.admit(c, keyOf(c), c.GetHeader("X-Nonce") != "")
 }
 
 // admit runs the replay check and token bucket of a request outside verify/reactivate and

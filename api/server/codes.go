@@ -28,6 +28,9 @@ func (s *Server) listCodes(c *gin.Context) {
 		abort(c, http.StatusBadRequest, detail)
 		return
 	}
+	if !s.admitRead(c) {
+		return
+	}
 	key := keyOf(c)
 	now := s.cfg.Now().Unix()
 	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, q, now)
@@ -86,6 +89,9 @@ func (s *Server) getCodeByValue(c *gin.Context) {
 		abort(c, http.StatusBadRequest, err.Error())
 		return
 	}
+	if !s.admitRead(c) {
+		return
+	}
 	key := keyOf(c)
 	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), key.ProjectID, value)
 	s.answerCode(c, row, err)
@@ -106,6 +112,9 @@ func (s *Server) getCodeByID(c *gin.Context) {
 	id, err := pathValue(c, "code_id")
 	if err != nil || !api.ValidID(id) {
 		abort(c, http.StatusNotFound, "Code not found")
+		return
+	}
+	if !s.admitRead(c) {
 		return
 	}
 	key := keyOf(c)

@@ -8,6 +8,9 @@ import (
 
 // getProject answers the project with its exact statistics.
 func (s *Server) getProject(c *gin.Context) {
+	if !s.admitRead(c) {
+		return
+	}
 	ctx := c.Request.Context()
 	key := keyOf(c)
 	p, err := s.cfg.Records.Project(ctx, key.ProjectID)

@@ -176,7 +176,9 @@ func parseOpBody(body []byte, action api.Action) (opBody, string) {
 		}
 		return b, "Malformed JSON body"
 	}
-	if dec.More() {
+	// Only JSON white space may follow the object. (Decoder.More would take a trailing '}' or
+	// ']' for the end of an enclosing value and accept the body.)
+	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
 		return b, "Malformed JSON body: trailing data"
 	}
 	if b.Code == nil {
