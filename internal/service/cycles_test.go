@@ -1,0 +1,558 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/store"
+)
+
+// cycAnswer is one verify or reactivate answer of a race, with what the caller sent.
+type cycAnswer struct {
+	value   string
+	by      string
+	success bool
+	errCode string
+	codeID  string
+	at      *int64 // verify: verified_at; reactivate: reactivated_at
+	message string
+}
+
+// cycRace sends racers concurrent requests of one action for every value, spread over the
+// tenant's clients (one per API replica), all released at once. It fails the test on any
+// transport or HTTP error: a valid request always gets a 200 result body.
+func cycRace(t *testing.T, tn *tenant, action api.Action, values []string, racers int, tag string) map[string][]cycAnswer {
+	t.Helper()
+	n := len(values) * racers
+	answers := make(chan cycAnswer, n)
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		value := values[i%len(values)]
+		c := tn.Clients[i%len(tn.Clients)]
+		by := fmt.Sprintf("%s-%s-%s-%d", action, tag, value, i/len(values))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ctx := context.Background()
+			a := cycAnswer{value: value, by: by}
+			switch action {
+			case api.ActionVerify:
+				r, _, err := c.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value, VerifiedBy: &by}, client.Options{})
+				if err != nil {
+					errs <- fmt.Errorf("verify %s: %w", value, err)
+					return
+				}
+				a.success, a.at, a.message = r.Success, r.VerifiedAt, r.Message
+				a.errCode, a.codeID = cycStr(r.ErrorCode), cycStr(r.CodeID)
+			case api.ActionReactivate:
+				reason := "cycle " + tag
+				r, _, err := c.Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: value, ReactivatedBy: &by, Reason: &reason}, client.Options{})
+				if err != nil {
+					errs <- fmt.Errorf("reactivate %s: %w", value, err)
+					return
+				}
+				a.success, a.at, a.message = r.Success, r.ReactivatedAt, r.Message
+				a.errCode, a.codeID = cycStr(r.ErrorCode), cycStr(r.CodeID)
+			}
+			answers <- a
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	out := make(map[string][]cycAnswer, len(values))
+	for a := range answers {
+		out[a.value] = append(out[a.value], a)
+	}
+	return out
+}
+
+func cycStr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// cycLive reads a code by value through every replica and checks the state fields an
+// acknowledged operation must show at once (read your writes), whichever replica answers.
+func cycLive(t *testing.T, tn *tenant, value, id string, used bool, verifiedAt *int64, by string) {
+	t.Helper()
+	for i, c := range tn.Clients {
+		code, err := c.CodeByValue(context.Background(), tn.ProjectID, value)
+		if err != nil {
+			t.Fatalf("replica %d: get %s: %v", i, value, err)
+		}
+		bad := code.ID != id || code.Status != used || code.IsDisabled || code.IsExpired
+		if used {
+			bad = bad || code.VerifiedAt == nil || *code.VerifiedAt != *verifiedAt || cycStr(code.VerifiedBy) != by
+		} else {
+			bad = bad || code.VerifiedAt != nil || code.VerifiedBy != nil
+		}
+		if bad {
+			t.Fatalf("replica %d: %s reads status=%v verified_at=%v verified_by=%q id=%s disabled=%v expired=%v; want status=%v verified_at=%v verified_by=%q id=%s",
+				i, value, code.Status, cycInt(code.VerifiedAt), cycStr(code.VerifiedBy), code.ID, code.IsDisabled, code.IsExpired,
+				used, cycInt(verifiedAt), by, id)
+		}
+	}
+}
+
+func cycInt(p *int64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
+// TestVerifyReactivateCycles drives codes (half of them not yet in Redis) through rounds of
+// verify and reactivate races across three API replicas (two relays, so events of one code may
+// reach Kafka out of order). Each race has exactly one winner; every loser is told why (a
+// verify loser also sees the winner's verified_at); every replica shows the winner's state at
+// once; after the pipeline drains, Postgres holds exactly one log per attempt with the winners
+// as successes, and each code's row carries the final Redis state and version. The odd codes
+// skip the last reactivation, so both end states are checked, in the list and statistics too.
+func TestVerifyReactivateCycles(t *testing.T) {
+	s := newStack(t)
+	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
+	s.startRelay("relay-a", hooksNone)
+	s.startRelay("relay-b", hooksNone)
+	s.startConsumer(hooksNone)
+	tn := s.newTenant(nil, bases...)
+	ctx := context.Background()
+
+	const (
+		nCodes = 4
+		rounds = 5
+		racers = 75 // per code and phase: 300 concurrent requests a phase
+	)
+	values := make([]string, nCodes)
+	for i := range values {
+		values[i] = fmt.Sprintf("CYCLE-%d", i)
+	}
+	// The first half is published to Redis on creation; the second half is only in Postgres
+	// (as after a Redis replacement), so the first racers load it concurrently from every replica.
+	s.importCodes(tn.ProjectID, nil, values[:nCodes/2]...)
+	cold := make([]store.NewCode, 0, nCodes/2)
+	for _, v := range values[nCodes/2:] {
+		cold = append(cold, store.NewCode{Code: v})
+	}
+	if _, err := s.deps.Store.InsertCodes(ctx, tn.ProjectID, cold); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, v := range values {
+		row, err := s.deps.Store.CodeByValue(ctx, tn.ProjectID, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[v] = row.ID
+	}
+	// In the last round the odd codes stay verified, so the end state has both kinds.
+	endsUsed := func(v string) bool { return v[len(v)-1]%2 == 1 }
+
+	type tally struct {
+		attempts              int
+		verifyWins, reactWins []string // verified_by / reactivated_by of the winners
+		reactReasons          []string
+		lastVerifiedAt        *int64
+	}
+	tallies := map[string]*tally{}
+	for _, v := range values {
+		tallies[v] = &tally{}
+	}
+
+	for round := 1; round <= rounds; round++ {
+		tag := fmt.Sprintf("r%d", round)
+		before := time.Now().Unix()
+		got := cycRace(t, tn, api.ActionVerify, values, racers, tag)
+		after := time.Now().Unix()
+		for _, v := range values {
+			as := got[v]
+			tl := tallies[v]
+			tl.attempts += len(as)
+			var win *cycAnswer
+			for i := range as {
+				if as[i].success {
+					if win != nil {
+						t.Fatalf("round %d: %s verified twice: by %s and %s", round, v, win.by, as[i].by)
+					}
+					win = &as[i]
+				}
+			}
+			if win == nil {
+				t.Fatalf("round %d: no verify of %s succeeded: %+v", round, v, as[0])
+			}
+			if win.codeID != ids[v] || win.message != "Code verified successfully" || win.errCode != "" ||
+				win.at == nil || *win.at < before || *win.at > after {
+				t.Fatalf("round %d: winning verify of %s: %+v (code id %s, phase %d..%d)", round, v, *win, ids[v], before, after)
+			}
+			for _, a := range as {
+				if a.success {
+					continue
+				}
+				// Every loser ran after the winner, so it sees the winner's verified_at.
+				if a.errCode != string(api.CodeAlreadyUsed) || a.codeID != ids[v] || a.at == nil || *a.at != *win.at ||
+					a.message != "Code has already been used" {
+					t.Fatalf("round %d: losing verify of %s: %+v, winner verified_at %d", round, v, a, *win.at)
+				}
+			}
+			tl.verifyWins = append(tl.verifyWins, win.by)
+			tl.lastVerifiedAt = win.at
+			cycLive(t, tn, v, ids[v], true, win.at, win.by)
+		}
+
+		reactivate := values
+		if round == rounds {
+			reactivate = slices.DeleteFunc(slices.Clone(values), endsUsed)
+		}
+		got = cycRace(t, tn, api.ActionReactivate, reactivate, racers, tag)
+		for _, v := range reactivate {
+			as := got[v]
+			tl := tallies[v]
+			tl.attempts += len(as)
+			wins := 0
+			for _, a := range as {
+				switch {
+				case a.success:
+					wins++
+					if a.codeID != ids[v] || a.at == nil || a.errCode != "" || a.message != "Code reactivated successfully" {
+						t.Fatalf("round %d: winning reactivate of %s: %+v", round, v, a)
+					}
+					tl.reactWins = append(tl.reactWins, a.by)
+					tl.reactReasons = append(tl.reactReasons, "cycle "+tag)
+				case a.errCode != string(api.CodeAlreadyUnused) || a.codeID != ids[v] || a.at != nil:
+					t.Fatalf("round %d: losing reactivate of %s: %+v", round, v, a)
+				}
+			}
+			if wins != 1 {
+				t.Fatalf("round %d: %d reactivates of %s succeeded, want 1", round, wins, v)
+			}
+			cycLive(t, tn, v, ids[v], false, nil, "")
+		}
+	}
+
+	// The pipeline delivers one log per attempt, no more.
+	waitFor(t, 60*time.Second, "every attempt logged in postgres", func() (bool, string) {
+		var state []string
+		ok := true
+		for _, v := range values {
+			n := s.logCount(ids[v])
+			ok = ok && n == tallies[v].attempts
+			state = append(state, fmt.Sprintf("%s %d/%d", v, n, tallies[v].attempts))
+		}
+		return ok, strings.Join(state, ", ")
+	})
+	waitFor(t, 10*time.Second, "outbox drained", s.outboxEmpty)
+
+	for _, v := range values {
+		tl := tallies[v]
+		// Logs by kind: the successes are exactly the winners, the failures say why.
+		rows, err := s.deps.Store.Pool().Query(ctx,
+			`SELECT action, result, coalesce(reason, ''), coalesce(verified_by, '') FROM verification_logs WHERE code_id = $1`, ids[v])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var verifyWins, reactWins, reactReasons []string
+		failedVerify, failedReact := 0, 0
+		for rows.Next() {
+			var action, result, reason, by string
+			if err := rows.Scan(&action, &result, &reason, &by); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case action == "verify" && result == api.ResultSuccess && reason == "":
+				verifyWins = append(verifyWins, by)
+			case action == "verify" && result == api.ResultFailed && reason == string(api.CodeAlreadyUsed):
+				failedVerify++
+			case action == "reactivate" && result == api.ResultReactivated:
+				reactWins = append(reactWins, by)
+				reactReasons = append(reactReasons, reason)
+			case action == "reactivate" && result == api.ResultFailed && reason == string(api.CodeAlreadyUnused):
+				failedReact++
+			default:
+				t.Errorf("%s: unexpected log action=%s result=%s reason=%q by=%q", v, action, result, reason, by)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		nReact := len(tl.reactWins)
+		wantReact := rounds
+		if endsUsed(v) {
+			wantReact = rounds - 1
+		}
+		if nReact != wantReact || !cycSameSet(verifyWins, tl.verifyWins) || !cycSameSet(reactWins, tl.reactWins) ||
+			!cycSameSet(reactReasons, tl.reactReasons) || failedVerify != rounds*(racers-1) || failedReact != nReact*(racers-1) {
+			t.Errorf("%s logs: verify wins %v (want %v), reactivations %v %v (want %v %v), failed verify %d (want %d), failed reactivate %d (want %d)",
+				v, verifyWins, tl.verifyWins, reactWins, reactReasons, tl.reactWins, tl.reactReasons,
+				failedVerify, rounds*(racers-1), failedReact, nReact*(racers-1))
+		}
+
+		// Postgres applied the snapshots in version order: its row is Redis's final state.
+		live, found, err := s.deps.Cache.Code(ctx, tn.ProjectID, v)
+		if err != nil || !found {
+			t.Fatalf("%s in redis: found=%v err=%v", v, found, err)
+		}
+		row, err := s.deps.Store.CodeByValue(ctx, tn.ProjectID, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantVersion := int64(rounds + nReact)
+		if live.Version != wantVersion || row.Version != live.Version || row.VerifiedAtMs != live.VerifiedAtMs ||
+			cycStr(row.VerifiedBy) != live.VerifiedBy || row.IsDisabled || live.Disabled {
+			t.Errorf("%s: postgres version %d verified_at %dms by %q disabled %v; redis version %d verified_at %dms by %q disabled %v; want version %d",
+				v, row.Version, row.VerifiedAtMs, cycStr(row.VerifiedBy), row.IsDisabled,
+				live.Version, live.VerifiedAtMs, live.VerifiedBy, live.Disabled, wantVersion)
+		}
+		if endsUsed(v) {
+			last := tl.verifyWins[len(tl.verifyWins)-1]
+			if row.VerifiedAt == nil || *row.VerifiedAt != *tl.lastVerifiedAt || cycStr(row.VerifiedBy) != last {
+				t.Errorf("%s: postgres verified_at %s by %q, want %d by %q", v, cycInt(row.VerifiedAt), cycStr(row.VerifiedBy), *tl.lastVerifiedAt, last)
+			}
+		} else if row.VerifiedAt != nil || row.VerifiedBy != nil {
+			t.Errorf("%s: postgres still shows verified_at %s by %q after the last reactivation", v, cycInt(row.VerifiedAt), cycStr(row.VerifiedBy))
+		}
+
+		code, err := tn.Clients[0].CodeByValue(ctx, tn.ProjectID, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(tl.attempts, 100); len(code.VerificationLogs) != want {
+			t.Errorf("%s: response shows %d verification logs, want %d", v, len(code.VerificationLogs), want)
+		}
+	}
+
+	// The list and statistics, which read Postgres, agree once the pipeline drained.
+	var wantUsed, wantUnused []string
+	for _, v := range values {
+		if endsUsed(v) {
+			wantUsed = append(wantUsed, v)
+		} else {
+			wantUnused = append(wantUnused, v)
+		}
+	}
+	cycCheckStates(t, tn, map[api.State][]string{api.StateUsed: wantUsed, api.StateUnused: wantUnused})
+}
+
+// cycSameSet compares two lists as multisets.
+func cycSameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+// cycCheckStates checks through the API that the list filter of every state selects exactly the
+// expected codes and that the statistics count them exactly (states absent from want have none).
+func cycCheckStates(t *testing.T, tn *tenant, want map[api.State][]string) {
+	t.Helper()
+	ctx := context.Background()
+	c := tn.Clients[len(tn.Clients)-1]
+	total := 0
+	for _, st := range []api.State{api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired} {
+		total += len(want[st])
+		page, err := c.ListCodes(ctx, tn.ProjectID, client.ListParams{Status: string(st), PageSize: 100})
+		if err != nil {
+			t.Fatalf("list %s: %v", st, err)
+		}
+		var got []string
+		for _, it := range page.Items {
+			got = append(got, it.Code)
+		}
+		if !cycSameSet(got, want[st]) || page.Total != int64(len(want[st])) {
+			t.Errorf("status=%s lists %v (total %d), want %v", st, got, page.Total, want[st])
+		}
+	}
+	page, err := c.ListCodes(ctx, tn.ProjectID, client.ListParams{PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != int64(total) || len(page.Items) != total {
+		t.Errorf("unfiltered list: total %d with %d items, want %d", page.Total, len(page.Items), total)
+	}
+	p, err := c.Project(ctx, tn.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStats := api.Statistics{
+		TotalCodes: int64(total), UsedCodes: int64(len(want[api.StateUsed])), UnusedCodes: int64(len(want[api.StateUnused])),
+		DisabledCodes: int64(len(want[api.StateDisabled])), ExpiredCodes: int64(len(want[api.StateExpired])),
+	}
+	if p.Statistics == nil || *p.Statistics != wantStats {
+		t.Errorf("statistics %+v, want %+v", p.Statistics, wantStats)
+	}
+}
+
+// cycStateCase is one code of TestCodeStateDerivation with its expected state before and after
+// the project's expiry.
+type cycStateCase struct {
+	value         string
+	expiresAt     *int64
+	verify        bool // verified through the API during setup
+	disable       bool // disabled by the operator (after the verify, if any)
+	before, after api.State
+}
+
+// TestCodeStateDerivation checks the contract's precedence disabled > used > expired > unused,
+// with a code's expiry falling back to its project's, on every combination: in the single-code
+// answers (status, is_disabled, is_expired), in the list filter and in the statistics; then
+// lets the project's expiry pass and checks that exactly the open codes without an expiry of
+// their own turn expired, while the project's codes stay readable.
+func TestCodeStateDerivation(t *testing.T) {
+	s := newStack(t)
+	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
+	s.startRelay("relay-a", hooksNone)
+	s.startConsumer(hooksNone)
+	ctx := context.Background()
+
+	// Warm the pipeline (the consumer's group join) so the timed part below is short.
+	warm := s.newTenant(nil, bases[0])
+	s.importCodes(warm.ProjectID, nil, "WARM")
+	r, _, err := warm.Clients[0].Verify(ctx, warm.ProjectID, api.VerifyRequest{Code: "WARM"}, client.Options{})
+	if err != nil || !r.Success {
+		t.Fatalf("warm-up verify: %+v %v", r, err)
+	}
+	waitFor(t, 30*time.Second, "warm-up log", func() (bool, string) { return s.logCount(*r.CodeID) == 1, "no log yet" })
+
+	now := time.Now().Unix()
+	projectExp := now + 8
+	past, future, atProject := now-60, now+3600, projectExp
+	tn := s.newTenant(&projectExp, bases...)
+	U, D, X, E := api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired
+	cases := []cycStateCase{
+		{"open-none-1", nil, false, false, U, E},
+		{"open-none-2", nil, false, false, U, E},
+		{"open-none-3", nil, false, false, U, E},
+		{"open-future-1", &future, false, false, U, U},
+		{"open-future-2", &future, false, false, U, U},
+		{"open-past-1", &past, false, false, E, E},
+		{"open-past-2", &past, false, false, E, E},
+		{"open-past-3", &past, false, false, E, E},
+		{"open-past-4", &past, false, false, E, E},
+		{"used-none", nil, true, false, D, D},
+		{"used-future", &future, true, false, D, D},
+		{"used-own-expiry", &atProject, true, false, D, D}, // its own expiry passes too: still used
+		{"disabled-none", nil, false, true, X, X},
+		{"disabled-past", &past, false, true, X, X},
+		{"disabled-future", &future, false, true, X, X},
+		{"disabled-used", nil, true, true, X, X},
+	}
+	for _, c := range cases {
+		s.importCodes(tn.ProjectID, c.expiresAt, c.value)
+	}
+	logs := 0
+	verifiedAt := map[string]int64{}
+	for _, c := range cases {
+		if !c.verify {
+			continue
+		}
+		by := "till-" + c.value
+		r, _, err := tn.Clients[logs%len(tn.Clients)].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: c.value, VerifiedBy: &by}, client.Options{})
+		if err != nil || !r.Success || r.VerifiedAt == nil {
+			t.Fatalf("verify %s: %+v %v", c.value, r, err)
+		}
+		verifiedAt[c.value] = *r.VerifiedAt
+		logs++
+	}
+	for _, c := range cases {
+		if c.disable {
+			if err := s.admin.SetCodeDisabled(ctx, tn.ProjectID, c.value, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The checks run in the contract's order: disabled before expired, expired reported last.
+	for value, want := range map[string]api.ErrorCode{
+		"open-past-1": api.CodeExpired, "disabled-past": api.CodeDisabled, "disabled-used": api.CodeDisabled, "used-future": api.CodeAlreadyUsed,
+	} {
+		r, _, err := tn.Clients[0].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value}, client.Options{})
+		if err != nil || r.Success || cycStr(r.ErrorCode) != string(want) {
+			t.Fatalf("verify %s: %+v %v; want %s", value, r, err, want)
+		}
+		logs++
+	}
+	s.cycWaitProjectLogs(tn.ProjectID, logs)
+
+	check := func(phase string, pick func(cycStateCase) api.State) {
+		t.Helper()
+		want := map[api.State][]string{}
+		for _, c := range cases {
+			st := pick(c)
+			want[st] = append(want[st], c.value)
+			for i, cl := range tn.Clients {
+				code, err := cl.CodeByValue(ctx, tn.ProjectID, c.value)
+				if err != nil {
+					t.Fatalf("%s: replica %d: get %s: %v", phase, i, c.value, err)
+				}
+				vat, verified := verifiedAt[c.value]
+				bad := code.Status != (st == D) || code.IsDisabled != (st == X) || code.IsExpired != (st == E) ||
+					cycInt(code.ExpiresAt) != cycInt(c.expiresAt) || (code.VerifiedAt != nil) != verified ||
+					(verified && *code.VerifiedAt != vat)
+				if bad {
+					t.Errorf("%s: replica %d: %s reads status=%v is_disabled=%v is_expired=%v expires_at=%s verified_at=%s; want state %s, expires_at %s",
+						phase, i, c.value, code.Status, code.IsDisabled, code.IsExpired, cycInt(code.ExpiresAt),
+						cycInt(code.VerifiedAt), st, cycInt(c.expiresAt))
+				}
+			}
+		}
+		cycCheckStates(t, tn, want)
+	}
+	check("before the project's expiry", func(c cycStateCase) api.State { return c.before })
+	if time.Now().Unix() >= projectExp {
+		t.Fatalf("setup and checks took until after the project's expiry; the checks above are void")
+	}
+
+	time.Sleep(time.Until(time.Unix(projectExp, 0)) + 50*time.Millisecond)
+	check("after the project's expiry", func(c cycStateCase) api.State { return c.after })
+	p, err := tn.Clients[0].Project(ctx, tn.ProjectID)
+	if err != nil || !p.Status || p.ExpiresAt == nil || *p.ExpiresAt != projectExp {
+		t.Fatalf("expired project reads %+v, %v; want enabled with expires_at %d", p, err, projectExp)
+	}
+	// An expired project refuses verify and reactivate before looking at the code.
+	for _, value := range []string{"open-future-1", "open-none-1", "used-none"} {
+		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value}, client.Options{})
+		if err != nil || r.Success || cycStr(r.ErrorCode) != string(api.ProjectExpired) {
+			t.Errorf("verify %s after the project's expiry: %+v %v", value, r, err)
+		}
+		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: value}, client.Options{})
+		if err != nil || rr.Success || cycStr(rr.ErrorCode) != string(api.ProjectExpired) {
+			t.Errorf("reactivate %s after the project's expiry: %+v %v", value, rr, err)
+		}
+	}
+	code, err := tn.Clients[0].CodeByValue(ctx, tn.ProjectID, "open-future-1")
+	if err != nil || code.Status || code.IsExpired {
+		t.Errorf("open-future-1 after refused attempts: %+v %v", code, err)
+	}
+}
+
+// cycWaitProjectLogs waits until Postgres holds n verification logs of the project and the outbox
+// is empty: the pipeline has delivered everything acknowledged so far.
+func (s *stack) cycWaitProjectLogs(projectID string, n int) {
+	s.t.Helper()
+	waitFor(s.t, 30*time.Second, "pipeline drained", func() (bool, string) {
+		var got int
+		if err := s.deps.Store.Pool().QueryRow(context.Background(),
+			"SELECT count(*) FROM verification_logs WHERE project_id = $1", projectID).Scan(&got); err != nil {
+			return false, err.Error()
+		}
+		if got != n {
+			return false, fmt.Sprintf("%d of %d logs", got, n)
+		}
+		return s.outboxEmpty()
+	})
+}

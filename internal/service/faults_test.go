@@ -1,0 +1,541 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/audit"
+)
+
+// fltOp is one request of the fault tests' traffic and its answer. Its by (verified_by or
+// reactivated_by) is unique, so the request's verification log can be found by it.
+type fltOp struct {
+	action  api.Action
+	value   string
+	by      string
+	known   bool // the code exists, so the attempt must be logged
+	success bool
+	errCode string
+	codeID  string
+}
+
+// fltTraffic sends verifies and reactivates on a tenant's codes (and a few unknown values)
+// through every replica and records every answer.
+type fltTraffic struct {
+	t      *testing.T
+	tn     *tenant
+	values []string
+	seq    atomic.Int64
+
+	mu  sync.Mutex
+	ops []fltOp
+}
+
+// wave sends n requests from n goroutines released at once, mixing actions and codes at
+// random, and returns when all are answered.
+func (f *fltTraffic) wave(n int) {
+	f.t.Helper()
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		seq := f.seq.Add(1)
+		op := fltOp{action: api.ActionVerify, by: fmt.Sprintf("op-%d", seq), known: true}
+		if rand.IntN(100) < 45 {
+			op.action = api.ActionReactivate
+		}
+		if rand.IntN(100) < 5 {
+			op.value, op.known = fmt.Sprintf("NO-SUCH-%d", seq), false
+		} else {
+			op.value = f.values[rand.IntN(len(f.values))]
+		}
+		c := f.tn.Clients[int(seq)%len(f.tn.Clients)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ctx := context.Background()
+			if op.action == api.ActionVerify {
+				r, _, err := c.Verify(ctx, f.tn.ProjectID, api.VerifyRequest{Code: op.value, VerifiedBy: &op.by}, client.Options{})
+				if err != nil {
+					errs <- fmt.Errorf("verify %s: %w", op.value, err)
+					return
+				}
+				op.success, op.errCode, op.codeID = r.Success, cycStr(r.ErrorCode), cycStr(r.CodeID)
+			} else {
+				reason := "fault test"
+				r, _, err := c.Reactivate(ctx, f.tn.ProjectID, api.ReactivateRequest{Code: op.value, ReactivatedBy: &op.by, Reason: &reason}, client.Options{})
+				if err != nil {
+					errs <- fmt.Errorf("reactivate %s: %w", op.value, err)
+					return
+				}
+				op.success, op.errCode, op.codeID = r.Success, cycStr(r.ErrorCode), cycStr(r.CodeID)
+			}
+			f.mu.Lock()
+			f.ops = append(f.ops, op)
+			f.mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.t.Error(err)
+	}
+}
+
+// background sends waves until stop is called, which returns once the last wave is answered.
+func (f *fltTraffic) background(size int) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			f.wave(size)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
+}
+
+// known counts the attempts on existing codes: the logs Postgres must end up with.
+func (f *fltTraffic) known() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, op := range f.ops {
+		if op.known {
+			n++
+		}
+	}
+	return n
+}
+
+// checkLogs checks that every attempt on an existing code has exactly one verification log
+// that matches its answer, that attempts on unknown codes have none, and that nothing else is
+// logged. It also checks each code's answers against its live state, and that Postgres holds
+// each code's final state and version.
+func (f *fltTraffic) checkLogs(s *stack) {
+	t := f.t
+	t.Helper()
+	ctx := context.Background()
+	type logRow struct {
+		id, codeID, action, result, reason string
+	}
+	rows, err := s.deps.Store.Pool().Query(ctx,
+		`SELECT encode(uuid_send(id), 'hex'), encode(uuid_send(code_id), 'hex'), action, result, coalesce(reason, ''), coalesce(verified_by, '')
+		 FROM verification_logs WHERE project_id = $1`, f.tn.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOp := map[string][]logRow{}
+	total := 0
+	for rows.Next() {
+		var r logRow
+		var by string
+		if err := rows.Scan(&r.id, &r.codeID, &r.action, &r.result, &r.reason, &by); err != nil {
+			t.Fatal(err)
+		}
+		byOp[by] = append(byOp[by], r)
+		total++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	type codeTally struct {
+		id                 string
+		verified, reactive int
+	}
+	codes := map[string]*codeTally{}
+	successes, known, bad := 0, 0, 0
+	for _, op := range f.ops {
+		logs := byOp[op.by]
+		delete(byOp, op.by)
+		if !op.known {
+			if op.success || op.errCode != string(api.CodeNotFound) || op.codeID != "" || len(logs) != 0 {
+				t.Errorf("attempt on unknown code %s: success=%v error=%s code_id=%q, %d logs", op.value, op.success, op.errCode, op.codeID, len(logs))
+			}
+			continue
+		}
+		known++
+		ct := codes[op.value]
+		if ct == nil {
+			ct = &codeTally{id: op.codeID}
+			codes[op.value] = ct
+		}
+		want := logRow{codeID: op.codeID, action: string(op.action), result: api.ResultFailed, reason: op.errCode}
+		if op.success {
+			successes++
+			if op.action == api.ActionVerify {
+				want.result, want.reason = api.ResultSuccess, ""
+				ct.verified++
+			} else {
+				want.result, want.reason = api.ResultReactivated, "fault test"
+				ct.reactive++
+			}
+		}
+		switch {
+		case op.codeID != ct.id:
+			t.Errorf("%s answered code_id %s and %s", op.value, ct.id, op.codeID)
+		case len(logs) != 1:
+			bad++
+			if bad <= 10 {
+				t.Errorf("%s %s by %s (success=%v %s): %d logs, want exactly 1", op.action, op.value, op.by, op.success, op.errCode, len(logs))
+			}
+		default:
+			got := logs[0]
+			got.id = ""
+			if got != want {
+				t.Errorf("%s %s by %s: log %+v, want %+v", op.action, op.value, op.by, got, want)
+			}
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d attempts in all without exactly one log", bad)
+	}
+	for by, logs := range byOp {
+		t.Errorf("logs of no request: verified_by %q: %+v", by, logs)
+	}
+	if total != known {
+		t.Errorf("postgres holds %d logs, want %d (one per attempt on an existing code)", total, known)
+	}
+	if successes == 0 {
+		t.Errorf("no attempt succeeded: the traffic tested nothing")
+	}
+
+	// Per code: the successes alternate, so they tell its state, which every layer must show.
+	for value, ct := range codes {
+		used := ct.verified - ct.reactive
+		if used != 0 && used != 1 {
+			t.Errorf("%s: %d verifies and %d reactivations succeeded", value, ct.verified, ct.reactive)
+			continue
+		}
+		live, found, err := s.deps.Cache.Code(ctx, f.tn.ProjectID, value)
+		if err != nil || !found {
+			t.Fatalf("%s in redis: found=%v err=%v", value, found, err)
+		}
+		row, err := s.deps.Store.CodeByValue(ctx, f.tn.ProjectID, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version := int64(ct.verified + ct.reactive)
+		if (live.VerifiedAtMs > 0) != (used == 1) || live.Version != version ||
+			row.Version != version || row.VerifiedAtMs != live.VerifiedAtMs || cycStr(row.VerifiedBy) != live.VerifiedBy {
+			t.Errorf("%s after %d verifies and %d reactivations: redis verified_at %dms by %q version %d; postgres verified_at %dms by %q version %d",
+				value, ct.verified, ct.reactive, live.VerifiedAtMs, live.VerifiedBy, live.Version,
+				row.VerifiedAtMs, cycStr(row.VerifiedBy), row.Version)
+		}
+	}
+}
+
+// fltNewTraffic starts three replicas and makes a tenant with codes for the traffic.
+func fltNewTraffic(t *testing.T, s *stack, nCodes int) *fltTraffic {
+	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
+	tn := s.newTenant(nil, bases...)
+	f := &fltTraffic{t: t, tn: tn}
+	for i := 0; i < nCodes; i++ {
+		f.values = append(f.values, fmt.Sprintf("FAULT-%02d", i))
+	}
+	s.importCodes(tn.ProjectID, nil, f.values...)
+	return f
+}
+
+// fltCrashOn returns a hook that fails its first call from the nth on for which worth (nil:
+// any) holds, and every call after that one, and a channel closed at the failing call; ids
+// receives the arguments of that call (the relay's entry ids of the crashed batch).
+func fltCrashOn(n int64, worth func(ids []string) bool) (crashed chan struct{}, hook func([]string) error, ids *[]string) {
+	var calls atomic.Int64
+	var dead atomic.Bool
+	crashed = make(chan struct{})
+	ids = new([]string)
+	hook = func(entryIDs []string) error {
+		if dead.Load() {
+			return errInjected
+		}
+		if calls.Add(1) < n || (worth != nil && !worth(entryIDs)) {
+			return nil
+		}
+		dead.Store(true)
+		*ids = append([]string(nil), entryIDs...)
+		close(crashed)
+		return errInjected
+	}
+	return crashed, hook, ids
+}
+
+// fltChangesState tells whether any of a stream's entries records a state change: a crash on
+// such a batch leaves a stale snapshot to be published again after newer ones.
+func fltChangesState(s *stack, stream string, ids []string) bool {
+	for _, id := range ids {
+		msgs, err := s.deps.Redis.XRange(context.Background(), stream, id, id).Result()
+		if err != nil || len(msgs) != 1 {
+			continue
+		}
+		var ev api.Event
+		if json.Unmarshal([]byte(fmt.Sprint(msgs[0].Values[audit.EventField])), &ev) == nil && ev.Changed {
+			return true
+		}
+	}
+	return false
+}
+
+func fltWait(t *testing.T, ch <-chan struct{}, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(within):
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
+}
+
+// fltOffsets returns, per partition of the topic, the consumer group's committed offset (0
+// when none) and the partition's end offset, and their sums.
+func fltOffsets(t *testing.T, s *stack) (committed, end int64, perCommitted map[int]int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := &kafka.Client{Addr: kafka.TCP(s.kafka.Brokers...)}
+	parts := []int{0, 1, 2, 3}
+	of, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: s.cfg.ConsumerGroup, Topics: map[string][]int{s.cfg.KafkaTopic: parts}})
+	if err != nil {
+		t.Fatalf("fetch committed offsets: %v", err)
+	}
+	perCommitted = map[int]int64{}
+	for _, p := range of.Topics[s.cfg.KafkaTopic] {
+		if p.CommittedOffset > 0 {
+			committed += p.CommittedOffset
+			perCommitted[p.Partition] = p.CommittedOffset
+		}
+	}
+	reqs := make([]kafka.OffsetRequest, len(parts))
+	for i, p := range parts {
+		reqs[i] = kafka.LastOffsetOf(p)
+	}
+	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.cfg.KafkaTopic: reqs}})
+	if err != nil {
+		t.Fatalf("list end offsets: %v", err)
+	}
+	for _, p := range lo.Topics[s.cfg.KafkaTopic] {
+		end += p.LastOffset
+	}
+	return committed, end, perCommitted
+}
+
+// fltStoredUncommitted counts the project's logs in Postgres whose event is in no message
+// below the committed offsets: stored by a batch the consumer never committed.
+func fltStoredUncommitted(t *testing.T, s *stack, projectID string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _, committed := fltOffsets(t, s)
+	seen := map[string]bool{}
+	for part, upto := range committed {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.kafka.Brokers, Topic: s.cfg.KafkaTopic, Partition: part, MaxWait: 100 * time.Millisecond})
+		if err := r.SetOffset(0); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read partition %d: %v", part, err)
+			}
+			if m.Offset >= upto {
+				break
+			}
+			var ev api.Event
+			if err := json.Unmarshal(m.Value, &ev); err != nil {
+				t.Fatalf("partition %d offset %d: %v", part, m.Offset, err)
+			}
+			seen[ev.ID] = true
+			if m.Offset == upto-1 {
+				break
+			}
+		}
+		r.Close()
+	}
+	rows, err := s.deps.Store.Pool().Query(ctx,
+		`SELECT encode(uuid_send(id), 'hex') FROM verification_logs WHERE project_id = $1`, projectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if !seen[id] {
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// fltProjectLogs counts the project's verification logs in Postgres.
+func fltProjectLogs(t *testing.T, s *stack, projectID string) int {
+	t.Helper()
+	var n int
+	if err := s.deps.Store.Pool().QueryRow(context.Background(),
+		"SELECT count(*) FROM verification_logs WHERE project_id = $1", projectID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// fltScenario says which parts of the pipeline die during the traffic.
+type fltScenario struct {
+	relayCrash    bool
+	restartName   string        // the replacement relay's name
+	claimIdle     time.Duration // relay ClaimIdle (0: the default 30 s)
+	consumerCrash bool
+	drainWithin   time.Duration
+}
+
+// fltRun runs traffic while the relay dies between Kafka's acknowledgement and the outbox
+// removal of a batch (its 3rd or a later one that changes a code's state) and/or the consumer
+// dies between the Postgres write and the offset commit of its 2nd batch; replacements start
+// while the traffic goes on. In the end every attempt on an existing code has exactly one log,
+// nothing else is logged, Postgres holds each code's final state and version, the outbox is
+// empty and every Kafka message is committed.
+func fltRun(t *testing.T, sc fltScenario) {
+	s := newStack(t)
+	if sc.claimIdle > 0 {
+		s.cfg.RelayClaimIdle, s.cfg.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
+	}
+	f := fltNewTraffic(t, s, 12)
+	stream := audit.OutboxKey(api.Shard(f.tn.ProjectID))
+	ctx := context.Background()
+
+	relayHooks, consumerHooks := hooksNone, hooksNone
+	relayCrashed, relayHook, crashIDs := fltCrashOn(3, func(ids []string) bool { return fltChangesState(s, stream, ids) })
+	if sc.relayCrash {
+		relayHooks.RelayAfterPublish = relayHook
+	}
+	consumerCrashed, consumerHook, _ := fltCrashOn(2, nil)
+	if sc.consumerCrash {
+		consumerHooks.ConsumerBeforeCommit = func() error { return consumerHook(nil) }
+	}
+	relay := s.startRelay("relay-a", relayHooks)
+	consumer := s.startConsumer(consumerHooks)
+
+	stopTraffic := f.background(150)
+	defer stopTraffic()
+
+	if sc.relayCrash {
+		fltWait(t, relayCrashed, 30*time.Second, "the relay's crash")
+		if err := relay.stop(); !errors.Is(err, errInjected) {
+			t.Fatalf("crashed relay returned %v, want the injected fault", err)
+		}
+		// The crashed batch is in Kafka and still in the outbox, pending for the dead relay.
+		for _, id := range *crashIDs {
+			msgs, err := s.deps.Redis.XRange(ctx, stream, id, id).Result()
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("entry %s of the crashed batch left the outbox: %v %v", id, msgs, err)
+			}
+		}
+		pending, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result()
+		if err != nil || pending.Consumers["relay-a"] < int64(len(*crashIDs)) {
+			t.Fatalf("pending after the crash: %+v %v", pending, err)
+		}
+		f.wave(200) // no relay runs: these wait in the outbox
+		s.startRelay(sc.restartName, hooksNone)
+	}
+	if sc.consumerCrash {
+		fltWait(t, consumerCrashed, 30*time.Second, "the consumer's 2nd batch")
+		if err := consumer.stop(); !errors.Is(err, errInjected) {
+			t.Fatalf("crashed consumer returned %v, want the injected fault", err)
+		}
+		// Its last batch is in Postgres but not committed: the replacement gets it again.
+		if n := fltStoredUncommitted(t, s, f.tn.ProjectID); n == 0 {
+			t.Fatal("after the consumer crash: every stored log is below the committed offsets; want the crashed batch stored, not committed")
+		}
+		f.wave(200) // no consumer runs: these wait in Kafka
+		s.startConsumer(hooksNone)
+	}
+	f.wave(100)
+	stopTraffic()
+	if sc.relayCrash && sc.restartName != "relay-a" {
+		// The other relay claims the dead one's entries only once idle, after the traffic: their
+		// stale snapshots reach Postgres after newer ones, which version order must ignore.
+		if p, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Consumers["relay-a"] == 0 {
+			t.Logf("the crashed batch was claimed before the traffic ended (%+v %v): stale snapshots were not last this run", p, err)
+		}
+	}
+
+	want := f.known()
+	waitFor(t, sc.drainWithin, "every attempt logged", func() (bool, string) {
+		n := fltProjectLogs(t, s, f.tn.ProjectID)
+		if n != want {
+			return false, fmt.Sprintf("%d of %d logs", n, want)
+		}
+		return s.outboxEmpty()
+	})
+	if p, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Count != 0 {
+		t.Errorf("outbox entries still pending: %+v %v", p, err)
+	}
+	waitFor(t, 10*time.Second, "every kafka message committed", func() (bool, string) {
+		committed, end, _ := fltOffsets(t, s)
+		return committed == end, fmt.Sprintf("committed %d of %d", committed, end)
+	})
+	_, end, _ := fltOffsets(t, s)
+	switch {
+	case sc.relayCrash && end < int64(want+len(*crashIDs)):
+		t.Errorf("kafka holds %d messages for %d events: the crashed batch of %d was not published again", end, want, len(*crashIDs))
+	case !sc.relayCrash && end != int64(want):
+		t.Errorf("kafka holds %d messages for %d events, want one each", end, want)
+	}
+	f.checkLogs(s)
+	t.Logf("%d requests, %d logged attempts, %d kafka messages, crashed relay batch of %d", len(f.ops), want, end, len(*crashIDs))
+}
+
+// TestRelayCrashAfterPublish kills the relay after Kafka acknowledged a batch but before the
+// batch left the outbox, under concurrent traffic. A relay restarted under the same name
+// re-reads its own pending entries at once (the drain deadline is below the 30 s claim delay);
+// a relay under another name claims them once they are idle. The consumer writes each event
+// once however often it arrives.
+func TestRelayCrashAfterPublish(t *testing.T) {
+	t.Run("same name", func(t *testing.T) {
+		fltRun(t, fltScenario{relayCrash: true, restartName: "relay-a", drainWithin: 20 * time.Second})
+	})
+	t.Run("other name", func(t *testing.T) {
+		fltRun(t, fltScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, drainWithin: 30 * time.Second})
+	})
+}
+
+// TestConsumerCrashBeforeCommit kills the consumer after it stored a batch in Postgres but
+// before it committed the batch's offsets, under concurrent traffic; its replacement in the same
+// group receives the batch again and writes nothing twice.
+func TestConsumerCrashBeforeCommit(t *testing.T) {
+	fltRun(t, fltScenario{consumerCrash: true, drainWithin: 30 * time.Second})
+}
+
+// TestRelayAndConsumerCrash combines both faults in one run, with the relay replaced by
+// another replica.
+func TestRelayAndConsumerCrash(t *testing.T) {
+	fltRun(t, fltScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, consumerCrash: true, drainWithin: 30 * time.Second})
+}
