@@ -1,10 +1,13 @@
 package localenv
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -56,5 +59,39 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 		p.Kill()
 		return nil, fmt.Errorf("redis did not come up: %w", err)
 	}
+	if err := waitPong(addr, 5*time.Minute); err != nil {
+		p.Kill()
+		return nil, err
+	}
 	return &Redis{Process: p, Addr: addr, Dir: dir}, nil
+}
+
+// waitPong waits until Redis answers PING with PONG: while it replays its append-only file it
+// accepts connections but answers LOADING.
+func waitPong(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		reply, err := ping(addr)
+		if err == nil && reply == "+PONG" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis at %s not ready after %s: %q %v", addr, within, reply, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func ping(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line), err
 }

@@ -19,6 +19,7 @@ import (
 // Config is the whole configuration, read from the environment by FromEnv.
 type Config struct {
 	HTTPAddr       string
+	DebugAddr      string
 	RedisURL       string
 	DatabaseURL    string
 	KafkaBrokers   []string
@@ -84,6 +85,7 @@ var Settings = []Setting{
 	{"ACV_KEY_CACHE_TTL", "5s", "how long an API-key lookup is reused; revocation takes effect within it"},
 	{"ACV_REQUEST_TIMEOUT", "10s", "bound on one request's work"},
 	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
+	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
@@ -121,6 +123,7 @@ func FromEnv() (Config, error) {
 	}
 	c := Config{
 		HTTPAddr:       get("ACV_HTTP_ADDR"),
+		DebugAddr:      get("ACV_DEBUG_ADDR"),
 		RedisURL:       get("ACV_REDIS_URL"),
 		DatabaseURL:    get("ACV_DATABASE_URL"),
 		KafkaBrokers:   list(get("KAFKA_BROKERS")),

@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if cfg.Roles.Consumer {
 		start(&pipeWG, "consumer", pipeCtx, func(c context.Context) error { return RunConsumer(c, d, Hooks{}) })
 	}
+	if cfg.DebugAddr != "" {
+		start(&apiWG, "debug", apiCtx, func(c context.Context) error { return serveDebug(c, cfg.DebugAddr, d) })
+	}
 	if cfg.Roles.API {
 		srv, err := NewAPI(d)
 		if err != nil {
