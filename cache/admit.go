@@ -26,8 +26,8 @@ func (c *Cache) Admit(ctx context.Context, a Admission) (Result, error) {
 		check = "1"
 	}
 	keys := []string{bucketKey(a.ProjectID, a.KeyID), replayKey(a.ProjectID, a.KeyID, a.ReplayKey)}
-	v, err := admitScript.Run(ctx, c.rdb, keys, a.Now.UnixMilli(), check, int64(ReplayTTL/time.Second),
-		strconv.FormatFloat(a.Limit.Rate, 'f', -1, 64), a.Limit.Burst).Slice()
+	v, err := c.eval(ctx, admitScript, keys, a.Now.UnixMilli(), check, int64(ReplayTTL/time.Second),
+		strconv.FormatFloat(a.Limit.Rate, 'f', -1, 64), a.Limit.Burst)
 	if err != nil {
 		return Result{}, fmt.Errorf("run admit script: %w", err)
 	}

@@ -80,11 +80,11 @@ func (c *Cache) Apply(ctx context.Context, call Call) (Result, error) {
 		idemKey(call.ProjectID, call.KeyID, call.IdempotencyKey),
 	}
 	nowMs := call.Now.UnixMilli()
-	v, err := applyScript.Run(ctx, c.rdb, keys,
+	v, err := c.eval(ctx, applyScript, keys,
 		string(call.Action), nowMs, call.EventID, call.ProjectID, call.By, call.Reason, call.IP,
 		int64(ReplayTTL/time.Second), idem, call.RequestHash, int64(IdempotencyTTL/time.Second),
 		strconv.FormatFloat(call.Limit.Rate, 'f', -1, 64), call.Limit.Burst, call.TraceParent,
-	).Slice()
+	)
 	if err != nil {
 		return Result{}, fmt.Errorf("run apply script: %w", err)
 	}

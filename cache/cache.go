@@ -47,10 +47,58 @@ type Redis interface {
 // Cache runs the hot-path scripts against Redis.
 type Cache struct {
 	rdb Redis
+	co  *coalescer // nil: every call is its own round trip
+}
+
+// Option tunes a Cache.
+type Option func(*Cache)
+
+// WithCoalescing sends verify, reactivate and admission calls that arrive together in shared
+// pipelines, from workers senders of up to maxBatch calls each. Close stops them.
+func WithCoalescing(workers, maxBatch int) Option {
+	return func(c *Cache) {
+		if workers > 0 && maxBatch > 1 {
+			c.co = newCoalescer(c.rdb, workers, maxBatch)
+		}
+	}
 }
 
 // New returns a Cache over rdb.
-func New(rdb Redis) *Cache { return &Cache{rdb: rdb} }
+func New(rdb Redis, opts ...Option) *Cache {
+	c := &Cache{rdb: rdb}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Close stops the coalescing senders, if any.
+func (c *Cache) Close() {
+	if c.co != nil {
+		c.co.close()
+	}
+}
+
+// eval runs a hot-path script, through the coalescer when there is one.
+func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) ([]interface{}, error) {
+	var (
+		v   interface{}
+		err error
+	)
+	if c.co != nil {
+		v, err = c.co.run(ctx, s, keys, args...)
+	} else {
+		v, err = s.Run(ctx, c.rdb, keys, args...).Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, ok := v.([]interface{})
+	if !ok {
+		return nil, fmt.Errorf("script replied %T, want an array", v)
+	}
+	return out, nil
+}
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.
 func (c *Cache) Preload(ctx context.Context) error {

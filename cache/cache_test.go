@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -23,12 +24,14 @@ type fixture struct {
 	clock time.Time
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	t.Helper()
 	srv := localenv.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
-	f := &fixture{t: t, rdb: rdb, c: cache.New(rdb), pid: api.NewID(), clock: time.Unix(1_800_000_000, 0)}
+	c := cache.New(rdb, opts...)
+	t.Cleanup(c.Close)
+	f := &fixture{t: t, rdb: rdb, c: c, pid: api.NewID(), clock: time.Unix(1_800_000_000, 0)}
 	if err := f.c.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +316,12 @@ func TestSetDisabledBumpsVersion(t *testing.T) {
 }
 
 func TestConcurrentVerifiesRedeemOnce(t *testing.T) {
-	f := newFixture(t)
+	t.Run("one round trip each", func(t *testing.T) { concurrentVerifies(t, newFixture(t)) })
+	t.Run("coalesced pipelines", func(t *testing.T) { concurrentVerifies(t, newFixture(t, cache.WithCoalescing(4, 64))) })
+}
+
+// concurrentVerifies races 500 verifies of one code: exactly one wins, every attempt is logged.
+func concurrentVerifies(t *testing.T, f *fixture) {
 	f.code("HOT", cache.CodeState{})
 	const n = 500
 	var wg sync.WaitGroup
@@ -345,5 +353,59 @@ func TestConcurrentVerifiesRedeemOnce(t *testing.T) {
 	}
 	if got := len(f.outbox()); got != n {
 		t.Fatalf("%d log events, want %d", got, n)
+	}
+}
+
+// A coalesced pipeline must keep each call's own reply, including refusals, and survive Redis
+// forgetting its scripts.
+func TestCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
+	f := newFixture(t, cache.WithCoalescing(2, 32))
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		f.code(fmt.Sprintf("C%d", i), cache.CodeState{})
+	}
+	if err := f.rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]cache.Result, 100)
+	calls := make([]cache.Call, 100)
+	for i := range calls {
+		calls[i] = f.call(api.ActionVerify, fmt.Sprintf("C%d", i%50))
+		if i >= 50 {
+			calls[i].ReplayKey = calls[i-50].ReplayKey // the second half are replays
+		}
+	}
+	for i := range calls[:50] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := f.c.Apply(ctx, calls[i])
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	for i := 50; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := f.c.Apply(ctx, calls[i])
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if i < 50 && (r.Status != cache.StatusOK || !r.Outcome.Success() || r.Outcome.Code != calls[i].Code) {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+		if i >= 50 && r.Status != cache.StatusReplayed {
+			t.Fatalf("replay %d: status %d", i, r.Status)
+		}
 	}
 }

@@ -33,8 +33,11 @@ type Config struct {
 	Drain          time.Duration
 	TrustedProxies []string
 	RedisPoolSize  int
-	PGMaxConns     int
-	Logger         *slog.Logger
+	// RedisCoalesce is how many senders share concurrent hot-path calls in pipelines; 0 sends
+	// each call on its own.
+	RedisCoalesce int
+	PGMaxConns    int
+	Logger        *slog.Logger
 	// Tracer makes the spans of every part; none when nil.
 	Tracer trace.TracerProvider
 
@@ -88,6 +91,7 @@ var Settings = []Setting{
 	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
+	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
 	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
 	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
@@ -136,6 +140,7 @@ func FromEnv() (Config, error) {
 		Drain:          dur("ACV_SHUTDOWN_DRAIN"),
 		TrustedProxies: list(get("ACV_TRUSTED_PROXIES")),
 		RedisPoolSize:  num("ACV_REDIS_POOL_SIZE"),
+		RedisCoalesce:  num("ACV_REDIS_COALESCE"),
 		PGMaxConns:     num("ACV_PG_MAX_CONNS"),
 
 		RelayClaimIdle:  dur("ACV_RELAY_CLAIM_IDLE"),

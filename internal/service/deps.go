@@ -41,7 +41,7 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 		opt.PoolSize = cfg.RedisPoolSize
 	}
 	rdb := redis.NewClient(opt)
-	c := cache.New(rdb)
+	c := cache.New(rdb, cache.WithCoalescing(cfg.RedisCoalesce, 128))
 	if err := c.Preload(ctx); err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("prepare redis: %w", err)
@@ -81,6 +81,7 @@ func withPoolSize(dbURL string, n int) string {
 
 // Close releases the clients, Redis last so nothing still queued towards it is cut off early.
 func (d *Deps) Close() {
+	d.Cache.Close()
 	d.Store.Close()
 	d.Redis.Close()
 }

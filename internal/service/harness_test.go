@@ -51,7 +51,7 @@ func newStack(t *testing.T) *stack {
 		RedisURL: "redis://" + r.Addr + "/0", DatabaseURL: pgURL, KafkaBrokers: k.Brokers,
 		KafkaTopic: audit.Topic, Partitions: 4, ConsumerGroup: "acv-test", Instance: "test",
 		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
-		RedisPoolSize: 128, Logger: logger,
+		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger,
 	}
 	d := openDeps(t, cfg)
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
