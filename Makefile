@@ -3,22 +3,29 @@ GO      ?= go
 BIN     := bin/acv
 PG_BIN  := /usr/lib/postgresql/15/bin
 
-.PHONY: run test build deps vet fmt clean
+.PHONY: run test build deps test-deps vet fmt clean
 
 ## run: start Redis, PostgreSQL, a Kafka broker, the API, relay and consumer locally
 run: deps build
 	./$(BIN) dev
 
 ## test: every test, against real Redis and PostgreSQL started on free loopback ports
-test: deps
+test: deps test-deps
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) test -race -count=1 -timeout 20m ./...
+	./deploy/check.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acv
 
-## deps: install what the local stack needs on Debian (redis-server, PostgreSQL 15, openssl)
+## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,
+## the live dashboard check) and docker-compose (validates the compose file; no engine needed)
+test-deps:
+	@command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
+	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
+
+## deps: what the local stack needs on Debian: redis-server, PostgreSQL 15, openssl
 deps:
 	@command -v redis-server >/dev/null || (echo "installing redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null)
 	@test -x $(PG_BIN)/postgres || (echo "installing postgresql-15"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null)
