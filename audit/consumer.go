@@ -279,7 +279,9 @@ func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
 	for attempt := 1; ; attempt++ {
 		err := c.r.CommitMessages(cctx, batch...)
 		if err == nil {
-			c.lastCommit.Store(time.Now().UnixNano())
+			now := time.Now()
+			c.lastCommit.Store(now.UnixNano())
+			c.cfg.Metrics.committed(now)
 			return
 		}
 		c.errs.Add(1)

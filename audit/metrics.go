@@ -19,11 +19,12 @@ type Metrics struct {
 	applied        prometheus.Counter
 	duplicates     prometheus.Counter
 	consumerErrors *prometheus.CounterVec
+	lastCommit     prometheus.Gauge
 }
 
 // NewMetrics registers the pipeline's series with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	lat := prometheus.ExponentialBucketsRange(0.0005, 30, 16)
+	lat := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	m := &Metrics{
 		publishLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "acv_relay_publish_duration_seconds", Help: "Kafka write of one relay batch, until all replicas acknowledged.", Buckets: lat,
@@ -50,11 +51,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "acv_consumer_duplicates_skipped_total", Help: "Redelivered events Postgres already held, skipped by the event-id key.",
 		}),
 		consumerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_consumer_errors_total", Help: "Consumer failures by stage (write, commit, decode); writes and commits are retried.",
+			Name: "acv_consumer_errors_total", Help: "Consumer failures by stage (fetch, write, commit, decode); fetches, writes and commits are retried.",
 		}, []string{"stage"}),
+		lastCommit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acv_consumer_last_commit_timestamp_seconds", Help: "When the consumer last committed offsets: a batch that keeps failing stops it moving.",
+		}),
 	}
 	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.writeLatency, m.delay,
-		m.applied, m.duplicates, m.consumerErrors)
+		m.applied, m.duplicates, m.consumerErrors, m.lastCommit)
 	for _, s := range []string{"publish", "remove", "read", "claim"} {
 		m.relayErrors.WithLabelValues(s)
 	}
@@ -100,5 +104,11 @@ func (m *Metrics) wroteBatch(inserted, duplicates int, took time.Duration, event
 		if d := nowMs - e.TS; d >= 0 {
 			m.delay.Observe(float64(d) / 1000)
 		}
+	}
+}
+
+func (m *Metrics) committed(at time.Time) {
+	if m != nil {
+		m.lastCommit.Set(float64(at.UnixNano()) / 1e9)
 	}
 }

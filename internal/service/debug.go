@@ -12,12 +12,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveDebug serves /metrics and the pprof profiles on a separate address: operators profile a
-// replica under load without exposing profiles on the public port, and processes that run no
-// API role still expose their metrics.
+// serveDebug serves /metrics, /healthz, /readyz and the pprof profiles on a separate address:
+// operators profile a replica under load without exposing profiles on the public port, and
+// processes that run no API role (the pipeline workers) can still be scraped and probed.
 func serveDebug(ctx context.Context, addr string, d *Deps) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		for name, check := range readyChecks(d) {
+			if err := check(rctx); err != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"detail":"A dependency is unavailable","check":%q}`, name)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

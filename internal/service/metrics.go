@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/acv/acv/api/server"
 	"github.com/acv/acv/audit"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,9 +21,36 @@ func NewRegistry(d *Deps) *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
 		&poolCollector{rdb: d.Redis, pg: d.Store.Pool()},
-		&outboxCollector{rdb: d.Redis},
+		&dependencyCollector{checks: readyChecks(d)},
 	)
+	// The outbox and the group's lag are shared state: the processes that run the pipeline
+	// report them, so a fleet of API replicas does not query them on every scrape.
+	if d.Config.Roles.Relay {
+		reg.MustRegister(&outboxCollector{rdb: d.Redis})
+	}
 	return reg
+}
+
+var depUpDesc = prometheus.NewDesc("acv_dependency_up", "1 when the dependency answered a probe at scrape time.", []string{"dependency"}, nil)
+
+// dependencyCollector probes Redis, Postgres and Kafka at scrape time, so an unreachable
+// dependency is a series of its own, not an inference from errors.
+type dependencyCollector struct {
+	checks map[string]server.Check
+}
+
+func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depUpDesc }
+
+func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for name, check := range c.checks {
+		up := 1.0
+		if check(ctx) != nil {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(depUpDesc, prometheus.GaugeValue, up, name)
+	}
 }
 
 var (

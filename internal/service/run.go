@@ -18,8 +18,9 @@ type Hooks struct {
 	ConsumerBeforeCommit func() error
 }
 
-// NewAPI builds an API replica over deps.
-func NewAPI(d *Deps) (*server.Server, error) {
+// readyChecks are the dependencies a process needs to be ready: Redis, Postgres, and Kafka
+// when it is configured.
+func readyChecks(d *Deps) map[string]server.Check {
 	ready := map[string]server.Check{
 		"redis":    d.Cache.Ping,
 		"postgres": d.Store.Ping,
@@ -27,10 +28,15 @@ func NewAPI(d *Deps) (*server.Server, error) {
 	if len(d.Config.KafkaBrokers) > 0 {
 		ready["kafka"] = KafkaReady(d.Config.KafkaBrokers)
 	}
+	return ready
+}
+
+// NewAPI builds an API replica over deps.
+func NewAPI(d *Deps) (*server.Server, error) {
 	return server.New(server.Config{
 		Records:        d.Store,
 		HotPath:        d.Cache,
-		Ready:          ready,
+		Ready:          readyChecks(d),
 		Logger:         d.Config.Logger,
 		KeyCacheTTL:    d.Config.KeyCacheTTL,
 		RequestTimeout: d.Config.RequestTimeout,

@@ -1,0 +1,58 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/service"
+)
+
+// A pipeline-only process serves no API, yet it must be scrapable and probeable: its debug
+// listener answers /metrics with the pipeline's series and /readyz with its dependencies.
+func TestPipelineWorkerIsScrapable(t *testing.T) {
+	s := newStack(t)
+	port, err := localenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.cfg
+	cfg.Roles = service.Roles{Relay: true, Consumer: true}
+	cfg.DebugAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- service.Run(ctx, cfg, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("pipeline worker: %v", err)
+		}
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + cfg.DebugAddr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, 20*time.Second, "the debug listener", func() (bool, string) {
+		code, body := get("/readyz")
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
+	code, body := get("/metrics")
+	for _, series := range []string{"acv_outbox_entries", "acv_dependency_up{dependency=\"kafka\"} 1", "acv_relay_errors_total", "acv_consumer_last_commit_timestamp_seconds"} {
+		if code != http.StatusOK || !strings.Contains(body, series) {
+			t.Fatalf("/metrics (%d) lacks %s", code, series)
+		}
+	}
+	if strings.Contains(body, "acv_http_requests_in_flight") {
+		t.Fatal("a pipeline-only process exports API series")
+	}
+}
