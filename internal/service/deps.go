@@ -79,11 +79,11 @@ func withPoolSize(dbURL string, n int) string {
 	return u.String()
 }
 
-// Close releases the clients, Redis last so nothing still queued towards it is cut off early.
+// Close releases the clients in the shutdown order: Redis, then Postgres.
 func (d *Deps) Close() {
 	d.Cache.Close()
-	d.Store.Close()
 	d.Redis.Close()
+	d.Store.Close()
 }
 
 // KafkaReady checks that a broker accepts connections.
