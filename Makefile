@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/acv
 PG_BIN  := /usr/lib/postgresql/15/bin
 
-.PHONY: run test build deps test-deps vet fmt clean
+.PHONY: run test build deps test-deps loadtest bench vet fmt clean
 
 ## run: start Redis, PostgreSQL, a Kafka broker, the API, relay and consumer locally
 run: deps build
@@ -18,6 +18,14 @@ test: deps test-deps
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acv
+
+## loadtest: the k6 scenarios (loadtest/k6) against a local stack of their own; DURATION=15s each
+loadtest: deps build
+	./loadtest/run-k6.sh
+
+## bench: the same-run benchmark table (ceilings, plain PostgreSQL, acv hot path and sustained)
+bench: deps test-deps build
+	$(GO) run ./loadtest/bench -acv $(BIN)
 
 ## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,
 ## the live dashboard check) and docker-compose (validates the compose file; no engine needed)
