@@ -103,3 +103,6 @@ func mkdirFor(dir string, cred *syscall.Credential) error {
 	}
 	return nil
 }
+
+// Pid is the process id, for reading its CPU and memory from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/loadtest/loadgen"
+	"github.com/acv/acv/store"
+)
+
+// bench holds the servers of one run and what each phase measured.
+type bench struct {
+	acv    string
+	phases map[string]bool // nil: all
+	dur    time.Duration
+	conc   int
+	codes  int
+
+	dir   string
+	redis *localenv.Redis
+	pg    *localenv.Postgres
+	kafka *kafkaProc
+	cfg   service.Config
+	deps  *service.Deps
+
+	projectID, keyID, secret string
+	pool                     []string // unused codes, handed out phase by phase
+
+	rows                []row
+	hot, sust, halfRate loadgen.Report
+}
+
+// row is one line of the table.
+type row struct {
+	name      string
+	rps       float64
+	p50, p99  float64 // ms; 0 = not measured
+	errors    int64
+	genCPU    float64 // load generator's share of the machine, 0..1
+	note      string
+	isCeiling bool
+}
+
+func (b *bench) cleanup() {
+	if b.deps != nil {
+		b.deps.Close()
+	}
+	b.kafka.Close()
+	if b.pg != nil {
+		b.pg.Stop()
+	}
+	if b.redis != nil {
+		b.redis.Stop(10 * time.Second)
+	}
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+func (b *bench) run(ctx context.Context) error {
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	steps := []struct {
+		key, name string
+		fn        func(context.Context) error
+	}{
+		{"http", "http ceiling", b.httpCeiling},
+		{"redis", "redis ceiling", b.redisCeiling},
+		{"pg", "plain postgres verify", b.pgbench},
+		{"hot", "acv hot path", b.hotPath},
+		{"sustained", "acv sustained", b.sustained},
+	}
+	for _, s := range steps {
+		if b.phases != nil && !b.phases[s.key] {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// start brings up Redis (AOF everysec, as in production), a durable PostgreSQL and a Kafka
+// broker, and prepares a project, a key and the codes.
+func (b *bench) start(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "acv-bench-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	if b.redis, err = localenv.StartRedis(filepath.Join(dir, "redis"), localenv.RedisOptions{AOF: true}); err != nil {
+		return err
+	}
+	if b.pg, err = localenv.StartPostgres(ctx, filepath.Join(dir, "pg"), localenv.PostgresOptions{}); err != nil {
+		return err
+	}
+	if err := b.pg.CreateDatabase(ctx, "acv"); err != nil {
+		return err
+	}
+	if b.kafka, err = startKafka(); err != nil {
+		return err
+	}
+	b.cfg = service.Config{
+		RedisURL: "redis://" + b.redis.Addr + "/0", DatabaseURL: b.pg.URL("acv"), KafkaBrokers: b.kafka.Brokers,
+		KafkaTopic: audit.Topic, Partitions: 8, ConsumerGroup: "acv-log-writer", Instance: "bench",
+		RedisPoolSize: 64, PGMaxConns: 16, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if err := store.Migrate(ctx, b.cfg.DatabaseURL); err != nil {
+		return err
+	}
+	if b.deps, err = service.Open(ctx, b.cfg); err != nil {
+		return err
+	}
+	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache}
+	p, err := a.CreateProject(ctx, store.NewProject{Name: "bench"})
+	if err != nil {
+		return err
+	}
+	k, err := b.deps.Store.CreateAPIKey(ctx, p.ID, 0, 0)
+	if err != nil {
+		return err
+	}
+	b.projectID, b.keyID, b.secret = p.ID, k.ID, k.Secret
+	fmt.Fprintf(os.Stderr, "bench: generating %d codes …\n", b.codes)
+	t0 := time.Now()
+	if _, err := a.Generate(ctx, p.ID, admin.GenerateSpec{Count: b.codes, Length: 12}, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: generated %d codes in %.1f s\n", b.codes, time.Since(t0).Seconds())
+	return b.deps.Store.ExportCodes(ctx, p.ID, func(r store.CodeRow) error {
+		b.pool = append(b.pool, r.Code)
+		return nil
+	})
+}
+
+// take hands out n unused codes.
+func (b *bench) take(n int) []string {
+	n = min(n, len(b.pool))
+	out := b.pool[:n]
+	b.pool = b.pool[n:]
+	return out
+}
+
+// load runs the load generator against base with fresh codes.
+func (b *bench) load(ctx context.Context, base string, rate float64, maxCodes int) loadgen.Report {
+	codes := b.take(maxCodes)
+	rep := loadgen.Run(ctx, loadgen.Config{BaseURL: base, KeyID: b.keyID, Secret: b.secret, ProjectID: b.projectID,
+		Codes: codes, Concurrency: b.conc, Duration: b.dur, Rate: rate})
+	// Codes the run did not reach go back to the pool.
+	b.pool = append(b.pool, codes[rep.Used:]...)
+	return rep
+}
+
+func genShare(rep loadgen.Report) float64 {
+	return rep.CPUSeconds / (rep.Seconds * float64(runtime.NumCPU()))
+}
+
+func (b *bench) httpCeiling(ctx context.Context) error {
+	port, err := localenv.FreePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "-ceiling-server", addr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if err := waitHTTP(ctx, "http://"+addr+"/api/v1/projects/x/codes/verify", http.MethodPost); err != nil {
+		return err
+	}
+	// The ceiling changes no state, so it may reuse codes: put them back afterwards.
+	codes := b.take(len(b.pool))
+	cpu0, busy0 := pidCPU(cmd.Process.Pid), machineBusy()
+	rep := loadgen.Run(ctx, loadgen.Config{BaseURL: "http://" + addr, KeyID: b.keyID, Secret: b.secret, ProjectID: b.projectID,
+		Codes: codes, Concurrency: b.conc, Duration: b.dur})
+	b.pool = codes
+	share := func(sec float64) float64 { return 100 * sec / (rep.Seconds * float64(numCPU())) }
+	b.rows = append(b.rows, row{name: "HTTP ceiling: bare Gin handler, verify route shape", rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms,
+		errors: rep.Errors, genCPU: genShare(rep), isCeiling: true,
+		note: fmt.Sprintf("same load generator, signing included; CPU of the machine: handler %.0f%%, all %.0f%%",
+			share(pidCPU(cmd.Process.Pid)-cpu0), share(machineBusy()-busy0))})
+	return nil
+}
+
+func waitHTTP(ctx context.Context, url, method string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not answering: %w", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kafkaProc is the broker, run by this binary in a process of its own.
+type kafkaProc struct {
+	cmd     *exec.Cmd
+	Brokers []string
+}
+
+func startKafka() (*kafkaProc, error) {
+	port, err := localenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-kafka-server", strconv.Itoa(port))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	k := &kafkaProc{cmd: cmd, Brokers: []string{addr}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return k, nil
+		}
+		if time.Now().After(deadline) {
+			k.Close()
+			return nil, fmt.Errorf("kafka broker not up: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Close stops the broker.
+func (k *kafkaProc) Close() {
+	if k != nil {
+		_ = k.cmd.Process.Kill()
+		_ = k.cmd.Wait()
+	}
+}

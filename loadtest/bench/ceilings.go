@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/acv/acv/api"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisCeiling runs redis-benchmark with acv's own verify script (cache/scripts/apply.lua)
+// against preloaded code states: the most verifies Redis can decide on this machine.
+func (b *bench) redisCeiling(ctx context.Context) error {
+	src, err := os.ReadFile("cache/scripts/apply.lua")
+	if err != nil {
+		return fmt.Errorf("read the verify script (run from the repository root): %w", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
+	defer rdb.Close()
+	sha, err := rdb.ScriptLoad(ctx, string(src)).Result()
+	if err != nil {
+		return err
+	}
+	pid := api.NewID()
+	tag := fmt.Sprintf("acv:{%02d}:", api.Shard(pid))
+	const keyspace = 1_000_000
+	if err := rdb.HSet(ctx, tag+"p:"+pid, "en", "1").Err(); err != nil {
+		return err
+	}
+	for start := 0; start < keyspace; start += 10_000 {
+		pipe := rdb.Pipeline()
+		for i := start; i < start+10_000; i++ {
+			pipe.HSet(ctx, fmt.Sprintf("%sc:%s:%012d", tag, pid, i), "i", api.NewID(), "n", "0")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	bin, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return err
+	}
+	n := 300_000
+	args := []string{"-h", "127.0.0.1", "-p", strings.TrimPrefix(b.redis.Addr, "127.0.0.1:"), "-c", strconv.Itoa(b.conc),
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv",
+		"EVALSHA", sha, "6",
+		tag + "c:" + pid + ":__rand_int__", tag + "p:" + pid, tag + "outbox", tag + "rl:bench",
+		tag + "rp:bench:__rand_int__", tag + "ik:bench:none",
+		"verify", "1800000000000", api.NewID(), pid, "bench", "", "127.0.0.1", "660", "0", "", "86400", "0", "0", ""}
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-benchmark: %w: %s", err, out)
+	}
+	rps, err := benchmarkRPS(out)
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, row{name: "Redis ceiling: redis-benchmark, acv's verify script (AOF everysec)", rps: rps, isCeiling: true,
+		note: fmt.Sprintf("%d calls, %d connections", n, b.conc)})
+	return rdb.Del(ctx, tag+"outbox").Err()
+}
+
+// benchmarkRPS reads the requests per second from redis-benchmark's CSV output.
+func benchmarkRPS(out []byte) (float64, error) {
+	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil || len(recs) < 2 || len(recs[len(recs)-1]) < 2 {
+		return 0, fmt.Errorf("unexpected redis-benchmark output: %s", out)
+	}
+	return strconv.ParseFloat(recs[len(recs)-1][1], 64)
+}
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
+var latLine = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
+
+// pgbench measures what a user would build instead: one transaction per verify, a conditional
+// UPDATE of the code and an INSERT of its log, on the same PostgreSQL, durable settings.
+func (b *bench) pgbench(ctx context.Context) error {
+	if err := b.pg.CreateDatabase(ctx, "pgbench"); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, b.pg.URL("pgbench"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`DROP TABLE IF EXISTS bench_codes, bench_logs`,
+		`CREATE TABLE bench_codes (id bigint PRIMARY KEY, project_id bigint NOT NULL, code text NOT NULL,
+			verified_at timestamptz, verified_by text, UNIQUE (project_id, code))`,
+		`CREATE TABLE bench_logs (id bigserial PRIMARY KEY, code_id bigint NOT NULL, result text NOT NULL,
+			verified_by text, ip text, verified_at timestamptz NOT NULL)`,
+		`INSERT INTO bench_codes (id, project_id, code) SELECT g, 1, 'C' || g FROM generate_series(1, 1000000) g`,
+		`VACUUM ANALYZE bench_codes`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("prepare pgbench tables: %w", err)
+		}
+	}
+	script := filepath.Join(b.dir, "verify.sql")
+	if err := os.WriteFile(script, []byte(`\set id random(1, 1000000)
+BEGIN;
+UPDATE bench_codes SET verified_at = now(), verified_by = 'bench' WHERE id = :id AND verified_at IS NULL;
+INSERT INTO bench_logs (code_id, result, verified_by, ip, verified_at) VALUES (:id, 'success', 'bench', '127.0.0.1', now());
+END;
+`), 0o644); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(localenv.PGBin, "pgbench"), "-n", "-M", "prepared",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(b.pg.Port), "-U", "postgres",
+		"-c", strconv.Itoa(b.conc), "-j", "2", "-T", strconv.Itoa(int(b.dur.Seconds())), "-f", script, "pgbench").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("no tps in pgbench output: %s", out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	var avg float64
+	if l := latLine.FindSubmatch(out); l != nil {
+		avg, _ = strconv.ParseFloat(string(l[1]), 64)
+	}
+	b.rows = append(b.rows, row{name: "Plain PostgreSQL verify: pgbench, UPDATE + log INSERT per transaction", rps: tps,
+		note: fmt.Sprintf("%d clients, average latency %.2f ms", b.conc, avg), isCeiling: true})
+	return nil
+}

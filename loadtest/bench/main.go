@@ -1,0 +1,71 @@
+// Command bench measures acv against ceilings taken in the same run on the same machine, and
+// prints one table: a bare Gin handler (the HTTP ceiling), redis-benchmark running acv's own
+// verify script (the Redis ceiling), a plain PostgreSQL verify with pgbench (what one would
+// build instead), then acv's signed verify on the hot path alone, sustained with the audit
+// pipeline running, and at half of its maximum rate. Every row is compared with the ceilings,
+// because absolute figures drift between runs and machines.
+//
+//	go run ./loadtest/bench -acv bin/acv
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/localenv"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	ceiling := flag.String("ceiling-server", "", "internal: serve the bare HTTP ceiling on this address")
+	kafkaPort := flag.Int("kafka-server", 0, "internal: run the Kafka broker on this port")
+	acvBin := flag.String("acv", "bin/acv", "the acv binary to measure")
+	dur := flag.Duration("d", 10*time.Second, "length of each measured phase")
+	conc := flag.Int("c", 64, "connections of the load generator")
+	codes := flag.Int("codes", 400_000, "codes generated for the run")
+	out := flag.String("o", "", "also write the markdown table to this file")
+	only := flag.String("only", "", "comma-separated phases to run (http, redis, pg, hot, sustained); all when empty")
+	flag.Parse()
+	if *kafkaPort != 0 {
+		// The broker runs in a process of its own, so its CPU is not counted as the load
+		// generator's.
+		k, err := localenv.StartKafka(audit.Topic, 8, *kafkaPort)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kafka server:", err)
+			os.Exit(1)
+		}
+		defer k.Close()
+		select {}
+	}
+	if *ceiling != "" {
+		if err := serveCeiling(*ceiling); err != nil {
+			fmt.Fprintln(os.Stderr, "ceiling server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	b := &bench{acv: *acvBin, dur: *dur, conc: *conc, codes: *codes}
+	if *only != "" {
+		b.phases = map[string]bool{}
+		for _, p := range strings.Split(*only, ",") {
+			b.phases[strings.TrimSpace(p)] = true
+		}
+	}
+	if err := b.run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		b.cleanup()
+		os.Exit(1)
+	}
+	b.cleanup()
+	table := b.table()
+	fmt.Print(table)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+)
+
+func numCPU() int { return runtime.NumCPU() }
+
+// table renders the run as markdown, each row with its ratios to the ceilings of the same run.
+func (b *bench) table() string {
+	var httpCeil, redisCeil, plainPG float64
+	for _, r := range b.rows {
+		switch {
+		case strings.HasPrefix(r.name, "HTTP ceiling"):
+			httpCeil = r.rps
+		case strings.HasPrefix(r.name, "Redis ceiling"):
+			redisCeil = r.rps
+		case strings.HasPrefix(r.name, "Plain PostgreSQL"):
+			plainPG = r.rps
+		}
+	}
+	ratio := func(v, of float64) string {
+		if of == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", v/of)
+	}
+	ms := func(v float64) string {
+		if v == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "| measurement | req/s | p50 ms | p99 ms | errors | ÷ HTTP ceiling | ÷ Redis ceiling | ÷ plain PostgreSQL | load generator CPU | notes |\n")
+	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range b.rows {
+		gen := "–"
+		if r.genCPU > 0 {
+			gen = fmt.Sprintf("%.0f%%", 100*r.genCPU)
+		}
+		fmt.Fprintf(&sb, "| %s | %.0f | %s | %s | %d | %s | %s | %s | %s | %s |\n", r.name, r.rps, ms(r.p50), ms(r.p99), r.errors,
+			ratio(r.rps, httpCeil), ratio(r.rps, redisCeil), ratio(r.rps, plainPG), gen, r.note)
+	}
+	fmt.Fprintf(&sb, "\nTargets (same run): hot path ≥ 0.45 × HTTP ceiling → %s; sustained ≥ 3 × plain PostgreSQL → %s; p99 ≤ 5 ms at half the max rate → %s ms.\n",
+		ratio(b.hot.RPS, httpCeil), ratio(b.sust.RPS, plainPG), ms(b.halfRate.P99Ms))
+	fmt.Fprintf(&sb, "Machine: %d CPUs shared by the load generator, acv, Redis, PostgreSQL and the Kafka broker.\n", numCPU())
+	return sb.String()
+}
