@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"sort"
 	"strings"
 )
@@ -102,17 +103,73 @@ func BodySHA256(body []byte) string {
 // VerifySignature checks a signature in constant time. It accepts the canonical query order
 // and, when it differs, the whole-string order of older clients.
 func VerifySignature(secret, signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
-	want := Sign(secret, StringToSign(method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce))
-	ok := hmac.Equal([]byte(want), []byte(signature))
-	if ok || rawQuery == "" {
-		return ok
-	}
-	alt := plainSortedQuery(rawQuery)
-	if alt == CanonicalQuery(rawQuery) {
+	return NewVerifier(secret).Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce)
+}
+
+// Verifier checks signatures made with one secret. It keeps its HMAC state and buffers between
+// calls, so a key's verifications allocate nothing; it is not safe for concurrent use (pool it).
+type Verifier struct {
+	mac hash.Hash
+	buf []byte
+	sum []byte
+	got [sha256.Size]byte
+}
+
+// NewVerifier prepares a Verifier for secret.
+func NewVerifier(secret string) *Verifier {
+	return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), buf: make([]byte, 0, 256), sum: make([]byte, 0, sha256.Size)}
+}
+
+// Verify is VerifySignature with the Verifier's secret.
+func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
+	// A signature that is not 64 hex characters cannot match; decoding it once lets the MACs
+	// be compared as bytes, in constant time.
+	if len(signature) != 2*sha256.Size {
 		return false
 	}
-	want = Sign(secret, stringToSign(method, rawPath, alt, bodySHA256Hex, timestamp, nonce))
-	return hmac.Equal([]byte(want), []byte(signature))
+	if _, err := hex.Decode(v.got[:], []byte(signature)); err != nil {
+		return false
+	}
+	query := CanonicalQuery(rawQuery)
+	if v.check(method, rawPath, query, bodySHA256Hex, timestamp, nonce) {
+		return true
+	}
+	if rawQuery == "" {
+		return false
+	}
+	alt := plainSortedQuery(rawQuery)
+	if alt == query {
+		return false
+	}
+	return v.check(method, rawPath, alt, bodySHA256Hex, timestamp, nonce)
+}
+
+func (v *Verifier) check(method, rawPath, query, bodySHA256Hex, timestamp, nonce string) bool {
+	b := v.buf[:0]
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	b = append(b, '\n')
+	b = append(b, rawPath...)
+	b = append(b, '\n')
+	b = append(b, query...)
+	b = append(b, '\n')
+	b = append(b, bodySHA256Hex...)
+	b = append(b, '\n')
+	b = append(b, timestamp...)
+	if nonce != "" {
+		b = append(b, '\n')
+		b = append(b, nonce...)
+	}
+	v.buf = b
+	v.mac.Reset()
+	v.mac.Write(b)
+	v.sum = v.mac.Sum(v.sum[:0])
+	return hmac.Equal(v.sum, v.got[:])
 }
 
 // ValidNonce tells whether an X-Nonce has the contract's form: 16 to 64 of [A-Za-z0-9_-].

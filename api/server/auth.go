@@ -71,18 +71,19 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.unauthorized(c, AuthUnknownKey, "Invalid API key")
 		return
 	}
-	key, found, err := s.keys.get(c.Request.Context(), keyID)
+	entry, err := s.keys.get(c.Request.Context(), keyID)
 	if err != nil {
 		s.fail(c, "look up api key", err)
 		return
 	}
-	if !found {
+	if !entry.found {
 		s.unauthorized(c, AuthUnknownKey, "Invalid API key")
 		return
 	}
+	key := entry.key
 	rawPath, rawQuery := splitRequestURI(c.Request)
 	bodyHash := api.BodySHA256(body)
-	if !api.VerifySignature(key.Secret, sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
+	if !entry.verify(sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
 		s.unauthorized(c, AuthBadSignature, "Invalid signature")
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acv/acv/api"
 	"github.com/acv/acv/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -24,30 +25,43 @@ type keyCache struct {
 	lookups *prometheus.CounterVec
 
 	mu      sync.RWMutex
-	entries map[string]keyEntry
+	entries map[string]*keyEntry
 }
 
+// keyEntry is one cached lookup, with a pool of signature verifiers for the key's secret.
 type keyEntry struct {
-	key     store.APIKey
-	found   bool
-	fetched time.Time
+	key       store.APIKey
+	found     bool
+	fetched   time.Time
+	verifiers sync.Pool
+}
+
+// verify checks a signature with the key's secret.
+func (e *keyEntry) verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
+	v, _ := e.verifiers.Get().(*api.Verifier)
+	if v == nil {
+		v = api.NewVerifier(e.key.Secret)
+	}
+	ok := v.Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce)
+	e.verifiers.Put(v)
+	return ok
 }
 
 const maxCachedKeys = 100_000
 
 func newKeyCache(r Records, ttl time.Duration, now func() time.Time, lookups *prometheus.CounterVec) *keyCache {
-	return &keyCache{records: r, ttl: ttl, now: now, lookups: lookups, entries: make(map[string]keyEntry)}
+	return &keyCache{records: r, ttl: ttl, now: now, lookups: lookups, entries: make(map[string]*keyEntry)}
 }
 
-// get returns the key and whether it exists.
-func (k *keyCache) get(ctx context.Context, id string) (store.APIKey, bool, error) {
+// get returns the cached lookup of a key id; its found tells whether the key exists.
+func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
 	now := k.now()
 	k.mu.RLock()
 	e, ok := k.entries[id]
 	k.mu.RUnlock()
 	if ok && now.Sub(e.fetched) < k.ttl {
 		k.lookups.WithLabelValues("hit").Inc()
-		return e.key, e.found, nil
+		return e, nil
 	}
 	k.lookups.WithLabelValues("miss").Inc()
 	v, err, _ := k.group.Do(id, func() (interface{}, error) {
@@ -56,18 +70,17 @@ func (k *keyCache) get(ctx context.Context, id string) (store.APIKey, bool, erro
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		e := keyEntry{key: key, found: found, fetched: now}
+		e := &keyEntry{key: key, found: found, fetched: now}
 		k.mu.Lock()
 		if len(k.entries) >= maxCachedKeys {
-			k.entries = make(map[string]keyEntry)
+			k.entries = make(map[string]*keyEntry)
 		}
 		k.entries[id] = e
 		k.mu.Unlock()
 		return e, nil
 	})
 	if err != nil {
-		return store.APIKey{}, false, err
+		return nil, err
 	}
-	e = v.(keyEntry)
-	return e.key, e.found, nil
+	return v.(*keyEntry), nil
 }

@@ -31,15 +31,8 @@ func (s *Server) recovery(c *gin.Context) {
 	c.Next()
 }
 
-// timeout bounds the work of one request, so a stuck dependency answers 503, not never.
-func (s *Server) timeout(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	c.Request = c.Request.WithContext(ctx)
-	c.Next()
-}
-
-// accessLog writes one line per request. It never logs a secret, a signature or a body.
+// accessLog opens the request's span and deadline, counts it, and writes one line per
+// request. It never logs a secret, a signature or a body.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
@@ -51,6 +44,9 @@ func (s *Server) accessLog(c *gin.Context) {
 	ctx, span := s.tracer.Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", c.Request.Method), attribute.String("http.route", route)))
 	defer span.End()
+	// The request's deadline bounds its work, so a stuck dependency answers 503, not never.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
 	c.Request = c.Request.WithContext(ctx)
 	c.Next()
 	s.metrics.inFlight.Dec()

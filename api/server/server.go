@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if err := e.SetTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
-	e.Use(s.recovery, s.accessLog, s.timeout)
+	e.Use(s.recovery, s.accessLog)
 	e.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "Not found") })
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "Method not allowed") })
 	e.GET("/healthz", s.healthz)

@@ -91,10 +91,10 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 	}
 	c.Set(ctxOutcome, r.Outcome)
 	if action == api.ActionVerify {
-		c.JSON(http.StatusOK, r.Outcome.VerifyResponse())
+		renderVerify(c, r.Outcome.VerifyResponse())
 		return
 	}
-	c.JSON(http.StatusOK, r.Outcome.ReactivateResponse())
+	renderReactivate(c, r.Outcome.ReactivateResponse())
 }
 
 const ctxOutcome = "acv.outcome"
@@ -165,8 +165,8 @@ func parseOpBody(body []byte, action api.Action) (opBody, string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return b, "Request body must be a JSON object with a code"
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&b); err != nil {
+	// Unmarshal accepts exactly one JSON value: trailing data is a syntax error.
+	if err := json.Unmarshal(body, &b); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field == "" {
 			return b, "Request body must be a JSON object with a code"
@@ -175,11 +175,6 @@ func parseOpBody(body []byte, action api.Action) (opBody, string) {
 			return b, fmt.Sprintf("Field %s must be a %s", te.Field, jsonType(te.Type.String()))
 		}
 		return b, "Malformed JSON body"
-	}
-	// Only JSON white space may follow the object. (Decoder.More would take a trailing '}' or
-	// ']' for the end of an enclosing value and accept the body.)
-	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
-		return b, "Malformed JSON body: trailing data"
 	}
 	if b.Code == nil {
 		return b, "Field code is required"

@@ -39,11 +39,11 @@
 local action = ARGV[1]
 local now = tonumber(ARGV[2])
 
--- 1. presence
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- 1. presence: a code entry always has its id ('i') or the unknown marker ('z')
+local c = redis.call('HMGET', KEYS[1], 'z', 'i', 'x', 't', 'b', 'd', 'n')
+if c[1] == false and c[2] == false then
   return {1, '', '', 0, 0, -1, 0}
 end
-local c = redis.call('HMGET', KEYS[1], 'z', 'i', 'x', 't', 'b', 'd', 'n')
 local unknown = c[1] == '1'
 local p = nil
 if not unknown then
@@ -133,19 +133,20 @@ if not unknown then
   local changed = err == ''
   local state_by = c[5] or ''
   if changed then
-    version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+    version = version + 1
     if action == 'verify' then
       vat = now
       state_by = by
       if by ~= '' then
-        redis.call('HSET', KEYS[1], 't', ARGV[2], 'b', by)
+        redis.call('HSET', KEYS[1], 't', ARGV[2], 'b', by, 'n', version)
       else
-        redis.call('HSET', KEYS[1], 't', ARGV[2])
-        redis.call('HDEL', KEYS[1], 'b')
+        redis.call('HSET', KEYS[1], 't', ARGV[2], 'n', version)
+        if c[5] then redis.call('HDEL', KEYS[1], 'b') end
       end
     else
       vat = 0
       state_by = ''
+      redis.call('HSET', KEYS[1], 'n', version)
       redis.call('HDEL', KEYS[1], 't', 'b')
     end
   end
@@ -159,11 +160,12 @@ if not unknown then
       reason = ARGV[6]
     end
   end
-  local ev = '{"id":' .. cjson.encode(ARGV[3]) ..
-    ',"code_id":' .. cjson.encode(code_id) ..
-    ',"project_id":' .. cjson.encode(ARGV[4]) ..
-    ',"action":' .. cjson.encode(action) ..
-    ',"result":"' .. result .. '"' ..
+  -- Ids are hex and the action and result are constants: only caller text needs escaping.
+  local ev = '{"id":"' .. ARGV[3] ..
+    '","code_id":"' .. code_id ..
+    '","project_id":"' .. ARGV[4] ..
+    '","action":"' .. action ..
+    '","result":"' .. result .. '"' ..
     ',"reason":' .. cjson.encode(reason) ..
     ',"verified_by":' .. cjson.encode(by) ..
     ',"ip":' .. cjson.encode(ARGV[7]) ..

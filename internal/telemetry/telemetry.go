@@ -28,11 +28,11 @@ func Enabled() bool {
 }
 
 // Setup returns the process's tracer provider and its shutdown (which flushes pending spans).
-// With tracing off spans are still made but exported nowhere, so every request keeps a trace id
-// for its log lines.
+// With tracing off no span is recorded, but each request still gets a trace id (or keeps its
+// caller's) for its log lines.
 func Setup(ctx context.Context, instance string) (trace.TracerProvider, func(context.Context) error, error) {
 	if !Enabled() {
-		tp := sdktrace.NewTracerProvider()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 		return tp, tp.Shutdown, nil
 	}
 	exp, err := autoexport.NewSpanExporter(ctx)

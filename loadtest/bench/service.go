@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,9 +31,15 @@ func (b *bench) startACV(ctx context.Context, roles string) (*proc, error) {
 	cmd := exec.Command(b.acv, "serve")
 	cmd.Env = append(os.Environ(),
 		"ACV_HTTP_ADDR="+addr, "ACV_REDIS_URL="+b.cfg.RedisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
-		"KAFKA_BROKERS="+strings.Join(b.kafka.Brokers, ","), "ACV_ROLES="+roles, "ACV_LOG_LEVEL=warn",
+		"KAFKA_BROKERS="+strings.Join(b.kafka.Brokers, ","), "ACV_ROLES="+roles,
 		"ACV_INSTANCE=bench-"+strings.ReplaceAll(roles, ",", "-"))
-	cmd.Stderr = os.Stderr
+	// The service logs as deployed (one access line per request, level info), to a file.
+	logf, err := os.Create(filepath.Join(b.dir, "acv-"+strings.ReplaceAll(roles, ",", "-")+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", b.acv, err)

@@ -1,0 +1,40 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/acv/acv/api"
+	"github.com/gin-gonic/gin"
+)
+
+// The hand-written rendering must match encoding/json byte for byte, for every shape of
+// result and for code values with characters that need escaping.
+func TestRenderMatchesEncodingJSON(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	values := []string{"ABC", `q"uo\te`, "<a&b>", "tab\tnew\nline\r\x01\x1f", "ünï✓😀", "line\u2028sep\u2029", "bad\xffutf8", ""}
+	for _, v := range values {
+		for _, o := range []api.Outcome{
+			{Action: api.ActionVerify, Code: v, CodeID: "01a2", VerifiedAt: 1_800_000_000_123, At: 1_800_000_000_123},
+			{Action: api.ActionVerify, Code: v, Error: api.CodeNotFound},
+			{Action: api.ActionVerify, Code: v, CodeID: "01a2", Error: api.CodeAlreadyUsed, VerifiedAt: 1_700_000_000_000},
+			{Action: api.ActionReactivate, Code: v, CodeID: "01a2", At: 1_800_000_000_999},
+			{Action: api.ActionReactivate, Code: v, CodeID: "01a2", Error: api.CodeAlreadyUnused},
+		} {
+			var want []byte
+			w := httptest.NewRecorder()
+			c, _ := gin.CreateTestContext(w)
+			if o.Action == api.ActionVerify {
+				want, _ = json.Marshal(o.VerifyResponse())
+				renderVerify(c, o.VerifyResponse())
+			} else {
+				want, _ = json.Marshal(o.ReactivateResponse())
+				renderReactivate(c, o.ReactivateResponse())
+			}
+			if got := w.Body.String(); got != string(want) {
+				t.Errorf("rendered %s\nencoding/json %s", got, want)
+			}
+		}
+	}
+}
