@@ -62,7 +62,7 @@ func putCodeArgs(s CodeState) []interface{} {
 	if s.Disabled {
 		dis = "1"
 	}
-	return []interface{}{s.ID, exp, vat, s.VerifiedBy, dis, s.Version}
+	return []interface{}{rawID(s.ID), exp, vat, s.VerifiedBy, dis, s.Version}
 }
 
 // MarkUnknown remembers for ttl that value does not exist in the project (0 = default), so
@@ -90,7 +90,7 @@ func (c *Cache) Code(ctx context.Context, projectID, value string) (s CodeState,
 	if m["z"] == "1" {
 		return CodeState{}, false, nil
 	}
-	s = CodeState{ID: m["i"], Code: value, VerifiedBy: m["b"], Disabled: m["d"] == "1"}
+	s = CodeState{ID: hexID(m["i"]), Code: value, VerifiedBy: m["b"], Disabled: m["d"] == "1"}
 	if x, ok := m["x"]; ok {
 		v, _ := strconv.ParseInt(x, 10, 64)
 		s.ExpiresAt = &v

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/hex"
 	"fmt"
 
 	"github.com/acv/acv/api"
@@ -12,8 +13,32 @@ func tag(projectID string) string {
 	return fmt.Sprintf("acv:{%02d}:", api.Shard(projectID))
 }
 
+// codeKey names a code's hash. The project id is written as its 16 raw bytes, not 32 hex
+// characters: with millions of codes a project, the key is most of what a code costs Redis.
+// The fixed width keeps the key unambiguous without a separator.
 func codeKey(projectID, value string) string {
-	return tag(projectID) + "c:" + projectID + ":" + value
+	return tag(projectID) + "c:" + rawID(projectID) + value
+}
+
+// rawID is a 32-hex-character id as 16 bytes; anything else is kept as it is (it names nothing
+// that exists, so it only has to stay distinct).
+func rawID(id string) string {
+	if len(id) != 32 {
+		return id
+	}
+	var b [16]byte
+	if _, err := hex.Decode(b[:], []byte(id)); err != nil {
+		return id
+	}
+	return string(b[:])
+}
+
+// hexID is the wire form of an id stored raw.
+func hexID(raw string) string {
+	if len(raw) != 16 {
+		return raw
+	}
+	return hex.EncodeToString([]byte(raw))
 }
 
 func projectKey(projectID string) string {

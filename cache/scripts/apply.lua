@@ -8,7 +8,7 @@
 --   5. the contract's checks in order, the state transition, and the verification-log event
 --      appended to the shard's outbox stream — together, or not at all.
 --
--- KEYS[1] code hash      acv:{NN}:c:<project>:<value>
+-- KEYS[1] code hash      acv:{NN}:c:<project, 16 raw bytes><value>
 -- KEYS[2] project hash   acv:{NN}:p:<project>
 -- KEYS[3] outbox stream  acv:{NN}:outbox
 -- KEYS[4] token bucket   acv:{NN}:rl:<key id>
@@ -108,7 +108,8 @@ local vat = 0
 if unknown then
   err = 'CODE_NOT_FOUND'
 else
-  code_id = c[2]
+  -- The id is stored as 16 raw bytes; the outcome and the event carry its hex form.
+  code_id = string.format('%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x', string.byte(c[2], 1, 16))
   if c[4] then vat = tonumber(c[4]) end
   local now_s = math.floor(now / 1000)
   local expiry = c[3] or p[2]

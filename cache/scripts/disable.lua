@@ -1,7 +1,7 @@
 -- disable.lua: set or clear a code's disable flag as a new version of its state, so the admin
 -- change reaches the hot path at once and Postgres can apply it in version order.
 --
--- KEYS[1] code hash acv:{NN}:c:<project>:<value>
+-- KEYS[1] code hash acv:{NN}:c:<project, 16 raw bytes><value>
 -- ARGV[1] "1" to disable, "0" to enable
 --
 -- Reply: { status, verified_at_ms, verified_by, version }

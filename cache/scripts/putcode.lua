@@ -2,9 +2,9 @@
 -- and when a code missing from Redis is loaded from Postgres: Redis is the newest state, so a
 -- present entry always wins; only an absent key or a negative ("unknown value") entry is replaced.
 --
--- KEYS[1] code hash acv:{NN}:c:<project>:<value>
+-- KEYS[1] code hash acv:{NN}:c:<project, 16 raw bytes><value>
 --
--- ARGV[1] code id
+-- ARGV[1] code id, 16 raw bytes
 -- ARGV[2] code expires_at, unix s ("" = none)
 -- ARGV[3] verified_at, unix ms ("" = unused)
 -- ARGV[4] verified_by ("" = none)

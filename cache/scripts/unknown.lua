@@ -2,7 +2,7 @@
 -- attempts on it do not each cost a Postgres query. Never replaces a real entry; a code created
 -- later replaces this one (putcode.lua).
 --
--- KEYS[1] code hash acv:{NN}:c:<project>:<value>
+-- KEYS[1] code hash acv:{NN}:c:<project, 16 raw bytes><value>
 -- ARGV[1] ttl, seconds
 --
 -- Reply: 1 stored, 0 an entry was already there.

@@ -82,7 +82,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, pr
 			return res, err
 		}
 	}
-	return res, nil
+	return res, a.Store.AfterBulkLoad(ctx)
 }
 
 // ExportCSV writes every code of the project with its state as Postgres records it.

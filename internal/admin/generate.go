@@ -75,7 +75,7 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 			}
 		}
 	}
-	return done, nil
+	return done, a.Store.AfterBulkLoad(ctx)
 }
 
 // draw returns up to want random values the project does not hold yet, out of candidates drawn.

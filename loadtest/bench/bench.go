@@ -29,6 +29,7 @@ type bench struct {
 	dur    time.Duration
 	conc   int
 	codes  int
+	scaleN int
 
 	dir   string
 	redis *localenv.Redis
@@ -84,9 +85,10 @@ func (b *bench) run(ctx context.Context) error {
 		{"pg", "plain postgres verify", b.pgbench},
 		{"hot", "acv hot path", b.hotPath},
 		{"sustained", "acv sustained", b.sustained},
+		{"scale", "data scale", b.scale},
 	}
 	for _, s := range steps {
-		if b.phases != nil && !b.phases[s.key] {
+		if (b.phases != nil && !b.phases[s.key]) || (b.phases == nil && s.key == "scale") {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)

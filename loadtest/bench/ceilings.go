@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,7 +32,17 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pid := api.NewID()
+	// Keys as the cache lays them out: the project id as 16 raw bytes. redis-benchmark takes
+	// them as arguments, which cannot hold a NUL byte, so draw an id without one.
+	pid, raw := api.NewID(), ""
+	for {
+		b, _ := hex.DecodeString(pid)
+		if !bytes.Contains(b, []byte{0}) {
+			raw = string(b)
+			break
+		}
+		pid = api.NewID()
+	}
 	tag := fmt.Sprintf("acv:{%02d}:", api.Shard(pid))
 	const keyspace = 1_000_000
 	if err := rdb.HSet(ctx, tag+"p:"+pid, "en", "1").Err(); err != nil {
@@ -40,7 +51,8 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	for start := 0; start < keyspace; start += 10_000 {
 		pipe := rdb.Pipeline()
 		for i := start; i < start+10_000; i++ {
-			pipe.HSet(ctx, fmt.Sprintf("%sc:%s:%012d", tag, pid, i), "i", api.NewID(), "n", "0")
+			id, _ := hex.DecodeString(api.NewID())
+			pipe.HSet(ctx, fmt.Sprintf("%sc:%s%012d", tag, raw, i), "i", id, "n", "0")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -54,7 +66,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	args := []string{"-h", "127.0.0.1", "-p", strings.TrimPrefix(b.redis.Addr, "127.0.0.1:"), "-c", strconv.Itoa(b.conc),
 		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv",
 		"EVALSHA", sha, "6",
-		tag + "c:" + pid + ":__rand_int__", tag + "p:" + pid, tag + "outbox", tag + "rl:bench",
+		tag + "c:" + raw + "__rand_int__", tag + "p:" + pid, tag + "outbox", tag + "rl:bench",
 		tag + "rp:bench:__rand_int__", tag + "ik:bench:none",
 		"verify", "1800000000000", api.NewID(), pid, "bench", "", "127.0.0.1", "660", "0", "", "86400", "0", "0", ""}
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()

@@ -27,7 +27,8 @@ func main() {
 	conc := flag.Int("c", 64, "connections of the load generator")
 	codes := flag.Int("codes", 400_000, "codes generated for the run")
 	out := flag.String("o", "", "also write the markdown table to this file")
-	only := flag.String("only", "", "comma-separated phases to run (http, redis, pg, hot, sustained); all when empty")
+	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
+	only := flag.String("only", "", "comma-separated phases to run (http, redis, pg, hot, sustained, scale); all but scale when empty")
 	flag.Parse()
 	if *kafkaPort != 0 {
 		// The broker runs in a process of its own, so its CPU is not counted as the load
@@ -47,7 +48,7 @@ func main() {
 		}
 		return
 	}
-	b := &bench{acv: *acvBin, dur: *dur, conc: *conc, codes: *codes}
+	b := &bench{acv: *acvBin, dur: *dur, conc: *conc, codes: *codes, scaleN: *scaleN}
 	if *only != "" {
 		b.phases = map[string]bool{}
 		for _, p := range strings.Split(*only, ",") {

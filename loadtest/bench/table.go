@@ -22,7 +22,7 @@ func (b *bench) table() string {
 		}
 	}
 	ratio := func(v, of float64) string {
-		if of == 0 {
+		if of == 0 || v == 0 {
 			return "–"
 		}
 		return fmt.Sprintf("%.2f", v/of)
@@ -41,7 +41,11 @@ func (b *bench) table() string {
 		if r.genCPU > 0 {
 			gen = fmt.Sprintf("%.0f%%", 100*r.genCPU)
 		}
-		fmt.Fprintf(&sb, "| %s | %.0f | %s | %s | %d | %s | %s | %s | %s | %s |\n", r.name, r.rps, ms(r.p50), ms(r.p99), r.errors,
+		rps := "–"
+		if r.rps > 0 {
+			rps = fmt.Sprintf("%.0f", r.rps)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", r.name, rps, ms(r.p50), ms(r.p99), r.errors,
 			ratio(r.rps, httpCeil), ratio(r.rps, redisCeil), ratio(r.rps, plainPG), gen, r.note)
 	}
 	fmt.Fprintf(&sb, "\nTargets (same run): hot path ≥ 0.45 × HTTP ceiling → %s; sustained ≥ 3 × plain PostgreSQL → %s; p99 ≤ 5 ms at half the max rate → %s ms.\n",

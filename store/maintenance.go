@@ -1,0 +1,20 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// AfterBulkLoad readies the codes table for queries after a large insert: fresh planner
+// statistics, so filtered lists keep their index plans instead of sorting a whole project, and
+// an emptied trigram pending list, which every search would otherwise scan in full until
+// autovacuum gets to it.
+func (s *Store) AfterBulkLoad(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `ANALYZE codes`); err != nil {
+		return fmt.Errorf("analyze codes: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT gin_clean_pending_list('codes_code_trgm_idx'::regclass)`); err != nil {
+		return fmt.Errorf("flush the search index: %w", err)
+	}
+	return nil
+}
