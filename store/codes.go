@@ -78,8 +78,14 @@ func scanCode(row pgx.Row) (CodeRow, error) {
 // InsertCodes inserts codes of one project in bulk and returns, in input order, the rows
 // actually inserted: a value the project already holds (or that repeats earlier in codes) is
 // skipped, so a generator can retry the values that collided. The codes are copied into a
-// temporary table and inserted with one INSERT ... ON CONFLICT DO NOTHING, so 100k codes take
-// one round trip of data and one statement (one statistics trigger run).
+// temporary table and inserted with one INSERT ... SELECT, so 100k codes take one round trip of
+// data and one statement (one statistics trigger run).
+//
+// The batch is numbered densely: under a lock on the project row (concurrent inserts into one
+// project wait for each other; other projects are not affected), the inserted codes get the
+// project's next sequence numbers in input order, and all the same created_at, later than every
+// earlier code's. Their ids are time-ordered and drawn in input order, so the list order
+// "created_at desc, id desc" is exactly "seq desc", which ListCodes pages by.
 // ErrNotFound when the project does not exist.
 func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]CodeRow, error) {
 	if err := checkID("project", projectID); err != nil {
@@ -93,61 +99,99 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 			return nil, fmt.Errorf("code %d: %w", i, err)
 		}
 	}
-	var createdAt time.Time // one transaction, one now(): the same for every row
+	// Only the first occurrence of a value is a candidate; ids are drawn in input order, so they
+	// ascend with it.
+	cand := make([]int, 0, len(codes)) // indexes into codes of the candidates, ascending
 	ids := make([]string, len(codes))
-	index := make(map[string]int, len(codes))
+	seen := make(map[string]struct{}, len(codes))
 	for i := range codes {
+		if _, dup := seen[codes[i].Code]; dup {
+			continue
+		}
+		seen[codes[i].Code] = struct{}{}
+		cand = append(cand, i)
 		ids[i] = api.NewID()
-		index[ids[i]] = i
 	}
-	var inserted []int // indexes into codes of the rows inserted
+	var (
+		createdAt time.Time // the batch's, the same for every row
+		taken     []int32   // indexes into cand of the candidates the project already holds
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		inserted = inserted[:0]
+		taken = taken[:0]
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE codes_in (
 			ord int NOT NULL, id uuid NOT NULL, code text NOT NULL, expires_at timestamptz
 		) ON COMMIT DROP`); err != nil {
 			return fmt.Errorf("create temp table: %w", err)
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"codes_in"}, []string{"ord", "id", "code", "expires_at"},
-			pgx.CopyFromSlice(len(codes), func(i int) ([]any, error) {
-				return []any{int32(i), ids[i], codes[i].Code, toTime(codes[i].ExpiresAt)}, nil
+			pgx.CopyFromSlice(len(cand), func(j int) ([]any, error) {
+				i := cand[j]
+				return []any{int32(j), ids[i], codes[i].Code, toTime(codes[i].ExpiresAt)}, nil
 			}))
 		if err != nil {
 			return fmt.Errorf("copy codes: %w", err)
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO codes (id, project_id, code, expires_at, created_at)
-			SELECT id, $1, code, expires_at, now() FROM codes_in ORDER BY ord
-			ON CONFLICT (project_id, code) DO NOTHING
-			RETURNING id, created_at`, projectID)
+		// Serialize with every other insert into the project (NO KEY: foreign-key checks of
+		// other tables are not blocked). From here on no one else adds codes to it.
+		var base int64
+		if err := tx.QueryRow(ctx, `SELECT code_seq FROM projects WHERE id = $1 FOR NO KEY UPDATE`,
+			projectID).Scan(&base); err != nil {
+			return fmt.Errorf("lock project: %w", translate(err))
+		}
+		// Read after the lock, so it is later than the created_at of every batch before; and
+		// never earlier than the newest code's even if the clock stepped back.
+		if err := tx.QueryRow(ctx, `SELECT greatest(clock_timestamp(),
+			(SELECT created_at + interval '1 microsecond' FROM codes WHERE project_id = $1 AND seq = $2))`,
+			projectID, base).Scan(&createdAt); err != nil {
+			return fmt.Errorf("read clock: %w", err)
+		}
+		// Drop the values the project holds. OFFSET 0 keeps the subquery a per-row probe of the
+		// (project_id, code) index, which costs the batch's size, not the project's.
+		rows, err := tx.Query(ctx, `DELETE FROM codes_in i
+			WHERE EXISTS (SELECT 1 FROM codes c WHERE c.project_id = $1 AND c.code = i.code OFFSET 0)
+			RETURNING ord`, projectID)
 		if err != nil {
-			return fmt.Errorf("insert codes: %w", err)
+			return fmt.Errorf("find existing codes: %w", err)
 		}
-		defer rows.Close()
-		var id pgtype.UUID
-		for rows.Next() {
-			if err := rows.Scan(&id, &createdAt); err != nil {
-				return fmt.Errorf("scan inserted code: %w", err)
-			}
-			inserted = append(inserted, index[hexID(id)])
+		taken, err = pgx.AppendRows(taken, rows, pgx.RowTo[int32])
+		if err != nil {
+			return fmt.Errorf("find existing codes: %w", err)
 		}
-		if err := rows.Err(); err != nil {
+		want := int64(len(cand) - len(taken))
+		if want == 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO codes (id, project_id, code, expires_at, created_at, seq)
+			SELECT id, $1, code, expires_at, $2, $3::bigint + row_number() OVER (ORDER BY ord)
+			FROM codes_in ORDER BY ord`, projectID, createdAt, base)
+		if err != nil {
 			return fmt.Errorf("insert codes: %w", translate(err))
+		}
+		if tag.RowsAffected() != want {
+			return fmt.Errorf("inserted %d codes, want %d", tag.RowsAffected(), want)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE projects SET code_seq = $2 WHERE id = $1`,
+			projectID, base+want); err != nil {
+			return fmt.Errorf("advance code sequence: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert codes into project %s: %w", projectID, err)
 	}
-	slices.Sort(inserted) // RETURNING promises no order
-	out := make([]CodeRow, len(inserted))
-	for j, i := range inserted {
-		out[j] = CodeRow{
+	slices.Sort(taken) // RETURNING promises no order
+	out := make([]CodeRow, 0, len(cand)-len(taken))
+	for j, i := range cand {
+		if _, found := slices.BinarySearch(taken, int32(j)); found {
+			continue
+		}
+		out = append(out, CodeRow{
 			ID:        ids[i],
 			ProjectID: projectID,
 			Code:      codes[i].Code,
 			ExpiresAt: codes[i].ExpiresAt,
 			CreatedAt: createdAt.Unix(),
-		}
+		})
 	}
 	return out, nil
 }
@@ -203,14 +247,15 @@ func (s *Store) CodeByID(ctx context.Context, projectID, id string) (CodeRow, er
 	return r, nil
 }
 
-// ExportCodes streams a project's codes in creation order to fn without holding them all in
-// memory; an error from fn stops the export and is returned.
+// ExportCodes streams a project's codes in creation order (created_at, then id, ascending:
+// the order of seq) to fn without holding them all in memory; an error from fn stops the
+// export and is returned.
 func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(CodeRow) error) error {
 	if err := checkID("project", projectID); err != nil {
 		return err
 	}
 	rows, err := s.pool.Query(ctx,
-		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 ORDER BY c.created_at, c.id`,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 ORDER BY c.seq`,
 		projectID)
 	if err != nil {
 		return fmt.Errorf("export codes of project %s: %w", projectID, err)

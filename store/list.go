@@ -20,9 +20,11 @@ type ListQuery struct {
 }
 
 // ListCodes returns one page of a project's codes, newest first (created_at, then id,
-// descending), with the total number of codes matching the query. The state filter is the
-// derived state at now, with the project's expiry as the fallback of a code's own. Without a
-// search the total comes from the statistics counters instead of counting rows.
+// descending, which is seq descending), with the total number of codes matching the query.
+// The state filter is the derived state at now, with the project's expiry as the fallback of a
+// code's own. Without a search the total comes from the statistics counters instead of
+// counting rows. Without state filter and search, any page, however deep, is one seek on
+// (project_id, seq); filtered and searched pages skip OFFSET matching rows.
 // ErrNotFound when the project does not exist.
 func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, now int64) ([]CodeRow, int64, error) {
 	p, err := s.Project(ctx, projectID)
@@ -70,8 +72,18 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 		return []CodeRow{}, total, nil
 	}
 	limit, off := arg(q.PageSize), arg(offset)
-	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+` FROM codes c WHERE `+filter+`
-		ORDER BY c.created_at DESC, c.id DESC LIMIT `+limit+` OFFSET `+off, args...)
+	var query string
+	if q.State == "" && q.Search == "" {
+		// The project's codes hold exactly the numbers 1..code_seq, newest highest: the page
+		// starts offset below the top, found by one seek however deep it is.
+		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
+			AND c.seq <= (SELECT p.code_seq FROM projects p WHERE p.id = $1) - ` + off + `
+			ORDER BY c.seq DESC LIMIT ` + limit
+	} else {
+		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
+			ORDER BY c.seq DESC LIMIT ` + limit + ` OFFSET ` + off
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
 	}
@@ -82,8 +94,8 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 	return out, total, nil
 }
 
-// stateCondition is the SQL predicate of a derived state, written so the partial indexes of
-// the schema match it. arg binds a parameter and returns its placeholder.
+// stateCondition is the SQL predicate of a derived state, written so the partial (project_id,
+// seq) indexes of the schema match it. arg binds a parameter and returns its placeholder.
 func stateCondition(st api.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
 	const open = "NOT c.is_disabled AND c.verified_at IS NULL"
 	switch st {
@@ -91,10 +103,22 @@ func stateCondition(st api.State, arg func(any) string, projectExpiresAt *time.T
 		return "c.is_disabled", nil
 	case api.StateUsed:
 		return "c.verified_at IS NOT NULL AND NOT c.is_disabled", nil
+	}
+	// The project's expiry is known here, so the fallback is decided now and the predicate is
+	// left on the code's own expires_at alone, which codes_open_expiry_idx serves: finding the
+	// few expired codes among millions does not walk them all.
+	projectPassed := projectExpiresAt != nil && !now.Before(*projectExpiresAt)
+	switch st {
 	case api.StateExpired:
-		return open + " AND coalesce(c.expires_at, " + arg(projectExpiresAt) + "::timestamptz) <= " + arg(now), nil
+		if projectPassed {
+			return open + " AND (c.expires_at IS NULL OR c.expires_at <= " + arg(now) + ")", nil
+		}
+		return open + " AND c.expires_at <= " + arg(now), nil
 	case api.StateUnused:
-		return open + " AND coalesce(c.expires_at, " + arg(projectExpiresAt) + "::timestamptz, 'infinity') > " + arg(now), nil
+		if projectPassed {
+			return open + " AND c.expires_at > " + arg(now), nil
+		}
+		return open + " AND (c.expires_at IS NULL OR c.expires_at > " + arg(now) + ")", nil
 	}
 	return "", fmt.Errorf("unknown state %q", st)
 }

@@ -22,6 +22,14 @@ var migrationsFS embed.FS
 // (applied versions are recorded in goose_db_version) and takes a Postgres advisory lock, so
 // several replicas may run it at once at start-up.
 func Migrate(ctx context.Context, databaseURL string) error {
+	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+		_, err := p.Up(ctx)
+		return err
+	})
+}
+
+// migrate runs fn with a migration provider on databaseURL, under the advisory lock.
+func migrate(ctx context.Context, databaseURL string, fn func(*goose.Provider) error) error {
 	sub, err := fs.Sub(migrationsFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrations fs: %w", err)
@@ -43,7 +51,7 @@ func Migrate(ctx context.Context, databaseURL string) error {
 	if err != nil {
 		return fmt.Errorf("migration provider: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if err := fn(p); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
