@@ -15,37 +15,31 @@ import (
 // api.ReactivateResponse (a test holds it to that).
 
 func renderVerify(c *gin.Context, r api.VerifyResponse) {
-	b := make([]byte, 0, 256)
-	b = append(b, `{"success":`...)
-	b = strconv.AppendBool(b, r.Success)
-	b = append(b, `,"code_id":`...)
-	b = appendOptString(b, r.CodeID)
-	b = append(b, `,"code":`...)
-	b = appendString(b, r.Code)
-	b = append(b, `,"verified_at":`...)
-	b = appendOptInt(b, r.VerifiedAt)
-	b = append(b, `,"message":`...)
-	b = appendString(b, r.Message)
-	b = append(b, `,"error_code":`...)
-	b = appendOptString(b, r.ErrorCode)
-	b = append(b, '}')
-	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	renderResult(c, r.Success, r.CodeID, r.Code, "verified_at", r.VerifiedAt, r.Message, r.ErrorCode)
 }
 
 func renderReactivate(c *gin.Context, r api.ReactivateResponse) {
+	renderResult(c, r.Success, r.CodeID, r.Code, "reactivated_at", r.ReactivatedAt, r.Message, r.ErrorCode)
+}
+
+// renderResult writes the fields both result bodies share, in their struct order; they differ
+// only in the name of the time field.
+func renderResult(c *gin.Context, success bool, codeID *string, code, atField string, at *int64, message string, errorCode *string) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"success":`...)
-	b = strconv.AppendBool(b, r.Success)
+	b = strconv.AppendBool(b, success)
 	b = append(b, `,"code_id":`...)
-	b = appendOptString(b, r.CodeID)
+	b = appendOptString(b, codeID)
 	b = append(b, `,"code":`...)
-	b = appendString(b, r.Code)
-	b = append(b, `,"reactivated_at":`...)
-	b = appendOptInt(b, r.ReactivatedAt)
+	b = appendString(b, code)
+	b = append(b, `,"`...)
+	b = append(b, atField...)
+	b = append(b, `":`...)
+	b = appendOptInt(b, at)
 	b = append(b, `,"message":`...)
-	b = appendString(b, r.Message)
+	b = appendString(b, message)
 	b = append(b, `,"error_code":`...)
-	b = appendOptString(b, r.ErrorCode)
+	b = appendOptString(b, errorCode)
 	b = append(b, '}')
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 }
