@@ -21,7 +21,21 @@ type ImportResult struct {
 // ImportCSV reads code values from CSV (column 1: code; optional column 2: expires_at as Unix
 // seconds; a first row "code,..." is a header) and creates the ones the project lacks. A bad
 // row stops the import with its line number; rows before it stay imported.
-func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, progress func(done int)) (ImportResult, error) {
+func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, progress func(done int)) (res ImportResult, err error) {
+	l := a.newLoader(ctx, projectID)
+	defer func() {
+		// Rows before a bad one stay imported, in both stores.
+		if cerr := l.close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = a.Store.AfterBulkLoad(ctx)
+		}
+	}()
+	return a.importCSV(ctx, l, r, progress)
+}
+
+func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress func(done int)) (ImportResult, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -29,7 +43,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, pr
 	batch := make([]store.NewCode, 0, generateBatch)
 	seen := make(map[string]struct{})
 	flush := func() error {
-		n, err := a.insert(ctx, projectID, batch)
+		n, err := l.insert(ctx, batch)
 		if err != nil {
 			return err
 		}
@@ -82,7 +96,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, pr
 			return res, err
 		}
 	}
-	return res, a.Store.AfterBulkLoad(ctx)
+	return res, nil
 }
 
 // ExportCSV writes every code of the project with its state as Postgres records it.

@@ -50,6 +50,18 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 		return 0, fmt.Errorf("prefix, charset or suffix: %w", err)
 	}
 	d := newDrawer(alphabet, spec)
+	l := a.newLoader(ctx, projectID)
+	done, err := a.generate(ctx, projectID, spec, d, l, progress)
+	if cerr := l.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return done, err
+	}
+	return done, a.Store.AfterBulkLoad(ctx)
+}
+
+func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
 	done, barren, factor := 0, 0, 1
 	for done < spec.Count {
 		want := min(generateBatch, spec.Count-done)
@@ -57,7 +69,7 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 		if err != nil {
 			return done, err
 		}
-		n, err := a.insert(ctx, projectID, batch)
+		n, err := l.insert(ctx, batch)
 		if err != nil {
 			return done, err
 		}
@@ -75,7 +87,7 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 			}
 		}
 	}
-	return done, a.Store.AfterBulkLoad(ctx)
+	return done, nil
 }
 
 // draw returns up to want random values the project does not hold yet, out of candidates drawn.
@@ -110,9 +122,33 @@ func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, can
 	return batch, nil
 }
 
-// insert writes codes to Postgres, then the ones actually inserted to Redis.
-func (a *Admin) insert(ctx context.Context, projectID string, codes []store.NewCode) (int, error) {
-	rows, err := a.Store.InsertCodes(ctx, projectID, codes)
+// loader writes batches of new codes to Postgres and, one batch behind, to Redis, so the two
+// stores load at the same time. A code already in Postgres but not yet in Redis is served all
+// the same: the hot path loads it on first use.
+type loader struct {
+	a         *Admin
+	projectID string
+	batches   chan []cache.CodeState
+	done      chan error
+}
+
+func (a *Admin) newLoader(ctx context.Context, projectID string) *loader {
+	l := &loader{a: a, projectID: projectID, batches: make(chan []cache.CodeState, 1), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for states := range l.batches {
+			if err == nil {
+				err = a.Cache.PutCodes(ctx, projectID, states)
+			}
+		}
+		l.done <- err
+	}()
+	return l
+}
+
+// insert writes codes to Postgres and queues the ones actually inserted for Redis.
+func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error) {
+	rows, err := l.a.Store.InsertCodes(ctx, l.projectID, codes)
 	if err != nil {
 		return 0, err
 	}
@@ -120,10 +156,14 @@ func (a *Admin) insert(ctx context.Context, projectID string, codes []store.NewC
 	for i, r := range rows {
 		states[i] = CodeState(r)
 	}
-	if err := a.Cache.PutCodes(ctx, projectID, states); err != nil {
-		return 0, err
-	}
+	l.batches <- states
 	return len(rows), nil
+}
+
+// close waits until Redis holds every queued batch.
+func (l *loader) close() error {
+	close(l.batches)
+	return <-l.done
 }
 
 // drawer draws uniform random code values from crypto/rand, buffered, with rejection sampling
