@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 )
 
@@ -33,10 +34,13 @@ func (b *bench) table() string {
 		}
 		return fmt.Sprintf("%.2f", v)
 	}
+	// Ceilings first, whatever order the phases ran in.
+	rows := append([]row(nil), b.rows...)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].isCeiling && !rows[j].isCeiling })
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "| measurement | req/s | p50 ms | p99 ms | errors | ÷ HTTP ceiling | ÷ Redis ceiling | ÷ plain PostgreSQL | load generator CPU | notes |\n")
 	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, r := range b.rows {
+	for _, r := range rows {
 		gen := "–"
 		if r.genCPU > 0 {
 			gen = fmt.Sprintf("%.0f%%", 100*r.genCPU)

@@ -56,11 +56,12 @@ func Run(ctx context.Context, cfg Config) Report {
 	lat := make([][]time.Duration, cfg.Concurrency)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	var tick <-chan time.Time
+	// At a target rate each connection keeps its own schedule, staggered from the others, so
+	// the total is the target rate however long single requests take (a late request is
+	// followed at once by the next, until the schedule is met again).
+	var interval time.Duration
 	if cfg.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
-		defer t.Stop()
-		tick = t.C
+		interval = time.Duration(float64(cfg.Concurrency) * float64(time.Second) / cfg.Rate)
 	}
 	success := []byte(`"success":true`)
 	cpu0 := CPUSeconds()
@@ -79,13 +80,17 @@ func Run(ctx context.Context, cfg Config) Report {
 				}
 			}()
 			var req, body []byte
+			due := time.Now().Add(time.Duration(w) * interval / time.Duration(cfg.Concurrency))
 			for ctx.Err() == nil {
-				if tick != nil {
-					select {
-					case <-tick:
-					case <-ctx.Done():
-						return
+				if interval > 0 {
+					if d := time.Until(due); d > 0 {
+						select {
+						case <-time.After(d):
+						case <-ctx.Done():
+							return
+						}
 					}
+					due = due.Add(interval)
 				}
 				i := next.Add(1) - 1
 				if i >= int64(len(cfg.Codes)) {
