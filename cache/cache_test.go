@@ -376,30 +376,21 @@ func TestCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 			calls[i].ReplayKey = calls[i-50].ReplayKey // the second half are replays
 		}
 	}
-	for i := range calls[:50] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := f.c.Apply(ctx, calls[i])
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = r
-		}()
+	// All first calls at once, then all their replays at once.
+	for _, half := range [][2]int{{0, 50}, {50, 100}} {
+		for i := half[0]; i < half[1]; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := f.c.Apply(ctx, calls[i])
+				if err != nil {
+					t.Error(err)
+				}
+				results[i] = r
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	for i := 50; i < 100; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := f.c.Apply(ctx, calls[i])
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = r
-		}()
-	}
-	wg.Wait()
 	for i, r := range results {
 		if i < 50 && (r.Status != cache.StatusOK || !r.Outcome.Success() || r.Outcome.Code != calls[i].Code) {
 			t.Fatalf("call %d: %+v", i, r)
