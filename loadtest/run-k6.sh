@@ -43,6 +43,9 @@ SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(redeem contention reactivate readmix)
 
 WORK=${LOADTEST_DIR:-$(mktemp -d /tmp/acv-k6.XXXXXX)}
+# PostgreSQL runs as the postgres user when we are root: it must be able to reach its data
+# directory inside ours (mktemp makes it 0700).
+chmod 755 "$WORK"
 mkdir -p "$WORK/results"
 WORK=$(cd "$WORK" && pwd)
 RESULTS=$WORK/results
