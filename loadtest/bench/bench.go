@@ -43,6 +43,7 @@ type bench struct {
 
 	rows                []row
 	hot, sust, halfRate loadgen.Report
+	halfHot             loadgen.Report
 }
 
 // row is one line of the table.
