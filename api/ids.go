@@ -20,6 +20,18 @@ func Shard(projectID string) int {
 	return int(h.Sum32() % Shards)
 }
 
+// ShardTag is the prefix of every Redis key of a shard, hash tag included: "acv:{NN}:".
+func ShardTag(shard int) string {
+	return fmt.Sprintf("acv:{%02d}:", shard)
+}
+
+// OutboxKey is the key of a shard's outbox stream. It shares the shard's hash tag, so a script
+// can change a code and append its event atomically on Redis Cluster; the cache writes it and
+// the audit relay reads all Shards of them.
+func OutboxKey(shard int) string {
+	return ShardTag(shard) + "outbox"
+}
+
 // NewID returns a time-ordered UUIDv7 as 32 lowercase hex characters, so ids sort by creation.
 func NewID() string {
 	u, err := uuid.NewV7()

@@ -28,13 +28,6 @@ const EventField = "e"
 // without the relay knowing about it.
 const HeaderFieldPrefix = "h:"
 
-// OutboxKey is the key of shard's outbox stream, "acv:{NN}:outbox". The hash tag puts it in the
-// same Redis Cluster slot as the shard's code keys, so one script can change a code and append
-// its event atomically. The cache package writes the same format without importing audit.
-func OutboxKey(shard int) string {
-	return fmt.Sprintf("acv:{%02d}:outbox", shard)
-}
-
 // eventKey is the part of an event the relay needs: the code id is the Kafka key, so every
 // event of one code lands in one partition and keeps its order.
 type eventKey struct {

@@ -148,7 +148,7 @@ func xadd(ctx context.Context, rdb redis.Cmdable, ev api.Event, extra ...any) er
 		return err
 	}
 	vals := append([]any{audit.EventField, string(b)}, extra...)
-	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: audit.OutboxKey(api.Shard(ev.ProjectID)), Values: vals}).Err()
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(api.Shard(ev.ProjectID)), Values: vals}).Err()
 }
 
 func xaddAll(t *testing.T, rdb redis.Cmdable, evs []api.Event) {

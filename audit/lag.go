@@ -20,8 +20,8 @@ func OutboxLen(ctx context.Context, rdb redis.Cmdable) (length int64, oldestAge 
 	firsts := make([]*redis.XMessageSliceCmd, api.Shards)
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for s := 0; s < api.Shards; s++ {
-			lens[s] = p.XLen(ctx, OutboxKey(s))
-			firsts[s] = p.XRangeN(ctx, OutboxKey(s), "-", "+", 1)
+			lens[s] = p.XLen(ctx, api.OutboxKey(s))
+			firsts[s] = p.XRangeN(ctx, api.OutboxKey(s), "-", "+", 1)
 		}
 		return nil
 	})
@@ -37,7 +37,7 @@ func OutboxLen(ctx context.Context, rdb redis.Cmdable) (length int64, oldestAge 
 		}
 		ms, perr := entryMillis(msgs[0].ID)
 		if perr != nil {
-			return 0, 0, fmt.Errorf("outbox %s: %w", OutboxKey(s), perr)
+			return 0, 0, fmt.Errorf("outbox %s: %w", api.OutboxKey(s), perr)
 		}
 		if age := now.Sub(time.UnixMilli(ms)); age > oldestAge {
 			oldestAge = age

@@ -16,7 +16,7 @@ import (
 
 func TestOutboxKeyFormat(t *testing.T) {
 	for shard, want := range map[int]string{0: "acv:{00}:outbox", 3: "acv:{03}:outbox", 15: "acv:{15}:outbox"} {
-		if got := audit.OutboxKey(shard); got != want {
+		if got := api.OutboxKey(shard); got != want {
 			t.Errorf("OutboxKey(%d) = %q, want %q", shard, got, want)
 		}
 	}
@@ -94,10 +94,10 @@ func TestMalformedEntriesAreSkipped(t *testing.T) {
 	e := newEnv(t, 2)
 	ctx := context.Background()
 	good := newEvent(api.NewID(), api.NewID(), 1)
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: audit.OutboxKey(1), Values: []any{"x", "1"}}).Err(); err != nil {
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(1), Values: []any{"x", "1"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: audit.OutboxKey(2), Values: []any{audit.EventField, "{not json"}}).Err(); err != nil {
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(2), Values: []any{audit.EventField, "{not json"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := xadd(ctx, e.rdb, good); err != nil {

@@ -180,7 +180,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err := r.runStream(loop, ops, key); err != nil {
 				kill(err)
 			}
-		}(OutboxKey(s))
+		}(api.OutboxKey(s))
 	}
 	wg.Wait()
 	var he *hookError

@@ -74,7 +74,7 @@ func (c *Cache) Apply(ctx context.Context, call Call) (Result, error) {
 	keys := []string{
 		codeKey(call.ProjectID, call.Code),
 		projectKey(call.ProjectID),
-		OutboxKey(api.Shard(call.ProjectID)),
+		api.OutboxKey(api.Shard(call.ProjectID)),
 		bucketKey(call.ProjectID, call.KeyID),
 		replayKey(call.ProjectID, call.KeyID, call.ReplayKey),
 		idemKey(call.ProjectID, call.KeyID, call.IdempotencyKey),

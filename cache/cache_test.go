@@ -76,7 +76,7 @@ func (f *fixture) apply(call cache.Call) cache.Result {
 
 func (f *fixture) outbox() []api.Event {
 	f.t.Helper()
-	msgs, err := f.rdb.XRange(context.Background(), cache.OutboxKey(api.Shard(f.pid)), "-", "+").Result()
+	msgs, err := f.rdb.XRange(context.Background(), api.OutboxKey(api.Shard(f.pid)), "-", "+").Result()
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"encoding/hex"
-	"fmt"
 
 	"github.com/acv/acv/api"
 )
@@ -10,7 +9,7 @@ import (
 // tag is the hash tag of a project's shard: every key of the project and the shard's outbox
 // hash to one Redis Cluster slot, so a script may touch them together.
 func tag(projectID string) string {
-	return fmt.Sprintf("acv:{%02d}:", api.Shard(projectID))
+	return api.ShardTag(api.Shard(projectID))
 }
 
 // codeKey names a code's hash. The project id is written as its 16 raw bytes, not 32 hex
@@ -43,11 +42,6 @@ func hexID(raw string) string {
 
 func projectKey(projectID string) string {
 	return tag(projectID) + "p:" + projectID
-}
-
-// OutboxKey is the outbox stream of a shard; the audit relay reads all api.Shards of them.
-func OutboxKey(shard int) string {
-	return fmt.Sprintf("acv:{%02d}:outbox", shard)
 }
 
 func bucketKey(projectID, keyID string) string {

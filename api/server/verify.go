@@ -13,6 +13,7 @@ import (
 
 	"github.com/acv/acv/api"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
@@ -138,16 +139,8 @@ func (s *Server) loadCode(ctx context.Context, projectID, value string) error {
 	if err != nil {
 		return fmt.Errorf("load code from postgres: %w", err)
 	}
-	_, err = s.cfg.HotPath.PutCode(ctx, projectID, CodeState(row))
+	_, err = s.cfg.HotPath.PutCode(ctx, projectID, admin.CodeState(row))
 	return err
-}
-
-// CodeState is the hot-path state of a stored code.
-func CodeState(row store.CodeRow) cache.CodeState {
-	return cache.CodeState{
-		ID: row.ID, Code: row.Code, ExpiresAt: row.ExpiresAt, VerifiedAtMs: row.VerifiedAtMs,
-		VerifiedBy: deref(row.VerifiedBy), Disabled: row.IsDisabled, Version: row.Version,
-	}
 }
 
 func (s *Server) loadProject(ctx context.Context, projectID string) error {

@@ -80,7 +80,8 @@ func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, di
 	})
 }
 
-// CodeState is the hot-path state of a stored code.
+// CodeState is the hot-path state of a stored code: what Redis holds when a code is created, and
+// when the API loads a code Redis has not seen.
 func CodeState(row store.CodeRow) cache.CodeState {
 	by := ""
 	if row.VerifiedBy != nil {

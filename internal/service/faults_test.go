@@ -428,7 +428,7 @@ func fltRun(t *testing.T, sc fltScenario) {
 		s.cfg.RelayClaimIdle, s.cfg.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
 	}
 	f := fltNewTraffic(t, s, 12)
-	stream := audit.OutboxKey(api.Shard(f.tn.ProjectID))
+	stream := api.OutboxKey(api.Shard(f.tn.ProjectID))
 	ctx := context.Background()
 
 	relayHooks, consumerHooks := hooksNone, hooksNone
