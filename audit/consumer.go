@@ -13,14 +13,14 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // Sink stores events durably. ApplyEvents must be idempotent by event id: the pipeline is
 // at-least-once, so the same event may arrive again after a crash, and inserted counts only the
 // events it did not hold yet. The Postgres store implements it.
 type Sink interface {
-	ApplyEvents(ctx context.Context, events []api.Event) (inserted int, err error)
+	ApplyEvents(ctx context.Context, events []contract.Event) (inserted int, err error)
 }
 
 // ConsumerConfig tunes a Consumer. Zero values take the defaults named on each field.
@@ -216,9 +216,9 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 // process decodes a batch, stores it in the sink (retrying until it succeeds or ctx ends) and
 // commits its offsets.
 func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
-	events := make([]api.Event, 0, len(batch))
+	events := make([]contract.Event, 0, len(batch))
 	for _, m := range batch {
-		var ev api.Event
+		var ev contract.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || ev.CodeID == "" {
 			c.malformed.Add(1)
 			c.cfg.Metrics.consumerError("decode")

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/localenv"
 )
@@ -120,38 +120,38 @@ func (e *env) startConsumer(t *testing.T, cfg audit.ConsumerConfig, sink audit.S
 }
 
 // newEvent is an event of code on project with the given version.
-func newEvent(project, code string, version int64) api.Event {
-	return api.Event{
-		ID: api.NewID(), CodeID: code, ProjectID: project, Action: api.ActionVerify,
-		Result: api.ResultSuccess, VerifiedBy: "pos-1", IP: "10.0.0.1", TS: time.Now().UnixMilli(),
+func newEvent(project, code string, version int64) contract.Event {
+	return contract.Event{
+		ID: contract.NewID(), CodeID: code, ProjectID: project, Action: contract.ActionVerify,
+		Result: contract.ResultSuccess, VerifiedBy: "pos-1", IP: "10.0.0.1", TS: time.Now().UnixMilli(),
 		Version: version, Changed: true, VerifiedAt: time.Now().UnixMilli(), StateBy: "pos-1",
 	}
 }
 
 // spreadEvents makes n events over projects projects (so over many shards), one code each.
-func spreadEvents(n, projects int) []api.Event {
+func spreadEvents(n, projects int) []contract.Event {
 	pids := make([]string, projects)
 	for i := range pids {
-		pids[i] = api.NewID()
+		pids[i] = contract.NewID()
 	}
-	evs := make([]api.Event, n)
+	evs := make([]contract.Event, n)
 	for i := range evs {
-		evs[i] = newEvent(pids[i%projects], api.NewID(), 1)
+		evs[i] = newEvent(pids[i%projects], contract.NewID(), 1)
 	}
 	return evs
 }
 
 // xadd appends ev to its shard's outbox as the cache package's script does, with extra fields.
-func xadd(ctx context.Context, rdb redis.Cmdable, ev api.Event, extra ...any) error {
+func xadd(ctx context.Context, rdb redis.Cmdable, ev contract.Event, extra ...any) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	vals := append([]any{audit.EventField, string(b)}, extra...)
-	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(api.Shard(ev.ProjectID)), Values: vals}).Err()
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(contract.Shard(ev.ProjectID)), Values: vals}).Err()
 }
 
-func xaddAll(t *testing.T, rdb redis.Cmdable, evs []api.Event) {
+func xaddAll(t *testing.T, rdb redis.Cmdable, evs []contract.Event) {
 	t.Helper()
 	for _, ev := range evs {
 		if err := xadd(context.Background(), rdb, ev); err != nil {
@@ -164,15 +164,15 @@ func xaddAll(t *testing.T, rdb redis.Cmdable, evs []api.Event) {
 // ignored. It remembers the order in which rows were inserted.
 type memSink struct {
 	mu       sync.Mutex
-	rows     map[string]api.Event
-	order    []api.Event
+	rows     map[string]contract.Event
+	order    []contract.Event
 	received int
 	fails    int // the next calls that fail
 }
 
-func newMemSink() *memSink { return &memSink{rows: map[string]api.Event{}} }
+func newMemSink() *memSink { return &memSink{rows: map[string]contract.Event{}} }
 
-func (s *memSink) ApplyEvents(ctx context.Context, events []api.Event) (int, error) {
+func (s *memSink) ApplyEvents(ctx context.Context, events []contract.Event) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fails > 0 {
@@ -199,7 +199,7 @@ func (s *memSink) counts() (rows, received int) {
 }
 
 // checkRows asserts the sink holds exactly the events evs, each once.
-func (s *memSink) checkRows(t *testing.T, evs []api.Event) {
+func (s *memSink) checkRows(t *testing.T, evs []contract.Event) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

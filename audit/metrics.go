@@ -3,7 +3,7 @@ package audit
 import (
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -92,7 +92,7 @@ func (m *Metrics) publishedBatch(n, entries int, took time.Duration) {
 
 // wroteBatch records one committed Postgres write: its latency, what was new, and for each
 // event the delay from its verify (ts, unix ms) to now.
-func (m *Metrics) wroteBatch(inserted, duplicates int, took time.Duration, events []api.Event, now time.Time) {
+func (m *Metrics) wroteBatch(inserted, duplicates int, took time.Duration, events []contract.Event, now time.Time) {
 	if m == nil {
 		return
 	}

@@ -10,13 +10,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 )
 
 func TestOutboxKeyFormat(t *testing.T) {
 	for shard, want := range map[int]string{0: "acv:{00}:outbox", 3: "acv:{03}:outbox", 15: "acv:{15}:outbox"} {
-		if got := api.OutboxKey(shard); got != want {
+		if got := contract.OutboxKey(shard); got != want {
 			t.Errorf("OutboxKey(%d) = %q, want %q", shard, got, want)
 		}
 	}
@@ -29,7 +29,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	evs := spreadEvents(300, 40)
 	xaddAll(t, e.rdb, evs[:150])
 	// One entry carries trace context, which must ride along as a Kafka header.
-	traced := newEvent(api.NewID(), api.NewID(), 1)
+	traced := newEvent(contract.NewID(), contract.NewID(), 1)
 	if err := xadd(context.Background(), e.rdb, traced, "h:traceparent", "00-abc-def-01"); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 		t.Errorf("sink received %d events, want %d (no fault, so no redelivery)", recv, len(evs))
 	}
 
-	byID := map[string]api.Event{}
+	byID := map[string]contract.Event{}
 	for _, ev := range evs {
 		byID[ev.ID] = ev
 	}
@@ -62,7 +62,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 		t.Fatalf("topic holds %d messages, want %d", len(msgs), len(evs))
 	}
 	for _, m := range msgs {
-		var ev api.Event
+		var ev contract.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			t.Fatalf("message value is not an event: %v", err)
 		}
@@ -93,11 +93,11 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 func TestMalformedEntriesAreSkipped(t *testing.T) {
 	e := newEnv(t, 2)
 	ctx := context.Background()
-	good := newEvent(api.NewID(), api.NewID(), 1)
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(1), Values: []any{"x", "1"}}).Err(); err != nil {
+	good := newEvent(contract.NewID(), contract.NewID(), 1)
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(1), Values: []any{"x", "1"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: api.OutboxKey(2), Values: []any{audit.EventField, "{not json"}}).Err(); err != nil {
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(2), Values: []any{audit.EventField, "{not json"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := xadd(ctx, e.rdb, good); err != nil {
@@ -109,7 +109,7 @@ func TestMalformedEntriesAreSkipped(t *testing.T) {
 	c := e.startConsumer(t, e.consumerConfig("sink"), sink)
 	waitRows(t, sink, 1)
 	e.waitOutboxEmpty(t)
-	sink.checkRows(t, []api.Event{good})
+	sink.checkRows(t, []contract.Event{good})
 	if rs := relay.Stats(); rs.Malformed != 2 || rs.Published != 2 {
 		t.Errorf("relay stats %+v, want 2 malformed, 2 published", rs)
 	}
@@ -126,12 +126,12 @@ func TestPerCodeOrder(t *testing.T) {
 	type code struct{ project, id string }
 	cs := make([]code, codes)
 	for i := range cs {
-		cs[i] = code{project: api.NewID(), id: api.NewID()}
+		cs[i] = code{project: contract.NewID(), id: contract.NewID()}
 		if i%4 != 0 {
 			cs[i].project = cs[i-1].project // a few codes share a project, so a stream
 		}
 	}
-	var evs []api.Event
+	var evs []contract.Event
 	for v := int64(1); v <= versions; v++ {
 		for _, c := range cs {
 			evs = append(evs, newEvent(c.project, c.id, v))
@@ -183,7 +183,7 @@ func TestConcurrentProducers(t *testing.T) {
 	errs := make(chan error, writers)
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
-		go func(part []api.Event) {
+		go func(part []contract.Event) {
 			defer wg.Done()
 			for _, ev := range part {
 				if err := xadd(context.Background(), e.rdb, ev); err != nil {

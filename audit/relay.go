@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
@@ -112,7 +112,7 @@ type Relay struct {
 // NewRelay builds a relay reading rdb's outbox streams and writing to pub. rdb may be a
 // *redis.Client or *redis.ClusterClient (each stream lives in one slot). The relay keeps one
 // connection per stream busy in a blocking read, so give it its own client, with a pool of at
-// least api.Shards + a few connections, rather than the hot path's.
+// least contract.Shards + a few connections, rather than the hot path's.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
@@ -173,14 +173,14 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer stopAfter()
 
 	var wg sync.WaitGroup
-	for s := 0; s < api.Shards; s++ {
+	for s := 0; s < contract.Shards; s++ {
 		wg.Add(1)
 		go func(key string) {
 			defer wg.Done()
 			if err := r.runStream(loop, ops, key); err != nil {
 				kill(err)
 			}
-		}(api.OutboxKey(s))
+		}(contract.OutboxKey(s))
 	}
 	wg.Wait()
 	var he *hookError

@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 )
 
@@ -45,10 +45,10 @@ func (g *gatedPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Messag
 // and removal) before Run returns nil.
 func TestRelayRetriesAndFinishesInFlightBatchOnStop(t *testing.T) {
 	e := newEnv(t, 2)
-	project := api.NewID()
-	var evs []api.Event
+	project := contract.NewID()
+	var evs []contract.Event
 	for i := 0; i < 10; i++ {
-		evs = append(evs, newEvent(project, api.NewID(), 1))
+		evs = append(evs, newEvent(project, contract.NewID(), 1))
 	}
 	xaddAll(t, e.rdb, evs)
 

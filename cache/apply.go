@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // Status is the explicit status number a script replies with; success is never inferred from
@@ -22,7 +22,7 @@ const (
 	StatusReplayed        Status = 4
 	StatusIdemConflict    Status = 5
 	StatusIdemReplayed    Status = 6
-	ReplayTTL                    = 2*api.SignatureWindow*time.Second + 60*time.Second
+	ReplayTTL                    = 2*contract.SignatureWindow*time.Second + 60*time.Second
 	IdempotencyTTL               = 24 * time.Hour
 	defaultUnknownCodeTTL        = 5 * time.Minute
 )
@@ -35,7 +35,7 @@ type Limit struct {
 
 // Call is one verify or reactivate as the hot path sees it.
 type Call struct {
-	Action         api.Action
+	Action         contract.Action
 	ProjectID      string
 	KeyID          string
 	Code           string
@@ -60,7 +60,7 @@ type RateState struct {
 // Result is the script's decision.
 type Result struct {
 	Status  Status
-	Outcome api.Outcome // set for StatusOK and StatusIdemReplayed
+	Outcome contract.Outcome // set for StatusOK and StatusIdemReplayed
 	Rate    RateState
 }
 
@@ -74,7 +74,7 @@ func (c *Cache) Apply(ctx context.Context, call Call) (Result, error) {
 	keys := []string{
 		codeKey(call.ProjectID, call.Code),
 		projectKey(call.ProjectID),
-		api.OutboxKey(api.Shard(call.ProjectID)),
+		contract.OutboxKey(contract.Shard(call.ProjectID)),
 		bucketKey(call.ProjectID, call.KeyID),
 		replayKey(call.ProjectID, call.KeyID, call.ReplayKey),
 		idemKey(call.ProjectID, call.KeyID, call.IdempotencyKey),
@@ -96,10 +96,10 @@ func (c *Cache) Apply(ctx context.Context, call Call) (Result, error) {
 		Rate:   RateState{Remaining: int(toInt(v[5])), Wait: time.Duration(toInt(v[6])) * time.Millisecond},
 	}
 	if r.Status == StatusOK || r.Status == StatusIdemReplayed {
-		r.Outcome = api.Outcome{
+		r.Outcome = contract.Outcome{
 			Action:     call.Action,
 			Code:       call.Code,
-			Error:      api.ErrorCode(toString(v[1])),
+			Error:      contract.ErrorCode(toString(v[1])),
 			CodeID:     toString(v[2]),
 			VerifiedAt: toInt(v[3]),
 			At:         toInt(v[4]),

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/redis/go-redis/v9"
@@ -31,7 +31,7 @@ func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	t.Cleanup(func() { rdb.Close() })
 	c := cache.New(rdb, opts...)
 	t.Cleanup(c.Close)
-	f := &fixture{t: t, rdb: rdb, c: c, pid: api.NewID(), clock: time.Unix(1_800_000_000, 0)}
+	f := &fixture{t: t, rdb: rdb, c: c, pid: contract.NewID(), clock: time.Unix(1_800_000_000, 0)}
 	if err := f.c.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func (f *fixture) code(value string, s cache.CodeState) string {
 	f.t.Helper()
 	s.Code = value
 	if s.ID == "" {
-		s.ID = api.NewID()
+		s.ID = contract.NewID()
 	}
 	ok, err := f.c.PutCode(context.Background(), f.pid, s)
 	if err != nil || !ok {
@@ -59,10 +59,10 @@ func (f *fixture) code(value string, s cache.CodeState) string {
 	return s.ID
 }
 
-func (f *fixture) call(a api.Action, value string) cache.Call {
+func (f *fixture) call(a contract.Action, value string) cache.Call {
 	f.clock = f.clock.Add(time.Millisecond)
 	return cache.Call{Action: a, ProjectID: f.pid, KeyID: "k1", Code: value, IP: "127.0.0.1",
-		ReplayKey: api.NewID(), EventID: api.NewID(), Now: f.clock}
+		ReplayKey: contract.NewID(), EventID: contract.NewID(), Now: f.clock}
 }
 
 func (f *fixture) apply(call cache.Call) cache.Result {
@@ -74,15 +74,15 @@ func (f *fixture) apply(call cache.Call) cache.Result {
 	return r
 }
 
-func (f *fixture) outbox() []api.Event {
+func (f *fixture) outbox() []contract.Event {
 	f.t.Helper()
-	msgs, err := f.rdb.XRange(context.Background(), api.OutboxKey(api.Shard(f.pid)), "-", "+").Result()
+	msgs, err := f.rdb.XRange(context.Background(), contract.OutboxKey(contract.Shard(f.pid)), "-", "+").Result()
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var out []api.Event
+	var out []contract.Event
 	for _, m := range msgs {
-		var e api.Event
+		var e contract.Event
 		if err := json.Unmarshal([]byte(m.Values["e"].(string)), &e); err != nil {
 			f.t.Fatalf("outbox entry %v: %v", m.Values, err)
 		}
@@ -95,14 +95,14 @@ func ptr(v int64) *int64 { return &v }
 
 func TestMissesChangeNothing(t *testing.T) {
 	f := newFixture(t)
-	r := f.apply(f.call(api.ActionVerify, "NOPE"))
+	r := f.apply(f.call(contract.ActionVerify, "NOPE"))
 	if r.Status != cache.StatusCodeMiss {
 		t.Fatalf("status %d, want code miss", r.Status)
 	}
 	other := newFixture(t)
-	other.pid = api.NewID() // a project Redis has never seen
+	other.pid = contract.NewID() // a project Redis has never seen
 	other.code("A", cache.CodeState{})
-	if r := other.apply(other.call(api.ActionVerify, "A")); r.Status != cache.StatusProjectMiss {
+	if r := other.apply(other.call(contract.ActionVerify, "A")); r.Status != cache.StatusProjectMiss {
 		t.Fatalf("status %d, want project miss", r.Status)
 	}
 	if n := len(f.outbox()) + len(other.outbox()); n != 0 {
@@ -118,25 +118,25 @@ func TestOutcomesInContractOrder(t *testing.T) {
 		projExp   *int64
 		state     cache.CodeState
 		unknown   bool
-		action    api.Action
-		want      api.ErrorCode
+		action    contract.Action
+		want      contract.ErrorCode
 		wantLogs  int
 		wantState bool // verified after
 	}{
-		{"verify unused", true, nil, cache.CodeState{}, false, api.ActionVerify, "", 1, true},
-		{"verify used", true, nil, cache.CodeState{VerifiedAtMs: 1}, false, api.ActionVerify, api.CodeAlreadyUsed, 1, true},
-		{"reactivate used", true, nil, cache.CodeState{VerifiedAtMs: 1}, false, api.ActionReactivate, "", 1, false},
-		{"reactivate unused", true, nil, cache.CodeState{}, false, api.ActionReactivate, api.CodeAlreadyUnused, 1, false},
-		{"unknown value", true, nil, cache.CodeState{}, true, api.ActionVerify, api.CodeNotFound, 0, false},
-		{"project disabled before all", false, past, cache.CodeState{Disabled: true, VerifiedAtMs: 1}, false, api.ActionVerify, api.ProjectDisabled, 1, true},
-		{"project expired", true, past, cache.CodeState{Disabled: true}, false, api.ActionVerify, api.ProjectExpired, 1, false},
-		{"code disabled before used", true, nil, cache.CodeState{Disabled: true, VerifiedAtMs: 1}, false, api.ActionVerify, api.CodeDisabled, 1, true},
-		{"used before expired", true, nil, cache.CodeState{VerifiedAtMs: 1, ExpiresAt: past}, false, api.ActionVerify, api.CodeAlreadyUsed, 1, true},
-		{"unused before expired on reactivate", true, nil, cache.CodeState{ExpiresAt: past}, false, api.ActionReactivate, api.CodeAlreadyUnused, 1, false},
-		{"code expired", true, nil, cache.CodeState{ExpiresAt: past}, false, api.ActionVerify, api.CodeExpired, 1, false},
-		{"reactivate expired", true, nil, cache.CodeState{ExpiresAt: past, VerifiedAtMs: 1}, false, api.ActionReactivate, api.CodeExpired, 1, true},
-		{"code expiry overrides project", true, future, cache.CodeState{ExpiresAt: past}, false, api.ActionVerify, api.CodeExpired, 1, false},
-		{"code not expiring, project later", true, future, cache.CodeState{}, false, api.ActionVerify, "", 1, true},
+		{"verify unused", true, nil, cache.CodeState{}, false, contract.ActionVerify, "", 1, true},
+		{"verify used", true, nil, cache.CodeState{VerifiedAtMs: 1}, false, contract.ActionVerify, contract.CodeAlreadyUsed, 1, true},
+		{"reactivate used", true, nil, cache.CodeState{VerifiedAtMs: 1}, false, contract.ActionReactivate, "", 1, false},
+		{"reactivate unused", true, nil, cache.CodeState{}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},
+		{"unknown value", true, nil, cache.CodeState{}, true, contract.ActionVerify, contract.CodeNotFound, 0, false},
+		{"project disabled before all", false, past, cache.CodeState{Disabled: true, VerifiedAtMs: 1}, false, contract.ActionVerify, contract.ProjectDisabled, 1, true},
+		{"project expired", true, past, cache.CodeState{Disabled: true}, false, contract.ActionVerify, contract.ProjectExpired, 1, false},
+		{"code disabled before used", true, nil, cache.CodeState{Disabled: true, VerifiedAtMs: 1}, false, contract.ActionVerify, contract.CodeDisabled, 1, true},
+		{"used before expired", true, nil, cache.CodeState{VerifiedAtMs: 1, ExpiresAt: past}, false, contract.ActionVerify, contract.CodeAlreadyUsed, 1, true},
+		{"unused before expired on reactivate", true, nil, cache.CodeState{ExpiresAt: past}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},
+		{"code expired", true, nil, cache.CodeState{ExpiresAt: past}, false, contract.ActionVerify, contract.CodeExpired, 1, false},
+		{"reactivate expired", true, nil, cache.CodeState{ExpiresAt: past, VerifiedAtMs: 1}, false, contract.ActionReactivate, contract.CodeExpired, 1, true},
+		{"code expiry overrides project", true, future, cache.CodeState{ExpiresAt: past}, false, contract.ActionVerify, contract.CodeExpired, 1, false},
+		{"code not expiring, project later", true, future, cache.CodeState{}, false, contract.ActionVerify, "", 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,9 +175,9 @@ func TestOutcomesInContractOrder(t *testing.T) {
 			if e.ID != call.EventID || e.CodeID != s.ID || e.ProjectID != f.pid || e.Action != tc.action || e.TS != call.Now.UnixMilli() {
 				t.Fatalf("event %+v does not match the call", e)
 			}
-			wantResult := map[api.Action]string{api.ActionVerify: api.ResultSuccess, api.ActionReactivate: api.ResultReactivated}[tc.action]
+			wantResult := map[contract.Action]string{contract.ActionVerify: contract.ResultSuccess, contract.ActionReactivate: contract.ResultReactivated}[tc.action]
 			if tc.want != "" {
-				wantResult = api.ResultFailed
+				wantResult = contract.ResultFailed
 				if e.Reason != string(tc.want) {
 					t.Fatalf("reason %q, want %q", e.Reason, tc.want)
 				}
@@ -192,7 +192,7 @@ func TestOutcomesInContractOrder(t *testing.T) {
 func TestVerifyRecordsVerifierAndReactivateClearsIt(t *testing.T) {
 	f := newFixture(t)
 	f.code("C", cache.CodeState{})
-	c := f.call(api.ActionVerify, "C")
+	c := f.call(contract.ActionVerify, "C")
 	c.By = "till-7"
 	r := f.apply(c)
 	if !r.Outcome.Success() || r.Outcome.VerifiedAt != c.Now.UnixMilli() {
@@ -202,7 +202,7 @@ func TestVerifyRecordsVerifierAndReactivateClearsIt(t *testing.T) {
 	if s.VerifiedBy != "till-7" || s.VerifiedAtMs != c.Now.UnixMilli() || s.Version != 1 {
 		t.Fatalf("state after verify: %+v", s)
 	}
-	rc := f.call(api.ActionReactivate, "C")
+	rc := f.call(contract.ActionReactivate, "C")
 	rc.By, rc.Reason = "support", "refund #12"
 	if r := f.apply(rc); !r.Outcome.Success() || r.Outcome.At != rc.Now.UnixMilli() {
 		t.Fatalf("reactivate: %+v", r.Outcome)
@@ -221,7 +221,7 @@ func TestReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
 	f := newFixture(t)
 	f.code("A", cache.CodeState{})
 	f.code("B", cache.CodeState{})
-	call := f.call(api.ActionVerify, "A")
+	call := f.call(contract.ActionVerify, "A")
 	call.Limit = cache.Limit{Rate: 1, Burst: 1}
 	if r := f.apply(call); r.Status != cache.StatusOK || r.Rate.Remaining != 0 {
 		t.Fatalf("first: %+v", r)
@@ -229,7 +229,7 @@ func TestReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
 	if r := f.apply(call); r.Status != cache.StatusReplayed {
 		t.Fatalf("replayed call: status %d", r.Status)
 	}
-	second := f.call(api.ActionVerify, "B")
+	second := f.call(contract.ActionVerify, "B")
 	second.Limit = call.Limit
 	r := f.apply(second)
 	if r.Status != cache.StatusRateLimited || r.Rate.Wait <= 0 || r.Rate.Wait > time.Second {
@@ -250,16 +250,16 @@ func TestReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
 func TestIdempotencyReplaysFirstOutcome(t *testing.T) {
 	f := newFixture(t)
 	f.code("A", cache.CodeState{})
-	first := f.call(api.ActionVerify, "A")
+	first := f.call(contract.ActionVerify, "A")
 	first.IdempotencyKey, first.RequestHash = "order-1", "h1"
 	r1 := f.apply(first)
-	retry := f.call(api.ActionVerify, "A")
+	retry := f.call(contract.ActionVerify, "A")
 	retry.IdempotencyKey, retry.RequestHash = "order-1", "h1"
 	r2 := f.apply(retry)
 	if r2.Status != cache.StatusIdemReplayed || r2.Outcome != r1.Outcome || !r2.Outcome.Success() {
 		t.Fatalf("retry: %+v, first %+v", r2, r1)
 	}
-	other := f.call(api.ActionVerify, "A")
+	other := f.call(contract.ActionVerify, "A")
 	other.IdempotencyKey, other.RequestHash = "order-1", "h2"
 	if r := f.apply(other); r.Status != cache.StatusIdemConflict {
 		t.Fatalf("different body: status %d", r.Status)
@@ -276,7 +276,7 @@ func TestPutCodeNeverOverwritesNewerState(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := f.code("A", cache.CodeState{}) // replaces the unknown marker
-	f.apply(f.call(api.ActionVerify, "A"))
+	f.apply(f.call(contract.ActionVerify, "A"))
 	stored, err := f.c.PutCode(ctx, f.pid, cache.CodeState{ID: id, Code: "A"})
 	if err != nil || stored {
 		t.Fatalf("stale load stored=%v err=%v", stored, err)
@@ -304,13 +304,13 @@ func TestSetDisabledBumpsVersion(t *testing.T) {
 	if err != nil || !s.Disabled || s.Version != 5 {
 		t.Fatalf("%+v %v", s, err)
 	}
-	if r := f.apply(f.call(api.ActionVerify, "A")); r.Outcome.Error != api.CodeDisabled {
+	if r := f.apply(f.call(contract.ActionVerify, "A")); r.Outcome.Error != contract.CodeDisabled {
 		t.Fatalf("verify of disabled code: %+v", r.Outcome)
 	}
 	if s, err = f.c.SetDisabled(ctx, f.pid, "A", false); err != nil || s.Version != 6 {
 		t.Fatalf("%+v %v", s, err)
 	}
-	if r := f.apply(f.call(api.ActionVerify, "A")); !r.Outcome.Success() {
+	if r := f.apply(f.call(contract.ActionVerify, "A")); !r.Outcome.Success() {
 		t.Fatalf("verify after enable: %+v", r.Outcome)
 	}
 }
@@ -327,7 +327,7 @@ func concurrentVerifies(t *testing.T, f *fixture) {
 	var wg sync.WaitGroup
 	results := make(chan cache.Result, n)
 	for i := 0; i < n; i++ {
-		c := f.call(api.ActionVerify, "HOT")
+		c := f.call(contract.ActionVerify, "HOT")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -344,7 +344,7 @@ func concurrentVerifies(t *testing.T, f *fixture) {
 	for r := range results {
 		if r.Outcome.Success() {
 			wins++
-		} else if r.Outcome.Error != api.CodeAlreadyUsed {
+		} else if r.Outcome.Error != contract.CodeAlreadyUsed {
 			t.Fatalf("unexpected outcome %+v", r)
 		}
 	}
@@ -371,7 +371,7 @@ func TestCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 	results := make([]cache.Result, 100)
 	calls := make([]cache.Call, 100)
 	for i := range calls {
-		calls[i] = f.call(api.ActionVerify, fmt.Sprintf("C%d", i%50))
+		calls[i] = f.call(contract.ActionVerify, fmt.Sprintf("C%d", i%50))
 		if i >= 50 {
 			calls[i].ReplayKey = calls[i-50].ReplayKey // the second half are replays
 		}

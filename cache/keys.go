@@ -3,13 +3,13 @@ package cache
 import (
 	"encoding/hex"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // tag is the hash tag of a project's shard: every key of the project and the shard's outbox
 // hash to one Redis Cluster slot, so a script may touch them together.
 func tag(projectID string) string {
-	return api.ShardTag(api.Shard(projectID))
+	return contract.ShardTag(contract.Shard(projectID))
 }
 
 // codeKey names a code's hash. The project id is written as its 16 raw bytes, not 32 hex

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -29,8 +29,8 @@ type CodeRow struct {
 
 // API renders the row as the code resource, deriving Status and IsExpired at now with the
 // project's expiry as the fallback, so every endpoint derives state the same way.
-func (r CodeRow) API(projectExpiresAt *int64, now int64) api.Code {
-	c := api.Code{
+func (r CodeRow) API(projectExpiresAt *int64, now int64) contract.Code {
+	c := contract.Code{
 		ID:         r.ID,
 		Code:       r.Code,
 		IsDisabled: r.IsDisabled,
@@ -95,7 +95,7 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 		return []CodeRow{}, nil
 	}
 	for i, c := range codes {
-		if err := api.ValidateCode(c.Code); err != nil {
+		if err := contract.ValidateCode(c.Code); err != nil {
 			return nil, fmt.Errorf("code %d: %w", i, err)
 		}
 	}
@@ -110,7 +110,7 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 		}
 		seen[codes[i].Code] = struct{}{}
 		cand = append(cand, i)
-		ids[i] = api.NewID()
+		ids[i] = contract.NewID()
 	}
 	var (
 		createdAt time.Time // the batch's, the same for every row

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -52,7 +52,7 @@ func TestInsertCodes(t *testing.T) {
 				t.Fatalf("inserted %q, want %q", got, tt.want)
 			}
 			for _, r := range rows {
-				if !api.ValidID(r.ID) || r.ProjectID != tt.project || r.CreatedAt < before-1 || r.CreatedAt > time.Now().Unix()+1 ||
+				if !contract.ValidID(r.ID) || r.ProjectID != tt.project || r.CreatedAt < before-1 || r.CreatedAt > time.Now().Unix()+1 ||
 					r.IsDisabled || r.VerifiedAt != nil || r.Version != 0 {
 					t.Errorf("returned row %+v", r)
 				}
@@ -137,7 +137,7 @@ func TestInsertCodesBulk(t *testing.T) {
 		t.Fatalf("second round inserted %d, want %d", len(rows), n/2)
 	}
 	now := time.Now().Unix()
-	checkStats(t, s, p.ID, now, api.Statistics{TotalCodes: n * 3 / 2, UnusedCodes: n * 3 / 2})
+	checkStats(t, s, p.ID, now, contract.Statistics{TotalCodes: n * 3 / 2, UnusedCodes: n * 3 / 2})
 }
 
 // TestCopyFiresCountTriggers checks that a COPY straight into codes (as a bulk import might do)
@@ -161,7 +161,7 @@ func TestCopyFiresCountTriggers(t *testing.T) {
 		if i%5 == 0 {
 			verified = &past
 		}
-		src = append(src, []any{api.NewID(), p.ID, fmt.Sprintf("copy-%d", i), i%7 == 0, exp, verified, time.Now()})
+		src = append(src, []any{contract.NewID(), p.ID, fmt.Sprintf("copy-%d", i), i%7 == 0, exp, verified, time.Now()})
 	}
 	n, err := s.Pool().CopyFrom(ctx, pgx.Identifier{"codes"},
 		[]string{"id", "project_id", "code", "is_disabled", "expires_at", "verified_at", "created_at"},

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -63,12 +63,12 @@ func (s *Store) ApplySnapshot(ctx context.Context, codeID string, snap Snapshot)
 // transaction aborted by a deadlock or serialization failure anyway is retried, so concurrent
 // consumers with overlapping batches need no coordination. An event whose ids are not
 // well-formed makes the whole call fail, since no row could hold it.
-func (s *Store) ApplyEvents(ctx context.Context, events []api.Event) (int, error) {
+func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
 	sorted := slices.Clone(events)
-	slices.SortFunc(sorted, func(a, b api.Event) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(sorted, func(a, b contract.Event) int { return cmp.Compare(a.ID, b.ID) })
 
 	n := len(sorted)
 	var (
@@ -76,10 +76,10 @@ func (s *Store) ApplyEvents(ctx context.Context, events []api.Event) (int, error
 		actions, results         = make([]string, n), make([]string, n)
 		reasons, bys, ips        = make([]string, n), make([]string, n), make([]string, n)
 		ts                       = make([]int64, n)
-		latest                   = make(map[string]api.Event)
+		latest                   = make(map[string]contract.Event)
 	)
 	for i, e := range sorted {
-		if !api.ValidID(e.ID) || !api.ValidID(e.CodeID) || !api.ValidID(e.ProjectID) {
+		if !contract.ValidID(e.ID) || !contract.ValidID(e.CodeID) || !contract.ValidID(e.ProjectID) {
 			return 0, fmt.Errorf("event %q (code %q, project %q): malformed id", e.ID, e.CodeID, e.ProjectID)
 		}
 		ids[i], codeIDs[i], projectIDs[i] = e.ID, e.CodeID, e.ProjectID
@@ -91,11 +91,11 @@ func (s *Store) ApplyEvents(ctx context.Context, events []api.Event) (int, error
 			}
 		}
 	}
-	snaps := make([]api.Event, 0, len(latest))
+	snaps := make([]contract.Event, 0, len(latest))
 	for _, e := range latest {
 		snaps = append(snaps, e)
 	}
-	slices.SortFunc(snaps, func(a, b api.Event) int { return cmp.Compare(a.CodeID, b.CodeID) })
+	slices.SortFunc(snaps, func(a, b contract.Event) int { return cmp.Compare(a.CodeID, b.CodeID) })
 	var (
 		snapIDs      = make([]string, len(snaps))
 		snapVersions = make([]int64, len(snaps))

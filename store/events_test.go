@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -20,9 +20,9 @@ func countLogs(t *testing.T, s *store.Store) int {
 	return n
 }
 
-func verifyEvent(c store.CodeRow, version, ms int64, by string) api.Event {
-	return api.Event{ID: api.NewID(), CodeID: c.ID, ProjectID: c.ProjectID, Action: api.ActionVerify,
-		Result: api.ResultSuccess, VerifiedBy: by, IP: "10.0.0.1", TS: ms, Version: version,
+func verifyEvent(c store.CodeRow, version, ms int64, by string) contract.Event {
+	return contract.Event{ID: contract.NewID(), CodeID: c.ID, ProjectID: c.ProjectID, Action: contract.ActionVerify,
+		Result: contract.ResultSuccess, VerifiedBy: by, IP: "10.0.0.1", TS: ms, Version: version,
 		Changed: true, VerifiedAt: ms, StateBy: by}
 }
 
@@ -35,12 +35,12 @@ func TestApplyEvents(t *testing.T) {
 	t0 := time.Now().UnixMilli()
 
 	e1 := verifyEvent(c1, 1, t0+123, "till-1")
-	e2 := api.Event{ID: api.NewID(), CodeID: c1.ID, ProjectID: p.ID, Action: api.ActionVerify, Result: api.ResultFailed,
-		Reason: string(api.CodeAlreadyUsed), IP: "10.0.0.2", TS: t0 + 1500, Version: 1}
-	e3 := api.Event{ID: api.NewID(), CodeID: c1.ID, ProjectID: p.ID, Action: api.ActionReactivate, Result: api.ResultReactivated,
+	e2 := contract.Event{ID: contract.NewID(), CodeID: c1.ID, ProjectID: p.ID, Action: contract.ActionVerify, Result: contract.ResultFailed,
+		Reason: string(contract.CodeAlreadyUsed), IP: "10.0.0.2", TS: t0 + 1500, Version: 1}
+	e3 := contract.Event{ID: contract.NewID(), CodeID: c1.ID, ProjectID: p.ID, Action: contract.ActionReactivate, Result: contract.ResultReactivated,
 		Reason: "customer returned", VerifiedBy: "support", IP: "::1", TS: t0 + 3000, Version: 2, Changed: true}
 	e4 := verifyEvent(c2, 1, t0+4007, "")
-	batch := []api.Event{e3, e1, e4, e2}
+	batch := []contract.Event{e3, e1, e4, e2}
 
 	n, err := s.ApplyEvents(ctx, batch)
 	if err != nil || n != 4 {
@@ -50,7 +50,7 @@ func TestApplyEvents(t *testing.T) {
 	if err != nil || n != 0 {
 		t.Fatalf("redelivered batch = %d, %v; want 0", n, err)
 	}
-	n, err = s.ApplyEvents(ctx, []api.Event{e2, e2, verifyEvent(c3, 1, t0, "x")})
+	n, err = s.ApplyEvents(ctx, []contract.Event{e2, e2, verifyEvent(c3, 1, t0, "x")})
 	if err != nil || n != 1 {
 		t.Fatalf("batch with an old event twice and a new one = %d, %v; want 1", n, err)
 	}
@@ -62,7 +62,7 @@ func TestApplyEvents(t *testing.T) {
 	}
 	bad := e1
 	bad.ID = "nope"
-	if _, err := s.ApplyEvents(ctx, []api.Event{bad}); err == nil {
+	if _, err := s.ApplyEvents(ctx, []contract.Event{bad}); err == nil {
 		t.Errorf("malformed event id accepted")
 	}
 
@@ -82,7 +82,7 @@ func TestApplyEvents(t *testing.T) {
 	if len(logs) != 3 {
 		t.Fatalf("c1 logs = %+v", logs)
 	}
-	want := []api.LogEntry{
+	want := []contract.LogEntry{
 		{ID: e3.ID, VerifiedAt: (t0 + 3000) / 1000, VerifiedBy: ptr("support"), IPAddress: "::1", Result: "reactivated", Action: "reactivate", Reason: ptr("customer returned")},
 		{ID: e2.ID, VerifiedAt: (t0 + 1500) / 1000, VerifiedBy: nil, IPAddress: "10.0.0.2", Result: "failed", Action: "verify", Reason: ptr("CODE_ALREADY_USED")},
 		{ID: e1.ID, VerifiedAt: (t0 + 123) / 1000, VerifiedBy: ptr("till-1"), IPAddress: "10.0.0.1", Result: "success", Action: "verify", Reason: nil},
@@ -95,17 +95,17 @@ func TestApplyEvents(t *testing.T) {
 	if logs, _ := s.Logs(ctx, c1.ID, 1); len(logs) != 1 || logs[0].ID != e3.ID {
 		t.Errorf("limited logs = %+v", logs)
 	}
-	if logs, err := s.Logs(ctx, api.NewID(), 10); err != nil || logs == nil || len(logs) != 0 {
+	if logs, err := s.Logs(ctx, contract.NewID(), 10); err != nil || logs == nil || len(logs) != 0 {
 		t.Errorf("logs of unknown code = %v, %v; want empty", logs, err)
 	}
 	var ms int64
 	if err := s.Pool().QueryRow(ctx, `SELECT (extract(epoch FROM verified_at) * 1000)::bigint FROM verification_logs WHERE id = $1`, e1.ID).Scan(&ms); err != nil || ms != t0+123 {
 		t.Errorf("log verified_at = %d ms (%v), want %d", ms, err, t0+123)
 	}
-	checkStats(t, s, p.ID, t0/1000, api.Statistics{TotalCodes: 3, UsedCodes: 2, UnusedCodes: 1})
+	checkStats(t, s, p.ID, t0/1000, contract.Statistics{TotalCodes: 3, UsedCodes: 2, UnusedCodes: 1})
 }
 
-func logEntryString(e api.LogEntry) string {
+func logEntryString(e contract.LogEntry) string {
 	deref := func(p *string) string {
 		if p == nil {
 			return "<nil>"
@@ -124,9 +124,9 @@ func TestApplyEventsVersionOrder(t *testing.T) {
 	t0 := time.Now().UnixMilli()
 
 	newer := verifyEvent(a, 5, t0, "new")
-	older := api.Event{ID: api.NewID(), CodeID: a.ID, ProjectID: p.ID, Action: api.ActionVerify, Result: api.ResultSuccess,
+	older := contract.Event{ID: contract.NewID(), CodeID: a.ID, ProjectID: p.ID, Action: contract.ActionVerify, Result: contract.ResultSuccess,
 		TS: t0 - 1000, Version: 3, Changed: true, Disabled: true}
-	for i, batch := range [][]api.Event{{newer}, {older}} {
+	for i, batch := range [][]contract.Event{{newer}, {older}} {
 		if n, err := s.ApplyEvents(ctx, batch); err != nil || n != 1 {
 			t.Fatalf("batch %d = %d, %v", i, n, err)
 		}
@@ -149,19 +149,19 @@ func TestApplyEventsVersionOrder(t *testing.T) {
 	}
 
 	// Several events of one code in one batch, highest version last in neither order.
-	v7 := api.Event{ID: api.NewID(), CodeID: b.ID, ProjectID: p.ID, Action: api.ActionVerify, Result: api.ResultSuccess,
+	v7 := contract.Event{ID: contract.NewID(), CodeID: b.ID, ProjectID: p.ID, Action: contract.ActionVerify, Result: contract.ResultSuccess,
 		TS: t0, Version: 7, Changed: true, Disabled: true, VerifiedAt: t0, StateBy: "v7"}
 	v6 := verifyEvent(b, 6, t0-1, "v6")
-	v8failed := api.Event{ID: api.NewID(), CodeID: b.ID, ProjectID: p.ID, Action: api.ActionVerify, Result: api.ResultFailed,
+	v8failed := contract.Event{ID: contract.NewID(), CodeID: b.ID, ProjectID: p.ID, Action: contract.ActionVerify, Result: contract.ResultFailed,
 		Reason: "CODE_DISABLED", TS: t0 + 1, Version: 8}
-	if n, err := s.ApplyEvents(ctx, []api.Event{v7, v8failed, v6}); err != nil || n != 3 {
+	if n, err := s.ApplyEvents(ctx, []contract.Event{v7, v8failed, v6}); err != nil || n != 3 {
 		t.Fatalf("mixed batch = %d, %v", n, err)
 	}
 	got, _ = s.CodeByID(ctx, p.ID, b.ID)
 	if got.Version != 7 || !got.IsDisabled || got.VerifiedBy == nil || *got.VerifiedBy != "v7" {
 		t.Errorf("highest changed version did not win: %+v", got)
 	}
-	checkStats(t, s, p.ID, t0/1000, api.Statistics{TotalCodes: 2, UsedCodes: 1, DisabledCodes: 1})
+	checkStats(t, s, p.ID, t0/1000, contract.Statistics{TotalCodes: 2, UsedCodes: 1, DisabledCodes: 1})
 }
 
 // TestApplyEventsConcurrent runs consumers with overlapping batches over the same codes, as
@@ -176,19 +176,19 @@ func TestApplyEventsConcurrent(t *testing.T) {
 	}
 	codes := mustInsert(t, s, p.ID, values(vs...)...)
 	t0 := time.Now().UnixMilli()
-	var events []api.Event
-	final := map[string]api.Event{}
+	var events []contract.Event
+	final := map[string]contract.Event{}
 	for i, c := range codes {
 		// 5, 6 or 7 versions: the last one verifies, reactivates or disables.
 		for v := int64(1); v <= int64(5+i%3); v++ {
-			e := api.Event{ID: api.NewID(), CodeID: c.ID, ProjectID: p.ID, IP: "1.2.3.4", TS: t0 + v, Version: v, Changed: true}
+			e := contract.Event{ID: contract.NewID(), CodeID: c.ID, ProjectID: p.ID, IP: "1.2.3.4", TS: t0 + v, Version: v, Changed: true}
 			switch v % 3 {
 			case 1:
-				e.Action, e.Result, e.VerifiedAt, e.StateBy = api.ActionVerify, api.ResultSuccess, t0+v, "w"
+				e.Action, e.Result, e.VerifiedAt, e.StateBy = contract.ActionVerify, contract.ResultSuccess, t0+v, "w"
 			case 2:
-				e.Action, e.Result = api.ActionReactivate, api.ResultReactivated
+				e.Action, e.Result = contract.ActionReactivate, contract.ResultReactivated
 			case 0:
-				e.Action, e.Result, e.Disabled = api.ActionVerify, api.ResultFailed, true
+				e.Action, e.Result, e.Disabled = contract.ActionVerify, contract.ResultFailed, true
 			}
 			events = append(events, e)
 			final[c.ID] = e
@@ -197,7 +197,7 @@ func TestApplyEventsConcurrent(t *testing.T) {
 
 	const workers = 6
 	rng := rand.New(rand.NewPCG(1, 2))
-	plans := make([][]api.Event, workers)
+	plans := make([][]contract.Event, workers)
 	for i, e := range events {
 		// Every event goes to two or three workers; each worker sees them shuffled.
 		for w := range workers {

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -42,7 +42,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	if _, err := rand.Read(raw[:]); err != nil {
 		return APIKey{}, fmt.Errorf("generate secret: %w", err)
 	}
-	k := APIKey{ID: api.NewID(), ProjectID: projectID, Secret: hex.EncodeToString(raw[:])}
+	k := APIKey{ID: contract.NewID(), ProjectID: projectID, Secret: hex.EncodeToString(raw[:])}
 	var expiresAt *time.Time
 	err := s.pool.QueryRow(ctx,
 		`WITH k AS (

@@ -7,16 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 )
 
 // ListQuery selects one page of a project's codes.
 type ListQuery struct {
-	Page     int       // 1-based; < 1 is treated as 1
-	PageSize int       // < 1 is treated as api.DefaultPageSize
-	State    api.State // "" = any state
-	Search   string    // case-insensitive substring of the code value; "" = no search
+	Page     int            // 1-based; < 1 is treated as 1
+	PageSize int            // < 1 is treated as contract.DefaultPageSize
+	State    contract.State // "" = any state
+	Search   string         // case-insensitive substring of the code value; "" = no search
 }
 
 // ListCodes returns one page of a project's codes, newest first (created_at, then id,
@@ -35,7 +35,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 		q.Page = 1
 	}
 	if q.PageSize < 1 {
-		q.PageSize = api.DefaultPageSize
+		q.PageSize = contract.DefaultPageSize
 	}
 
 	args := []any{projectID}
@@ -79,7 +79,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
 			AND c.seq <= (SELECT p.code_seq FROM projects p WHERE p.id = $1) - ` + off + `
 			ORDER BY c.seq DESC LIMIT ` + limit
-	} else if q.State == api.StateExpired && q.Search == "" && total <= sparseRows {
+	} else if q.State == contract.StateExpired && q.Search == "" && total <= sparseRows {
 		// Expired codes are usually few and old: walking the project's open codes newest first
 		// until the page fills would visit nearly all of them (the planner assumes matches are
 		// spread evenly). Collect the few through the expiry index first, then sort them.
@@ -107,12 +107,12 @@ const sparseRows = 200_000
 
 // stateCondition is the SQL predicate of a derived state, written so the partial (project_id,
 // seq) indexes of the schema match it. arg binds a parameter and returns its placeholder.
-func stateCondition(st api.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
+func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
 	const open = "NOT c.is_disabled AND c.verified_at IS NULL"
 	switch st {
-	case api.StateDisabled:
+	case contract.StateDisabled:
 		return "c.is_disabled", nil
-	case api.StateUsed:
+	case contract.StateUsed:
 		return "c.verified_at IS NOT NULL AND NOT c.is_disabled", nil
 	}
 	// The project's expiry is known here, so the fallback is decided now and the predicate is
@@ -120,12 +120,12 @@ func stateCondition(st api.State, arg func(any) string, projectExpiresAt *time.T
 	// few expired codes among millions does not walk them all.
 	projectPassed := projectExpiresAt != nil && !now.Before(*projectExpiresAt)
 	switch st {
-	case api.StateExpired:
+	case contract.StateExpired:
 		if projectPassed {
 			return open + " AND (c.expires_at IS NULL OR c.expires_at <= " + arg(now) + ")", nil
 		}
 		return open + " AND c.expires_at <= " + arg(now), nil
-	case api.StateUnused:
+	case contract.StateUnused:
 		if projectPassed {
 			return open + " AND c.expires_at > " + arg(now), nil
 		}

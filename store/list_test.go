@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -90,11 +90,11 @@ func TestListCodes(t *testing.T) {
 		want []string
 	}{
 		{"all newest first", store.ListQuery{}, now, []string{"n3", "n2", "n1", "used-and-disabled", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future", "x-expired", "d-disabled", "u-used"}},
-		{"used", store.ListQuery{State: api.StateUsed}, now, []string{"u-used"}},
-		{"disabled wins over used", store.ListQuery{State: api.StateDisabled}, now, []string{"used-and-disabled", "d-disabled"}},
-		{"expired own expiry", store.ListQuery{State: api.StateExpired}, now, []string{"x-expired"}},
-		{"expired falls back to project expiry", store.ListQuery{State: api.StateExpired}, now + 50, []string{"UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "x-expired"}},
-		{"unused", store.ListQuery{State: api.StateUnused}, now + 49, []string{"n3", "n2", "n1", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future"}},
+		{"used", store.ListQuery{State: contract.StateUsed}, now, []string{"u-used"}},
+		{"disabled wins over used", store.ListQuery{State: contract.StateDisabled}, now, []string{"used-and-disabled", "d-disabled"}},
+		{"expired own expiry", store.ListQuery{State: contract.StateExpired}, now, []string{"x-expired"}},
+		{"expired falls back to project expiry", store.ListQuery{State: contract.StateExpired}, now + 50, []string{"UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "x-expired"}},
+		{"unused", store.ListQuery{State: contract.StateUnused}, now + 49, []string{"n3", "n2", "n1", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future"}},
 		{"percent matches itself", store.ListQuery{Search: "%"}, now, []string{"50%_off"}},
 		{"underscore matches itself", store.ListQuery{Search: "_"}, now, []string{"50%_off"}},
 		{"percent and underscore", store.ListQuery{Search: "0%_O"}, now, []string{"50%_off"}},
@@ -102,7 +102,7 @@ func TestListCodes(t *testing.T) {
 		{"case-insensitive", store.ListQuery{Search: "upper-CASE"}, now, []string{"UPPER-case"}},
 		{"case-insensitive unicode", store.ListQuery{Search: "äöü-strasse"}, now, nil},
 		{"case-insensitive unicode umlauts", store.ListQuery{Search: "äöü-STRAßE"}, now, []string{"ÄÖÜ-Straße"}},
-		{"search and state", store.ListQuery{Search: "50", State: api.StateExpired}, now + 50, []string{"50xxoff", "50%_off"}},
+		{"search and state", store.ListQuery{Search: "50", State: contract.StateExpired}, now + 50, []string{"50xxoff", "50%_off"}},
 		{"no match", store.ListQuery{Search: "other-only"}, now, nil},
 	}
 	for _, tt := range tests {
@@ -125,13 +125,13 @@ func TestListCodes(t *testing.T) {
 	}
 	slices.Reverse(stored) // newest first
 	for _, at := range []int64{now - 100, now, now + 50, now + 2000} {
-		for _, st := range []api.State{"", api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired} {
+		for _, st := range []contract.State{"", contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired} {
 			for _, search := range []string{"", "o", "OFF", "50", "-", "ß", "zz"} {
 				t.Run(fmt.Sprintf("reference/%d/%s/%s", at-now, st, search), func(t *testing.T) {
 					var want []string
 					for _, r := range stored {
 						c := r.API(p.ExpiresAt, at)
-						state := api.DeriveState(c.IsDisabled, c.VerifiedAt != nil, api.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), at)
+						state := contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), at)
 						if (st == "" || st == state) && strings.Contains(strings.ToLower(r.Code), strings.ToLower(search)) {
 							want = append(want, r.Code)
 						}

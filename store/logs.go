@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Logs returns a code's verification logs newest first, at most limit of them (limit <= 0:
 // all), as the single-code endpoints show them. An unknown code simply has no logs.
-func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]api.LogEntry, error) {
-	if !api.ValidID(codeID) {
-		return []api.LogEntry{}, nil
+func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.LogEntry, error) {
+	if !contract.ValidID(codeID) {
+		return []contract.LogEntry{}, nil
 	}
 	var lim *int64
 	if limit > 0 {
@@ -28,9 +28,9 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]api.LogEn
 	if err != nil {
 		return nil, fmt.Errorf("select logs of code %s: %w", codeID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.LogEntry, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogEntry, error) {
 		var (
-			e  api.LogEntry
+			e  contract.LogEntry
 			id pgtype.UUID
 			at time.Time
 		)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -19,17 +19,17 @@ type NewProject struct {
 
 // CreateProject inserts an enabled project with a fresh time-ordered id and returns it as the
 // API shows it (without statistics: a new project has no codes).
-func (s *Store) CreateProject(ctx context.Context, p NewProject) (api.Project, error) {
-	id := api.NewID()
+func (s *Store) CreateProject(ctx context.Context, p NewProject) (contract.Project, error) {
+	id := contract.NewID()
 	var createdAt time.Time
 	err := s.pool.QueryRow(ctx,
 		`INSERT INTO projects (id, name, description, expires_at) VALUES ($1, $2, $3, $4)
 		 RETURNING created_at`,
 		id, p.Name, p.Description, toTime(p.ExpiresAt)).Scan(&createdAt)
 	if err != nil {
-		return api.Project{}, fmt.Errorf("insert project: %w", translate(err))
+		return contract.Project{}, fmt.Errorf("insert project: %w", translate(err))
 	}
-	return api.Project{
+	return contract.Project{
 		ID:          id,
 		Name:        p.Name,
 		Description: p.Description,
@@ -41,12 +41,12 @@ func (s *Store) CreateProject(ctx context.Context, p NewProject) (api.Project, e
 
 // Project reads one project without its statistics (see Statistics), so callers that only need
 // the flags, such as the cache loader, pay nothing for counting.
-func (s *Store) Project(ctx context.Context, id string) (api.Project, error) {
+func (s *Store) Project(ctx context.Context, id string) (contract.Project, error) {
 	if err := checkID("project", id); err != nil {
-		return api.Project{}, err
+		return contract.Project{}, err
 	}
 	var (
-		p         api.Project
+		p         contract.Project
 		pid       pgtype.UUID
 		expiresAt *time.Time
 		createdAt time.Time
@@ -55,7 +55,7 @@ func (s *Store) Project(ctx context.Context, id string) (api.Project, error) {
 		`SELECT id, name, description, enabled, expires_at, created_at FROM projects WHERE id = $1`,
 		id).Scan(&pid, &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
 	if err != nil {
-		return api.Project{}, fmt.Errorf("select project %s: %w", id, translate(err))
+		return contract.Project{}, fmt.Errorf("select project %s: %w", id, translate(err))
 	}
 	p.ID = hexID(pid)
 	p.ExpiresAt = toUnix(expiresAt)

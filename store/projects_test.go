@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -17,7 +17,7 @@ func TestProjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if !api.ValidID(p.ID) || !p.Status || p.CreatedAt == 0 || p.Statistics != nil {
+	if !contract.ValidID(p.ID) || !p.Status || p.CreatedAt == 0 || p.Statistics != nil {
 		t.Fatalf("created project = %+v", p)
 	}
 	got, err := s.Project(ctx, p.ID)
@@ -47,7 +47,7 @@ func TestProjects(t *testing.T) {
 		t.Errorf("expiry = %v, want 1700000000", got.ExpiresAt)
 	}
 
-	missing := api.NewID()
+	missing := contract.NewID()
 	for name, err := range map[string]error{
 		"get unknown":        func() error { _, err := s.Project(ctx, missing); return err }(),
 		"get malformed":      func() error { _, err := s.Project(ctx, "not-an-id"); return err }(),
@@ -92,7 +92,7 @@ func TestAPIKeys(t *testing.T) {
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
-			if !api.ValidID(k.ID) || !secretForm.MatchString(k.Secret) || k.ProjectID != p.ID ||
+			if !contract.ValidID(k.ID) || !secretForm.MatchString(k.Secret) || k.ProjectID != p.ID ||
 				k.Revoked || !k.ProjectEnabled || k.ProjectExpiresAt == nil || *k.ProjectExpiresAt != 1900000000 ||
 				k.RatePerSec != tt.wantRate || k.Burst != tt.wantBurst {
 				t.Fatalf("created key = %+v", k)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
@@ -172,7 +172,7 @@ func TestListScale(t *testing.T) {
 	}
 	// For comparison: a state-filtered list still skips OFFSET matching rows.
 	for _, page := range []int{1, n / 100 / 2} {
-		q := store.ListQuery{Page: page, PageSize: 100, State: api.StateUnused}
+		q := store.ListQuery{Page: page, PageSize: 100, State: contract.StateUnused}
 		p50, p99, k := latencies(t, 10, 500, 15*time.Second, func() error {
 			_, _, err := s.ListCodes(ctx, p.ID, q, now)
 			return err
@@ -200,7 +200,7 @@ func TestMigrateScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	projects := []string{api.NewID(), api.NewID()}
+	projects := []string{contract.NewID(), contract.NewID()}
 	for _, id := range projects {
 		if _, err := conn.Exec(ctx, `INSERT INTO projects (id, name) VALUES ($1, 'scale')`, id); err != nil {
 			t.Fatal(err)

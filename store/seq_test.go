@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
@@ -193,7 +193,7 @@ func TestInsertCodesConcurrentSeq(t *testing.T) {
 			}
 		}
 		checkPages(t, s, proj, 13, 100)
-		checkStats(t, s, proj, time.Now().Unix(), api.Statistics{TotalCodes: int64(n), UnusedCodes: int64(n)})
+		checkStats(t, s, proj, time.Now().Unix(), contract.Statistics{TotalCodes: int64(n), UnusedCodes: int64(n)})
 	}
 }
 
@@ -223,7 +223,7 @@ func TestListDeepPages(t *testing.T) {
 			// Rows written outside InsertCodes, one of them a value the project holds.
 			if _, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code)
 				VALUES ($1, $3, 'raw-1'), ($2, $3, $4) ON CONFLICT DO NOTHING`,
-				api.NewID(), api.NewID(), p.ID, all[0].Code); err != nil {
+				contract.NewID(), contract.NewID(), p.ID, all[0].Code); err != nil {
 				t.Fatalf("raw insert: %v", err)
 			}
 		}
@@ -252,11 +252,11 @@ func TestListDeepPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Reverse(stored)
-	for _, st := range []api.State{api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired} {
+	for _, st := range []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired} {
 		var want, got []string
 		for _, r := range stored {
 			c := r.API(p.ExpiresAt, now)
-			if api.DeriveState(c.IsDisabled, c.VerifiedAt != nil, api.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now) == st {
+			if contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now) == st {
 				want = append(want, r.ID)
 			}
 		}
@@ -287,22 +287,22 @@ func TestRawInsertNumbered(t *testing.T) {
 	p := mustProject(t, s, nil)
 	mustInsert(t, s, p.ID, values("a", "b")...)
 
-	_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'a')`, api.NewID(), p.ID)
+	_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'a')`, contract.NewID(), p.ID)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "codes_project_code_key" {
 		t.Fatalf("duplicate raw insert: %v", err)
 	}
 	tag, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code)
 		VALUES ($1, $4, 'b'), ($2, $4, 'c'), ($3, $4, 'c') ON CONFLICT (project_id, code) DO NOTHING`,
-		api.NewID(), api.NewID(), api.NewID(), p.ID)
+		contract.NewID(), contract.NewID(), contract.NewID(), p.ID)
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("raw insert on conflict: %v, %d rows", err, tag.RowsAffected())
 	}
-	_, err = s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'x')`, api.NewID(), api.NewID())
+	_, err = s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'x')`, contract.NewID(), contract.NewID())
 	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {
 		t.Fatalf("raw insert into unknown project: %v", err)
 	}
-	_, err = s.InsertCodes(ctx, api.NewID(), values("x"))
+	_, err = s.InsertCodes(ctx, contract.NewID(), values("x"))
 	wantNotFound(t, "InsertCodes into unknown project", err)
 	mustInsert(t, s, p.ID, values("c", "d")...)
 	rows := checkSeq(t, s.Pool(), p.ID)
@@ -313,7 +313,7 @@ func TestRawInsertNumbered(t *testing.T) {
 	if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("codes in seq order %q, want %q", got, want)
 	}
-	checkStats(t, s, p.ID, time.Now().Unix(), api.Statistics{TotalCodes: 4, UnusedCodes: 4})
+	checkStats(t, s, p.ID, time.Now().Unix(), contract.Statistics{TotalCodes: 4, UnusedCodes: 4})
 }
 
 // TestMigrateBackfill writes codes the way schema version 1 did (no seq), in an order unlike
@@ -336,7 +336,7 @@ func TestMigrateBackfill(t *testing.T) {
 		WHERE table_name = 'codes' AND column_name = 'seq'`).Scan(&cols); err != nil || cols != 0 {
 		t.Fatalf("version 1 has seq (%d, %v)", cols, err)
 	}
-	projects := []string{api.NewID(), api.NewID(), api.NewID()} // the last one without codes
+	projects := []string{contract.NewID(), contract.NewID(), contract.NewID()} // the last one without codes
 	for _, id := range projects {
 		if _, err := conn.Exec(ctx, `INSERT INTO projects (id, name) VALUES ($1, 'v1')`, id); err != nil {
 			t.Fatal(err)
@@ -348,7 +348,7 @@ func TestMigrateBackfill(t *testing.T) {
 		// created_at in whole seconds from a narrow range, so many codes share one.
 		at := base.Add(time.Duration(r.IntN(60)) * time.Second)
 		if _, err := conn.Exec(ctx, `INSERT INTO codes (id, project_id, code, created_at, is_disabled)
-			VALUES ($1, $2, $3, $4, $5)`, api.NewID(), projects[i%2], fmt.Sprintf("old-%d", i), at, i%10 == 0); err != nil {
+			VALUES ($1, $2, $3, $4, $5)`, contract.NewID(), projects[i%2], fmt.Sprintf("old-%d", i), at, i%10 == 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -369,7 +369,7 @@ func TestMigrateBackfill(t *testing.T) {
 	}
 	// The statistics trigger on updates is back on.
 	now := time.Now().Unix()
-	checkStats(t, s, projects[0], now, api.Statistics{TotalCodes: 250, UnusedCodes: 200, DisabledCodes: 50})
+	checkStats(t, s, projects[0], now, contract.Statistics{TotalCodes: 250, UnusedCodes: 200, DisabledCodes: 50})
 	first, err := s.CodeByValue(ctx, projects[0], "old-2")
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestMigrateBackfill(t *testing.T) {
 	if err := s.ApplySnapshot(ctx, first.ID, store.Snapshot{VerifiedAtMs: now * 1000, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	checkStats(t, s, projects[0], now, api.Statistics{TotalCodes: 250, UnusedCodes: 199, UsedCodes: 1, DisabledCodes: 50})
+	checkStats(t, s, projects[0], now, contract.Statistics{TotalCodes: 250, UnusedCodes: 199, UsedCodes: 1, DisabledCodes: 50})
 
 	// Inserts carry on after the backfilled numbers and list first.
 	added := mustInsert(t, s, projects[0], values("new-1", "old-4", "new-2")...)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // Statistics counts a project's codes by derived state at now. It reads the few code_counts
@@ -13,11 +13,11 @@ import (
 // the codes themselves, and is exact at any instant: whether an open code is unused or
 // expired is decided here from its own expiry or, when it has none, the project's.
 // ErrNotFound when the project does not exist.
-func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (api.Statistics, error) {
+func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error) {
 	if err := checkID("project", projectID); err != nil {
-		return api.Statistics{}, err
+		return contract.Statistics{}, err
 	}
-	var st api.Statistics
+	var st contract.Statistics
 	err := s.pool.QueryRow(ctx,
 		`SELECT coalesce(sum(n) FILTER (WHERE k.kind = 2), 0),
 		        coalesce(sum(n) FILTER (WHERE k.kind = 1), 0),
@@ -31,22 +31,22 @@ func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (ap
 		projectID, time.Unix(now, 0),
 	).Scan(&st.DisabledCodes, &st.UsedCodes, &st.ExpiredCodes, &st.UnusedCodes)
 	if err != nil {
-		return api.Statistics{}, fmt.Errorf("statistics of project %s: %w", projectID, translate(err))
+		return contract.Statistics{}, fmt.Errorf("statistics of project %s: %w", projectID, translate(err))
 	}
 	st.TotalCodes = st.DisabledCodes + st.UsedCodes + st.ExpiredCodes + st.UnusedCodes
 	return st, nil
 }
 
 // countOf picks the count of one state ("" = all) from statistics.
-func countOf(st api.Statistics, state api.State) int64 {
+func countOf(st contract.Statistics, state contract.State) int64 {
 	switch state {
-	case api.StateUnused:
+	case contract.StateUnused:
 		return st.UnusedCodes
-	case api.StateUsed:
+	case contract.StateUsed:
 		return st.UsedCodes
-	case api.StateDisabled:
+	case contract.StateDisabled:
 		return st.DisabledCodes
-	case api.StateExpired:
+	case contract.StateExpired:
 		return st.ExpiredCodes
 	}
 	return st.TotalCodes

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -16,7 +16,7 @@ func TestStatistics(t *testing.T) {
 	other := mustProject(t, s, nil)
 	mustInsert(t, s, other.ID, values("a", "b", "zz")...)
 
-	checkStats(t, s, p.ID, now, api.Statistics{})
+	checkStats(t, s, p.ID, now, contract.Statistics{})
 	rows := mustInsert(t, s, p.ID,
 		store.NewCode{Code: "a"},                           // project expiry
 		store.NewCode{Code: "b", ExpiresAt: ptr(now + 10)}, // own expiry, soon
@@ -32,7 +32,7 @@ func TestStatistics(t *testing.T) {
 	}
 	type at struct {
 		now  int64
-		want api.Statistics
+		want contract.Statistics
 	}
 	steps := []struct {
 		name   string
@@ -40,54 +40,54 @@ func TestStatistics(t *testing.T) {
 		at     []at
 	}{
 		{"inserted", func() {}, []at{
-			{now - 10, api.Statistics{TotalCodes: 4, UnusedCodes: 4}},
-			{now - 5, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}}, // now >= expiry is expired
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
-			{now + 9, api.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
-			{now + 10, api.Statistics{TotalCodes: 4, UnusedCodes: 2, ExpiredCodes: 2}},
-			{now + 100, api.Statistics{TotalCodes: 4, UnusedCodes: 1, ExpiredCodes: 3}},
-			{now + 1000, api.Statistics{TotalCodes: 4, ExpiredCodes: 4}},
+			{now - 10, contract.Statistics{TotalCodes: 4, UnusedCodes: 4}},
+			{now - 5, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}}, // now >= expiry is expired
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
+			{now + 9, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, ExpiredCodes: 1}},
+			{now + 10, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, ExpiredCodes: 2}},
+			{now + 100, contract.Statistics{TotalCodes: 4, UnusedCodes: 1, ExpiredCodes: 3}},
+			{now + 1000, contract.Statistics{TotalCodes: 4, ExpiredCodes: 4}},
 		}},
 		{"verify b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, VerifiedBy: "x", Version: 1}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, ExpiredCodes: 1}},
-			{now + 100, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 1, ExpiredCodes: 2}},
+			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, ExpiredCodes: 1}},
+			{now + 100, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 1, ExpiredCodes: 2}},
 		}},
 		{"disable expired c", func() { snap(c, store.Snapshot{Disabled: true, Version: 1}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
+			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
 		}},
 		{"disable used b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, Disabled: true, Version: 2}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 2}},
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 2}},
 		}},
 		{"enable and reactivate b", func() { snap(b, store.Snapshot{Version: 3}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
-			{now + 10, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+			{now + 10, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
 		}},
 		{"older snapshot ignored", func() { snap(b, store.Snapshot{Disabled: true, Version: 2}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
 		}},
 		{"version-only change", func() { snap(b, store.Snapshot{Version: 4}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
 		}},
 		{"project expiry cleared", func() {
 			if err := s.SetProjectExpiry(ctx, p.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 		}, []at{
-			{now + 100, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
-			{now + 5000, api.Statistics{TotalCodes: 4, UnusedCodes: 1, DisabledCodes: 1, ExpiredCodes: 2}},
+			{now + 100, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
+			{now + 5000, contract.Statistics{TotalCodes: 4, UnusedCodes: 1, DisabledCodes: 1, ExpiredCodes: 2}},
 		}},
 		{"project expiry set earlier", func() {
 			if err := s.SetProjectExpiry(ctx, p.ID, ptr(now-1)); err != nil {
 				t.Fatal(err)
 			}
 		}, []at{
-			{now, api.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}}, // a follows the project, b and d their own
+			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}}, // a follows the project, b and d their own
 		}},
 		{"verify a", func() { snap(a, store.Snapshot{VerifiedAtMs: now*1000 + 999, Version: 1}) }, []at{
-			{now, api.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
+			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
 		}},
 		{"more codes", func() { mustInsert(t, s, p.ID, values("e", "f", "a")...) }, []at{
-			{now, api.Statistics{TotalCodes: 6, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 2}},
+			{now, contract.Statistics{TotalCodes: 6, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 2}},
 		}},
 	}
 	for _, st := range steps {
@@ -96,7 +96,7 @@ func TestStatistics(t *testing.T) {
 			t.Run(st.name, func(t *testing.T) { checkStats(t, s, p.ID, a.now, a.want) })
 		}
 	}
-	checkStats(t, s, other.ID, now, api.Statistics{TotalCodes: 3, UnusedCodes: 3})
+	checkStats(t, s, other.ID, now, contract.Statistics{TotalCodes: 3, UnusedCodes: 3})
 
 	got, _ := s.CodeByID(ctx, p.ID, a)
 	if got.VerifiedAtMs != now*1000+999 || got.VerifiedAt == nil || *got.VerifiedAt != now || got.Version != 1 {

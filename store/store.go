@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -125,7 +125,7 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 
 // checkID rejects a malformed id before it reaches SQL: no row can have it, so it is not found.
 func checkID(kind, id string) error {
-	if !api.ValidID(id) {
+	if !contract.ValidID(id) {
 		return fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
 	}
 	return nil

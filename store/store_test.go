@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 )
@@ -37,7 +37,7 @@ func testCtx(t *testing.T) context.Context {
 
 func ptr[T any](v T) *T { return &v }
 
-func mustProject(t *testing.T, s *store.Store, expiresAt *int64) api.Project {
+func mustProject(t *testing.T, s *store.Store, expiresAt *int64) contract.Project {
 	t.Helper()
 	p, err := s.CreateProject(testCtx(t), store.NewProject{Name: "p", ExpiresAt: expiresAt})
 	if err != nil {
@@ -66,23 +66,23 @@ func values(vs ...string) []store.NewCode {
 
 // bruteStats counts a project's codes by derived state the slow way, from the codes themselves,
 // as the reference the trigger-maintained counters must equal.
-func bruteStats(t *testing.T, s *store.Store, projectID string, now int64) api.Statistics {
+func bruteStats(t *testing.T, s *store.Store, projectID string, now int64) contract.Statistics {
 	t.Helper()
 	p, err := s.Project(testCtx(t), projectID)
 	if err != nil {
 		t.Fatalf("project: %v", err)
 	}
-	var st api.Statistics
+	var st contract.Statistics
 	err = s.ExportCodes(testCtx(t), projectID, func(r store.CodeRow) error {
 		st.TotalCodes++
-		switch api.DeriveState(r.IsDisabled, r.VerifiedAt != nil, api.EffectiveExpiry(r.ExpiresAt, p.ExpiresAt), now) {
-		case api.StateDisabled:
+		switch contract.DeriveState(r.IsDisabled, r.VerifiedAt != nil, contract.EffectiveExpiry(r.ExpiresAt, p.ExpiresAt), now) {
+		case contract.StateDisabled:
 			st.DisabledCodes++
-		case api.StateUsed:
+		case contract.StateUsed:
 			st.UsedCodes++
-		case api.StateExpired:
+		case contract.StateExpired:
 			st.ExpiredCodes++
-		case api.StateUnused:
+		case contract.StateUnused:
 			st.UnusedCodes++
 		}
 		return nil
@@ -94,7 +94,7 @@ func bruteStats(t *testing.T, s *store.Store, projectID string, now int64) api.S
 }
 
 // checkStats asserts the counters equal both want and the brute-force count.
-func checkStats(t *testing.T, s *store.Store, projectID string, now int64, want api.Statistics) {
+func checkStats(t *testing.T, s *store.Store, projectID string, now int64, want contract.Statistics) {
 	t.Helper()
 	got, err := s.Statistics(testCtx(t), projectID, now)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // Client calls one project's endpoints with one API key.
@@ -60,10 +60,10 @@ func (c *Client) Sign(req *http.Request, body []byte) {
 		nonce = hex.EncodeToString(b[:])
 		req.Header.Set("X-Nonce", nonce)
 	}
-	sts := api.StringToSign(req.Method, req.URL.EscapedPath(), req.URL.RawQuery, api.BodySHA256(body), ts, nonce)
+	sts := contract.StringToSign(req.Method, req.URL.EscapedPath(), req.URL.RawQuery, contract.BodySHA256(body), ts, nonce)
 	req.Header.Set("X-API-Key", c.KeyID)
 	req.Header.Set("X-Timestamp", ts)
-	req.Header.Set("X-Signature", api.Sign(c.Secret, sts))
+	req.Header.Set("X-Signature", contract.Sign(c.Secret, sts))
 }
 
 // Do sends a signed request to pathAndQuery (already encoded) and returns the raw answer.
@@ -110,7 +110,7 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out 
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb api.ErrorBody
+		var eb contract.ErrorBody
 		_ = json.Unmarshal(b, &eb)
 		return resp.Header, &Error{Status: resp.StatusCode, Detail: eb.Detail, Header: resp.Header}
 	}
@@ -123,8 +123,8 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out 
 func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
 
 // Project reads the project with its statistics.
-func (c *Client) Project(ctx context.Context, projectID string) (api.Project, error) {
-	var p api.Project
+func (c *Client) Project(ctx context.Context, projectID string) (contract.Project, error) {
+	var p contract.Project
 	_, err := c.call(ctx, http.MethodGet, projectPath(projectID), nil, &p, nil)
 	return p, err
 }
@@ -136,7 +136,7 @@ type ListParams struct {
 }
 
 // ListCodes reads a page of codes.
-func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) (api.CodePage, error) {
+func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) (contract.CodePage, error) {
 	q := url.Values{}
 	if p.Page != 0 {
 		q.Set("page", strconv.Itoa(p.Page))
@@ -154,35 +154,35 @@ func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) 
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var page api.CodePage
+	var page contract.CodePage
 	_, err := c.call(ctx, http.MethodGet, path, nil, &page, nil)
 	return page, err
 }
 
 // CodeByValue reads one code by its value, with its verification history.
-func (c *Client) CodeByValue(ctx context.Context, projectID, value string) (api.Code, error) {
-	var code api.Code
+func (c *Client) CodeByValue(ctx context.Context, projectID, value string) (contract.Code, error) {
+	var code contract.Code
 	_, err := c.call(ctx, http.MethodGet, projectPath(projectID)+"/codes/by-code/"+url.PathEscape(value), nil, &code, nil)
 	return code, err
 }
 
 // CodeByID reads one code by its id, with its verification history.
-func (c *Client) CodeByID(ctx context.Context, projectID, id string) (api.Code, error) {
-	var code api.Code
+func (c *Client) CodeByID(ctx context.Context, projectID, id string) (contract.Code, error) {
+	var code contract.Code
 	_, err := c.call(ctx, http.MethodGet, projectPath(projectID)+"/codes/"+url.PathEscape(id), nil, &code, nil)
 	return code, err
 }
 
 // Verify redeems a code. A business refusal is a nil error with Success false.
-func (c *Client) Verify(ctx context.Context, projectID string, req api.VerifyRequest, o Options) (api.VerifyResponse, http.Header, error) {
-	var r api.VerifyResponse
+func (c *Client) Verify(ctx context.Context, projectID string, req contract.VerifyRequest, o Options) (contract.VerifyResponse, http.Header, error) {
+	var r contract.VerifyResponse
 	h, err := c.call(ctx, http.MethodPost, projectPath(projectID)+"/codes/verify", req, &r, o.header())
 	return r, h, err
 }
 
 // Reactivate resets a used code to unused.
-func (c *Client) Reactivate(ctx context.Context, projectID string, req api.ReactivateRequest, o Options) (api.ReactivateResponse, http.Header, error) {
-	var r api.ReactivateResponse
+func (c *Client) Reactivate(ctx context.Context, projectID string, req contract.ReactivateRequest, o Options) (contract.ReactivateResponse, http.Header, error) {
+	var r contract.ReactivateResponse
 	h, err := c.call(ctx, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, &r, o.header())
 	return r, h, err
 }

@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 )
@@ -19,10 +19,10 @@ type Admin struct {
 }
 
 // CreateProject records a project and publishes its state to the hot path.
-func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (api.Project, error) {
+func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (contract.Project, error) {
 	proj, err := a.Store.CreateProject(ctx, p)
 	if err != nil {
-		return api.Project{}, err
+		return contract.Project{}, err
 	}
 	return proj, a.publishProject(ctx, proj)
 }
@@ -51,7 +51,7 @@ func (a *Admin) republishProject(ctx context.Context, id string) error {
 	return a.publishProject(ctx, p)
 }
 
-func (a *Admin) publishProject(ctx context.Context, p api.Project) error {
+func (a *Admin) publishProject(ctx context.Context, p contract.Project) error {
 	if err := a.Cache.PutProject(ctx, cache.ProjectState{ID: p.ID, Enabled: p.Status, ExpiresAt: p.ExpiresAt}); err != nil {
 		return fmt.Errorf("publish project %s to redis: %w", p.ID, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
@@ -123,9 +123,9 @@ func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	if err := a.SetProjectEnabled(ctx, pid, false); err != nil {
 		t.Fatal(err)
 	}
-	r, err := a.Cache.Apply(ctx, cache.Call{Action: api.ActionVerify, ProjectID: pid, KeyID: "k", Code: "X1",
-		ReplayKey: api.NewID(), EventID: api.NewID(), Now: time.Now()})
-	if err != nil || r.Outcome.Error != api.ProjectDisabled {
+	r, err := a.Cache.Apply(ctx, cache.Call{Action: contract.ActionVerify, ProjectID: pid, KeyID: "k", Code: "X1",
+		ReplayKey: contract.NewID(), EventID: contract.NewID(), Now: time.Now()})
+	if err != nil || r.Outcome.Error != contract.ProjectDisabled {
 		t.Fatalf("verify in a disabled project: %+v, %v", r, err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -68,7 +68,7 @@ func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress 
 			continue
 		}
 		c := store.NewCode{Code: rec[0]}
-		if err := api.ValidateCode(c.Code); err != nil {
+		if err := contract.ValidateCode(c.Code); err != nil {
 			return res, fmt.Errorf("line %d: %w", line, err)
 		}
 		if len(rec) > 1 && strings.TrimSpace(rec[1]) != "" {
@@ -110,7 +110,7 @@ func (a *Admin) ExportCSV(ctx context.Context, projectID string, now int64, w io
 	n := 0
 	err = a.Store.ExportCodes(ctx, projectID, func(r store.CodeRow) error {
 		c := r.API(p.ExpiresAt, now)
-		st := api.DeriveState(c.IsDisabled, c.VerifiedAt != nil, api.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
+		st := contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
 		n++
 		return cw.Write([]string{c.ID, c.Code, string(st), strconv.FormatBool(c.IsDisabled),
 			optInt(c.ExpiresAt), optInt(c.VerifiedAt), optStr(c.VerifiedBy), strconv.FormatInt(c.CreatedAt, 10)})

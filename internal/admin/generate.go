@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 )
@@ -43,10 +43,10 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 	if len(alphabet) < 2 || len(alphabet) > 256 {
 		return 0, errors.New("charset needs 2 to 256 characters")
 	}
-	if n := utf8.RuneCountInString(spec.Prefix) + spec.Length + utf8.RuneCountInString(spec.Suffix); n > api.MaxCodeLen {
-		return 0, fmt.Errorf("codes would be %d characters; at most %d", n, api.MaxCodeLen)
+	if n := utf8.RuneCountInString(spec.Prefix) + spec.Length + utf8.RuneCountInString(spec.Suffix); n > contract.MaxCodeLen {
+		return 0, fmt.Errorf("codes would be %d characters; at most %d", n, contract.MaxCodeLen)
 	}
-	if err := api.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
+	if err := contract.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
 		return 0, fmt.Errorf("prefix, charset or suffix: %w", err)
 	}
 	d := newDrawer(alphabet, spec)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // TestBadInput sends every kind of malformed request the contract names to a running stack:
@@ -61,8 +61,8 @@ func TestBadInput(t *testing.T) {
 		{"trailing brace", vpath, `{"code":"%[1]s"}}`, 400, "JSON", false},
 		{"trailing bracket", vpath, `{"code":"%[1]s"}]`, 400, "JSON", false},
 		{"1 MiB body", vpath, `{"code":"%[1]s","verified_by":"` + long(1<<20) + `"}`, 413, "64 KiB", false},
-		{"just over 64 KiB", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", api.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", false},
-		{"just over 64 KiB, chunked", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", api.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", true},
+		{"just over 64 KiB", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", false},
+		{"just over 64 KiB, chunked", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", true},
 	}
 	values := make([]string, len(cases))
 	for i := range cases {
@@ -78,8 +78,8 @@ func TestBadInput(t *testing.T) {
 				if strings.Contains(c.body, "%[1]s") {
 					body = []byte(fmt.Sprintf(c.body, values[i]))
 				}
-				if c.status == 413 && c.name != "1 MiB body" && len(body) != api.MaxBodyBytes+1 {
-					t.Fatalf("test body is %d bytes, want %d", len(body), api.MaxBodyBytes+1)
+				if c.status == 413 && c.name != "1 MiB body" && len(body) != contract.MaxBodyBytes+1 {
+					t.Fatalf("test body is %d bytes, want %d", len(body), contract.MaxBodyBytes+1)
 				}
 				nonces[i] = ctNonce()
 				r := sg.with(t).send(ctReq{Method: http.MethodPost, Path: c.path, Body: body, Nonce: nonces[i], Chunked: c.chunked})
@@ -112,9 +112,9 @@ func TestBadInput(t *testing.T) {
 	t.Run("limits accepted", func(t *testing.T) {
 		// The limits count characters, not bytes, and are inclusive; a body of exactly 64 KiB
 		// is accepted.
-		code := strings.Repeat("é", api.MaxCodeLen)
-		by := strings.Repeat("ü", api.MaxByLen)
-		reason := strings.Repeat("ß", api.MaxReasonLen)
+		code := strings.Repeat("é", contract.MaxCodeLen)
+		by := strings.Repeat("ü", contract.MaxByLen)
+		reason := strings.Repeat("ß", contract.MaxReasonLen)
 		s.importCodes(tn.ProjectID, nil, code, "BI-EXACT")
 		var o ctOutcome
 		sg.with(t).post(vpath, map[string]any{"code": code, "verified_by": by}, nil).decode(t, http.StatusOK, &o)
@@ -126,7 +126,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("reactivate with 100-character reactivated_by and 500-character reason: %+v", o)
 		}
 		body := []byte(`{"code":"BI-EXACT"}`)
-		body = append(body, bytes.Repeat([]byte(" "), api.MaxBodyBytes-len(body))...)
+		body = append(body, bytes.Repeat([]byte(" "), contract.MaxBodyBytes-len(body))...)
 		sg.with(t).send(ctReq{Method: http.MethodPost, Path: vpath, Body: body, Nonce: ctNonce()}).decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("verify with a body of exactly 64 KiB: %+v", o)

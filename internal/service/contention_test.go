@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 )
 
 // TestContentionRedeemsOnceAcrossReplicas sends 2,000 concurrent verifies of one code through
@@ -25,7 +25,7 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 
 	const n = 2000
 	type answer struct {
-		r   api.VerifyResponse
+		r   contract.VerifyResponse
 		err error
 	}
 	answers := make(chan answer, n)
@@ -38,7 +38,7 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			r, _, err := c.Verify(context.Background(), tn.ProjectID, api.VerifyRequest{Code: "HOT-CODE", VerifiedBy: &by}, client.Options{})
+			r, _, err := c.Verify(context.Background(), tn.ProjectID, contract.VerifyRequest{Code: "HOT-CODE", VerifiedBy: &by}, client.Options{})
 			answers <- answer{r, err}
 		}()
 	}
@@ -46,7 +46,7 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 	wg.Wait()
 	close(answers)
 	wins, used := 0, 0
-	var winner api.VerifyResponse
+	var winner contract.VerifyResponse
 	for a := range answers {
 		switch {
 		case a.err != nil:
@@ -54,7 +54,7 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 		case a.r.Success:
 			wins++
 			winner = a.r
-		case a.r.ErrorCode != nil && *a.r.ErrorCode == string(api.CodeAlreadyUsed):
+		case a.r.ErrorCode != nil && *a.r.ErrorCode == string(contract.CodeAlreadyUsed):
 			used++
 		default:
 			t.Fatalf("unexpected answer %+v", a.r)

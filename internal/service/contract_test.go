@@ -20,7 +20,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -306,22 +306,22 @@ func ctInWindow(t *testing.T, what string, v *int64, from, to time.Time) {
 }
 
 // ctCode reads one code by value with the signer, requiring 200.
-func ctCode(t *testing.T, sg *ctSigner, projectID, value string) api.Code {
+func ctCode(t *testing.T, sg *ctSigner, projectID, value string) contract.Code {
 	t.Helper()
-	var c api.Code
+	var c contract.Code
 	sg.with(t).get(ctByCodePath(projectID, value), "").decode(t, http.StatusOK, &c)
 	return c
 }
 
 // ctPage reads one page of the list with the raw query.
-func ctPage(t *testing.T, sg *ctSigner, projectID, query string) api.CodePage {
+func ctPage(t *testing.T, sg *ctSigner, projectID, query string) contract.CodePage {
 	t.Helper()
-	var p api.CodePage
+	var p contract.CodePage
 	sg.with(t).get(ctProject(projectID)+"/codes", query).decode(t, http.StatusOK, &p)
 	return p
 }
 
-func ctValues(items []api.Code) []string {
+func ctValues(items []contract.Code) []string {
 	out := make([]string, len(items))
 	for i, c := range items {
 		out[i] = c.Code
@@ -426,33 +426,33 @@ func TestContract(t *testing.T) {
 			name   string
 			sg     *ctSigner
 			proj   string
-			action api.Action
+			action contract.Action
 			body   map[string]any
 			hdr    http.Header
-			want   api.ErrorCode // "" = success
+			want   contract.ErrorCode // "" = success
 		}
-		verify, react := api.ActionVerify, api.ActionReactivate
+		verify, react := contract.ActionVerify, contract.ActionReactivate
 		rows := []row{
 			{"verify success", sa, a.ProjectID, verify, map[string]any{"code": "OK-1", "verified_by": "till-7"},
 				http.Header{"X-Forwarded-For": {"203.0.113.9"}, "X-Real-Ip": {"203.0.113.9"}}, ""},
-			{"verify used", sa, a.ProjectID, verify, map[string]any{"code": "USED-1"}, nil, api.CodeAlreadyUsed},
-			{"reactivate unused", sa, a.ProjectID, react, map[string]any{"code": "UNUSED-1"}, nil, api.CodeAlreadyUnused},
-			{"verify disabled", sa, a.ProjectID, verify, map[string]any{"code": "DIS-1"}, nil, api.CodeDisabled},
-			{"reactivate disabled", sa, a.ProjectID, react, map[string]any{"code": "DIS-1"}, nil, api.CodeDisabled},
-			{"verify disabled before used", sa, a.ProjectID, verify, map[string]any{"code": "DISUSED-1"}, nil, api.CodeDisabled},
-			{"reactivate disabled used code", sa, a.ProjectID, react, map[string]any{"code": "DISUSED-1"}, nil, api.CodeDisabled},
-			{"verify expired", sa, a.ProjectID, verify, map[string]any{"code": "EXP-1"}, nil, api.CodeExpired},
-			{"reactivate unused before expired", sa, a.ProjectID, react, map[string]any{"code": "EXPUNUSED"}, nil, api.CodeAlreadyUnused},
+			{"verify used", sa, a.ProjectID, verify, map[string]any{"code": "USED-1"}, nil, contract.CodeAlreadyUsed},
+			{"reactivate unused", sa, a.ProjectID, react, map[string]any{"code": "UNUSED-1"}, nil, contract.CodeAlreadyUnused},
+			{"verify disabled", sa, a.ProjectID, verify, map[string]any{"code": "DIS-1"}, nil, contract.CodeDisabled},
+			{"reactivate disabled", sa, a.ProjectID, react, map[string]any{"code": "DIS-1"}, nil, contract.CodeDisabled},
+			{"verify disabled before used", sa, a.ProjectID, verify, map[string]any{"code": "DISUSED-1"}, nil, contract.CodeDisabled},
+			{"reactivate disabled used code", sa, a.ProjectID, react, map[string]any{"code": "DISUSED-1"}, nil, contract.CodeDisabled},
+			{"verify expired", sa, a.ProjectID, verify, map[string]any{"code": "EXP-1"}, nil, contract.CodeExpired},
+			{"reactivate unused before expired", sa, a.ProjectID, react, map[string]any{"code": "EXPUNUSED"}, nil, contract.CodeAlreadyUnused},
 			{"reactivate success", sa, a.ProjectID, react, map[string]any{"code": "REACT-1", "reactivated_by": "ops", "reason": "refund"}, nil, ""},
-			{"verify unknown", sa, a.ProjectID, verify, map[string]any{"code": "NOPE"}, nil, api.CodeNotFound},
-			{"reactivate unknown", sa, a.ProjectID, react, map[string]any{"code": "NOPE"}, nil, api.CodeNotFound},
-			{"verify in disabled project", spd, pd.ProjectID, verify, map[string]any{"code": "PD-1"}, nil, api.ProjectDisabled},
-			{"reactivate in disabled project", spd, pd.ProjectID, react, map[string]any{"code": "PD-1"}, nil, api.ProjectDisabled},
-			{"project disabled before code disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-DIS"}, nil, api.ProjectDisabled},
-			{"unknown before project disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-NOPE"}, nil, api.CodeNotFound},
-			{"verify in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-1"}, nil, api.ProjectExpired},
-			{"reactivate in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-1"}, nil, api.ProjectExpired},
-			{"project expiry before own expiry", spe, pe.ProjectID, verify, map[string]any{"code": "PE-OWN"}, nil, api.ProjectExpired},
+			{"verify unknown", sa, a.ProjectID, verify, map[string]any{"code": "NOPE"}, nil, contract.CodeNotFound},
+			{"reactivate unknown", sa, a.ProjectID, react, map[string]any{"code": "NOPE"}, nil, contract.CodeNotFound},
+			{"verify in disabled project", spd, pd.ProjectID, verify, map[string]any{"code": "PD-1"}, nil, contract.ProjectDisabled},
+			{"reactivate in disabled project", spd, pd.ProjectID, react, map[string]any{"code": "PD-1"}, nil, contract.ProjectDisabled},
+			{"project disabled before code disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-DIS"}, nil, contract.ProjectDisabled},
+			{"unknown before project disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-NOPE"}, nil, contract.CodeNotFound},
+			{"verify in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-1"}, nil, contract.ProjectExpired},
+			{"reactivate in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-1"}, nil, contract.ProjectExpired},
+			{"project expiry before own expiry", spe, pe.ProjectID, verify, map[string]any{"code": "PE-OWN"}, nil, contract.ProjectExpired},
 		}
 		for _, r := range rows {
 			t.Run(r.name, func(t *testing.T) {
@@ -491,9 +491,9 @@ func TestContract(t *testing.T) {
 			result, action string
 			by, reason     *string
 		}
-		verifyOK := wantLog{api.ResultSuccess, "verify", nil, nil}
-		failed := func(action string, code api.ErrorCode) wantLog {
-			return wantLog{api.ResultFailed, action, nil, ctPtr(string(code))}
+		verifyOK := wantLog{contract.ResultSuccess, "verify", nil, nil}
+		failed := func(action string, code contract.ErrorCode) wantLog {
+			return wantLog{contract.ResultFailed, action, nil, ctPtr(string(code))}
 		}
 		cases := []struct {
 			sg    *ctSigner
@@ -501,20 +501,20 @@ func TestContract(t *testing.T) {
 			value string
 			logs  []wantLog // newest first
 		}{
-			{sa, a.ProjectID, "OK-1", []wantLog{{api.ResultSuccess, "verify", ctPtr("till-7"), nil}}},
-			{sa, a.ProjectID, "USED-1", []wantLog{failed("verify", api.CodeAlreadyUsed), verifyOK}},
-			{sa, a.ProjectID, "REACT-1", []wantLog{{api.ResultReactivated, "reactivate", ctPtr("ops"), ctPtr("refund")}, verifyOK}},
-			{sa, a.ProjectID, "DIS-1", []wantLog{failed("reactivate", api.CodeDisabled), failed("verify", api.CodeDisabled)}},
-			{sa, a.ProjectID, "UNUSED-1", []wantLog{failed("reactivate", api.CodeAlreadyUnused)}},
-			{sa, a.ProjectID, "EXP-1", []wantLog{failed("verify", api.CodeExpired)}},
-			{spd, pd.ProjectID, "PD-1", []wantLog{failed("reactivate", api.ProjectDisabled), failed("verify", api.ProjectDisabled)}},
-			{spe, pe.ProjectID, "PE-1", []wantLog{failed("reactivate", api.ProjectExpired), failed("verify", api.ProjectExpired)}},
+			{sa, a.ProjectID, "OK-1", []wantLog{{contract.ResultSuccess, "verify", ctPtr("till-7"), nil}}},
+			{sa, a.ProjectID, "USED-1", []wantLog{failed("verify", contract.CodeAlreadyUsed), verifyOK}},
+			{sa, a.ProjectID, "REACT-1", []wantLog{{contract.ResultReactivated, "reactivate", ctPtr("ops"), ctPtr("refund")}, verifyOK}},
+			{sa, a.ProjectID, "DIS-1", []wantLog{failed("reactivate", contract.CodeDisabled), failed("verify", contract.CodeDisabled)}},
+			{sa, a.ProjectID, "UNUSED-1", []wantLog{failed("reactivate", contract.CodeAlreadyUnused)}},
+			{sa, a.ProjectID, "EXP-1", []wantLog{failed("verify", contract.CodeExpired)}},
+			{spd, pd.ProjectID, "PD-1", []wantLog{failed("reactivate", contract.ProjectDisabled), failed("verify", contract.ProjectDisabled)}},
+			{spe, pe.ProjectID, "PE-1", []wantLog{failed("reactivate", contract.ProjectExpired), failed("verify", contract.ProjectExpired)}},
 		}
 		for _, c := range cases {
 			t.Run(c.value, func(t *testing.T) {
 				id := ctCodeID(t, s, c.proj, c.value)
 				ctWaitLogs(t, s, id, len(c.logs))
-				var shown [][]api.LogEntry
+				var shown [][]contract.LogEntry
 				if c.proj == pd.ProjectID {
 					// A disabled project's codes cannot be read through the API (401).
 					logs, err := s.deps.Store.Logs(context.Background(), id, 0)
@@ -523,7 +523,7 @@ func TestContract(t *testing.T) {
 					}
 					shown = append(shown, logs)
 				} else {
-					var byID api.Code
+					var byID contract.Code
 					c.sg.with(t).get(ctProject(c.proj)+"/codes/"+id, "").decode(t, http.StatusOK, &byID)
 					shown = append(shown, ctCode(t, c.sg, c.proj, c.value).VerificationLogs, byID.VerificationLogs)
 				}
@@ -533,7 +533,7 @@ func TestContract(t *testing.T) {
 					}
 					for i, w := range c.logs {
 						g := got[i]
-						if !api.ValidID(g.ID) || g.Result != w.result || g.Action != w.action || g.IPAddress != "127.0.0.1" ||
+						if !contract.ValidID(g.ID) || g.Result != w.result || g.Action != w.action || g.IPAddress != "127.0.0.1" ||
 							!ctEqualPtr(g.VerifiedBy, w.by) || !ctEqualPtr(g.Reason, w.reason) ||
 							g.VerifiedAt < start.Unix() || g.VerifiedAt > time.Now().Unix() {
 							t.Errorf("log %d: %+v (by %v, reason %v), want %+v (by %v, reason %v), ip 127.0.0.1, Unix seconds since %d",
@@ -546,7 +546,7 @@ func TestContract(t *testing.T) {
 	})
 
 	t.Run("ProjectAndStatistics", func(t *testing.T) {
-		var p api.Project
+		var p contract.Project
 		resp := ss.with(t).get(ctProject(st.ProjectID), "")
 		resp.decode(t, http.StatusOK, &p)
 		if p.ID != st.ProjectID || p.Name != "test" || !p.Status || p.ExpiresAt != nil ||
@@ -554,8 +554,8 @@ func TestContract(t *testing.T) {
 			t.Fatalf("project %s", resp.Body)
 		}
 		// The expired project stays readable, and counts its codes without an own expiry as expired.
-		ctWaitStats(t, spe, pe.ProjectID, api.Statistics{TotalCodes: 3, UnusedCodes: 1, ExpiredCodes: 2})
-		var pp api.Project
+		ctWaitStats(t, spe, pe.ProjectID, contract.Statistics{TotalCodes: 3, UnusedCodes: 1, ExpiredCodes: 2})
+		var pp contract.Project
 		spe.with(t).get(ctProject(pe.ProjectID), "").decode(t, http.StatusOK, &pp)
 		if !pp.Status || pp.ExpiresAt == nil || *pp.ExpiresAt != past {
 			t.Fatalf("expired project: %+v; want status true (enabled), expires_at %d", pp, past)
@@ -580,11 +580,11 @@ func TestContract(t *testing.T) {
 	t.Run("ExpiredAfterUse", func(t *testing.T) {
 		before := time.Now()
 		resp := sa.with(t).post(ctVerifyPath(a.ProjectID), map[string]any{"code": "SOON-1"}, nil)
-		ctCheckOutcome(t, s, resp, a.ProjectID, api.ActionVerify, "SOON-1", api.CodeAlreadyUsed, before, time.Now())
+		ctCheckOutcome(t, s, resp, a.ProjectID, contract.ActionVerify, "SOON-1", contract.CodeAlreadyUsed, before, time.Now())
 		resp = sa.with(t).post(ctReactivatePath(a.ProjectID), map[string]any{"code": "SOON-1"}, nil)
-		ctCheckOutcome(t, s, resp, a.ProjectID, api.ActionReactivate, "SOON-1", api.CodeExpired, before, time.Now())
+		ctCheckOutcome(t, s, resp, a.ProjectID, contract.ActionReactivate, "SOON-1", contract.CodeExpired, before, time.Now())
 		resp = ss.with(t).post(ctVerifyPath(st.ProjectID), map[string]any{"code": "S-SOONU"}, nil)
-		ctCheckOutcome(t, s, resp, st.ProjectID, api.ActionVerify, "S-SOONU", api.CodeExpired, before, time.Now())
+		ctCheckOutcome(t, s, resp, st.ProjectID, contract.ActionVerify, "S-SOONU", contract.CodeExpired, before, time.Now())
 		c := ctCode(t, sa, a.ProjectID, "SOON-1")
 		if !c.Status || c.IsExpired {
 			t.Fatalf("a used code past its expiry shows %+v; want status true, is_expired false", c)
@@ -592,7 +592,7 @@ func TestContract(t *testing.T) {
 	})
 
 	t.Run("StatisticsExact", func(t *testing.T) {
-		want := api.Statistics{TotalCodes: 14, UsedCodes: 3, UnusedCodes: 5, DisabledCodes: 2, ExpiredCodes: 4}
+		want := contract.Statistics{TotalCodes: 14, UsedCodes: 3, UnusedCodes: 5, DisabledCodes: 2, ExpiredCodes: 4}
 		ctWaitStats(t, ss, st.ProjectID, want)
 		for _, f := range []struct {
 			status string
@@ -654,10 +654,10 @@ func ctDeref(p *string) string {
 }
 
 // ctWaitStats waits until the project's statistics are want: they may trail the pipeline.
-func ctWaitStats(t *testing.T, sg *ctSigner, projectID string, want api.Statistics) {
+func ctWaitStats(t *testing.T, sg *ctSigner, projectID string, want contract.Statistics) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "statistics", func() (bool, string) {
-		var p api.Project
+		var p contract.Project
 		sg.with(t).get(ctProject(projectID), "").decode(t, http.StatusOK, &p)
 		if p.Statistics == nil {
 			return false, "no statistics"
@@ -672,13 +672,13 @@ func ctWaitStats(t *testing.T, sg *ctSigner, projectID string, want api.Statisti
 
 // ctCheckOutcome checks a verify or reactivate answer: HTTP 200 whatever the outcome, every
 // member present, code_id null exactly when the code was not found, Unix-seconds times.
-func ctCheckOutcome(t *testing.T, s *stack, resp ctResp, projectID string, action api.Action, value string, want api.ErrorCode, before, after time.Time) {
+func ctCheckOutcome(t *testing.T, s *stack, resp ctResp, projectID string, action contract.Action, value string, want contract.ErrorCode, before, after time.Time) {
 	t.Helper()
 	var o ctOutcome
 	resp.decode(t, http.StatusOK, &o)
 	m := resp.fields(t)
 	timeField := "verified_at"
-	if action == api.ActionReactivate {
+	if action == contract.ActionReactivate {
 		timeField = "reactivated_at"
 	}
 	for _, f := range []string{"success", "code_id", "code", timeField, "message", "error_code"} {
@@ -696,24 +696,24 @@ func ctCheckOutcome(t *testing.T, s *stack, resp ctResp, projectID string, actio
 	} else if o.ErrorCode == nil || *o.ErrorCode != string(want) {
 		t.Errorf("error_code %s, want %s", m["error_code"], want)
 	}
-	if want == api.CodeNotFound {
+	if want == contract.CodeNotFound {
 		if string(m["code_id"]) != "null" {
 			t.Errorf("code_id %s for an unknown code, want null", m["code_id"])
 		}
 	} else if id := ctCodeID(t, s, projectID, value); o.CodeID == nil || *o.CodeID != id {
 		t.Errorf("code_id %s, want %q", m["code_id"], id)
 	}
-	wantMsg := map[api.ErrorCode]string{
-		api.CodeNotFound: "Code not found", api.CodeAlreadyUsed: "Code has already been used",
+	wantMsg := map[contract.ErrorCode]string{
+		contract.CodeNotFound: "Code not found", contract.CodeAlreadyUsed: "Code has already been used",
 	}[want]
 	switch {
-	case want == "" && action == api.ActionVerify:
+	case want == "" && action == contract.ActionVerify:
 		wantMsg = "Code verified successfully"
 		ctInWindow(t, "verified_at", o.VerifiedAt, before, after)
 	case want == "":
 		wantMsg = "Code reactivated successfully"
 		ctInWindow(t, "reactivated_at", o.ReactivatedAt, before, after)
-	case action == api.ActionReactivate && string(m["reactivated_at"]) != "null":
+	case action == contract.ActionReactivate && string(m["reactivated_at"]) != "null":
 		t.Errorf("reactivated_at %s on a failed reactivate, want null", m["reactivated_at"])
 	}
 	if wantMsg != "" && o.Message != wantMsg {
@@ -735,7 +735,7 @@ func ctTestList(t *testing.T, s *stack, base string) {
 
 	t.Run("default paging", func(t *testing.T) {
 		resp := sg.with(t).get(ctProject(tn.ProjectID)+"/codes", "")
-		var p api.CodePage
+		var p contract.CodePage
 		resp.decode(t, http.StatusOK, &p)
 		if len(p.Items) != 20 || p.Total != total || p.Page != 1 || p.PageSize != 20 || p.TotalPages != 2 {
 			t.Fatalf("default page: %d items, total %d, page %d, page_size %d, total_pages %d",
@@ -775,7 +775,7 @@ func ctTestList(t *testing.T, s *stack, base string) {
 	t.Run("past the end", func(t *testing.T) {
 		for _, q := range []string{"page=3", "page=6&page_size=7", "page=1000&page_size=100"} {
 			resp := sg.with(t).get(ctProject(tn.ProjectID)+"/codes", q)
-			var p api.CodePage
+			var p contract.CodePage
 			resp.decode(t, http.StatusOK, &p)
 			wantPages := int64(2)
 			if strings.Contains(q, "page_size=7") {
@@ -808,7 +808,7 @@ func ctTestList(t *testing.T, s *stack, base string) {
 		} {
 			q := "search=" + url.QueryEscape(c.search) + c.extra
 			resp := sg.with(t).get(ctProject(tn.ProjectID)+"/codes", q)
-			var p api.CodePage
+			var p contract.CodePage
 			resp.decode(t, http.StatusOK, &p)
 			got := ctValues(p.Items)
 			wantPages := int64(0)
@@ -849,7 +849,7 @@ func ctTestSingleReads(t *testing.T, s *stack, base string) {
 			}
 			for _, enc := range []string{url.PathEscape(v), all.String()} {
 				resp := sg.with(t).get(ctProject(tn.ProjectID)+"/codes/by-code/"+enc, "")
-				var c api.Code
+				var c contract.Code
 				resp.decode(t, http.StatusOK, &c)
 				if c.ID != id || c.Code != v || c.Status || c.IsDisabled || c.IsExpired || c.VerifiedAt != nil {
 					t.Fatalf("by-code/%s: %s; want code %q id %s, unused", enc, resp.Body, v, id)
@@ -858,7 +858,7 @@ func ctTestSingleReads(t *testing.T, s *stack, base string) {
 					t.Fatalf("by-code/%s: verification_logs is not an empty array: %s", enc, resp.Body)
 				}
 			}
-			var c api.Code
+			var c contract.Code
 			sg.with(t).get(ctProject(tn.ProjectID)+"/codes/"+id, "").decode(t, http.StatusOK, &c)
 			if c.ID != id || c.Code != v {
 				t.Fatalf("by id %s: %+v", id, c)
@@ -867,7 +867,7 @@ func ctTestSingleReads(t *testing.T, s *stack, base string) {
 	}
 	t.Run("not found", func(t *testing.T) {
 		for _, c := range []struct{ name, path string }{
-			{"unknown id", ctProject(tn.ProjectID) + "/codes/" + api.NewID()},
+			{"unknown id", ctProject(tn.ProjectID) + "/codes/" + contract.NewID()},
 			{"malformed id", ctProject(tn.ProjectID) + "/codes/xyz"},
 			{"id of another project's code", ctProject(tn.ProjectID) + "/codes/" + otherID},
 			{"unknown value", ctByCodePath(tn.ProjectID, "NO-SUCH")},
@@ -909,7 +909,7 @@ func ctTestAuth(t *testing.T, s *stack, base string, spd *ctSigner, pd *tenant) 
 			"nonce of 15 characters": {Method: http.MethodGet, Path: proj, Nonce: strings.Repeat("n", 15)},
 			"nonce of 65 characters": {Method: http.MethodGet, Path: proj, Nonce: strings.Repeat("n", 65)},
 			"nonce with a dot":       {Method: http.MethodGet, Path: proj, Nonce: "abcdefghijklmnop.q"},
-			"unknown key":            {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {api.NewID()}}},
+			"unknown key":            {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {contract.NewID()}}},
 			"malformed key":          {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {"not-a-key"}}},
 		} {
 			t.Run(name, func(t *testing.T) { ctWantDetail(t, sg.with(t).send(r), http.StatusUnauthorized, "") })
@@ -1060,13 +1060,13 @@ func ctTestSignatureFormats(t *testing.T, s *stack, base string) {
 		path := proj + "/codes/by-code/A%2FB%20C"
 		for _, nonce := range []string{"", ctNonce()} {
 			ts := strconv.FormatInt(time.Now().Unix(), 10)
-			sts := "GET\n" + path + "\n\n" + api.EmptyBodySHA256 + "\n" + ts
+			sts := "GET\n" + path + "\n\n" + contract.EmptyBodySHA256 + "\n" + ts
 			if nonce != "" {
 				sts += "\n" + nonce
 			}
 			req := sg.build(ctReq{Method: http.MethodGet, Path: path, Nonce: nonce, Sig: ctSign(sg.secret, sts),
 				Header: http.Header{"X-Timestamp": {ts}}})
-			var c api.Code
+			var c contract.Code
 			ctDo(t, sg.hc, req).decode(t, http.StatusOK, &c)
 			if c.Code != "A/B C" {
 				t.Fatalf("by-code A%%2FB%%20C answered %q", c.Code)
@@ -1074,7 +1074,7 @@ func ctTestSignatureFormats(t *testing.T, s *stack, base string) {
 		}
 		// The path is signed as sent: its decoded form is not the signed one.
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		sts := "GET\n" + proj + "/codes/by-code/A/B C\n\n" + api.EmptyBodySHA256 + "\n" + ts
+		sts := "GET\n" + proj + "/codes/by-code/A/B C\n\n" + contract.EmptyBodySHA256 + "\n" + ts
 		req := sg.build(ctReq{Method: http.MethodGet, Path: path, Sig: ctSign(sg.secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
 		ctWantDetail(t, ctDo(t, sg.hc, req), http.StatusUnauthorized, "")
 	})
@@ -1082,7 +1082,7 @@ func ctTestSignatureFormats(t *testing.T, s *stack, base string) {
 		const query = "status=unused&search=a%25b&page=1&page_size=5&search=x"
 		const sorted = "page=1&page_size=5&search=a%25b&search=x&status=unused"
 		resp := sg.with(t).send(ctReq{Method: http.MethodGet, Path: proj + "/codes", Query: query, Nonce: ctNonce(), SignQuery: ctPtr(sorted)})
-		var p api.CodePage
+		var p contract.CodePage
 		resp.decode(t, http.StatusOK, &p)
 		if got := ctValues(p.Items); !slices.Equal(got, []string{"XA%B1"}) || p.Total != 1 || p.PageSize != 5 {
 			t.Fatalf("search a%%b: %s", resp.Body)
@@ -1105,9 +1105,9 @@ func ctTestSignatureFormats(t *testing.T, s *stack, base string) {
 		const signed = "page=1&search=a+b%2Fc&status=unused"
 		path := proj + "/codes"
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		sts := "GET\n" + path + "\n" + signed + "\n" + api.EmptyBodySHA256 + "\n" + ts
+		sts := "GET\n" + path + "\n" + signed + "\n" + contract.EmptyBodySHA256 + "\n" + ts
 		req := sg.build(ctReq{Method: http.MethodGet, Path: path, Query: sent, Sig: ctSign(sg.secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
-		var p api.CodePage
+		var p contract.CodePage
 		ctDo(t, sg.hc, req).decode(t, http.StatusOK, &p)
 		if got := ctValues(p.Items); !slices.Equal(got, []string{"a b/c-1"}) {
 			t.Fatalf("search \"a b/c\" sent as a+b%%2Fc: %v", got)
@@ -1226,7 +1226,7 @@ func ctTestIdempotency(t *testing.T, s *stack, base string) {
 		// One log for the first verify; none for the replay or the conflicts. A plain attempt
 		// afterwards is the second.
 		sg.post(vpath, map[string]any{"code": "IDEM-1"}, nil).decode(t, http.StatusOK, &o)
-		if o.Success || o.ErrorCode == nil || *o.ErrorCode != string(api.CodeAlreadyUsed) {
+		if o.Success || o.ErrorCode == nil || *o.ErrorCode != string(contract.CodeAlreadyUsed) {
 			t.Fatalf("plain verify after: %+v", o)
 		}
 		id := ctCodeID(t, s, tn.ProjectID, "IDEM-1")
@@ -1236,7 +1236,7 @@ func ctTestIdempotency(t *testing.T, s *stack, base string) {
 			`SELECT array_agg(result ORDER BY verified_at) FROM verification_logs WHERE code_id = $1`, id).Scan(&results); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(results, []string{api.ResultSuccess, api.ResultFailed}) {
+		if !slices.Equal(results, []string{contract.ResultSuccess, contract.ResultFailed}) {
 			t.Fatalf("logs of IDEM-1: %v", results)
 		}
 	})

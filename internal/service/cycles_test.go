@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -29,7 +29,7 @@ type cycAnswer struct {
 // cycRace sends racers concurrent requests of one action for every value, spread over the
 // tenant's clients (one per API replica), all released at once. It fails the test on any
 // transport or HTTP error: a valid request always gets a 200 result body.
-func cycRace(t *testing.T, tn *tenant, action api.Action, values []string, racers int, tag string) map[string][]cycAnswer {
+func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, racers int, tag string) map[string][]cycAnswer {
 	t.Helper()
 	n := len(values) * racers
 	answers := make(chan cycAnswer, n)
@@ -47,17 +47,17 @@ func cycRace(t *testing.T, tn *tenant, action api.Action, values []string, racer
 			ctx := context.Background()
 			a := cycAnswer{value: value, by: by}
 			switch action {
-			case api.ActionVerify:
-				r, _, err := c.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value, VerifiedBy: &by}, client.Options{})
+			case contract.ActionVerify:
+				r, _, err := c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value, VerifiedBy: &by}, client.Options{})
 				if err != nil {
 					errs <- fmt.Errorf("verify %s: %w", value, err)
 					return
 				}
 				a.success, a.at, a.message = r.Success, r.VerifiedAt, r.Message
 				a.errCode, a.codeID = cycStr(r.ErrorCode), cycStr(r.CodeID)
-			case api.ActionReactivate:
+			case contract.ActionReactivate:
 				reason := "cycle " + tag
-				r, _, err := c.Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: value, ReactivatedBy: &by, Reason: &reason}, client.Options{})
+				r, _, err := c.Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value, ReactivatedBy: &by, Reason: &reason}, client.Options{})
 				if err != nil {
 					errs <- fmt.Errorf("reactivate %s: %w", value, err)
 					return
@@ -179,7 +179,7 @@ func TestVerifyReactivateCycles(t *testing.T) {
 	for round := 1; round <= rounds; round++ {
 		tag := fmt.Sprintf("r%d", round)
 		before := time.Now().Unix()
-		got := cycRace(t, tn, api.ActionVerify, values, racers, tag)
+		got := cycRace(t, tn, contract.ActionVerify, values, racers, tag)
 		after := time.Now().Unix()
 		for _, v := range values {
 			as := got[v]
@@ -206,7 +206,7 @@ func TestVerifyReactivateCycles(t *testing.T) {
 					continue
 				}
 				// Every loser ran after the winner, so it sees the winner's verified_at.
-				if a.errCode != string(api.CodeAlreadyUsed) || a.codeID != ids[v] || a.at == nil || *a.at != *win.at ||
+				if a.errCode != string(contract.CodeAlreadyUsed) || a.codeID != ids[v] || a.at == nil || *a.at != *win.at ||
 					a.message != "Code has already been used" {
 					t.Fatalf("round %d: losing verify of %s: %+v, winner verified_at %d", round, v, a, *win.at)
 				}
@@ -220,7 +220,7 @@ func TestVerifyReactivateCycles(t *testing.T) {
 		if round == rounds {
 			reactivate = slices.DeleteFunc(slices.Clone(values), endsUsed)
 		}
-		got = cycRace(t, tn, api.ActionReactivate, reactivate, racers, tag)
+		got = cycRace(t, tn, contract.ActionReactivate, reactivate, racers, tag)
 		for _, v := range reactivate {
 			as := got[v]
 			tl := tallies[v]
@@ -235,7 +235,7 @@ func TestVerifyReactivateCycles(t *testing.T) {
 					}
 					tl.reactWins = append(tl.reactWins, a.by)
 					tl.reactReasons = append(tl.reactReasons, "cycle "+tag)
-				case a.errCode != string(api.CodeAlreadyUnused) || a.codeID != ids[v] || a.at != nil:
+				case a.errCode != string(contract.CodeAlreadyUnused) || a.codeID != ids[v] || a.at != nil:
 					t.Fatalf("round %d: losing reactivate of %s: %+v", round, v, a)
 				}
 			}
@@ -275,14 +275,14 @@ func TestVerifyReactivateCycles(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch {
-			case action == "verify" && result == api.ResultSuccess && reason == "":
+			case action == "verify" && result == contract.ResultSuccess && reason == "":
 				verifyWins = append(verifyWins, by)
-			case action == "verify" && result == api.ResultFailed && reason == string(api.CodeAlreadyUsed):
+			case action == "verify" && result == contract.ResultFailed && reason == string(contract.CodeAlreadyUsed):
 				failedVerify++
-			case action == "reactivate" && result == api.ResultReactivated:
+			case action == "reactivate" && result == contract.ResultReactivated:
 				reactWins = append(reactWins, by)
 				reactReasons = append(reactReasons, reason)
-			case action == "reactivate" && result == api.ResultFailed && reason == string(api.CodeAlreadyUnused):
+			case action == "reactivate" && result == contract.ResultFailed && reason == string(contract.CodeAlreadyUnused):
 				failedReact++
 			default:
 				t.Errorf("%s: unexpected log action=%s result=%s reason=%q by=%q", v, action, result, reason, by)
@@ -346,7 +346,7 @@ func TestVerifyReactivateCycles(t *testing.T) {
 			wantUnused = append(wantUnused, v)
 		}
 	}
-	cycCheckStates(t, tn, map[api.State][]string{api.StateUsed: wantUsed, api.StateUnused: wantUnused})
+	cycCheckStates(t, tn, map[contract.State][]string{contract.StateUsed: wantUsed, contract.StateUnused: wantUnused})
 }
 
 // cycSameSet compares two lists as multisets.
@@ -359,12 +359,12 @@ func cycSameSet(a, b []string) bool {
 
 // cycCheckStates checks through the API that the list filter of every state selects exactly the
 // expected codes and that the statistics count them exactly (states absent from want have none).
-func cycCheckStates(t *testing.T, tn *tenant, want map[api.State][]string) {
+func cycCheckStates(t *testing.T, tn *tenant, want map[contract.State][]string) {
 	t.Helper()
 	ctx := context.Background()
 	c := tn.Clients[len(tn.Clients)-1]
 	total := 0
-	for _, st := range []api.State{api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired} {
+	for _, st := range []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired} {
 		total += len(want[st])
 		page, err := c.ListCodes(ctx, tn.ProjectID, client.ListParams{Status: string(st), PageSize: 100})
 		if err != nil {
@@ -389,9 +389,9 @@ func cycCheckStates(t *testing.T, tn *tenant, want map[api.State][]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStats := api.Statistics{
-		TotalCodes: int64(total), UsedCodes: int64(len(want[api.StateUsed])), UnusedCodes: int64(len(want[api.StateUnused])),
-		DisabledCodes: int64(len(want[api.StateDisabled])), ExpiredCodes: int64(len(want[api.StateExpired])),
+	wantStats := contract.Statistics{
+		TotalCodes: int64(total), UsedCodes: int64(len(want[contract.StateUsed])), UnusedCodes: int64(len(want[contract.StateUnused])),
+		DisabledCodes: int64(len(want[contract.StateDisabled])), ExpiredCodes: int64(len(want[contract.StateExpired])),
 	}
 	if p.Statistics == nil || *p.Statistics != wantStats {
 		t.Errorf("statistics %+v, want %+v", p.Statistics, wantStats)
@@ -405,7 +405,7 @@ type cycStateCase struct {
 	expiresAt     *int64
 	verify        bool // verified through the API during setup
 	disable       bool // disabled by the operator (after the verify, if any)
-	before, after api.State
+	before, after contract.State
 }
 
 // TestCodeStateDerivation checks the contract's precedence disabled > used > expired > unused,
@@ -423,7 +423,7 @@ func TestCodeStateDerivation(t *testing.T) {
 	// Warm the pipeline (the consumer's group join) so the timed part below is short.
 	warm := s.newTenant(nil, bases[0])
 	s.importCodes(warm.ProjectID, nil, "WARM")
-	r, _, err := warm.Clients[0].Verify(ctx, warm.ProjectID, api.VerifyRequest{Code: "WARM"}, client.Options{})
+	r, _, err := warm.Clients[0].Verify(ctx, warm.ProjectID, contract.VerifyRequest{Code: "WARM"}, client.Options{})
 	if err != nil || !r.Success {
 		t.Fatalf("warm-up verify: %+v %v", r, err)
 	}
@@ -433,7 +433,7 @@ func TestCodeStateDerivation(t *testing.T) {
 	projectExp := now + 8
 	past, future, atProject := now-60, now+3600, projectExp
 	tn := s.newTenant(&projectExp, bases...)
-	U, D, X, E := api.StateUnused, api.StateUsed, api.StateDisabled, api.StateExpired
+	U, D, X, E := contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired
 	cases := []cycStateCase{
 		{"open-none-1", nil, false, false, U, E},
 		{"open-none-2", nil, false, false, U, E},
@@ -462,7 +462,7 @@ func TestCodeStateDerivation(t *testing.T) {
 			continue
 		}
 		by := "till-" + c.value
-		r, _, err := tn.Clients[logs%len(tn.Clients)].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: c.value, VerifiedBy: &by}, client.Options{})
+		r, _, err := tn.Clients[logs%len(tn.Clients)].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: c.value, VerifiedBy: &by}, client.Options{})
 		if err != nil || !r.Success || r.VerifiedAt == nil {
 			t.Fatalf("verify %s: %+v %v", c.value, r, err)
 		}
@@ -477,10 +477,10 @@ func TestCodeStateDerivation(t *testing.T) {
 		}
 	}
 	// The checks run in the contract's order: disabled before expired, expired reported last.
-	for value, want := range map[string]api.ErrorCode{
-		"open-past-1": api.CodeExpired, "disabled-past": api.CodeDisabled, "disabled-used": api.CodeDisabled, "used-future": api.CodeAlreadyUsed,
+	for value, want := range map[string]contract.ErrorCode{
+		"open-past-1": contract.CodeExpired, "disabled-past": contract.CodeDisabled, "disabled-used": contract.CodeDisabled, "used-future": contract.CodeAlreadyUsed,
 	} {
-		r, _, err := tn.Clients[0].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value}, client.Options{})
+		r, _, err := tn.Clients[0].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
 		if err != nil || r.Success || cycStr(r.ErrorCode) != string(want) {
 			t.Fatalf("verify %s: %+v %v; want %s", value, r, err, want)
 		}
@@ -488,9 +488,9 @@ func TestCodeStateDerivation(t *testing.T) {
 	}
 	s.cycWaitProjectLogs(tn.ProjectID, logs)
 
-	check := func(phase string, pick func(cycStateCase) api.State) {
+	check := func(phase string, pick func(cycStateCase) contract.State) {
 		t.Helper()
-		want := map[api.State][]string{}
+		want := map[contract.State][]string{}
 		for _, c := range cases {
 			st := pick(c)
 			want[st] = append(want[st], c.value)
@@ -512,25 +512,25 @@ func TestCodeStateDerivation(t *testing.T) {
 		}
 		cycCheckStates(t, tn, want)
 	}
-	check("before the project's expiry", func(c cycStateCase) api.State { return c.before })
+	check("before the project's expiry", func(c cycStateCase) contract.State { return c.before })
 	if time.Now().Unix() >= projectExp {
 		t.Fatalf("setup and checks took until after the project's expiry; the checks above are void")
 	}
 
 	time.Sleep(time.Until(time.Unix(projectExp, 0)) + 50*time.Millisecond)
-	check("after the project's expiry", func(c cycStateCase) api.State { return c.after })
+	check("after the project's expiry", func(c cycStateCase) contract.State { return c.after })
 	p, err := tn.Clients[0].Project(ctx, tn.ProjectID)
 	if err != nil || !p.Status || p.ExpiresAt == nil || *p.ExpiresAt != projectExp {
 		t.Fatalf("expired project reads %+v, %v; want enabled with expires_at %d", p, err, projectExp)
 	}
 	// An expired project refuses verify and reactivate before looking at the code.
 	for _, value := range []string{"open-future-1", "open-none-1", "used-none"} {
-		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: value}, client.Options{})
-		if err != nil || r.Success || cycStr(r.ErrorCode) != string(api.ProjectExpired) {
+		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
+		if err != nil || r.Success || cycStr(r.ErrorCode) != string(contract.ProjectExpired) {
 			t.Errorf("verify %s after the project's expiry: %+v %v", value, r, err)
 		}
-		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: value}, client.Options{})
-		if err != nil || rr.Success || cycStr(rr.ErrorCode) != string(api.ProjectExpired) {
+		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value}, client.Options{})
+		if err != nil || rr.Success || cycStr(rr.ErrorCode) != string(contract.ProjectExpired) {
 			t.Errorf("reactivate %s after the project's expiry: %+v %v", value, rr, err)
 		}
 	}

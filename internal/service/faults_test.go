@@ -13,15 +13,15 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 )
 
 // fltOp is one request of the fault tests' traffic and its answer. Its by (verified_by or
 // reactivated_by) is unique, so the request's verification log can be found by it.
 type fltOp struct {
-	action  api.Action
+	action  contract.Action
 	value   string
 	by      string
 	known   bool // the code exists, so the attempt must be logged
@@ -51,9 +51,9 @@ func (f *fltTraffic) wave(n int) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		seq := f.seq.Add(1)
-		op := fltOp{action: api.ActionVerify, by: fmt.Sprintf("op-%d", seq), known: true}
+		op := fltOp{action: contract.ActionVerify, by: fmt.Sprintf("op-%d", seq), known: true}
 		if rand.IntN(100) < 45 {
-			op.action = api.ActionReactivate
+			op.action = contract.ActionReactivate
 		}
 		if rand.IntN(100) < 5 {
 			op.value, op.known = fmt.Sprintf("NO-SUCH-%d", seq), false
@@ -66,8 +66,8 @@ func (f *fltTraffic) wave(n int) {
 			defer wg.Done()
 			<-start
 			ctx := context.Background()
-			if op.action == api.ActionVerify {
-				r, _, err := c.Verify(ctx, f.tn.ProjectID, api.VerifyRequest{Code: op.value, VerifiedBy: &op.by}, client.Options{})
+			if op.action == contract.ActionVerify {
+				r, _, err := c.Verify(ctx, f.tn.ProjectID, contract.VerifyRequest{Code: op.value, VerifiedBy: &op.by}, client.Options{})
 				if err != nil {
 					errs <- fmt.Errorf("verify %s: %w", op.value, err)
 					return
@@ -75,7 +75,7 @@ func (f *fltTraffic) wave(n int) {
 				op.success, op.errCode, op.codeID = r.Success, cycStr(r.ErrorCode), cycStr(r.CodeID)
 			} else {
 				reason := "fault test"
-				r, _, err := c.Reactivate(ctx, f.tn.ProjectID, api.ReactivateRequest{Code: op.value, ReactivatedBy: &op.by, Reason: &reason}, client.Options{})
+				r, _, err := c.Reactivate(ctx, f.tn.ProjectID, contract.ReactivateRequest{Code: op.value, ReactivatedBy: &op.by, Reason: &reason}, client.Options{})
 				if err != nil {
 					errs <- fmt.Errorf("reactivate %s: %w", op.value, err)
 					return
@@ -172,7 +172,7 @@ func (f *fltTraffic) checkLogs(s *stack) {
 		logs := byOp[op.by]
 		delete(byOp, op.by)
 		if !op.known {
-			if op.success || op.errCode != string(api.CodeNotFound) || op.codeID != "" || len(logs) != 0 {
+			if op.success || op.errCode != string(contract.CodeNotFound) || op.codeID != "" || len(logs) != 0 {
 				t.Errorf("attempt on unknown code %s: success=%v error=%s code_id=%q, %d logs", op.value, op.success, op.errCode, op.codeID, len(logs))
 			}
 			continue
@@ -183,14 +183,14 @@ func (f *fltTraffic) checkLogs(s *stack) {
 			ct = &codeTally{id: op.codeID}
 			codes[op.value] = ct
 		}
-		want := logRow{codeID: op.codeID, action: string(op.action), result: api.ResultFailed, reason: op.errCode}
+		want := logRow{codeID: op.codeID, action: string(op.action), result: contract.ResultFailed, reason: op.errCode}
 		if op.success {
 			successes++
-			if op.action == api.ActionVerify {
-				want.result, want.reason = api.ResultSuccess, ""
+			if op.action == contract.ActionVerify {
+				want.result, want.reason = contract.ResultSuccess, ""
 				ct.verified++
 			} else {
-				want.result, want.reason = api.ResultReactivated, "fault test"
+				want.result, want.reason = contract.ResultReactivated, "fault test"
 				ct.reactive++
 			}
 		}
@@ -291,7 +291,7 @@ func fltChangesState(s *stack, stream string, ids []string) bool {
 		if err != nil || len(msgs) != 1 {
 			continue
 		}
-		var ev api.Event
+		var ev contract.Event
 		if json.Unmarshal([]byte(fmt.Sprint(msgs[0].Values[audit.EventField])), &ev) == nil && ev.Changed {
 			return true
 		}
@@ -363,7 +363,7 @@ func fltStoredUncommitted(t *testing.T, s *stack, projectID string) int {
 			if m.Offset >= upto {
 				break
 			}
-			var ev api.Event
+			var ev contract.Event
 			if err := json.Unmarshal(m.Value, &ev); err != nil {
 				t.Fatalf("partition %d offset %d: %v", part, m.Offset, err)
 			}
@@ -428,7 +428,7 @@ func fltRun(t *testing.T, sc fltScenario) {
 		s.cfg.RelayClaimIdle, s.cfg.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
 	}
 	f := fltNewTraffic(t, s, 12)
-	stream := api.OutboxKey(api.Shard(f.tn.ProjectID))
+	stream := contract.OutboxKey(contract.Shard(f.tn.ProjectID))
 	ctx := context.Background()
 
 	relayHooks, consumerHooks := hooksNone, hooksNone

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
@@ -220,6 +220,6 @@ func (s *stack) outboxEmpty() (bool, string) {
 
 var errInjected = errors.New("injected fault")
 
-var _ = api.NewID
+var _ = contract.NewID
 
 var hooksNone = service.Hooks{}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acv/acv/api/server"
+	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +36,7 @@ var depUpDesc = prometheus.NewDesc("acv_dependency_up", "1 when the dependency a
 // dependencyCollector probes Redis, Postgres and Kafka at scrape time, so an unreachable
 // dependency is a series of its own, not an inference from errors.
 type dependencyCollector struct {
-	checks map[string]server.Check
+	checks map[string]httpapi.Check
 }
 
 func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depUpDesc }

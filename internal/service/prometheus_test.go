@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
 )
@@ -237,13 +237,13 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 
 	// Idempotency: the same key and body twice is a replay, another body a conflict.
 	idem := client.Options{IdempotencyKey: "prom-test-idem-1"}
-	if _, _, err := c0.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: values[0], VerifiedBy: &by}, idem); err != nil {
+	if _, _, err := c0.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: values[0], VerifiedBy: &by}, idem); err != nil {
 		t.Fatalf("verify with idempotency key: %v", err)
 	}
-	if _, h, err := c0.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: values[0], VerifiedBy: &by}, idem); err != nil || h.Get("Idempotent-Replayed") != "true" {
+	if _, h, err := c0.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: values[0], VerifiedBy: &by}, idem); err != nil || h.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("idempotent replay: err %v, Idempotent-Replayed %q", err, h.Get("Idempotent-Replayed"))
 	}
-	if _, _, err := c0.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: values[1], VerifiedBy: &by}, idem); statusOf(err) != http.StatusConflict {
+	if _, _, err := c0.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: values[1], VerifiedBy: &by}, idem); statusOf(err) != http.StatusConflict {
 		t.Fatalf("idempotency conflict: want 409, got %v", err)
 	}
 
@@ -271,7 +271,7 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("request without auth headers: status %d, want 401", resp.StatusCode)
 	}
-	unknown := &client.Client{BaseURL: apis[1], KeyID: api.NewID(), Secret: "x", HTTP: s.http, Nonce: true}
+	unknown := &client.Client{BaseURL: apis[1], KeyID: contract.NewID(), Secret: "x", HTTP: s.http, Nonce: true}
 	if _, err := unknown.Project(ctx, tn.ProjectID); statusOf(err) != http.StatusUnauthorized {
 		t.Fatalf("unknown key: want 401, got %v", err)
 	}
@@ -318,20 +318,20 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 			for time.Now().Before(deadline) {
 				n := next.Add(1)
 				code := values[2+int(n)%(nCodes-2)]
-				_, _, err := c.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: code, VerifiedBy: &by}, client.Options{})
+				_, _, err := c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: code, VerifiedBy: &by}, client.Options{})
 				report("verify", err)
 				if n%3 == 0 { // CODE_ALREADY_USED
-					_, _, err = c.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: code, VerifiedBy: &by}, client.Options{})
+					_, _, err = c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: code, VerifiedBy: &by}, client.Options{})
 					report("verify again", err)
 				}
 				if n%4 == 0 { // success, then CODE_ALREADY_UNUSED
-					_, _, err = c.Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: code, ReactivatedBy: &by}, client.Options{})
+					_, _, err = c.Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: code, ReactivatedBy: &by}, client.Options{})
 					report("reactivate", err)
-					_, _, err = c.Reactivate(ctx, tn.ProjectID, api.ReactivateRequest{Code: code, ReactivatedBy: &by}, client.Options{})
+					_, _, err = c.Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: code, ReactivatedBy: &by}, client.Options{})
 					report("reactivate again", err)
 				}
 				if n%5 == 0 { // CODE_NOT_FOUND
-					_, _, err = c.Verify(ctx, tn.ProjectID, api.VerifyRequest{Code: fmt.Sprintf("NOPE-%d", n)}, client.Options{})
+					_, _, err = c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: fmt.Sprintf("NOPE-%d", n)}, client.Options{})
 					report("verify unknown", err)
 				}
 				if n%7 == 0 {

@@ -8,7 +8,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/acv/acv/api/server"
+	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
 )
 
@@ -20,8 +20,8 @@ type Hooks struct {
 
 // readyChecks are the dependencies a process needs to be ready: Redis, Postgres, and Kafka
 // when it is configured.
-func readyChecks(d *Deps) map[string]server.Check {
-	ready := map[string]server.Check{
+func readyChecks(d *Deps) map[string]httpapi.Check {
+	ready := map[string]httpapi.Check{
 		"redis":    d.Cache.Ping,
 		"postgres": d.Store.Ping,
 	}
@@ -32,8 +32,8 @@ func readyChecks(d *Deps) map[string]server.Check {
 }
 
 // NewAPI builds an API replica over deps.
-func NewAPI(d *Deps) (*server.Server, error) {
-	return server.New(server.Config{
+func NewAPI(d *Deps) (*httpapi.Server, error) {
+	return httpapi.New(httpapi.Config{
 		Records:        d.Store,
 		HotPath:        d.Cache,
 		Ready:          readyChecks(d),

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -30,7 +30,7 @@ func TestOneVerifyIsOneTrace(t *testing.T) {
 	tn := s.newTenant(nil, base)
 	s.importCodes(tn.ProjectID, nil, "TRACE-ME")
 
-	r, _, err := tn.Clients[0].Verify(context.Background(), tn.ProjectID, api.VerifyRequest{Code: "TRACE-ME"}, client.Options{})
+	r, _, err := tn.Clients[0].Verify(context.Background(), tn.ProjectID, contract.VerifyRequest{Code: "TRACE-ME"}, client.Options{})
 	if err != nil || !r.Success {
 		t.Fatalf("verify: %+v %v", r, err)
 	}

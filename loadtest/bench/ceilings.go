@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -38,16 +38,16 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	}
 	// Keys as the cache lays them out: the project id as 16 raw bytes. redis-benchmark takes
 	// them as arguments, which cannot hold a NUL byte, so draw an id without one.
-	pid, raw := api.NewID(), ""
+	pid, raw := contract.NewID(), ""
 	for {
 		b, _ := hex.DecodeString(pid)
 		if !bytes.Contains(b, []byte{0}) {
 			raw = string(b)
 			break
 		}
-		pid = api.NewID()
+		pid = contract.NewID()
 	}
-	tag := fmt.Sprintf("acv:{%02d}:", api.Shard(pid))
+	tag := fmt.Sprintf("acv:{%02d}:", contract.Shard(pid))
 	const keyspace = 1_000_000
 	if err := rdb.HSet(ctx, tag+"p:"+pid, "en", "1").Err(); err != nil {
 		return err
@@ -55,7 +55,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	for start := 0; start < keyspace; start += 10_000 {
 		pipe := rdb.Pipeline()
 		for i := start; i < start+10_000; i++ {
-			id, _ := hex.DecodeString(api.NewID())
+			id, _ := hex.DecodeString(contract.NewID())
 			pipe.HSet(ctx, fmt.Sprintf("%sc:%s%012d", tag, raw, i), "i", id, "n", "0")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -72,7 +72,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		"EVALSHA", sha, "6",
 		tag + "c:" + raw + "__rand_int__", tag + "p:" + pid, tag + "outbox", tag + "rl:bench",
 		tag + "rp:bench:__rand_int__", tag + "ik:bench:none",
-		"verify", "1800000000000", api.NewID(), pid, "bench", "", "127.0.0.1", "660", "0", "", "86400", "0", "0", ""}
+		"verify", "1800000000000", contract.NewID(), pid, "bench", "", "127.0.0.1", "660", "0", "", "86400", "0", "0", ""}
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("redis-benchmark: %w: %s", err, out)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/store"
 	"github.com/redis/go-redis/v9"
@@ -76,7 +76,7 @@ func (b *bench) scale(ctx context.Context) error {
 	}
 	for i, c := range page.Items {
 		if i%2 == 0 {
-			if _, _, err := cl.Verify(ctx, big.ID, api.VerifyRequest{Code: c.Code}, client.Options{}); err != nil {
+			if _, _, err := cl.Verify(ctx, big.ID, contract.VerifyRequest{Code: c.Code}, client.Options{}); err != nil {
 				return err
 			}
 		} else if err := a.SetCodeDisabled(ctx, big.ID, c.Code, true); err != nil {
@@ -92,7 +92,7 @@ func (b *bench) scale(ctx context.Context) error {
 		var out []time.Duration
 		for _, v := range codes {
 			t0 := time.Now()
-			_, _, err := c.Verify(ctx, projectID, api.VerifyRequest{Code: v}, client.Options{})
+			_, _, err := c.Verify(ctx, projectID, contract.VerifyRequest{Code: v}, client.Options{})
 			if err == nil {
 				out = append(out, time.Since(t0))
 			}

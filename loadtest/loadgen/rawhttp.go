@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // conn is one keep-alive HTTP/1.1 connection driven by hand, as wrk drives its connections: a
@@ -47,7 +47,7 @@ func (s *signer) verifyRequest(dst []byte, body []byte, now time.Time) []byte {
 	_, _ = rand.Read(s.nonce[:])
 	nonce := hex.EncodeToString(s.nonce[:])
 	ts := strconv.FormatInt(now.Unix(), 10)
-	sig := api.Sign(s.secret, api.StringToSign("POST", s.path, "", api.BodySHA256(body), ts, nonce))
+	sig := contract.Sign(s.secret, contract.StringToSign("POST", s.path, "", contract.BodySHA256(body), ts, nonce))
 	dst = append(dst[:0], "POST "...)
 	dst = append(dst, s.path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)

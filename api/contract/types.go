@@ -1,4 +1,4 @@
-package api
+package contract
 
 // Project is the project resource of the contract. Timestamps are Unix seconds.
 type Project struct {

@@ -1,4 +1,4 @@
-package server_test
+package httpapi_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api"
-	"github.com/acv/acv/api/server"
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 )
@@ -22,9 +22,11 @@ import (
 type fakeRecords struct{ key store.APIKey }
 
 func (f fakeRecords) APIKey(context.Context, string) (store.APIKey, error) { return f.key, nil }
-func (fakeRecords) Project(context.Context, string) (api.Project, error)   { return api.Project{}, nil }
-func (fakeRecords) Statistics(context.Context, string, int64) (api.Statistics, error) {
-	return api.Statistics{}, nil
+func (fakeRecords) Project(context.Context, string) (contract.Project, error) {
+	return contract.Project{}, nil
+}
+func (fakeRecords) Statistics(context.Context, string, int64) (contract.Statistics, error) {
+	return contract.Statistics{}, nil
 }
 func (fakeRecords) CodeByValue(context.Context, string, string) (store.CodeRow, error) {
 	return store.CodeRow{}, store.ErrNotFound
@@ -35,12 +37,12 @@ func (fakeRecords) CodeByID(context.Context, string, string) (store.CodeRow, err
 func (fakeRecords) ListCodes(context.Context, string, store.ListQuery, int64) ([]store.CodeRow, int64, error) {
 	return nil, 0, nil
 }
-func (fakeRecords) Logs(context.Context, string, int) ([]api.LogEntry, error) { return nil, nil }
+func (fakeRecords) Logs(context.Context, string, int) ([]contract.LogEntry, error) { return nil, nil }
 
 type fakeHot struct{}
 
 func (fakeHot) Apply(_ context.Context, c cache.Call) (cache.Result, error) {
-	return cache.Result{Outcome: api.Outcome{Action: c.Action, Code: c.Code, CodeID: "01a20000000000000000000000000000",
+	return cache.Result{Outcome: contract.Outcome{Action: c.Action, Code: c.Code, CodeID: "01a20000000000000000000000000000",
 		VerifiedAt: c.Now.UnixMilli(), At: c.Now.UnixMilli()}, Rate: cache.RateState{Remaining: -1}}, nil
 }
 func (fakeHot) Admit(context.Context, cache.Admission) (cache.Result, error) {
@@ -59,8 +61,8 @@ func (fakeHot) Code(context.Context, string, string) (cache.CodeState, bool, err
 
 // BenchmarkVerifyHandler is the HTTP layer's CPU per signed verify, without network or stores.
 func BenchmarkVerifyHandler(b *testing.B) {
-	key := store.APIKey{ID: api.NewID(), ProjectID: api.NewID(), Secret: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ProjectEnabled: true}
-	srv, err := server.New(server.Config{Records: fakeRecords{key}, HotPath: fakeHot{},
+	key := store.APIKey{ID: contract.NewID(), ProjectID: contract.NewID(), Secret: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ProjectEnabled: true}
+	srv, err := httpapi.New(httpapi.Config{Records: fakeRecords{key}, HotPath: fakeHot{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -75,7 +77,7 @@ func BenchmarkVerifyHandler(b *testing.B) {
 			i++
 			ts := strconv.FormatInt(time.Now().Unix(), 10)
 			nonce := "nonce-" + strconv.Itoa(i) + "-abcdefghijklmnop"
-			sig := api.Sign(key.Secret, api.StringToSign("POST", path, "", api.BodySHA256(body), ts, nonce))
+			sig := contract.Sign(key.Secret, contract.StringToSign("POST", path, "", contract.BodySHA256(body), ts, nonce))
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("X-API-Key", key.ID)
 			req.Header.Set("X-Timestamp", ts)

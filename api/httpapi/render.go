@@ -1,24 +1,24 @@
-package server
+package httpapi
 
 import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
 // The verify and reactivate bodies are rendered by hand: they are the hot path's whole answer,
 // and reflection-based encoding cost more than the rest of the handler's rendering together.
-// The output is byte-for-byte what encoding/json writes for api.VerifyResponse and
-// api.ReactivateResponse (a test holds it to that).
+// The output is byte-for-byte what encoding/json writes for contract.VerifyResponse and
+// contract.ReactivateResponse (a test holds it to that).
 
-func renderVerify(c *gin.Context, r api.VerifyResponse) {
+func renderVerify(c *gin.Context, r contract.VerifyResponse) {
 	renderResult(c, r.Success, r.CodeID, r.Code, "verified_at", r.VerifiedAt, r.Message, r.ErrorCode)
 }
 
-func renderReactivate(c *gin.Context, r api.ReactivateResponse) {
+func renderReactivate(c *gin.Context, r contract.ReactivateResponse) {
 	renderResult(c, r.Success, r.CodeID, r.Code, "reactivated_at", r.ReactivatedAt, r.Message, r.ErrorCode)
 }
 

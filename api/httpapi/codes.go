@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
@@ -38,7 +38,7 @@ func (s *Server) listCodes(c *gin.Context) {
 		s.fail(c, "list codes", err)
 		return
 	}
-	page := api.CodePage{Items: make([]api.Code, 0, len(rows)), Total: total, Page: q.Page, PageSize: q.PageSize}
+	page := contract.CodePage{Items: make([]contract.Code, 0, len(rows)), Total: total, Page: q.Page, PageSize: q.PageSize}
 	page.TotalPages = (total + int64(q.PageSize) - 1) / int64(q.PageSize)
 	for _, r := range rows {
 		page.Items = append(page.Items, r.API(key.ProjectExpiresAt, now))
@@ -47,7 +47,7 @@ func (s *Server) listCodes(c *gin.Context) {
 }
 
 func parseListQuery(c *gin.Context) (store.ListQuery, string) {
-	q := store.ListQuery{Page: 1, PageSize: api.DefaultPageSize}
+	q := store.ListQuery{Page: 1, PageSize: contract.DefaultPageSize}
 	if v, ok := c.GetQuery("page"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -57,20 +57,20 @@ func parseListQuery(c *gin.Context) (store.ListQuery, string) {
 	}
 	if v, ok := c.GetQuery("page_size"); ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > api.MaxPageSize {
+		if err != nil || n < 1 || n > contract.MaxPageSize {
 			return q, "page_size must be an integer from 1 to 100"
 		}
 		q.PageSize = n
 	}
 	if v, ok := c.GetQuery("status"); ok {
-		st, err := api.ParseState(v)
+		st, err := contract.ParseState(v)
 		if err != nil {
 			return q, "status must be one of unused, used, disabled, expired"
 		}
 		q.State = st
 	}
 	if v := c.Query("search"); v != "" {
-		if err := api.ValidateText("search", v, api.MaxCodeLen); err != nil {
+		if err := contract.ValidateText("search", v, contract.MaxCodeLen); err != nil {
 			return q, err.Error()
 		}
 		q.Search = v
@@ -85,7 +85,7 @@ func (s *Server) getCodeByValue(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "The code in the path must be percent-encoded")
 		return
 	}
-	if err := api.ValidateCode(value); err != nil {
+	if err := contract.ValidateCode(value); err != nil {
 		abort(c, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -110,7 +110,7 @@ func pathValue(c *gin.Context, name string) (string, error) {
 // getCodeByID answers one code, looked up by its id, with its verification history.
 func (s *Server) getCodeByID(c *gin.Context) {
 	id, err := pathValue(c, "code_id")
-	if err != nil || !api.ValidID(id) {
+	if err != nil || !contract.ValidID(id) {
 		abort(c, http.StatusNotFound, "Code not found")
 		return
 	}
@@ -147,15 +147,15 @@ func (s *Server) answerCode(c *gin.Context, row store.CodeRow, err error) {
 	}
 	code.VerificationLogs = logs
 	if code.VerificationLogs == nil {
-		code.VerificationLogs = []api.LogEntry{}
+		code.VerificationLogs = []contract.LogEntry{}
 	}
 	c.JSON(http.StatusOK, codeWithLogs{Code: code, VerificationLogs: code.VerificationLogs})
 }
 
 // codeWithLogs always shows verification_logs, even empty, on the single-code endpoints.
 type codeWithLogs struct {
-	api.Code
-	VerificationLogs []api.LogEntry `json:"verification_logs"`
+	contract.Code
+	VerificationLogs []contract.LogEntry `json:"verification_logs"`
 }
 
 // overlayLive replaces the row's state fields with Redis's, which is never older.

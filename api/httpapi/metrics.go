@@ -1,7 +1,7 @@
-package server
+package httpapi
 
 import (
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -71,7 +71,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{"replayed", "conflict"} {
 		m.idemReplays.WithLabelValues(r)
 	}
-	for _, a := range []api.Action{api.ActionVerify, api.ActionReactivate} {
+	for _, a := range []contract.Action{contract.ActionVerify, contract.ActionReactivate} {
 		m.unknownCodes.WithLabelValues(string(a))
 		m.outcomes.WithLabelValues(string(a), "success")
 	}

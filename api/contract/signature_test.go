@@ -1,9 +1,9 @@
-package api_test
+package contract_test
 
 import (
 	"testing"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 )
 
 // The expected signatures were computed independently with Python's hmac and hashlib, the way
@@ -20,14 +20,14 @@ func TestSignatureMatchesOriginalSDK(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := api.Sign(secret, api.StringToSign(tc.method, tc.path, tc.query, api.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce))
+			got := contract.Sign(secret, contract.StringToSign(tc.method, tc.path, tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce))
 			if got != tc.want {
 				t.Fatalf("signature %s, want %s", got, tc.want)
 			}
-			if !api.VerifySignature(secret, tc.want, tc.method, tc.path, tc.query, api.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
+			if !contract.VerifySignature(secret, tc.want, tc.method, tc.path, tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
 				t.Fatal("VerifySignature refused the SDK's signature")
 			}
-			if api.VerifySignature(secret, tc.want, tc.method, tc.path+"x", tc.query, api.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
+			if contract.VerifySignature(secret, tc.want, tc.method, tc.path+"x", tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
 				t.Fatal("VerifySignature accepted a signature over another path")
 			}
 		})
@@ -43,7 +43,7 @@ func TestCanonicalQuery(t *testing.T) {
 		"k=1&&j=2":                          "j=2&k=1",
 	}
 	for in, want := range cases {
-		if got := api.CanonicalQuery(in); got != want {
+		if got := contract.CanonicalQuery(in); got != want {
 			t.Errorf("CanonicalQuery(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -53,11 +53,11 @@ func TestCanonicalQuery(t *testing.T) {
 func TestVerifyAcceptsWholeStringOrder(t *testing.T) {
 	secret := "s"
 	q := "a-=1&a=2"
-	sts := "GET\n/p\n" + "a-=1&a=2" + "\n" + api.EmptyBodySHA256 + "\n1"
-	if api.CanonicalQuery(q) == "a-=1&a=2" {
+	sts := "GET\n/p\n" + "a-=1&a=2" + "\n" + contract.EmptyBodySHA256 + "\n1"
+	if contract.CanonicalQuery(q) == "a-=1&a=2" {
 		t.Fatal("test needs a query whose two orders differ")
 	}
-	if !api.VerifySignature(secret, api.Sign(secret, sts), "GET", "/p", q, api.EmptyBodySHA256, "1", "") {
+	if !contract.VerifySignature(secret, contract.Sign(secret, sts), "GET", "/p", q, contract.EmptyBodySHA256, "1", "") {
 		t.Fatal("whole-string order refused")
 	}
 }
@@ -67,7 +67,7 @@ func TestValidNonce(t *testing.T) {
 		"abcdefghijklmnop": true, "short": false, "has space in it!!": false,
 		"A-_0123456789abcdefXYZ": true, string(make([]byte, 65)): false,
 	} {
-		if got := api.ValidNonce(n); got != want {
+		if got := contract.ValidNonce(n); got != want {
 			t.Errorf("ValidNonce(%q) = %v", n, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/store"
@@ -29,13 +29,13 @@ type opBody struct {
 	Reason        *string `json:"reason"`
 }
 
-func (s *Server) verify(c *gin.Context)     { s.operate(c, api.ActionVerify) }
-func (s *Server) reactivate(c *gin.Context) { s.operate(c, api.ActionReactivate) }
+func (s *Server) verify(c *gin.Context)     { s.operate(c, contract.ActionVerify) }
+func (s *Server) reactivate(c *gin.Context) { s.operate(c, contract.ActionReactivate) }
 
 // operate runs one verify or reactivate: validate, one Lua call (loading a code or project
 // Redis has not seen from Postgres first), and the result body. The outcome is always a 200
 // when the request itself was valid; refusals of the request are the contract's statuses.
-func (s *Server) operate(c *gin.Context, action api.Action) {
+func (s *Server) operate(c *gin.Context, action contract.Action) {
 	key := keyOf(c)
 	body := c.MustGet(ctxBody).([]byte)
 	req, detail := parseOpBody(body, action)
@@ -56,7 +56,7 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 		Now:       s.cfg.Now(),
 	}
 	if hasIdem {
-		if err := api.ValidateIdempotencyKey(idem[0]); err != nil {
+		if err := contract.ValidateIdempotencyKey(idem[0]); err != nil {
 			abort(c, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -65,9 +65,9 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 		call.RequestHash = hex.EncodeToString(h[:])
 	}
 	switch action {
-	case api.ActionVerify:
+	case contract.ActionVerify:
 		call.By = deref(req.VerifiedBy)
-	case api.ActionReactivate:
+	case contract.ActionReactivate:
 		call.By, call.Reason = deref(req.ReactivatedBy), deref(req.Reason)
 	}
 	r, err := s.apply(c.Request.Context(), call)
@@ -91,7 +91,7 @@ func (s *Server) operate(c *gin.Context, action api.Action) {
 		s.countOutcome(r.Outcome)
 	}
 	c.Set(ctxOutcome, r.Outcome)
-	if action == api.ActionVerify {
+	if action == contract.ActionVerify {
 		renderVerify(c, r.Outcome.VerifyResponse())
 		return
 	}
@@ -153,7 +153,7 @@ func (s *Server) loadProject(ctx context.Context, projectID string) error {
 
 // parseOpBody decodes and validates a verify or reactivate body; a non-empty string is the
 // 400 detail.
-func parseOpBody(body []byte, action api.Action) (opBody, string) {
+func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	var b opBody
 	if len(bytes.TrimSpace(body)) == 0 {
 		return b, "Request body must be a JSON object with a code"
@@ -172,7 +172,7 @@ func parseOpBody(body []byte, action api.Action) (opBody, string) {
 	if b.Code == nil {
 		return b, "Field code is required"
 	}
-	if err := api.ValidateCode(*b.Code); err != nil {
+	if err := contract.ValidateCode(*b.Code); err != nil {
 		return b, err.Error()
 	}
 	for _, f := range []struct {
@@ -180,14 +180,14 @@ func parseOpBody(body []byte, action api.Action) (opBody, string) {
 		v    *string
 		max  int
 	}{
-		{"verified_by", b.VerifiedBy, api.MaxByLen},
-		{"reactivated_by", b.ReactivatedBy, api.MaxByLen},
-		{"reason", b.Reason, api.MaxReasonLen},
+		{"verified_by", b.VerifiedBy, contract.MaxByLen},
+		{"reactivated_by", b.ReactivatedBy, contract.MaxByLen},
+		{"reason", b.Reason, contract.MaxReasonLen},
 	} {
 		if f.v == nil {
 			continue
 		}
-		if err := api.ValidateText(f.name, *f.v, f.max); err != nil {
+		if err := contract.ValidateText(f.name, *f.v, f.max); err != nil {
 			return b, err.Error()
 		}
 	}
@@ -209,13 +209,13 @@ func deref(p *string) string {
 }
 
 // countOutcome records a fresh verify or reactivate outcome.
-func (s *Server) countOutcome(o api.Outcome) {
+func (s *Server) countOutcome(o contract.Outcome) {
 	outcome := "success"
 	if !o.Success() {
 		outcome = string(o.Error)
 	}
 	s.metrics.outcomes.WithLabelValues(string(o.Action), outcome).Inc()
-	if o.Error == api.CodeNotFound {
+	if o.Error == contract.CodeNotFound {
 		s.metrics.unknownCodes.WithLabelValues(string(o.Action)).Inc()
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package contract
 
 // Event is one verification-log record on its way from the Redis outbox through Kafka to
 // Postgres. It also carries the code's state snapshot after the operation, so the consumer can

@@ -1,4 +1,4 @@
-package api
+package contract
 
 // Action names the operation a verification log records.
 type Action string

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"io"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
@@ -63,11 +63,11 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.unauthorized(c, AuthMalformed, "X-Timestamp must be Unix seconds")
 		return
 	}
-	if _, present := h["X-Nonce"]; present && !api.ValidNonce(nonce) {
+	if _, present := h["X-Nonce"]; present && !contract.ValidNonce(nonce) {
 		s.unauthorized(c, AuthMalformed, "X-Nonce must be 16 to 64 characters of A-Z, a-z, 0-9, _ and -")
 		return
 	}
-	if !api.ValidID(keyID) {
+	if !contract.ValidID(keyID) {
 		s.unauthorized(c, AuthUnknownKey, "Invalid API key")
 		return
 	}
@@ -82,7 +82,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	key := entry.key
 	rawPath, rawQuery := splitRequestURI(c.Request)
-	bodyHash := api.BodySHA256(body)
+	bodyHash := contract.BodySHA256(body)
 	if !entry.verify(sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
 		s.unauthorized(c, AuthBadSignature, "Invalid signature")
 		return
@@ -92,7 +92,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	now := s.cfg.Now().Unix()
-	if d := now - tsVal; d > api.SignatureWindow || d < -api.SignatureWindow {
+	if d := now - tsVal; d > contract.SignatureWindow || d < -contract.SignatureWindow {
 		s.unauthorized(c, AuthSkew, "Request timestamp is outside the allowed window of 300 seconds; server time is "+strconv.FormatInt(now, 10))
 		return
 	}
@@ -209,19 +209,19 @@ func (s *Server) unauthorized(c *gin.Context, why AuthFailure, detail string) {
 
 // readBody reads the body up to the contract's 64 KiB and answers 413 past it.
 func (s *Server) readBody(c *gin.Context) ([]byte, bool) {
-	if c.Request.ContentLength > api.MaxBodyBytes {
+	if c.Request.ContentLength > contract.MaxBodyBytes {
 		abort(c, http.StatusRequestEntityTooLarge, "Request body is larger than 64 KiB")
 		return nil, false
 	}
 	if c.Request.Body == nil || c.Request.Body == http.NoBody {
 		return nil, true
 	}
-	body, err := io.ReadAll(io.LimitReader(c.Request.Body, api.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, contract.MaxBodyBytes+1))
 	if err != nil {
 		abort(c, http.StatusBadRequest, "Could not read the request body")
 		return nil, false
 	}
-	if len(body) > api.MaxBodyBytes {
+	if len(body) > contract.MaxBodyBytes {
 		abort(c, http.StatusRequestEntityTooLarge, "Request body is larger than 64 KiB")
 		return nil, false
 	}

@@ -1,7 +1,7 @@
-// Package server is the Gin HTTP layer of the contract: authentication, the six endpoints under
+// Package httpapi is the Gin HTTP layer of the contract: authentication, the six endpoints under
 // /api/v1, health and readiness, and the error mapping. It holds no state of its own beyond a
 // short-lived API-key cache, so any number of replicas can serve side by side.
-package server
+package httpapi
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
@@ -25,12 +25,12 @@ import (
 // Records is what the server reads from the system of record.
 type Records interface {
 	APIKey(ctx context.Context, id string) (store.APIKey, error)
-	Project(ctx context.Context, id string) (api.Project, error)
-	Statistics(ctx context.Context, projectID string, now int64) (api.Statistics, error)
+	Project(ctx context.Context, id string) (contract.Project, error)
+	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
 	CodeByValue(ctx context.Context, projectID, value string) (store.CodeRow, error)
 	CodeByID(ctx context.Context, projectID, id string) (store.CodeRow, error)
 	ListCodes(ctx context.Context, projectID string, q store.ListQuery, now int64) ([]store.CodeRow, int64, error)
-	Logs(ctx context.Context, codeID string, limit int) ([]api.LogEntry, error)
+	Logs(ctx context.Context, codeID string, limit int) ([]contract.LogEntry, error)
 }
 
 // HotPath is what the server needs of the Redis hot path.
@@ -65,7 +65,7 @@ type Config struct {
 	TrustedProxies []string
 	// LogsLimit is how many verification logs a single-code response shows, newest first. Default 100.
 	LogsLimit int
-	// NewEventID makes verification-log ids; api.NewID when nil.
+	// NewEventID makes verification-log ids; contract.NewID when nil.
 	NewEventID func() string
 	// Registerer receives the replica's metrics; a private registry when nil.
 	Registerer prometheus.Registerer
@@ -95,7 +95,7 @@ func (c *Config) defaults() error {
 		c.LogsLimit = 100
 	}
 	if c.NewEventID == nil {
-		c.NewEventID = api.NewID
+		c.NewEventID = contract.NewID
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -123,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	gin.SetMode(gin.ReleaseMode)
 	m := newMetrics(cfg.Registerer)
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now, m.keyCache), metrics: m,
-		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/server")}
+		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/httpapi")}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
 	// Path values stay encoded: gin would decode them with query rules, turning a '+' of a

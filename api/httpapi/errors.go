@@ -1,17 +1,17 @@
-package server
+package httpapi
 
 import (
 	"context"
 	"errors"
 	"net/http"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
 // abort answers with the contract's error body and stops the chain.
 func abort(c *gin.Context, status int, detail string) {
-	c.AbortWithStatusJSON(status, api.ErrorBody{Detail: detail})
+	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
 }
 
 // fail answers an internal error. The cause is logged, never shown: a dependency that timed

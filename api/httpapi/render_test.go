@@ -1,11 +1,11 @@
-package server
+package httpapi
 
 import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
@@ -15,17 +15,17 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	values := []string{"ABC", `q"uo\te`, "<a&b>", "tab\tnew\nline\r\x01\x1f", "ünï✓😀", "line\u2028sep\u2029", "bad\xffutf8", ""}
 	for _, v := range values {
-		for _, o := range []api.Outcome{
-			{Action: api.ActionVerify, Code: v, CodeID: "01a2", VerifiedAt: 1_800_000_000_123, At: 1_800_000_000_123},
-			{Action: api.ActionVerify, Code: v, Error: api.CodeNotFound},
-			{Action: api.ActionVerify, Code: v, CodeID: "01a2", Error: api.CodeAlreadyUsed, VerifiedAt: 1_700_000_000_000},
-			{Action: api.ActionReactivate, Code: v, CodeID: "01a2", At: 1_800_000_000_999},
-			{Action: api.ActionReactivate, Code: v, CodeID: "01a2", Error: api.CodeAlreadyUnused},
+		for _, o := range []contract.Outcome{
+			{Action: contract.ActionVerify, Code: v, CodeID: "01a2", VerifiedAt: 1_800_000_000_123, At: 1_800_000_000_123},
+			{Action: contract.ActionVerify, Code: v, Error: contract.CodeNotFound},
+			{Action: contract.ActionVerify, Code: v, CodeID: "01a2", Error: contract.CodeAlreadyUsed, VerifiedAt: 1_700_000_000_000},
+			{Action: contract.ActionReactivate, Code: v, CodeID: "01a2", At: 1_800_000_000_999},
+			{Action: contract.ActionReactivate, Code: v, CodeID: "01a2", Error: contract.CodeAlreadyUnused},
 		} {
 			var want []byte
 			w := httptest.NewRecorder()
 			c, _ := gin.CreateTestContext(w)
-			if o.Action == api.ActionVerify {
+			if o.Action == contract.ActionVerify {
 				want, _ = json.Marshal(o.VerifyResponse())
 				renderVerify(c, o.VerifyResponse())
 			} else {

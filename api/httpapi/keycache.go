@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acv/acv/api"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -38,9 +38,9 @@ type keyEntry struct {
 
 // verify checks a signature with the key's secret.
 func (e *keyEntry) verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
-	v, _ := e.verifiers.Get().(*api.Verifier)
+	v, _ := e.verifiers.Get().(*contract.Verifier)
 	if v == nil {
-		v = api.NewVerifier(e.key.Secret)
+		v = contract.NewVerifier(e.key.Secret)
 	}
 	ok := v.Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce)
 	e.verifiers.Put(v)
