@@ -30,7 +30,7 @@ type ConsumerConfig struct {
 	// Topic is the topic to consume. Default Topic.
 	Topic string
 	// GroupID is the Kafka consumer group; replicas sharing it split the partitions, and its
-	// committed offsets are where a restarted consumer resumes. Default "acv-audit".
+	// committed offsets are where a restarted consumer resumes. Default "acv-log-writer".
 	GroupID string
 	// BatchSize is the most messages given to the sink at once. Default 1000.
 	BatchSize int
@@ -65,7 +65,7 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 		c.Topic = Topic
 	}
 	if c.GroupID == "" {
-		c.GroupID = "acv-audit"
+		c.GroupID = "acv-log-writer"
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1000

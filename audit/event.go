@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/acv/acv/api/contract"
 	"maps"
 	"slices"
 	"strings"
@@ -19,38 +20,24 @@ const Topic = "acv.verification-logs"
 // share the work and an entry delivered to a replica that died can be claimed by another.
 const RelayGroup = "relay"
 
-// EventField is the outbox stream field whose value is the JSON of one api.Event; the Lua
-// script of the cache package writes it and the relay publishes it unchanged.
-const EventField = "e"
-
-// HeaderFieldPrefix marks extra outbox stream fields that the relay copies into Kafka headers
-// (field "h:traceparent" becomes header "traceparent"), so trace context can ride along
-// without the relay knowing about it.
-const HeaderFieldPrefix = "h:"
-
-// eventKey is the part of an event the relay needs: the code id is the Kafka key, so every
-// event of one code lands in one partition and keeps its order.
-type eventKey struct {
-	CodeID string `json:"code_id"`
-}
-
 // toMessage turns an outbox entry into a Kafka message. ok is false when the entry holds no
 // event field at all (nothing to publish). malformed is true when the event is published but
 // its JSON does not name a code id, so it goes without a key.
 func toMessage(e redis.XMessage) (msg kafka.Message, ok, malformed bool) {
-	raw, found := e.Values[EventField]
+	raw, found := e.Values[contract.EventField]
 	if !found {
 		return kafka.Message{}, false, true
 	}
 	msg.Value = []byte(fmt.Sprint(raw)) // go-redis hands stream values over as strings
-	var k eventKey
-	if err := json.Unmarshal(msg.Value, &k); err != nil || k.CodeID == "" {
+	// The code id is the Kafka key: every event of one code lands in one partition, in order.
+	var ev contract.Event
+	if err := json.Unmarshal(msg.Value, &ev); err != nil || ev.CodeID == "" {
 		malformed = true
 	} else {
-		msg.Key = []byte(k.CodeID)
+		msg.Key = []byte(ev.CodeID)
 	}
 	for _, field := range slices.Sorted(maps.Keys(e.Values)) {
-		name, isHeader := strings.CutPrefix(field, HeaderFieldPrefix)
+		name, isHeader := strings.CutPrefix(field, contract.HeaderFieldPrefix)
 		if !isHeader || name == "" {
 			continue
 		}

@@ -8,20 +8,18 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/acv/acv/api/contract"
 )
 
-// OutboxLen sums the entries still held by the 16 outbox streams and reports the age of the
+// OutboxLen sums the entries still held by the outbox streams and reports the age of the
 // oldest one. Entries leave the outbox only after Kafka acknowledged them, so this is the part
 // of the pipeline's lag that sits in Redis, and a growing age means the relay is stuck.
-func OutboxLen(ctx context.Context, rdb redis.Cmdable) (length int64, oldestAge time.Duration, err error) {
-	lens := make([]*redis.IntCmd, contract.Shards)
-	firsts := make([]*redis.XMessageSliceCmd, contract.Shards)
+func OutboxLen(ctx context.Context, rdb redis.Cmdable, streams []string) (length int64, oldestAge time.Duration, err error) {
+	lens := make([]*redis.IntCmd, len(streams))
+	firsts := make([]*redis.XMessageSliceCmd, len(streams))
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for s := 0; s < contract.Shards; s++ {
-			lens[s] = p.XLen(ctx, contract.OutboxKey(s))
-			firsts[s] = p.XRangeN(ctx, contract.OutboxKey(s), "-", "+", 1)
+		for s, key := range streams {
+			lens[s] = p.XLen(ctx, key)
+			firsts[s] = p.XRangeN(ctx, key, "-", "+", 1)
 		}
 		return nil
 	})
@@ -29,7 +27,7 @@ func OutboxLen(ctx context.Context, rdb redis.Cmdable) (length int64, oldestAge 
 		return 0, 0, fmt.Errorf("read outbox lengths: %w", err)
 	}
 	now := time.Now()
-	for s := 0; s < contract.Shards; s++ {
+	for s, key := range streams {
 		length += lens[s].Val()
 		msgs := firsts[s].Val()
 		if len(msgs) == 0 {
@@ -37,7 +35,7 @@ func OutboxLen(ctx context.Context, rdb redis.Cmdable) (length int64, oldestAge 
 		}
 		ms, perr := entryMillis(msgs[0].ID)
 		if perr != nil {
-			return 0, 0, fmt.Errorf("outbox %s: %w", contract.OutboxKey(s), perr)
+			return 0, 0, fmt.Errorf("outbox %s: %w", key, perr)
 		}
 		if age := now.Sub(time.UnixMilli(ms)); age > oldestAge {
 			oldestAge = age

@@ -12,8 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/acv/acv/api/contract"
 )
 
 // Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
@@ -25,6 +23,8 @@ type Publisher interface {
 
 // RelayConfig tunes a Relay. Zero values take the defaults named on each field.
 type RelayConfig struct {
+	// Streams are the outbox streams to relay; the wiring takes them from the cache's layout.
+	Streams []string
 	// Name is this replica's consumer name in the relay group. Keep it stable across restarts
 	// (a pod name of a StatefulSet, a host name) so a restarted replica re-reads its own pending
 	// entries at once instead of waiting for ClaimIdle. Default: the host name.
@@ -97,7 +97,7 @@ type RelayStats struct {
 	LastPublish   time.Time // when Kafka last acknowledged a batch; zero before the first
 }
 
-// Relay moves outbox entries from the 16 Redis streams to Kafka: at-least-once, never dropping
+// Relay moves outbox entries from the Redis streams to Kafka: at-least-once, never dropping
 // one, deleting an entry only after Kafka acknowledged it. Several replicas may run at once;
 // they share the streams through the relay consumer group.
 type Relay struct {
@@ -112,7 +112,7 @@ type Relay struct {
 // NewRelay builds a relay reading rdb's outbox streams and writing to pub. rdb may be a
 // *redis.Client or *redis.ClusterClient (each stream lives in one slot). The relay keeps one
 // connection per stream busy in a blocking read, so give it its own client, with a pool of at
-// least contract.Shards + a few connections, rather than the hot path's.
+// least one per stream and a few more, rather than the hot path's.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
@@ -173,14 +173,14 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer stopAfter()
 
 	var wg sync.WaitGroup
-	for s := 0; s < contract.Shards; s++ {
+	for _, key := range r.cfg.Streams {
 		wg.Add(1)
 		go func(key string) {
 			defer wg.Done()
 			if err := r.runStream(loop, ops, key); err != nil {
 				kill(err)
 			}
-		}(contract.OutboxKey(s))
+		}(key)
 	}
 	wg.Wait()
 	var he *hookError

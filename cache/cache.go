@@ -1,13 +1,17 @@
 // Package cache is the hot path: Redis holds the live state of every code, and each verify or
 // reactivate is one Lua call that checks, transitions and appends its log event to the outbox
-// atomically. Scripts live in scripts/*.lua, one file each, with their KEYS, ARGV and reply.
+// atomically. A code or project Redis has not seen is loaded from the system of record through
+// a Loader, inside Verify and Reactivate, so callers make one call. Scripts live in
+// scripts/*.lua, one file each, with their KEYS, ARGV and reply; layout.go is the data format.
 package cache
 
 import (
 	"context"
 	_ "embed"
 	"fmt"
+	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,12 +29,12 @@ var (
 	//go:embed scripts/loadproject.lua
 	loadProjectSrc string
 
-	applyScript       = redis.NewScript(applySrc)
-	admitScript       = redis.NewScript(admitSrc)
-	putCodeScript     = redis.NewScript(putCodeSrc)
-	unknownScript     = redis.NewScript(unknownSrc)
-	disableScript     = redis.NewScript(disableSrc)
-	loadProjectScript = redis.NewScript(loadProjectSrc)
+	applyScript       = redis.NewScript(luaPrelude() + applySrc)
+	admitScript       = redis.NewScript(luaPrelude() + admitSrc)
+	putCodeScript     = redis.NewScript(luaPrelude() + putCodeSrc)
+	unknownScript     = redis.NewScript(luaPrelude() + unknownSrc)
+	disableScript     = redis.NewScript(luaPrelude() + disableSrc)
+	loadProjectScript = redis.NewScript(luaPrelude() + loadProjectSrc)
 )
 
 // Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
@@ -44,14 +48,27 @@ type Redis interface {
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
+// Loader reads from the system of record what Redis does not hold yet. The Postgres store
+// implements it; the wiring connects the two.
+type Loader interface {
+	// CodeByValue returns contract.ErrNotFound (wrapped) when the project has no such code.
+	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
+	Project(ctx context.Context, id string) (contract.Project, error)
+}
+
 // Cache runs the hot-path scripts against Redis.
 type Cache struct {
-	rdb Redis
-	co  *coalescer // nil: every call is its own round trip
+	rdb        Redis
+	loader     Loader        // nil: a miss is an error
+	co         *coalescer    // nil: every call is its own round trip
+	unknownTTL time.Duration // how long a value unknown in Postgres is remembered
 }
 
 // Option tunes a Cache.
 type Option func(*Cache)
+
+// WithLoader lets Verify, Reactivate and SetDisabled load what Redis misses from l.
+func WithLoader(l Loader) Option { return func(c *Cache) { c.loader = l } }
 
 // WithCoalescing sends verify, reactivate and admission calls that arrive together in shared
 // pipelines, from workers senders of up to maxBatch calls each. Close stops them.
@@ -65,7 +82,7 @@ func WithCoalescing(workers, maxBatch int) Option {
 
 // New returns a Cache over rdb.
 func New(rdb Redis, opts ...Option) *Cache {
-	c := &Cache{rdb: rdb}
+	c := &Cache{rdb: rdb, unknownTTL: 5 * time.Minute}
 	for _, o := range opts {
 		o(c)
 	}
@@ -80,24 +97,11 @@ func (c *Cache) Close() {
 }
 
 // eval runs a hot-path script, through the coalescer when there is one.
-func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) ([]interface{}, error) {
-	var (
-		v   interface{}
-		err error
-	)
+func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
-		v, err = c.co.run(ctx, s, keys, args...)
-	} else {
-		v, err = s.Run(ctx, c.rdb, keys, args...).Result()
+		return c.co.run(ctx, s, keys, args...)
 	}
-	if err != nil {
-		return nil, err
-	}
-	out, ok := v.([]interface{})
-	if !ok {
-		return nil, fmt.Errorf("script replied %T, want an array", v)
-	}
-	return out, nil
+	return s.Run(ctx, c.rdb, keys, args...).Result()
 }
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ func (c *coalescer) send(batch []*scriptCall, cmds []*redis.Cmd) {
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, call := range batch {
 		call.reply, call.err = cmds[i].Result()
-		if call.err != nil && strings.HasPrefix(call.err.Error(), "NOSCRIPT") {
+		if call.err != nil && redis.HasErrorPrefix(call.err, "NOSCRIPT") {
 			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL loads it again.
 			call.reply, call.err = call.script.Eval(ctx, c.rdb, call.keys, call.args...).Result()
 		}

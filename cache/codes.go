@@ -6,34 +6,22 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/acv/acv/api/contract"
 )
-
-// ErrNotCached is returned when Redis holds no state for a code; the caller loads it.
-var ErrNotCached = errors.New("code not in redis")
-
-// CodeState is a code's live state as Redis holds it.
-type CodeState struct {
-	ID           string
-	Code         string
-	ExpiresAt    *int64 // unix s, the code's own expiry
-	VerifiedAtMs int64  // 0 = unused
-	VerifiedBy   string
-	Disabled     bool
-	Version      int64
-}
 
 // PutCode stores a code unless Redis already holds a state for it (Redis is always the newer
 // one). It reports whether it stored.
-func (c *Cache) PutCode(ctx context.Context, projectID string, s CodeState) (bool, error) {
-	n, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, s.Code)}, putCodeArgs(s)...).Int()
+func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRecord) (bool, error) {
+	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...).Result()
 	if err != nil {
 		return false, fmt.Errorf("put code: %w", err)
 	}
-	return n == 1, nil
+	return decodeStored("putcode.lua", v)
 }
 
 // PutCodes stores many new codes of one project in pipelined batches, with PutCode's rule.
-func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []CodeState) error {
+func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract.CodeRecord) error {
 	if err := putCodeScript.Load(ctx, c.rdb).Err(); err != nil {
 		return fmt.Errorf("load putcode script: %w", err)
 	}
@@ -41,8 +29,8 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []CodeStat
 	for start := 0; start < len(codes); start += batch {
 		end := min(start+batch, len(codes))
 		pipe := c.rdb.Pipeline()
-		for _, s := range codes[start:end] {
-			putCodeScript.EvalSha(ctx, pipe, []string{codeKey(projectID, s.Code)}, putCodeArgs(s)...)
+		for _, r := range codes[start:end] {
+			putCodeScript.EvalSha(ctx, pipe, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("put codes %d..%d: %w", start, end, err)
@@ -51,71 +39,93 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []CodeStat
 	return nil
 }
 
-func putCodeArgs(s CodeState) []interface{} {
+func putCodeArgs(r contract.CodeRecord) []interface{} {
 	exp, vat, dis := "", "", "0"
-	if s.ExpiresAt != nil {
-		exp = strconv.FormatInt(*s.ExpiresAt, 10)
+	if r.ExpiresAt != nil {
+		exp = strconv.FormatInt(*r.ExpiresAt, 10)
 	}
-	if s.VerifiedAtMs > 0 {
-		vat = strconv.FormatInt(s.VerifiedAtMs, 10)
+	if r.VerifiedAtMs > 0 {
+		vat = strconv.FormatInt(r.VerifiedAtMs, 10)
 	}
-	if s.Disabled {
+	if r.Disabled {
 		dis = "1"
 	}
-	return []interface{}{rawID(s.ID), exp, vat, s.VerifiedBy, dis, s.Version}
+	return []interface{}{rawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
 }
 
-// MarkUnknown remembers for ttl that value does not exist in the project (0 = default), so
-// repeated attempts on it are answered by Redis alone.
+// MarkUnknown remembers for ttl that value does not exist in the project, so repeated attempts
+// on it are answered by Redis alone. It never replaces a real entry.
 func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error {
-	if ttl <= 0 {
-		ttl = defaultUnknownCodeTTL
-	}
 	if err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second)).Err(); err != nil {
 		return fmt.Errorf("mark unknown code: %w", err)
 	}
 	return nil
 }
 
-// Code reads a code's live state. It returns ErrNotCached when Redis holds nothing for it, and
-// found=false when Redis remembers the value as unknown.
-func (c *Cache) Code(ctx context.Context, projectID, value string) (s CodeState, found bool, err error) {
+// LiveCode reads a code's live state (the fields Redis holds). found is false when Redis holds
+// nothing for the value or remembers it as unknown: Postgres then has the newest state.
+func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contract.CodeRecord, found bool, err error) {
 	m, err := c.rdb.HGetAll(ctx, codeKey(projectID, value)).Result()
 	if err != nil {
-		return CodeState{}, false, fmt.Errorf("read code: %w", err)
+		return contract.CodeRecord{}, false, fmt.Errorf("read code: %w", err)
 	}
-	if len(m) == 0 {
-		return CodeState{}, false, ErrNotCached
+	if len(m) == 0 || m[fUnknown] == "1" {
+		return contract.CodeRecord{}, false, nil
 	}
-	if m["z"] == "1" {
-		return CodeState{}, false, nil
+	r = contract.CodeRecord{ID: hexID(m[fCodeID]), ProjectID: projectID, Code: value,
+		VerifiedBy: m[fVerifiedBy], Disabled: m[fDisabled] == "1"}
+	if x, ok := m[fExpiresAt]; ok {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return contract.CodeRecord{}, false, fmt.Errorf("code field %s: %w", fExpiresAt, err)
+		}
+		r.ExpiresAt = &v
 	}
-	s = CodeState{ID: hexID(m["i"]), Code: value, VerifiedBy: m["b"], Disabled: m["d"] == "1"}
-	if x, ok := m["x"]; ok {
-		v, _ := strconv.ParseInt(x, 10, 64)
-		s.ExpiresAt = &v
+	if t, ok := m[fVerifiedAt]; ok {
+		if r.VerifiedAtMs, err = strconv.ParseInt(t, 10, 64); err != nil {
+			return contract.CodeRecord{}, false, fmt.Errorf("code field %s: %w", fVerifiedAt, err)
+		}
 	}
-	s.VerifiedAtMs, _ = strconv.ParseInt(m["t"], 10, 64)
-	s.Version, _ = strconv.ParseInt(m["n"], 10, 64)
-	return s, true, nil
+	if r.Version, err = strconv.ParseInt(m[fVersion], 10, 64); err != nil {
+		return contract.CodeRecord{}, false, fmt.Errorf("code field %s: %w", fVersion, err)
+	}
+	return r, true, nil
 }
 
-// SetDisabled sets or clears a code's disable flag as a new version and returns the resulting
-// state, which the caller writes to Postgres. ErrNotCached means: load the code, then retry.
-func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabled bool) (CodeState, error) {
+// SetDisabled sets or clears a code's disable flag as a new version, loading the code through
+// the Loader first when Redis does not hold it, and returns the resulting state, which the
+// caller writes to Postgres. contract.ErrNotFound when the project has no such code.
+func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabled bool) (contract.CodeRecord, error) {
 	flag := "0"
 	if disabled {
 		flag = "1"
 	}
-	v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag).Slice()
-	if err != nil {
-		return CodeState{}, fmt.Errorf("set code disabled: %w", err)
+	for attempt := 0; attempt < maxLoads; attempt++ {
+		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag).Result()
+		if err != nil {
+			return contract.CodeRecord{}, fmt.Errorf("set code disabled: %w", err)
+		}
+		r, err := decodeDisable(v)
+		if err != nil {
+			return contract.CodeRecord{}, err
+		}
+		if r.status == statusOK {
+			return contract.CodeRecord{ProjectID: projectID, Code: value, VerifiedAtMs: r.verifiedAtMs,
+				VerifiedBy: r.verifiedBy, Disabled: disabled, Version: r.version}, nil
+		}
+		if r.status != statusCodeMiss {
+			return contract.CodeRecord{}, fmt.Errorf("disable script replied unknown status %d", r.status)
+		}
+		if c.loader == nil {
+			return contract.CodeRecord{}, errors.New("code not in redis and no loader configured")
+		}
+		rec, err := c.loader.CodeByValue(ctx, projectID, value)
+		if err != nil {
+			return contract.CodeRecord{}, fmt.Errorf("load code %q: %w", value, err)
+		}
+		if _, err := c.PutCode(ctx, projectID, rec); err != nil {
+			return contract.CodeRecord{}, err
+		}
 	}
-	if len(v) != 4 {
-		return CodeState{}, fmt.Errorf("disable script replied %d fields, want 4", len(v))
-	}
-	if toInt(v[0]) == 1 {
-		return CodeState{}, ErrNotCached
-	}
-	return CodeState{Code: value, VerifiedAtMs: toInt(v[1]), VerifiedBy: toString(v[2]), Disabled: disabled, Version: toInt(v[3])}, nil
+	return contract.CodeRecord{}, errors.New("code state did not settle in redis after loading")
 }

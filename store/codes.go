@@ -11,38 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// CodeRow is a code as stored: the API fields plus what the hot path needs (the millisecond
-// verification time and the version of the last applied state), so the cache loader can fill
-// Redis from one read.
-type CodeRow struct {
-	ID           string
-	ProjectID    string
-	Code         string
-	IsDisabled   bool
-	ExpiresAt    *int64 // unix seconds
-	VerifiedAt   *int64 // unix seconds
-	VerifiedAtMs int64  // unix ms; 0 = not verified
-	VerifiedBy   *string
-	CreatedAt    int64 // unix seconds
-	Version      int64
-}
-
-// API renders the row as the code resource, deriving Status and IsExpired at now with the
-// project's expiry as the fallback, so every endpoint derives state the same way.
-func (r CodeRow) API(projectExpiresAt *int64, now int64) contract.Code {
-	c := contract.Code{
-		ID:         r.ID,
-		Code:       r.Code,
-		IsDisabled: r.IsDisabled,
-		ExpiresAt:  r.ExpiresAt,
-		VerifiedAt: r.VerifiedAt,
-		VerifiedBy: r.VerifiedBy,
-		CreatedAt:  r.CreatedAt,
-	}
-	c.Fill(projectExpiresAt, now)
-	return c
-}
-
 // NewCode is one code value to create, with its own optional expiry.
 type NewCode struct {
 	Code      string
@@ -54,22 +22,25 @@ const codeColumns = `c.id, c.project_id, c.code, c.is_disabled, c.expires_at, c.
 	c.verified_by, c.created_at, c.version`
 
 // scanCode reads one row of codeColumns.
-func scanCode(row pgx.Row) (CodeRow, error) {
+func scanCode(row pgx.Row) (contract.CodeRecord, error) {
 	var (
-		r                     CodeRow
+		r                     contract.CodeRecord
 		id, pid               pgtype.UUID
 		expiresAt, verifiedAt *time.Time
+		verifiedBy            *string
 		createdAt             time.Time
 	)
-	if err := row.Scan(&id, &pid, &r.Code, &r.IsDisabled, &expiresAt, &verifiedAt,
-		&r.VerifiedBy, &createdAt, &r.Version); err != nil {
-		return CodeRow{}, err
+	if err := row.Scan(&id, &pid, &r.Code, &r.Disabled, &expiresAt, &verifiedAt,
+		&verifiedBy, &createdAt, &r.Version); err != nil {
+		return contract.CodeRecord{}, err
 	}
 	r.ID, r.ProjectID = hexID(id), hexID(pid)
 	r.ExpiresAt = toUnix(expiresAt)
 	if verifiedAt != nil {
 		r.VerifiedAtMs = verifiedAt.UnixMilli()
-		r.VerifiedAt = toUnix(verifiedAt)
+	}
+	if verifiedBy != nil {
+		r.VerifiedBy = *verifiedBy
 	}
 	r.CreatedAt = createdAt.Unix()
 	return r, nil
@@ -86,13 +57,13 @@ func scanCode(row pgx.Row) (CodeRow, error) {
 // project's next sequence numbers in input order, and all the same created_at, later than every
 // earlier code's. Their ids are time-ordered and drawn in input order, so the list order
 // "created_at desc, id desc" is exactly "seq desc", which ListCodes pages by.
-// ErrNotFound when the project does not exist.
-func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]CodeRow, error) {
+// contract.ErrNotFound when the project does not exist.
+func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]contract.CodeRecord, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
 	if len(codes) == 0 {
-		return []CodeRow{}, nil
+		return []contract.CodeRecord{}, nil
 	}
 	for i, c := range codes {
 		if err := contract.ValidateCode(c.Code); err != nil {
@@ -180,12 +151,12 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 		return nil, fmt.Errorf("insert codes into project %s: %w", projectID, err)
 	}
 	slices.Sort(taken) // RETURNING promises no order
-	out := make([]CodeRow, 0, len(cand)-len(taken))
+	out := make([]contract.CodeRecord, 0, len(cand)-len(taken))
 	for j, i := range cand {
 		if _, found := slices.BinarySearch(taken, int32(j)); found {
 			continue
 		}
-		out = append(out, CodeRow{
+		out = append(out, contract.CodeRecord{
 			ID:        ids[i],
 			ProjectID: projectID,
 			Code:      codes[i].Code,
@@ -197,16 +168,16 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 }
 
 // CodeByValue reads a code by its value within a project: the lookup verify, reactivate and
-// the cache loader make. ErrNotFound when the project holds no such value.
-func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (CodeRow, error) {
+// the cache loader make. contract.ErrNotFound when the project holds no such value.
+func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error) {
 	if err := checkID("project", projectID); err != nil {
-		return CodeRow{}, err
+		return contract.CodeRecord{}, err
 	}
 	r, err := scanCode(s.pool.QueryRow(ctx,
 		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 AND c.code = $2`,
 		projectID, value))
 	if err != nil {
-		return CodeRow{}, fmt.Errorf("select code by value in project %s: %w", projectID, translate(err))
+		return contract.CodeRecord{}, fmt.Errorf("select code by value in project %s: %w", projectID, translate(err))
 	}
 	return r, nil
 }
@@ -229,20 +200,20 @@ func (s *Store) ExistingValues(ctx context.Context, projectID string, values []s
 	return out, nil
 }
 
-// CodeByID reads a code by id within a project. ErrNotFound also when the id belongs to
+// CodeByID reads a code by id within a project. contract.ErrNotFound also when the id belongs to
 // another project, so one project never sees another's codes.
-func (s *Store) CodeByID(ctx context.Context, projectID, id string) (CodeRow, error) {
+func (s *Store) CodeByID(ctx context.Context, projectID, id string) (contract.CodeRecord, error) {
 	if err := checkID("project", projectID); err != nil {
-		return CodeRow{}, err
+		return contract.CodeRecord{}, err
 	}
 	if err := checkID("code", id); err != nil {
-		return CodeRow{}, err
+		return contract.CodeRecord{}, err
 	}
 	r, err := scanCode(s.pool.QueryRow(ctx,
 		`SELECT `+codeColumns+` FROM codes c WHERE c.id = $2 AND c.project_id = $1`,
 		projectID, id))
 	if err != nil {
-		return CodeRow{}, fmt.Errorf("select code %s in project %s: %w", id, projectID, translate(err))
+		return contract.CodeRecord{}, fmt.Errorf("select code %s in project %s: %w", id, projectID, translate(err))
 	}
 	return r, nil
 }
@@ -250,7 +221,7 @@ func (s *Store) CodeByID(ctx context.Context, projectID, id string) (CodeRow, er
 // ExportCodes streams a project's codes in creation order (created_at, then id, ascending:
 // the order of seq) to fn without holding them all in memory; an error from fn stops the
 // export and is returned.
-func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(CodeRow) error) error {
+func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(contract.CodeRecord) error) error {
 	if err := checkID("project", projectID); err != nil {
 		return err
 	}

@@ -16,19 +16,12 @@ func msToTimestamptz(expr string) string {
 	return `CASE WHEN ` + expr + ` = 0 THEN NULL ELSE timestamptz 'epoch' + ` + expr + ` * interval '1 millisecond' END`
 }
 
-// Snapshot is a code's state after a change in Redis, with the version Redis gave that change,
-// so Postgres can apply changes in version order whatever order they arrive in.
-type Snapshot struct {
-	VerifiedAtMs int64 // unix ms; 0 = unused
-	VerifiedBy   string
-	Disabled     bool
-	Version      int64
-}
-
-// ApplySnapshot sets a code's verified_at, verified_by, is_disabled and version when
-// snap.Version is newer than the stored version, and does nothing otherwise: an older snapshot
-// never overwrites a newer state. ErrNotFound when the code does not exist.
-func (s *Store) ApplySnapshot(ctx context.Context, codeID string, snap Snapshot) error {
+// ApplySnapshot sets the verified_at, verified_by, is_disabled and version of code snap.ID
+// from snap when snap.Version is newer than the stored version, and does nothing otherwise: an
+// older snapshot never overwrites a newer state. contract.ErrNotFound when the code does not
+// exist.
+func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) error {
+	codeID := snap.ID
 	if err := checkID("code", codeID); err != nil {
 		return err
 	}
@@ -48,7 +41,7 @@ func (s *Store) ApplySnapshot(ctx context.Context, codeID string, snap Snapshot)
 		return fmt.Errorf("apply snapshot to code %s: %w", codeID, err)
 	}
 	if !exists {
-		return fmt.Errorf("code %s: %w", codeID, ErrNotFound)
+		return fmt.Errorf("code %s: %w", codeID, contract.ErrNotFound)
 	}
 	return nil
 }

@@ -12,37 +12,21 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// APIKey is an API key with what authentication needs from its project, so one read decides
-// whether a request may proceed.
-type APIKey struct {
-	ID        string
-	ProjectID string
-	// Secret is the 64-hex-character HMAC key, kept in clear because verifying a signature
-	// needs it.
-	Secret  string
-	Revoked bool
-	// RatePerSec and Burst configure the key's token bucket; both 0 means unlimited.
-	RatePerSec       float64
-	Burst            int
-	ProjectEnabled   bool
-	ProjectExpiresAt *int64 // unix seconds
-}
-
 // CreateAPIKey issues a key for a project: a time-ordered id and a secret of 32 random bytes as
 // 64 lowercase hex characters. ratePerSec <= 0 or burst <= 0 leaves that limit unset.
-// ErrNotFound when the project does not exist.
-func (s *Store) CreateAPIKey(ctx context.Context, projectID string, ratePerSec float64, burst int) (APIKey, error) {
+// contract.ErrNotFound when the project does not exist.
+func (s *Store) CreateAPIKey(ctx context.Context, projectID string, ratePerSec float64, burst int) (contract.APIKey, error) {
 	if err := checkID("project", projectID); err != nil {
-		return APIKey{}, err
+		return contract.APIKey{}, err
 	}
 	if err := checkRate(ratePerSec, burst); err != nil {
-		return APIKey{}, err
+		return contract.APIKey{}, err
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return APIKey{}, fmt.Errorf("generate secret: %w", err)
+		return contract.APIKey{}, fmt.Errorf("generate secret: %w", err)
 	}
-	k := APIKey{ID: contract.NewID(), ProjectID: projectID, Secret: hex.EncodeToString(raw[:])}
+	k := contract.APIKey{ID: contract.NewID(), ProjectID: projectID, Secret: hex.EncodeToString(raw[:])}
 	var expiresAt *time.Time
 	err := s.pool.QueryRow(ctx,
 		`WITH k AS (
@@ -54,14 +38,14 @@ func (s *Store) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 		k.ID, projectID, k.Secret, optRate(ratePerSec), optBurst(burst),
 	).Scan(&k.RatePerSec, &k.Burst, &k.ProjectEnabled, &expiresAt)
 	if err != nil {
-		return APIKey{}, fmt.Errorf("insert api key for project %s: %w", projectID, translate(err))
+		return contract.APIKey{}, fmt.Errorf("insert api key for project %s: %w", projectID, translate(err))
 	}
 	k.ProjectExpiresAt = toUnix(expiresAt)
 	return k, nil
 }
 
 // RevokeAPIKey revokes a key for good; revoking a revoked key keeps its first revocation time.
-// ErrNotFound when the key does not exist.
+// contract.ErrNotFound when the key does not exist.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	if err := checkID("api key", id); err != nil {
 		return err
@@ -72,13 +56,13 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 		return fmt.Errorf("revoke api key %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("api key %s: %w", id, ErrNotFound)
+		return fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
 	}
 	return nil
 }
 
 // SetAPIKeyRateLimit changes a key's token bucket; ratePerSec <= 0 or burst <= 0 clears that
-// limit. ErrNotFound when the key does not exist.
+// limit. contract.ErrNotFound when the key does not exist.
 func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec float64, burst int) error {
 	if err := checkID("api key", id); err != nil {
 		return err
@@ -93,19 +77,19 @@ func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec fl
 		return fmt.Errorf("update api key %s rate limit: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("api key %s: %w", id, ErrNotFound)
+		return fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
 	}
 	return nil
 }
 
-// APIKey reads a key joined with its project's flags, for authentication. ErrNotFound when the
+// APIKey reads a key joined with its project's flags, for authentication. contract.ErrNotFound when the
 // key does not exist.
-func (s *Store) APIKey(ctx context.Context, id string) (APIKey, error) {
+func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
 	if err := checkID("api key", id); err != nil {
-		return APIKey{}, err
+		return contract.APIKey{}, err
 	}
 	var (
-		k         APIKey
+		k         contract.APIKey
 		kid, pid  pgtype.UUID
 		expiresAt *time.Time
 	)
@@ -116,7 +100,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (APIKey, error) {
 		 WHERE k.id = $1`, id,
 	).Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.ProjectEnabled, &expiresAt)
 	if err != nil {
-		return APIKey{}, fmt.Errorf("select api key %s: %w", id, translate(err))
+		return contract.APIKey{}, fmt.Errorf("select api key %s: %w", id, translate(err))
 	}
 	k.ID, k.ProjectID = hexID(kid), hexID(pid)
 	k.ProjectExpiresAt = toUnix(expiresAt)

@@ -11,22 +11,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ListQuery selects one page of a project's codes.
-type ListQuery struct {
-	Page     int            // 1-based; < 1 is treated as 1
-	PageSize int            // < 1 is treated as contract.DefaultPageSize
-	State    contract.State // "" = any state
-	Search   string         // case-insensitive substring of the code value; "" = no search
-}
-
 // ListCodes returns one page of a project's codes, newest first (created_at, then id,
 // descending, which is seq descending), with the total number of codes matching the query.
 // The state filter is the derived state at now, with the project's expiry as the fallback of a
 // code's own. Without a search the total comes from the statistics counters instead of
 // counting rows. Without state filter and search, any page, however deep, is one seek on
 // (project_id, seq); filtered and searched pages skip OFFSET matching rows.
-// ErrNotFound when the project does not exist.
-func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, now int64) ([]CodeRow, int64, error) {
+// contract.ErrNotFound when the project does not exist.
+func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return nil, 0, err
@@ -69,7 +61,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 
 	offset := (int64(q.Page) - 1) * int64(q.PageSize)
 	if offset >= total {
-		return []CodeRow{}, total, nil
+		return []contract.CodeRecord{}, total, nil
 	}
 	limit, off := arg(q.PageSize), arg(offset)
 	var query string
@@ -94,7 +86,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q ListQuery, no
 	if err != nil {
 		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CodeRow, error) { return scanCode(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.CodeRecord, error) { return scanCode(r) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
 	}

@@ -74,7 +74,7 @@ func (s *Store) SetProjectEnabled(ctx context.Context, id string, enabled bool) 
 		return fmt.Errorf("update project %s enabled: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("project %s: %w", id, ErrNotFound)
+		return fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (s *Store) SetProjectExpiry(ctx context.Context, id string, expiresAt *int6
 		return fmt.Errorf("update project %s expiry: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("project %s: %w", id, ErrNotFound)
+		return fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
 	}
 	return nil
 }

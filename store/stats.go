@@ -12,7 +12,7 @@ import (
 // rows the triggers maintain (one per kind, and per distinct expiry among open codes), never
 // the codes themselves, and is exact at any instant: whether an open code is unused or
 // expired is decided here from its own expiry or, when it has none, the project's.
-// ErrNotFound when the project does not exist.
+// contract.ErrNotFound when the project does not exist.
 func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error) {
 	if err := checkID("project", projectID); err != nil {
 		return contract.Statistics{}, err

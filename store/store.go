@@ -19,14 +19,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ErrNotFound is returned (wrapped) when the row asked for does not exist, so callers can
-// answer 404 with errors.Is instead of inspecting driver errors.
-var ErrNotFound = errors.New("not found")
-
-// ErrConflict is returned (wrapped) when a write violates a unique constraint (SQLSTATE 23505),
-// so callers can tell a duplicate from a fault.
-var ErrConflict = errors.New("conflict")
-
 // Store is the Postgres store. It is safe for concurrent use; every method borrows a
 // connection from the pool for its duration.
 type Store struct {
@@ -78,18 +70,18 @@ func (s *Store) Ping(ctx context.Context) error {
 // Pool exposes the connection pool for callers that need raw access (tests, admin tooling).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// translate maps driver errors to the package's sentinel errors, keeping the original in the chain.
+// translate maps driver errors to the contract's refusals, keeping the original in the chain.
 func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", contract.ErrNotFound, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23505": // unique_violation
-			return fmt.Errorf("%w: %w", ErrConflict, err)
+			return fmt.Errorf("%w: %w", contract.ErrConflict, err)
 		case "23503": // foreign_key_violation: the referenced row does not exist
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
+			return fmt.Errorf("%w: %w", contract.ErrNotFound, err)
 		}
 	}
 	return err
@@ -126,7 +118,7 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // checkID rejects a malformed id before it reaches SQL: no row can have it, so it is not found.
 func checkID(kind, id string) error {
 	if !contract.ValidID(id) {
-		return fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
+		return fmt.Errorf("%s %q: %w", kind, id, contract.ErrNotFound)
 	}
 	return nil
 }

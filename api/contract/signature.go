@@ -16,26 +16,34 @@ const EmptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991
 // QUERY (pairs as sent, sorted by key), BODY_SHA256_HEX and TIMESTAMP on five lines, and a sixth
 // line with the nonce when one is sent. rawQuery is the query exactly as sent, without '?'.
 func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, nonce string) string {
-	return stringToSign(method, rawPath, CanonicalQuery(rawQuery), bodySHA256Hex, timestamp, nonce)
+	q := CanonicalQuery(rawQuery)
+	b := make([]byte, 0, len(method)+len(rawPath)+len(q)+len(bodySHA256Hex)+len(timestamp)+len(nonce)+6)
+	return string(appendStringToSign(b, method, rawPath, q, bodySHA256Hex, timestamp, nonce))
 }
 
-func stringToSign(method, rawPath, query, bodySHA256Hex, timestamp, nonce string) string {
-	var b strings.Builder
-	b.Grow(len(method) + len(rawPath) + len(query) + len(bodySHA256Hex) + len(timestamp) + len(nonce) + 6)
-	b.WriteString(strings.ToUpper(method))
-	b.WriteByte('\n')
-	b.WriteString(rawPath)
-	b.WriteByte('\n')
-	b.WriteString(query)
-	b.WriteByte('\n')
-	b.WriteString(bodySHA256Hex)
-	b.WriteByte('\n')
-	b.WriteString(timestamp)
-	if nonce != "" {
-		b.WriteByte('\n')
-		b.WriteString(nonce)
+// appendStringToSign appends the string to sign, with query already in its signed order, to b.
+// StringToSign and Verifier share it, so the signed form is written once.
+func appendStringToSign(b []byte, method, rawPath, query, bodySHA256Hex, timestamp, nonce string) []byte {
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
 	}
-	return b.String()
+	b = append(b, '\n')
+	b = append(b, rawPath...)
+	b = append(b, '\n')
+	b = append(b, query...)
+	b = append(b, '\n')
+	b = append(b, bodySHA256Hex...)
+	b = append(b, '\n')
+	b = append(b, timestamp...)
+	if nonce != "" {
+		b = append(b, '\n')
+		b = append(b, nonce...)
+	}
+	return b
 }
 
 // CanonicalQuery sorts the key=value pairs of a raw query by key (then value, so repeated keys
@@ -100,12 +108,6 @@ func BodySHA256(body []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// VerifySignature checks a signature in constant time. It accepts the canonical query order
-// and, when it differs, the whole-string order of older clients.
-func VerifySignature(secret, signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
-	return NewVerifier(secret).Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce)
-}
-
 // Verifier checks signatures made with one secret. It keeps its HMAC state and buffers between
 // calls, so a key's verifications allocate nothing; it is not safe for concurrent use (pool it).
 type Verifier struct {
@@ -120,7 +122,8 @@ func NewVerifier(secret string) *Verifier {
 	return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), buf: make([]byte, 0, 256), sum: make([]byte, 0, sha256.Size)}
 }
 
-// Verify is VerifySignature with the Verifier's secret.
+// Verify checks a signature in constant time. It accepts the canonical query order and, when
+// it differs, the whole-string order of older clients.
 func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
 	// A signature that is not 64 hex characters cannot match; decoding it once lets the MACs
 	// be compared as bytes, in constant time.
@@ -145,29 +148,9 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 }
 
 func (v *Verifier) check(method, rawPath, query, bodySHA256Hex, timestamp, nonce string) bool {
-	b := v.buf[:0]
-	for i := 0; i < len(method); i++ {
-		c := method[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	b = append(b, '\n')
-	b = append(b, rawPath...)
-	b = append(b, '\n')
-	b = append(b, query...)
-	b = append(b, '\n')
-	b = append(b, bodySHA256Hex...)
-	b = append(b, '\n')
-	b = append(b, timestamp...)
-	if nonce != "" {
-		b = append(b, '\n')
-		b = append(b, nonce...)
-	}
-	v.buf = b
+	v.buf = appendStringToSign(v.buf[:0], method, rawPath, query, bodySHA256Hex, timestamp, nonce)
 	v.mac.Reset()
-	v.mac.Write(b)
+	v.mac.Write(v.buf)
 	v.sum = v.mac.Sum(v.sum[:0])
 	return hmac.Equal(v.sum, v.got[:])
 }

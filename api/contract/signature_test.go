@@ -24,10 +24,10 @@ func TestSignatureMatchesOriginalSDK(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("signature %s, want %s", got, tc.want)
 			}
-			if !contract.VerifySignature(secret, tc.want, tc.method, tc.path, tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
+			if !contract.NewVerifier(secret).Verify(tc.want, tc.method, tc.path, tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
 				t.Fatal("VerifySignature refused the SDK's signature")
 			}
-			if contract.VerifySignature(secret, tc.want, tc.method, tc.path+"x", tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
+			if contract.NewVerifier(secret).Verify(tc.want, tc.method, tc.path+"x", tc.query, contract.BodySHA256([]byte(tc.body)), tc.ts, tc.nonce) {
 				t.Fatal("VerifySignature accepted a signature over another path")
 			}
 		})
@@ -57,7 +57,7 @@ func TestVerifyAcceptsWholeStringOrder(t *testing.T) {
 	if contract.CanonicalQuery(q) == "a-=1&a=2" {
 		t.Fatal("test needs a query whose two orders differ")
 	}
-	if !contract.VerifySignature(secret, contract.Sign(secret, sts), "GET", "/p", q, contract.EmptyBodySHA256, "1", "") {
+	if !contract.NewVerifier(secret).Verify(contract.Sign(secret, sts), "GET", "/p", q, contract.EmptyBodySHA256, "1", "") {
 		t.Fatal("whole-string order refused")
 	}
 }

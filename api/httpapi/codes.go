@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,45 +8,42 @@ import (
 	"strconv"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
 )
 
-func keyOf(c *gin.Context) store.APIKey {
+func keyOf(c *gin.Context) contract.APIKey {
 	v, _ := c.Get(ctxKey)
-	k, _ := v.(store.APIKey)
+	k, _ := v.(contract.APIKey)
 	return k
 }
 
 // listCodes answers one page of the project's codes; the list may trail the hot path by the
 // audit pipeline's lag.
-func (s *Server) listCodes(c *gin.Context) {
+func (s *Server) listCodes(c *gin.Context) error {
 	q, detail := parseListQuery(c)
 	if detail != "" {
-		abort(c, http.StatusBadRequest, detail)
-		return
+		return invalid(detail)
 	}
-	if !s.admitRead(c) {
-		return
+	if err := s.admitRead(c); err != nil {
+		return err
 	}
 	key := keyOf(c)
 	now := s.cfg.Now().Unix()
 	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, q, now)
 	if err != nil {
-		s.fail(c, "list codes", err)
-		return
+		return fmt.Errorf("list codes: %w", err)
 	}
 	page := contract.CodePage{Items: make([]contract.Code, 0, len(rows)), Total: total, Page: q.Page, PageSize: q.PageSize}
 	page.TotalPages = (total + int64(q.PageSize) - 1) / int64(q.PageSize)
 	for _, r := range rows {
-		page.Items = append(page.Items, r.API(key.ProjectExpiresAt, now))
+		page.Items = append(page.Items, r.Resource(key.ProjectExpiresAt, now))
 	}
 	c.JSON(http.StatusOK, page)
+	return nil
 }
 
-func parseListQuery(c *gin.Context) (store.ListQuery, string) {
-	q := store.ListQuery{Page: 1, PageSize: contract.DefaultPageSize}
+func parseListQuery(c *gin.Context) (contract.ListQuery, string) {
+	q := contract.ListQuery{Page: 1, PageSize: contract.DefaultPageSize}
 	if v, ok := c.GetQuery("page"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -79,22 +75,20 @@ func parseListQuery(c *gin.Context) (store.ListQuery, string) {
 }
 
 // getCodeByValue answers one code, looked up by its value, with its verification history.
-func (s *Server) getCodeByValue(c *gin.Context) {
+func (s *Server) getCodeByValue(c *gin.Context) error {
 	value, err := pathValue(c, "code")
 	if err != nil {
-		abort(c, http.StatusBadRequest, "The code in the path must be percent-encoded")
-		return
+		return invalid("The code in the path must be percent-encoded")
 	}
 	if err := contract.ValidateCode(value); err != nil {
-		abort(c, http.StatusBadRequest, err.Error())
-		return
+		return invalid(err.Error())
 	}
-	if !s.admitRead(c) {
-		return
+	if err := s.admitRead(c); err != nil {
+		return err
 	}
 	key := keyOf(c)
 	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), key.ProjectID, value)
-	s.answerCode(c, row, err)
+	return s.answerCode(c, row, err)
 }
 
 // pathValue decodes a path parameter with path rules, where '+' is a plus sign. The router
@@ -108,74 +102,53 @@ func pathValue(c *gin.Context, name string) (string, error) {
 }
 
 // getCodeByID answers one code, looked up by its id, with its verification history.
-func (s *Server) getCodeByID(c *gin.Context) {
+func (s *Server) getCodeByID(c *gin.Context) error {
 	id, err := pathValue(c, "code_id")
 	if err != nil || !contract.ValidID(id) {
-		abort(c, http.StatusNotFound, "Code not found")
-		return
+		return errCodeNotFound
 	}
-	if !s.admitRead(c) {
-		return
+	if err := s.admitRead(c); err != nil {
+		return err
 	}
 	key := keyOf(c)
 	row, err := s.cfg.Records.CodeByID(c.Request.Context(), key.ProjectID, id)
-	s.answerCode(c, row, err)
+	return s.answerCode(c, row, err)
 }
+
+var errCodeNotFound = &contract.Error{Kind: contract.KindNotFound, Message: "Code not found"}
 
 // answerCode renders a single code with its live state from Redis, so it reflects every
 // acknowledged verify and reactivate at once, and its logs from Postgres.
-func (s *Server) answerCode(c *gin.Context, row store.CodeRow, err error) {
-	if errors.Is(err, store.ErrNotFound) {
-		abort(c, http.StatusNotFound, "Code not found")
-		return
+func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) error {
+	if errors.Is(err, contract.ErrNotFound) {
+		return errCodeNotFound
 	}
 	if err != nil {
-		s.fail(c, "read code", err)
-		return
+		return fmt.Errorf("read code: %w", err)
 	}
 	ctx := c.Request.Context()
 	key := keyOf(c)
-	if err := s.overlayLive(ctx, &row); err != nil {
-		s.fail(c, "read live code state", err)
-		return
-	}
-	code := row.API(key.ProjectExpiresAt, s.cfg.Now().Unix())
-	logs, err := s.cfg.Records.Logs(ctx, row.ID, s.cfg.LogsLimit)
+	live, found, err := s.cfg.HotPath.LiveCode(ctx, rec.ProjectID, rec.Code)
 	if err != nil {
-		s.fail(c, "read verification logs", err)
-		return
+		return fmt.Errorf("read live code state: %w", err)
 	}
-	code.VerificationLogs = logs
-	if code.VerificationLogs == nil {
-		code.VerificationLogs = []contract.LogEntry{}
+	if found {
+		rec = rec.WithLiveState(live)
 	}
-	c.JSON(http.StatusOK, codeWithLogs{Code: code, VerificationLogs: code.VerificationLogs})
+	code := rec.Resource(key.ProjectExpiresAt, s.cfg.Now().Unix())
+	logs, err := s.cfg.Records.Logs(ctx, rec.ID, s.cfg.LogsLimit)
+	if err != nil {
+		return fmt.Errorf("read verification logs: %w", err)
+	}
+	if logs == nil {
+		logs = []contract.LogEntry{}
+	}
+	c.JSON(http.StatusOK, codeWithLogs{Code: code, VerificationLogs: logs})
+	return nil
 }
 
 // codeWithLogs always shows verification_logs, even empty, on the single-code endpoints.
 type codeWithLogs struct {
 	contract.Code
 	VerificationLogs []contract.LogEntry `json:"verification_logs"`
-}
-
-// overlayLive replaces the row's state fields with Redis's, which is never older.
-func (s *Server) overlayLive(ctx context.Context, row *store.CodeRow) error {
-	st, found, err := s.cfg.HotPath.Code(ctx, row.ProjectID, row.Code)
-	if errors.Is(err, cache.ErrNotCached) || (err == nil && !found) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	row.IsDisabled = st.Disabled
-	row.VerifiedAt, row.VerifiedBy, row.VerifiedAtMs = nil, nil, st.VerifiedAtMs
-	if st.VerifiedAtMs > 0 {
-		sec := st.VerifiedAtMs / 1000
-		row.VerifiedAt = &sec
-		if st.VerifiedBy != "" {
-			by := st.VerifiedBy
-			row.VerifiedBy = &by
-		}
-	}
-	return nil
 }

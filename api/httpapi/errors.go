@@ -9,28 +9,79 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// abort answers with the contract's error body and stops the chain.
-func abort(c *gin.Context, status int, detail string) {
-	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
+// errMethodNotAllowed is the one refusal the contract's kinds do not name.
+var errMethodNotAllowed = &contract.Error{Kind: "method_not_allowed", Message: "Method not allowed"}
+
+// statusOf is the one table from an error's kind to its HTTP status.
+func statusOf(k contract.Kind) int {
+	switch k {
+	case contract.KindInvalid:
+		return http.StatusBadRequest
+	case contract.KindUnauthorized:
+		return http.StatusUnauthorized
+	case contract.KindForbidden:
+		return http.StatusForbidden
+	case contract.KindNotFound:
+		return http.StatusNotFound
+	case errMethodNotAllowed.Kind:
+		return http.StatusMethodNotAllowed
+	case contract.KindConflict:
+		return http.StatusConflict
+	case contract.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case contract.KindRateLimited:
+		return http.StatusTooManyRequests
+	case contract.KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
-// fail answers an internal error. The cause is logged, never shown: a dependency that timed
-// out or is unreachable is a 503, anything else a 500.
-func (s *Server) fail(c *gin.Context, what string, err error) {
-	s.cfg.Logger.ErrorContext(c.Request.Context(), what, "err", err, "route", c.FullPath())
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isUnavailable(err) {
-		abort(c, http.StatusServiceUnavailable, "Service temporarily unavailable")
+// handle adapts a handler that returns an error: a nil error means the handler answered (or,
+// for middleware, that the chain goes on); any other is answered by writeError.
+func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			s.writeError(c, err)
+		}
+	}
+}
+
+// writeError answers err with its status and {"detail"} and stops the chain. A refusal shows
+// its own message; anything else is logged with its cause and shown as a bare 500, or as a 503
+// when it looks like a dependency that is down or slow.
+func (s *Server) writeError(c *gin.Context, err error) {
+	var ce *contract.Error
+	if errors.As(err, &ce) && ce.Kind != contract.KindInternal {
+		var af *authFailure
+		if errors.As(err, &af) {
+			s.countAuthFailure(c, af.reason)
+		}
+		c.AbortWithStatusJSON(statusOf(ce.Kind), contract.ErrorBody{Detail: ce.Message})
 		return
 	}
-	abort(c, http.StatusInternalServerError, "Internal server error")
+	s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath())
+	if isUnavailable(err) {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, contract.ErrorBody{Detail: "Service temporarily unavailable"})
+		return
+	}
+	c.AbortWithStatusJSON(http.StatusInternalServerError, contract.ErrorBody{Detail: "Internal server error"})
 }
 
-// isUnavailable tells whether err looks like a dependency being down rather than a bug.
+// isUnavailable tells whether err looks like a dependency being down or slow rather than a bug.
 func isUnavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
 	var ne interface{ Timeout() bool }
 	if errors.As(err, &ne) {
 		return true
 	}
 	var oe interface{ Temporary() bool }
 	return errors.As(err, &oe)
+}
+
+// invalid is a 400 with detail.
+func invalid(detail string) error {
+	return &contract.Error{Kind: contract.KindInvalid, Message: detail}
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -25,7 +25,7 @@ func (s *Server) recovery(c *gin.Context) {
 			if r == http.ErrAbortHandler {
 				panic(r)
 			}
-			s.fail(c, "panic", fmt.Errorf("panic: %v", r))
+			s.writeError(c, fmt.Errorf("panic: %v", r))
 		}
 	}()
 	c.Next()
@@ -65,7 +65,7 @@ func (s *Server) accessLog(c *gin.Context) {
 		slog.Duration("duration", elapsed),
 	}
 	if v, ok := c.Get(ctxKey); ok {
-		attrs = append(attrs, slog.String("key_id", v.(store.APIKey).ID))
+		attrs = append(attrs, slog.String("key_id", v.(contract.APIKey).ID))
 	}
 	if v, ok := c.Get(ctxAuthFailure); ok {
 		attrs = append(attrs, slog.String("auth_failure", string(v.(AuthFailure))))

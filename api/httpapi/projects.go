@@ -1,28 +1,28 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 )
 
 // getProject answers the project with its exact statistics.
-func (s *Server) getProject(c *gin.Context) {
-	if !s.admitRead(c) {
-		return
+func (s *Server) getProject(c *gin.Context) error {
+	if err := s.admitRead(c); err != nil {
+		return err
 	}
 	ctx := c.Request.Context()
 	key := keyOf(c)
 	p, err := s.cfg.Records.Project(ctx, key.ProjectID)
 	if err != nil {
-		s.fail(c, "read project", err)
-		return
+		return fmt.Errorf("read project: %w", err)
 	}
 	st, err := s.cfg.Records.Statistics(ctx, key.ProjectID, s.cfg.Now().Unix())
 	if err != nil {
-		s.fail(c, "read statistics", err)
-		return
+		return fmt.Errorf("read statistics: %w", err)
 	}
 	p.Statistics = &st
 	c.JSON(http.StatusOK, p)
+	return nil
 }

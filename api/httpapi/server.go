@@ -13,45 +13,42 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Records is what the server reads from the system of record.
+// Records is what the adapter reads from the system of record: keys, projects, statistics,
+// lists and history. None of it is on the verify path.
 type Records interface {
-	APIKey(ctx context.Context, id string) (store.APIKey, error)
+	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
 	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
-	CodeByValue(ctx context.Context, projectID, value string) (store.CodeRow, error)
-	CodeByID(ctx context.Context, projectID, id string) (store.CodeRow, error)
-	ListCodes(ctx context.Context, projectID string, q store.ListQuery, now int64) ([]store.CodeRow, int64, error)
+	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
+	CodeByID(ctx context.Context, projectID, id string) (contract.CodeRecord, error)
+	ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error)
 	Logs(ctx context.Context, codeID string, limit int) ([]contract.LogEntry, error)
 }
 
-// HotPath is what the server needs of the Redis hot path.
+// HotPath is what the adapter needs of the Redis hot path. Verify and Reactivate load what
+// Redis misses themselves: a handler makes one call.
 type HotPath interface {
-	Apply(ctx context.Context, call cache.Call) (cache.Result, error)
-	Admit(ctx context.Context, a cache.Admission) (cache.Result, error)
-	PutCode(ctx context.Context, projectID string, s cache.CodeState) (bool, error)
-	LoadProject(ctx context.Context, p cache.ProjectState) error
-	MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error
-	Code(ctx context.Context, projectID, value string) (cache.CodeState, bool, error)
+	Verify(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
+	Reactivate(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
+	Admit(ctx context.Context, a contract.Admission) (contract.RateState, error)
+	// LiveCode is the code's state as Redis holds it; found is false when Redis holds none.
+	LiveCode(ctx context.Context, projectID, value string) (contract.CodeRecord, bool, error)
 }
-
-// Check is one readiness probe of a dependency.
-type Check func(ctx context.Context) error
 
 // Config wires a server. Records and HotPath are required.
 type Config struct {
 	Records Records
 	HotPath HotPath
-	// Ready names the dependencies /readyz probes (redis, postgres, audit pipeline).
-	Ready map[string]Check
+	// Ready answers /readyz; the wiring builds it from its dependency probes. Not served when nil.
+	Ready http.Handler
+	// Metrics answers /metrics. Not served when nil.
+	Metrics http.Handler
 	// Logger receives access and error logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
@@ -69,8 +66,6 @@ type Config struct {
 	NewEventID func() string
 	// Registerer receives the replica's metrics; a private registry when nil.
 	Registerer prometheus.Registerer
-	// Gatherer serves /metrics; nothing is served there when nil.
-	Gatherer prometheus.Gatherer
 	// Tracer makes the request and Lua-call spans; no spans when nil.
 	Tracer trace.TracerProvider
 }
@@ -122,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	m := newMetrics(cfg.Registerer)
-	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.Now, m.keyCache), metrics: m,
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, m.keyCache), metrics: m,
 		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/httpapi")}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
@@ -136,26 +131,28 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
 	e.Use(s.recovery, s.accessLog)
-	e.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "Not found") })
-	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "Method not allowed") })
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	if cfg.Gatherer != nil {
-		e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
+	e.NoRoute(s.handle(func(*gin.Context) error { return contract.Errorf(contract.KindNotFound, "Not found") }))
+	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
+	e.GET("/healthz", healthz)
+	if cfg.Ready != nil {
+		e.GET("/readyz", gin.WrapH(cfg.Ready))
 	}
-	p := e.Group("/api/v1/projects/:project_id", s.authenticate)
-	p.GET("", s.getProject)
-	p.GET("/codes", s.listCodes)
-	p.GET("/codes/by-code/:code", s.getCodeByValue)
-	p.GET("/codes/:code_id", s.getCodeByID)
-	p.POST("/codes/verify", s.verify)
-	p.POST("/codes/reactivate", s.reactivate)
+	if cfg.Metrics != nil {
+		e.GET("/metrics", gin.WrapH(cfg.Metrics))
+	}
+	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate))
+	p.GET("", s.handle(s.getProject))
+	p.GET("/codes", s.handle(s.listCodes))
+	p.GET("/codes/by-code/:code", s.handle(s.getCodeByValue))
+	p.GET("/codes/:code_id", s.handle(s.getCodeByID))
+	p.POST("/codes/verify", s.handle(s.verify))
+	p.POST("/codes/reactivate", s.handle(s.reactivate))
 	s.engine = e
 	return s, nil
 }
 
-// Handler is the replica's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+// ServeHTTP answers one request; a Server is an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
 // Serve answers on ln until ctx ends, then stops accepting and drains in-flight requests for up
 // to drain before returning.

@@ -8,13 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -29,62 +25,62 @@ type opBody struct {
 	Reason        *string `json:"reason"`
 }
 
-func (s *Server) verify(c *gin.Context)     { s.operate(c, contract.ActionVerify) }
-func (s *Server) reactivate(c *gin.Context) { s.operate(c, contract.ActionReactivate) }
+func (s *Server) verify(c *gin.Context) error {
+	return s.operate(c, contract.ActionVerify, s.cfg.HotPath.Verify)
+}
 
-// operate runs one verify or reactivate: validate, one Lua call (loading a code or project
-// Redis has not seen from Postgres first), and the result body. The outcome is always a 200
-// when the request itself was valid; refusals of the request are the contract's statuses.
-func (s *Server) operate(c *gin.Context, action contract.Action) {
+func (s *Server) reactivate(c *gin.Context) error {
+	return s.operate(c, contract.ActionReactivate, s.cfg.HotPath.Reactivate)
+}
+
+// operate runs one verify or reactivate: validate, one hot-path call, the result body. The
+// outcome is always a 200 when the request itself was valid; refusals of the request are the
+// contract's statuses.
+func (s *Server) operate(c *gin.Context, action contract.Action,
+	run func(context.Context, contract.Operation) (contract.OperationResult, error)) error {
 	key := keyOf(c)
 	body := c.MustGet(ctxBody).([]byte)
 	req, detail := parseOpBody(body, action)
 	if detail != "" {
-		abort(c, http.StatusBadRequest, detail)
-		return
+		return invalid(detail)
 	}
-	idem, hasIdem := c.Request.Header["Idempotency-Key"]
-	call := cache.Call{
+	op := contract.Operation{
 		Action:    action,
 		ProjectID: key.ProjectID,
 		KeyID:     key.ID,
 		Code:      *req.Code,
 		IP:        c.ClientIP(),
 		ReplayKey: c.GetString(ctxReplay),
-		Limit:     limitOf(key),
+		Limit:     key.Limit(),
 		EventID:   s.cfg.NewEventID(),
 		Now:       s.cfg.Now(),
 	}
-	if hasIdem {
+	if idem, ok := c.Request.Header["Idempotency-Key"]; ok {
 		if err := contract.ValidateIdempotencyKey(idem[0]); err != nil {
-			abort(c, http.StatusBadRequest, err.Error())
-			return
+			return invalid(err.Error())
 		}
-		call.IdempotencyKey = idem[0]
+		op.IdempotencyKey = idem[0]
 		h := sha256.Sum256([]byte(c.Request.Method + "\n" + c.FullPath() + "\n" + c.GetString(ctxBodyH)))
-		call.RequestHash = hex.EncodeToString(h[:])
+		op.RequestHash = hex.EncodeToString(h[:])
 	}
 	switch action {
 	case contract.ActionVerify:
-		call.By = deref(req.VerifiedBy)
+		op.By = deref(req.VerifiedBy)
 	case contract.ActionReactivate:
-		call.By, call.Reason = deref(req.ReactivatedBy), deref(req.Reason)
+		op.By, op.Reason = deref(req.ReactivatedBy), deref(req.Reason)
 	}
-	r, err := s.apply(c.Request.Context(), call)
-	if err != nil {
-		s.fail(c, "apply "+string(action), err)
-		return
+
+	start := time.Now()
+	ctx, span := s.tracer.Start(c.Request.Context(), "redis apply.lua", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system", "redis"), attribute.String("acv.action", string(action))))
+	op.TraceParent = traceParent(ctx)
+	r, err := run(ctx, op)
+	span.End()
+	s.metrics.script.WithLabelValues("apply").Observe(time.Since(start).Seconds())
+	if err := s.bucketAnswered(c, key, r.Rate, err); err != nil {
+		return err
 	}
-	if r.Status == cache.StatusIdemConflict {
-		s.metrics.idemReplays.WithLabelValues("conflict").Inc()
-		setRateHeaders(c, key, r.Rate.Remaining)
-		abort(c, http.StatusConflict, "Idempotency-Key was already used with a different request")
-		return
-	}
-	if !s.admitted(c, key, r) {
-		return
-	}
-	if r.Status == cache.StatusIdemReplayed {
+	if r.Replayed {
 		c.Header("Idempotent-Replayed", "true")
 		s.metrics.idemReplays.WithLabelValues("replayed").Inc()
 	} else {
@@ -93,63 +89,13 @@ func (s *Server) operate(c *gin.Context, action contract.Action) {
 	c.Set(ctxOutcome, r.Outcome)
 	if action == contract.ActionVerify {
 		renderVerify(c, r.Outcome.VerifyResponse())
-		return
+		return nil
 	}
 	renderReactivate(c, r.Outcome.ReactivateResponse())
+	return nil
 }
 
 const ctxOutcome = "acv.outcome"
-
-// apply runs the script, loading the code or project into Redis when the script reports it
-// missing. Loads never overwrite a state Redis already holds, so racing loads are harmless.
-func (s *Server) apply(ctx context.Context, call cache.Call) (cache.Result, error) {
-	for attempt := 0; attempt < 4; attempt++ {
-		start := time.Now()
-		sctx, span := s.tracer.Start(ctx, "redis apply.lua", trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.String("db.system", "redis"), attribute.String("acv.action", string(call.Action))))
-		call.TraceParent = traceParent(sctx)
-		r, err := s.cfg.HotPath.Apply(sctx, call)
-		span.SetAttributes(attribute.Int("acv.script.status", int(r.Status)))
-		span.End()
-		s.metrics.script.WithLabelValues("apply").Observe(time.Since(start).Seconds())
-		if err != nil {
-			return r, err
-		}
-		switch r.Status {
-		case cache.StatusCodeMiss:
-			if err := s.loadCode(ctx, call.ProjectID, call.Code); err != nil {
-				return r, err
-			}
-		case cache.StatusProjectMiss:
-			if err := s.loadProject(ctx, call.ProjectID); err != nil {
-				return r, err
-			}
-		default:
-			return r, nil
-		}
-	}
-	return cache.Result{}, errors.New("code state did not settle in redis after loading")
-}
-
-func (s *Server) loadCode(ctx context.Context, projectID, value string) error {
-	row, err := s.cfg.Records.CodeByValue(ctx, projectID, value)
-	if errors.Is(err, store.ErrNotFound) {
-		return s.cfg.HotPath.MarkUnknown(ctx, projectID, value, 0)
-	}
-	if err != nil {
-		return fmt.Errorf("load code from postgres: %w", err)
-	}
-	_, err = s.cfg.HotPath.PutCode(ctx, projectID, admin.CodeState(row))
-	return err
-}
-
-func (s *Server) loadProject(ctx context.Context, projectID string) error {
-	p, err := s.cfg.Records.Project(ctx, projectID)
-	if err != nil {
-		return fmt.Errorf("load project from postgres: %w", err)
-	}
-	return s.cfg.HotPath.LoadProject(ctx, cache.ProjectState{ID: p.ID, Enabled: p.Status, ExpiresAt: p.ExpiresAt})
-}
 
 // parseOpBody decodes and validates a verify or reactivate body; a non-empty string is the
 // 400 detail.

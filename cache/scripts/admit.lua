@@ -13,34 +13,36 @@
 -- ARGV[5] burst
 --
 -- Reply: { status, rl_remaining, rl_wait_ms }
---   status 0 admitted, 3 rate limited (rl_wait_ms = time until a token), 4 replayed.
+--   status S_OK admitted, S_RATE_LIMITED (rl_wait_ms = time until a token), S_REPLAYED.
 --   rl_remaining is -1 when the key is unlimited.
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
 local now = tonumber(ARGV[1])
 local check_replay = ARGV[2] == '1'
 if check_replay and redis.call('EXISTS', KEYS[2]) == 1 then
-  return {4, -1, 0}
+  return {S_REPLAYED, -1, 0}
 end
 
 local rate = tonumber(ARGV[4])
 local burst = tonumber(ARGV[5])
 local remaining = -1
 if rate > 0 then
-  local b = redis.call('HMGET', KEYS[1], 'tk', 'ts')
+  local b = redis.call('HMGET', KEYS[1], F_TOKENS, F_REFILLED)
   local tokens = burst
   if b[1] then
     tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
   end
   if tokens < 1 then
-    return {3, 0, math.ceil((1 - tokens) * 1000 / rate)}
+    return {S_RATE_LIMITED, 0, math.ceil((1 - tokens) * 1000 / rate)}
   end
   tokens = tokens - 1
   remaining = math.floor(tokens)
-  redis.call('HSET', KEYS[1], 'tk', tostring(tokens), 'ts', ARGV[1])
+  redis.call('HSET', KEYS[1], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[1])
   redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
 end
 
 if check_replay then
   redis.call('SET', KEYS[2], '1', 'EX', tonumber(ARGV[3]))
 end
-return {0, remaining, 0}
+return {S_OK, remaining, 0}

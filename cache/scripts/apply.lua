@@ -31,31 +31,33 @@
 -- ARGV[14] trace context to carry to Kafka ("" = none)
 --
 -- Reply: { status, error_code, code_id, verified_at_ms, at_ms, rl_remaining, rl_wait_ms }
---   status 0 ok (error_code "" = success), 1 code not in Redis, 2 project not in Redis,
---          3 rate limited (rl_wait_ms = time until a token), 4 replayed,
---          5 idempotency conflict, 6 idempotent replay of a stored outcome.
+--   status S_OK (error_code "" = success), S_CODE_MISS, S_PROJECT_MISS,
+--          S_RATE_LIMITED (rl_wait_ms = time until a token), S_REPLAYED,
+--          S_IDEM_CONFLICT, S_IDEM_REPLAYED (a stored outcome).
 --   rl_remaining is -1 when the key is unlimited.
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
 local action = ARGV[1]
 local now = tonumber(ARGV[2])
 
--- 1. presence: a code entry always has its id ('i') or the unknown marker ('z')
-local c = redis.call('HMGET', KEYS[1], 'z', 'i', 'x', 't', 'b', 'd', 'n')
+-- 1. presence: a code entry always has its id (F_ID) or the unknown marker (F_UNKNOWN)
+local c = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_ID, F_EXP, F_VAT, F_BY, F_DIS, F_VER)
 if c[1] == false and c[2] == false then
-  return {1, '', '', 0, 0, -1, 0}
+  return {S_CODE_MISS, '', '', 0, 0, -1, 0}
 end
 local unknown = c[1] == '1'
 local p = nil
 if not unknown then
-  p = redis.call('HMGET', KEYS[2], 'en', 'x')
+  p = redis.call('HMGET', KEYS[2], F_EN, F_EXP)
   if p[1] == false then
-    return {2, '', '', 0, 0, -1, 0}
+    return {S_PROJECT_MISS, '', '', 0, 0, -1, 0}
   end
 end
 
 -- 2. replay
 if redis.call('EXISTS', KEYS[5]) == 1 then
-  return {4, '', '', 0, 0, -1, 0}
+  return {S_REPLAYED, '', '', 0, 0, -1, 0}
 end
 
 -- 3. token bucket (read; written below only when the request is admitted)
@@ -64,13 +66,13 @@ local burst = tonumber(ARGV[13])
 local remaining = -1
 local tokens = 0
 if rate > 0 then
-  local b = redis.call('HMGET', KEYS[4], 'tk', 'ts')
+  local b = redis.call('HMGET', KEYS[4], F_TOKENS, F_REFILLED)
   tokens = burst
   if b[1] then
     tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
   end
   if tokens < 1 then
-    return {3, '', '', 0, 0, 0, math.ceil((1 - tokens) * 1000 / rate)}
+    return {S_RATE_LIMITED, '', '', 0, 0, 0, math.ceil((1 - tokens) * 1000 / rate)}
   end
   tokens = tokens - 1
   remaining = math.floor(tokens)
@@ -79,25 +81,25 @@ end
 -- 4. idempotency (read)
 local idem = ARGV[9] == '1'
 if idem then
-  local s = redis.call('HMGET', KEYS[6], 'h', 'r')
+  local s = redis.call('HMGET', KEYS[6], F_REQ_HASH, F_REPLY)
   if s[1] then
     if s[1] ~= ARGV[10] then
-      return {5, '', '', 0, 0, remaining, 0}
+      return {S_IDEM_CONFLICT, '', '', 0, 0, remaining, 0}
     end
     if rate > 0 then
-      redis.call('HSET', KEYS[4], 'tk', tostring(tokens), 'ts', ARGV[2])
+      redis.call('HSET', KEYS[4], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[2])
       redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
     end
     redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
     local err, id, vat, at = string.match(s[2], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-    return {6, err, id, tonumber(vat), tonumber(at), remaining, 0}
+    return {S_IDEM_REPLAYED, err, id, tonumber(vat), tonumber(at), remaining, 0}
   end
 end
 
 -- admitted: record the replay marker and the spent token
 redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
 if rate > 0 then
-  redis.call('HSET', KEYS[4], 'tk', tostring(tokens), 'ts', ARGV[2])
+  redis.call('HSET', KEYS[4], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[2])
   redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
 end
 
@@ -139,16 +141,16 @@ if not unknown then
       vat = now
       state_by = by
       if by ~= '' then
-        redis.call('HSET', KEYS[1], 't', ARGV[2], 'b', by, 'n', version)
+        redis.call('HSET', KEYS[1], F_VAT, ARGV[2], F_BY, by, F_VER, version)
       else
-        redis.call('HSET', KEYS[1], 't', ARGV[2], 'n', version)
-        if c[5] then redis.call('HDEL', KEYS[1], 'b') end
+        redis.call('HSET', KEYS[1], F_VAT, ARGV[2], F_VER, version)
+        if c[5] then redis.call('HDEL', KEYS[1], F_BY) end
       end
     else
       vat = 0
       state_by = ''
-      redis.call('HSET', KEYS[1], 'n', version)
-      redis.call('HDEL', KEYS[1], 't', 'b')
+      redis.call('HSET', KEYS[1], F_VER, version)
+      redis.call('HDEL', KEYS[1], F_VAT, F_BY)
     end
   end
   local result = 'failed'
@@ -177,16 +179,16 @@ if not unknown then
     ',"state_verified_by":' .. cjson.encode(state_by) ..
     ',"disabled":' .. tostring(c[6] == '1') .. '}'
   if ARGV[14] ~= '' then
-    redis.call('XADD', KEYS[3], '*', 'e', ev, 'h:traceparent', ARGV[14])
+    redis.call('XADD', KEYS[3], '*', F_EVENT, ev, F_TRACEPARENT, ARGV[14])
   else
-    redis.call('XADD', KEYS[3], '*', 'e', ev)
+    redis.call('XADD', KEYS[3], '*', F_EVENT, ev)
   end
 end
 
 if idem then
   local packed = err .. '|' .. code_id .. '|' .. string.format('%d', vat) .. '|' .. ARGV[2]
-  redis.call('HSET', KEYS[6], 'h', ARGV[10], 'r', packed)
+  redis.call('HSET', KEYS[6], F_REQ_HASH, ARGV[10], F_REPLY, packed)
   redis.call('EXPIRE', KEYS[6], tonumber(ARGV[11]))
 end
 
-return {0, err, code_id, vat, now, remaining, 0}
+return {S_OK, err, code_id, vat, now, remaining, 0}

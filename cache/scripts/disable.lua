@@ -5,16 +5,18 @@
 -- ARGV[1] "1" to disable, "0" to enable
 --
 -- Reply: { status, verified_at_ms, verified_by, version }
---   status 0 applied, 1 code not in Redis (load it, then call again).
+--   status S_OK applied, S_CODE_MISS (load the code, then call again).
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
-local c = redis.call('HMGET', KEYS[1], 'z', 'i', 't', 'b')
+local c = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_ID, F_VAT, F_BY)
 if c[2] == false then
-  return {1, 0, '', 0}
+  return {S_CODE_MISS, 0, '', 0}
 end
 if ARGV[1] == '1' then
-  redis.call('HSET', KEYS[1], 'd', '1')
+  redis.call('HSET', KEYS[1], F_DIS, '1')
 else
-  redis.call('HDEL', KEYS[1], 'd')
+  redis.call('HDEL', KEYS[1], F_DIS)
 end
-local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-return {0, tonumber(c[3] or '0'), c[4] or '', n}
+local n = redis.call('HINCRBY', KEYS[1], F_VER, 1)
+return {S_OK, tonumber(c[3] or '0'), c[4] or '', n}

@@ -12,17 +12,19 @@
 -- ARGV[6] version
 --
 -- Reply: 1 stored, 0 kept the entry Redis had.
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
-local z = redis.call('HGET', KEYS[1], 'z')
+local z = redis.call('HGET', KEYS[1], F_UNKNOWN)
 if z == false and redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 if z then
   redis.call('DEL', KEYS[1])
 end
-redis.call('HSET', KEYS[1], 'i', ARGV[1], 'n', ARGV[6])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'x', ARGV[2]) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 't', ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'b', ARGV[4]) end
-if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'd', '1') end
+redis.call('HSET', KEYS[1], F_ID, ARGV[1], F_VER, ARGV[6])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], F_EXP, ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], F_VAT, ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], F_BY, ARGV[4]) end
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], F_DIS, '1') end
 return 1

@@ -6,10 +6,12 @@
 -- ARGV[1] ttl, seconds
 --
 -- Reply: 1 stored, 0 an entry was already there.
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'z', '1')
+redis.call('HSET', KEYS[1], F_UNKNOWN, '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 return 1

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
-	"github.com/spf13/cobra"
 )
 
 // demo is what `acv dev` seeds once and keeps in its data directory, so a restart serves the
@@ -163,7 +165,7 @@ func unusedDemoCode(ctx context.Context, cfg service.Config, d demo) (string, er
 	}
 	defer deps.Close()
 	for page := 1; ; page++ {
-		rows, _, err := deps.Store.ListCodes(ctx, d.ProjectID, store.ListQuery{Page: page, PageSize: 100, State: "unused"}, time.Now().Unix())
+		rows, _, err := deps.Store.ListCodes(ctx, d.ProjectID, contract.ListQuery{Page: page, PageSize: 100, State: "unused"}, time.Now().Unix())
 		if err != nil {
 			return "", err
 		}
@@ -171,8 +173,9 @@ func unusedDemoCode(ctx context.Context, cfg service.Config, d demo) (string, er
 			return "", errors.New("every demo code is used: reactivate some or delete the data directory")
 		}
 		for _, r := range rows {
-			st, found, err := deps.Cache.Code(ctx, d.ProjectID, r.Code)
-			if err != nil || (found && st.VerifiedAtMs == 0) {
+			// Redis holds the newest state; a code it does not hold is as Postgres lists it.
+			live, found, err := deps.Cache.LiveCode(ctx, d.ProjectID, r.Code)
+			if err != nil || !found || live.VerifiedAtMs == 0 {
 				return r.Code, nil
 			}
 		}

@@ -52,43 +52,24 @@ func (a *Admin) republishProject(ctx context.Context, id string) error {
 }
 
 func (a *Admin) publishProject(ctx context.Context, p contract.Project) error {
-	if err := a.Cache.PutProject(ctx, cache.ProjectState{ID: p.ID, Enabled: p.Status, ExpiresAt: p.ExpiresAt}); err != nil {
+	if err := a.Cache.PutProject(ctx, p); err != nil {
 		return fmt.Errorf("publish project %s to redis: %w", p.ID, err)
 	}
 	return nil
 }
 
 // SetCodeDisabled disables or enables one code: Redis first, as a new version of the code's
-// state, then the same snapshot to Postgres, which applies it only if nothing newer arrived.
+// state (the cache loads the code from Postgres when it does not hold it), then the same
+// snapshot to Postgres, which applies it only if nothing newer arrived.
 func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, disabled bool) error {
 	row, err := a.Store.CodeByValue(ctx, projectID, value)
 	if err != nil {
 		return fmt.Errorf("code %q: %w", value, err)
 	}
 	st, err := a.Cache.SetDisabled(ctx, projectID, value, disabled)
-	if err == cache.ErrNotCached {
-		if _, err = a.Cache.PutCode(ctx, projectID, CodeState(row)); err != nil {
-			return err
-		}
-		st, err = a.Cache.SetDisabled(ctx, projectID, value, disabled)
-	}
 	if err != nil {
 		return err
 	}
-	return a.Store.ApplySnapshot(ctx, row.ID, store.Snapshot{
-		VerifiedAtMs: st.VerifiedAtMs, VerifiedBy: st.VerifiedBy, Disabled: st.Disabled, Version: st.Version,
-	})
-}
-
-// CodeState is the hot-path state of a stored code: what Redis holds when a code is created, and
-// when the API loads a code Redis has not seen.
-func CodeState(row store.CodeRow) cache.CodeState {
-	by := ""
-	if row.VerifiedBy != nil {
-		by = *row.VerifiedBy
-	}
-	return cache.CodeState{
-		ID: row.ID, Code: row.Code, ExpiresAt: row.ExpiresAt, VerifiedAtMs: row.VerifiedAtMs,
-		VerifiedBy: by, Disabled: row.IsDisabled, Version: row.Version,
-	}
+	st.ID = row.ID
+	return a.Store.ApplySnapshot(ctx, st)
 }

@@ -108,8 +108,8 @@ func (a *Admin) ExportCSV(ctx context.Context, projectID string, now int64, w io
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "code", "state", "is_disabled", "expires_at", "verified_at", "verified_by", "created_at"})
 	n := 0
-	err = a.Store.ExportCodes(ctx, projectID, func(r store.CodeRow) error {
-		c := r.API(p.ExpiresAt, now)
+	err = a.Store.ExportCodes(ctx, projectID, func(r contract.CodeRecord) error {
+		c := r.Resource(p.ExpiresAt, now)
 		st := contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
 		n++
 		return cw.Write([]string{c.ID, c.Code, string(st), strconv.FormatBool(c.IsDisabled),

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
 )
 
@@ -128,12 +127,12 @@ func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, can
 type loader struct {
 	a         *Admin
 	projectID string
-	batches   chan []cache.CodeState
+	batches   chan []contract.CodeRecord
 	done      chan error
 }
 
 func (a *Admin) newLoader(ctx context.Context, projectID string) *loader {
-	l := &loader{a: a, projectID: projectID, batches: make(chan []cache.CodeState, 1), done: make(chan error, 1)}
+	l := &loader{a: a, projectID: projectID, batches: make(chan []contract.CodeRecord, 1), done: make(chan error, 1)}
 	go func() {
 		var err error
 		for states := range l.batches {
@@ -152,11 +151,7 @@ func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	states := make([]cache.CodeState, len(rows))
-	for i, r := range rows {
-		states[i] = CodeState(r)
-	}
-	l.batches <- states
+	l.batches <- rows
 	return len(rows), nil
 }
 

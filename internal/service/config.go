@@ -47,6 +47,9 @@ type Config struct {
 	// defaults (30s, 5s).
 	RelayClaimIdle  time.Duration
 	RelayClaimEvery time.Duration
+
+	// Hooks inject faults in tests; production leaves them zero.
+	Hooks Hooks
 }
 
 // Roles selects which parts a process runs; a deployment may split them.

@@ -40,20 +40,22 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	if cfg.RedisPoolSize > 0 {
 		opt.PoolSize = cfg.RedisPoolSize
 	}
-	rdb := redis.NewClient(opt)
-	c := cache.New(rdb, cache.WithCoalescing(cfg.RedisCoalesce, 128))
-	if err := c.Preload(ctx); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("prepare redis: %w", err)
-	}
 	var opts []store.Option
 	if cfg.Tracer != nil {
 		opts = append(opts, store.WithTracer(cfg.Tracer))
 	}
 	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns), opts...)
 	if err != nil {
-		rdb.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	// The cache loads codes and projects Redis has not seen from Postgres.
+	c := cache.New(rdb, cache.WithLoader(st), cache.WithCoalescing(cfg.RedisCoalesce, 128))
+	if err := c.Preload(ctx); err != nil {
+		c.Close()
+		rdb.Close()
+		st.Close()
+		return nil, fmt.Errorf("prepare redis: %w", err)
 	}
 	d := &Deps{Config: cfg, Redis: rdb, Cache: c, Store: st}
 	d.Registry = NewRegistry(d)

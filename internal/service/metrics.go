@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -26,7 +26,7 @@ func NewRegistry(d *Deps) *prometheus.Registry {
 	// The outbox and the group's lag are shared state: the processes that run the pipeline
 	// report them, so a fleet of API replicas does not query them on every scrape.
 	if d.Config.Roles.Relay {
-		reg.MustRegister(&outboxCollector{rdb: d.Redis})
+		reg.MustRegister(&outboxCollector{rdb: d.Redis, streams: cache.OutboxStreams()})
 	}
 	return reg
 }
@@ -36,7 +36,7 @@ var depUpDesc = prometheus.NewDesc("acv_dependency_up", "1 when the dependency a
 // dependencyCollector probes Redis, Postgres and Kafka at scrape time, so an unreachable
 // dependency is a series of its own, not an inference from errors.
 type dependencyCollector struct {
-	checks map[string]httpapi.Check
+	checks map[string]check
 }
 
 func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depUpDesc }
@@ -95,7 +95,8 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // outboxCollector reads the outbox depth and age at scrape time, from whichever replica is
 // scraped: the outbox is shared, so every replica reports the same numbers.
 type outboxCollector struct {
-	rdb *redis.Client
+	rdb     *redis.Client
+	streams []string
 }
 
 func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -107,7 +108,7 @@ func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
 func (o *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, age, err := audit.OutboxLen(ctx, o.rdb)
+	n, age, err := audit.OutboxLen(ctx, o.rdb, o.streams)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(outboxUpDesc, prometheus.GaugeValue, 0)
 		return

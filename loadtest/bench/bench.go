@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
@@ -152,7 +153,7 @@ func (b *bench) start(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench: generated %d codes in %.1f s\n", b.codes, time.Since(t0).Seconds())
-	return b.deps.Store.ExportCodes(ctx, p.ID, func(r store.CodeRow) error {
+	return b.deps.Store.ExportCodes(ctx, p.ID, func(r contract.CodeRecord) error {
 		b.pool = append(b.pool, r.Code)
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -23,44 +24,40 @@ import (
 // redisCeiling runs redis-benchmark with acv's own verify script (cache/scripts/apply.lua)
 // against preloaded code states: the most verifies Redis can decide on this machine.
 func (b *bench) redisCeiling(ctx context.Context) error {
-	src, err := os.ReadFile("cache/scripts/apply.lua")
-	if err != nil {
-		return fmt.Errorf("read the verify script (run from the repository root): %w", err)
-	}
 	// The ceiling works in database 1, emptied afterwards, and waits for Redis to rewrite its
 	// append-only file, so its million keys cost the phases after it nothing.
 	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: 1})
 	defer rdb.Close()
 	defer settleRedis(ctx, rdb)
-	sha, err := rdb.ScriptLoad(ctx, string(src)).Result()
-	if err != nil {
-		return err
-	}
 	// Keys as the cache lays them out: the project id as 16 raw bytes. redis-benchmark takes
 	// them as arguments, which cannot hold a NUL byte, so draw an id without one.
-	pid, raw := contract.NewID(), ""
+	pid := contract.NewID()
 	for {
 		b, _ := hex.DecodeString(pid)
 		if !bytes.Contains(b, []byte{0}) {
-			raw = string(b)
 			break
 		}
 		pid = contract.NewID()
 	}
-	tag := fmt.Sprintf("acv:{%02d}:", contract.Shard(pid))
-	const keyspace = 1_000_000
-	if err := rdb.HSet(ctx, tag+"p:"+pid, "en", "1").Err(); err != nil {
+	c := cache.New(rdb)
+	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
 		return err
 	}
+	const keyspace = 1_000_000
 	for start := 0; start < keyspace; start += 10_000 {
-		pipe := rdb.Pipeline()
+		recs := make([]contract.CodeRecord, 0, 10_000)
 		for i := start; i < start+10_000; i++ {
-			id, _ := hex.DecodeString(contract.NewID())
-			pipe.HSet(ctx, fmt.Sprintf("%sc:%s%012d", tag, raw, i), "i", id, "n", "0")
+			recs = append(recs, contract.CodeRecord{ID: contract.NewID(), Code: fmt.Sprintf("%012d", i)})
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		if err := c.PutCodes(ctx, pid, recs); err != nil {
 			return err
 		}
+	}
+	// redis-benchmark's __rand_int__ is twelve digits, the values written above.
+	src, call := cache.BenchmarkVerify(pid, "bench", "__rand_int__", "__rand_int__", time.Unix(1_800_000_000, 0))
+	sha, err := rdb.ScriptLoad(ctx, src).Result()
+	if err != nil {
+		return err
 	}
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
@@ -69,10 +66,8 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	n := 300_000
 	args := []string{"-h", "127.0.0.1", "-p", strings.TrimPrefix(b.redis.Addr, "127.0.0.1:"), "--dbnum", "1", "-c", strconv.Itoa(b.conc),
 		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv",
-		"EVALSHA", sha, "6",
-		tag + "c:" + raw + "__rand_int__", tag + "p:" + pid, tag + "outbox", tag + "rl:bench",
-		tag + "rp:bench:__rand_int__", tag + "ik:bench:none",
-		"verify", "1800000000000", contract.NewID(), pid, "bench", "", "127.0.0.1", "660", "0", "", "86400", "0", "0", ""}
+		"EVALSHA", sha}
+	args = append(args, call...)
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("redis-benchmark: %w: %s", err, out)

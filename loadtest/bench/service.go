@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/loadtest/loadgen"
 )
@@ -208,7 +209,7 @@ func (b *bench) monitor(ctx context.Context) func() int64 {
 
 // pending is the number of verification-log events not yet written: outbox plus Kafka lag.
 func (b *bench) pending(ctx context.Context) int64 {
-	n, _, err := audit.OutboxLen(ctx, b.deps.Redis)
+	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.OutboxStreams())
 	if err != nil {
 		return 0
 	}

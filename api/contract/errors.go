@@ -1,0 +1,60 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error by what the caller can do about it. The HTTP adapter maps each kind
+// to one status in one table; every other adapter only picks the kind.
+type Kind string
+
+// The kinds of the contract's refusals.
+const (
+	KindInvalid      Kind = "invalid"      // the request is malformed: 400
+	KindUnauthorized Kind = "unauthorized" // authentication failed: 401
+	KindForbidden    Kind = "forbidden"    // authenticated, but not for this project: 403
+	KindNotFound     Kind = "not_found"    // 404
+	KindConflict     Kind = "conflict"     // 409
+	KindTooLarge     Kind = "too_large"    // 413
+	KindRateLimited  Kind = "rate_limited" // 429
+	KindUnavailable  Kind = "unavailable"  // a dependency is down or slow: 503
+	KindInternal     Kind = "internal"     // a fault of ours: 500
+)
+
+// Error is a refusal with a kind and a message safe to show the caller. Errors without one in
+// their chain are internal: their text is logged, never shown.
+type Error struct {
+	Kind    Kind
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf makes an Error of kind with a formatted message.
+func Errorf(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// KindOf is the kind of the first Error in err's chain; KindInternal when there is none.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// Refusals the stores and the hot path report; callers test them with errors.Is.
+var (
+	// ErrNotFound: the row or entry asked for does not exist.
+	ErrNotFound = &Error{Kind: KindNotFound, Message: "Not found"}
+	// ErrConflict: a write would duplicate a unique value.
+	ErrConflict = &Error{Kind: KindConflict, Message: "Already exists"}
+	// ErrReplayed: the request's replay identity was seen within the signature window.
+	ErrReplayed = &Error{Kind: KindUnauthorized, Message: "Request replayed"}
+	// ErrRateLimited: the key's token bucket is empty; RateState.Wait says for how long.
+	ErrRateLimited = &Error{Kind: KindRateLimited, Message: "Rate limit exceeded"}
+	// ErrIdempotencyConflict: the Idempotency-Key was first used with another request.
+	ErrIdempotencyConflict = &Error{Kind: KindConflict, Message: "Idempotency-Key was already used with a different request"}
+)
