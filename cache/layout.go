@@ -38,6 +38,9 @@ func ShardTag(projectID string) string { return shardTag(shardOf(projectID)) }
 // change a code and append its event atomically on Redis Cluster.
 func outboxKey(shard int) string { return shardTag(shard) + "outbox" }
 
+// OutboxStream names the outbox stream that receives a project's events.
+func OutboxStream(projectID string) string { return outboxKey(shardOf(projectID)) }
+
 // OutboxStreams names every outbox stream; the wiring hands them to the relay.
 func OutboxStreams() []string {
 	out := make([]string, Shards)

@@ -21,7 +21,6 @@ import (
 	"unicode"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // This file holds the end-to-end tests of the wire contract (../../../shared/contract.md):
@@ -38,7 +37,7 @@ type ctSigner struct {
 	hc     *http.Client
 }
 
-func ctSignerFor(t *testing.T, s *stack, base string, k store.APIKey) *ctSigner {
+func ctSignerFor(t *testing.T, s *stack, base string, k contract.APIKey) *ctSigner {
 	return &ctSigner{t: t, base: base, keyID: k.ID, secret: k.Secret, hc: s.http}
 }
 

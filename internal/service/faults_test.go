@@ -16,6 +16,7 @@ import (
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
 )
 
 // fltOp is one request of the fault tests' traffic and its answer. Its by (verified_by or
@@ -230,7 +231,7 @@ func (f *fltTraffic) checkLogs(s *stack) {
 			t.Errorf("%s: %d verifies and %d reactivations succeeded", value, ct.verified, ct.reactive)
 			continue
 		}
-		live, found, err := s.deps.Cache.Code(ctx, f.tn.ProjectID, value)
+		live, found, err := s.deps.Cache.LiveCode(ctx, f.tn.ProjectID, value)
 		if err != nil || !found {
 			t.Fatalf("%s in redis: found=%v err=%v", value, found, err)
 		}
@@ -240,10 +241,10 @@ func (f *fltTraffic) checkLogs(s *stack) {
 		}
 		version := int64(ct.verified + ct.reactive)
 		if (live.VerifiedAtMs > 0) != (used == 1) || live.Version != version ||
-			row.Version != version || row.VerifiedAtMs != live.VerifiedAtMs || cycStr(row.VerifiedBy) != live.VerifiedBy {
+			row.Version != version || row.VerifiedAtMs != live.VerifiedAtMs || row.VerifiedBy != live.VerifiedBy {
 			t.Errorf("%s after %d verifies and %d reactivations: redis verified_at %dms by %q version %d; postgres verified_at %dms by %q version %d",
 				value, ct.verified, ct.reactive, live.VerifiedAtMs, live.VerifiedBy, live.Version,
-				row.VerifiedAtMs, cycStr(row.VerifiedBy), row.Version)
+				row.VerifiedAtMs, row.VerifiedBy, row.Version)
 		}
 	}
 }
@@ -292,7 +293,7 @@ func fltChangesState(s *stack, stream string, ids []string) bool {
 			continue
 		}
 		var ev contract.Event
-		if json.Unmarshal([]byte(fmt.Sprint(msgs[0].Values[audit.EventField])), &ev) == nil && ev.Changed {
+		if json.Unmarshal([]byte(fmt.Sprint(msgs[0].Values[contract.EventField])), &ev) == nil && ev.Changed {
 			return true
 		}
 	}
@@ -428,7 +429,7 @@ func fltRun(t *testing.T, sc fltScenario) {
 		s.cfg.RelayClaimIdle, s.cfg.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
 	}
 	f := fltNewTraffic(t, s, 12)
-	stream := contract.OutboxKey(contract.Shard(f.tn.ProjectID))
+	stream := cache.OutboxStream(f.tn.ProjectID)
 	ctx := context.Background()
 
 	relayHooks, consumerHooks := hooksNone, hooksNone

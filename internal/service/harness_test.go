@@ -70,32 +70,27 @@ func openDeps(t *testing.T, cfg service.Config) *service.Deps {
 	return d
 }
 
-// startAPI starts one more API replica with its own connections, on its own port, and returns
-// its base URL. It is stopped (and drained) when the test ends.
+// startAPI starts one more API replica, a service.Run of the API role with its own
+// connections on its own port, as `acv serve` runs it, and returns its base URL. It is
+// stopped (and drained) when the test ends.
 func (s *stack) startAPI() string {
 	s.t.Helper()
-	d := openDeps(s.t, s.cfg)
-	srv, err := service.NewAPI(d)
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
+	cfg := s.cfg
+	cfg.Roles = service.Roles{API: true}
+	p := s.run(cfg, ln)
 	s.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := p.stop(); err != nil {
 			s.t.Errorf("api replica: %v", err)
 		}
 	})
 	return "http://" + ln.Addr().String()
 }
 
-// part is a running relay or consumer that a test may stop early.
+// part is a running service.Run that a test may stop early.
 type part struct {
 	cancel context.CancelFunc
 	done   chan error
@@ -111,34 +106,35 @@ func (p *part) stop() error {
 	return p.err
 }
 
-func (s *stack) run(fn func(context.Context, *service.Deps) error) *part {
-	d := openDeps(s.t, s.cfg)
+// run starts service.Run with cfg (and ln for the API role) until the test ends or stop.
+func (s *stack) run(cfg service.Config, ln net.Listener) *part {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &part{cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- fn(ctx, d) }()
+	go func() { p.done <- service.Run(ctx, cfg, ln) }()
 	s.t.Cleanup(func() { _ = p.stop() })
 	return p
 }
 
-// startRelay runs a relay named name; hooks inject faults.
+// startRelay runs a relay process named name; hooks inject faults.
 func (s *stack) startRelay(name string, h service.Hooks) *part {
 	s.t.Helper()
-	return s.run(func(ctx context.Context, d *service.Deps) error {
-		d.Config.Instance = name
-		return service.RunRelay(ctx, d, h)
-	})
+	cfg := s.cfg
+	cfg.Roles, cfg.Instance, cfg.Hooks = service.Roles{Relay: true}, name, h
+	return s.run(cfg, nil)
 }
 
 // startConsumer runs one log writer of the test's consumer group.
 func (s *stack) startConsumer(h service.Hooks) *part {
 	s.t.Helper()
-	return s.run(func(ctx context.Context, d *service.Deps) error { return service.RunConsumer(ctx, d, h) })
+	cfg := s.cfg
+	cfg.Roles, cfg.Hooks = service.Roles{Consumer: true}, h
+	return s.run(cfg, nil)
 }
 
 // tenant is a project with an API key and a client per API replica.
 type tenant struct {
 	ProjectID string
-	Key       store.APIKey
+	Key       contract.APIKey
 	Clients   []*client.Client
 }
 
@@ -173,11 +169,7 @@ func (s *stack) importCodes(projectID string, exp *int64, values ...string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	states := make([]cache.CodeState, len(rows))
-	for i, r := range rows {
-		states[i] = admin.CodeState(r)
-	}
-	if err := s.deps.Cache.PutCodes(context.Background(), projectID, states); err != nil {
+	if err := s.deps.Cache.PutCodes(context.Background(), projectID, rows); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -211,7 +203,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() (bool,
 
 // outboxEmpty reports whether every outbox stream is drained.
 func (s *stack) outboxEmpty() (bool, string) {
-	n, _, err := audit.OutboxLen(context.Background(), s.deps.Redis)
+	n, _, err := audit.OutboxLen(context.Background(), s.deps.Redis, cache.OutboxStreams())
 	if err != nil {
 		return false, err.Error()
 	}
@@ -219,7 +211,5 @@ func (s *stack) outboxEmpty() (bool, string) {
 }
 
 var errInjected = errors.New("injected fault")
-
-var _ = contract.NewID
 
 var hooksNone = service.Hooks{}

@@ -99,12 +99,13 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	var apiWG, pipeWG sync.WaitGroup
-	defer func() {
+	shutdown := func() {
 		stopAPI()
 		apiWG.Wait()
 		stopPipe()
 		pipeWG.Wait()
-	}()
+	}
+	defer shutdown()
 	errc := make(chan error, 4)
 	start := func(wg *sync.WaitGroup, name string, c context.Context, fn func(context.Context) error) {
 		wg.Add(1)
@@ -130,7 +131,14 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	}
 	select {
 	case <-ctx.Done():
-		return nil
+		// A part that failed as ctx ended still reports its failure.
+		shutdown()
+		select {
+		case err := <-errc:
+			return err
+		default:
+			return nil
+		}
 	case err := <-errc:
 		cfg.Logger.Error("part failed; shutting down", "err", err)
 		return err

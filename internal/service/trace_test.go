@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/api/client"
-	"github.com/acv/acv/api/contract"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 )
 
 // TestOneVerifyIsOneTrace follows one verify from the HTTP request through the Lua call, the
