@@ -72,7 +72,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Setting documents one environment variable; README's table is made from the same list.
+// Setting documents one environment variable; a test holds README's table to the same list.
 type Setting struct {
 	Name, Default, Meaning string
 }
@@ -98,6 +98,10 @@ var Settings = []Setting{
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
 	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
 	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
+	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
+	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
+	{"OTEL_SERVICE_NAME", "acv", "service name on every span"},
 }
 
 // FromEnv reads the configuration from the environment, with the defaults of Settings.
