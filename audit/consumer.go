@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -82,17 +81,6 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	return c
 }
 
-// ConsumerStats is a snapshot of a consumer's counters since it was created.
-type ConsumerStats struct {
-	Applied    int64     // events the sink newly stored
-	Duplicates int64     // events the sink already held (redeliveries), skipped by it
-	Malformed  int64     // messages that were not an event, skipped
-	Batches    int64     // batches stored by the sink (their offsets committed next)
-	Errors     int64     // failed sink writes, fetches and commits (each is retried)
-	Lag        int64     // kafka-go's Reader.Stats().Lag: how far the last fetch was behind its partition's end
-	LastCommit time.Time // when offsets were last committed; zero before the first
-}
-
 // Consumer applies the events of a Kafka topic to a Sink in batches, committing offsets only
 // after the sink stored them, so an event is never lost and at worst applied twice (which the
 // sink ignores by event id).
@@ -100,9 +88,6 @@ type Consumer struct {
 	cfg  ConsumerConfig
 	sink Sink
 	r    *kafka.Reader
-
-	applied, duplicates, malformed, batches, errs atomic.Int64
-	lastCommit                                    atomic.Int64
 }
 
 // NewConsumer builds a consumer of cfg.Topic in group cfg.GroupID. A new group starts at the
@@ -133,22 +118,6 @@ func NewConsumer(cfg ConsumerConfig, sink Sink) *Consumer {
 	return &Consumer{cfg: cfg, sink: sink, r: r}
 }
 
-// Stats returns the consumer's counters.
-func (c *Consumer) Stats() ConsumerStats {
-	s := ConsumerStats{
-		Applied:    c.applied.Load(),
-		Duplicates: c.duplicates.Load(),
-		Malformed:  c.malformed.Load(),
-		Batches:    c.batches.Load(),
-		Errors:     c.errs.Load(),
-		Lag:        c.r.Stats().Lag,
-	}
-	if ns := c.lastCommit.Load(); ns != 0 {
-		s.LastCommit = time.Unix(0, ns)
-	}
-	return s
-}
-
 // Close leaves the consumer group, so its partitions move to another member at once, and
 // releases the connections. Run must have returned.
 func (c *Consumer) Close() error {
@@ -165,7 +134,7 @@ var errStopped = errors.New("consumer stopping: batch not committed")
 // Run consumes until ctx ends, then returns nil. It returns an error when the BeforeCommit hook
 // fails or the consumer was closed.
 func (c *Consumer) Run(ctx context.Context) error {
-	var bo backoff
+	bo := newBackOff()
 	for {
 		batch, err := c.fetch(ctx)
 		if err != nil {
@@ -175,15 +144,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("audit consumer: reader closed: %w", err)
 			}
-			c.errs.Add(1)
 			c.cfg.Metrics.consumerError("fetch")
 			c.cfg.Logger.Warn("audit consumer: fetch", "err", err)
-			if !sleep(ctx, bo.next()) {
+			if !sleep(ctx, bo.NextBackOff()) {
 				return nil
 			}
 			continue
 		}
-		bo.reset()
+		bo.Reset()
 		if err := c.process(ctx, batch); err != nil {
 			if errors.Is(err, errStopped) {
 				return nil
@@ -220,7 +188,6 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	for _, m := range batch {
 		var ev contract.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || ev.CodeID == "" {
-			c.malformed.Add(1)
 			c.cfg.Metrics.consumerError("decode")
 			c.cfg.Logger.Error("audit consumer: skip message that is not an event",
 				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
@@ -237,23 +204,20 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 			// The batch's queries are traced under its first traced event.
 			wctx = trace.ContextWithSpan(ctx, spans[0])
 		}
-		var bo backoff
+		bo := newBackOff()
 		for {
 			start := time.Now()
 			inserted, err := c.sink.ApplyEvents(wctx, events)
 			if err == nil {
 				c.cfg.Metrics.wroteBatch(inserted, len(events)-inserted, time.Since(start), events, time.Now())
-				c.applied.Add(int64(inserted))
-				c.duplicates.Add(int64(len(events) - inserted))
 				break
 			}
 			if ctx.Err() != nil {
 				return errStopped
 			}
-			c.errs.Add(1)
 			c.cfg.Metrics.consumerError("write")
 			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
-			if !sleep(ctx, bo.next()) {
+			if !sleep(ctx, bo.NextBackOff()) {
 				return errStopped
 			}
 		}
@@ -264,7 +228,6 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 			return fmt.Errorf("audit consumer: before-commit hook: %w", err)
 		}
 	}
-	c.batches.Add(1)
 	c.commit(ctx, batch)
 	return nil
 }
@@ -275,19 +238,16 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var bo backoff
+	bo := newBackOff()
 	for attempt := 1; ; attempt++ {
 		err := c.r.CommitMessages(cctx, batch...)
 		if err == nil {
-			now := time.Now()
-			c.lastCommit.Store(now.UnixNano())
-			c.cfg.Metrics.committed(now)
+			c.cfg.Metrics.committed(time.Now())
 			return
 		}
-		c.errs.Add(1)
 		c.cfg.Metrics.consumerError("commit")
 		c.cfg.Logger.Warn("audit consumer: commit offsets", "messages", len(batch), "attempt", attempt, "err", err)
-		if attempt == 3 || !sleep(cctx, bo.next()) {
+		if attempt == 3 || !sleep(cctx, bo.NextBackOff()) {
 			return
 		}
 	}

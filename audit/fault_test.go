@@ -32,6 +32,8 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 			cfg := relayConfig("r1")
 			cfg.Batch = 20
 			cfg.AfterPublish = func([]string) error { return errCrash }
+			dm, dreg := newMetrics()
+			cfg.Metrics = dm
 			dead := audit.NewRelay(e.rdb, w, cfg)
 			err, stopped := start(t, dead.Run).wait(10 * time.Second)
 			if !stopped {
@@ -40,28 +42,31 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("crashed relay returned %v, want the hook error", err)
 			}
-			ds := dead.Stats()
-			if ds.Published == 0 || ds.Removed != 0 {
-				t.Fatalf("crashed relay stats %+v: want something published, nothing removed", ds)
+			if pub, rem := metricValue(t, dreg, "acv_relay_published_total"), metricValue(t, dreg, "acv_relay_removed_total"); pub == 0 || rem != 0 {
+				t.Fatalf("crashed relay published %v, removed %v: want something published, nothing removed", pub, rem)
 			}
-			if n, _, _ := audit.OutboxLen(t.Context(), e.rdb); n != int64(len(evs)) {
+			if n, _, _ := audit.OutboxLen(t.Context(), e.rdb, testStreams); n != int64(len(evs)) {
 				t.Fatalf("outbox holds %d entries after the crash, want all %d", n, len(evs))
 			}
 
 			cfg = relayConfig(tc.restartName)
 			cfg.ClaimIdle = 300 * time.Millisecond
 			cfg.ClaimEvery = 100 * time.Millisecond
+			rm, rreg := newMetrics()
+			cfg.Metrics = rm
 			relay := audit.NewRelay(e.rdb, w, cfg)
 			start(t, relay.Run)
 			sink := newMemSink()
-			c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+			ccfg := e.consumerConfig("sink")
+			cm, creg := newMetrics()
+			ccfg.Metrics = cm
+			e.startConsumer(t, ccfg, sink)
 
 			waitRows(t, sink, len(evs))
 			e.waitOutboxEmpty(t)
 			sink.checkRows(t, evs)
-			rs := relay.Stats()
-			if tc.restartName != "r1" && rs.Claimed == 0 {
-				t.Errorf("the other replica claimed nothing: %+v", rs)
+			if claimed := metricValue(t, rreg, "acv_relay_claimed_total"); tc.restartName != "r1" && claimed == 0 {
+				t.Errorf("the other replica claimed nothing (published %v)", metricValue(t, rreg, "acv_relay_published_total"))
 			}
 			kafkaMsgs := len(e.topicMessages(t))
 			if kafkaMsgs <= len(evs) {
@@ -69,8 +74,8 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 			}
 			eventually(t, 10*time.Second, "every Kafka message reached the sink", func() (bool, string) {
 				_, recv := sink.counts()
-				cs := c.Stats()
-				return recv == kafkaMsgs && cs.Duplicates == int64(kafkaMsgs-len(evs)), fmt.Sprintf("received %d, stats %+v", recv, cs)
+				dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
+				return recv == kafkaMsgs && dups == float64(kafkaMsgs-len(evs)), fmt.Sprintf("received %d, %v duplicates skipped", recv, dups)
 			})
 		})
 	}
@@ -93,6 +98,8 @@ func TestConsumerCrashBeforeCommit(t *testing.T) {
 		hookCalls.Add(1)
 		return errCrash
 	}
+	fm, freg := newMetrics()
+	cfg.Metrics = fm
 	first := audit.NewConsumer(cfg, sink)
 	err, stopped := start(t, first.Run).wait(20 * time.Second)
 	if !stopped {
@@ -101,22 +108,27 @@ func TestConsumerCrashBeforeCommit(t *testing.T) {
 	if !errors.Is(err, errCrash) {
 		t.Fatalf("crashed consumer returned %v, want the hook error", err)
 	}
-	fs := first.Stats()
+	// Failed fetches, writes and commits; decode counts skipped messages, not failures.
+	retried := metricValue(t, freg, "acv_consumer_errors_total") - metricValue(t, freg, "acv_consumer_errors_total", "stage", "decode")
+	lastCommit := metricValue(t, freg, "acv_consumer_last_commit_timestamp_seconds")
 	if err := first.Close(); err != nil {
 		t.Fatalf("close crashed consumer: %v", err)
 	}
 	stored, _ := sink.counts()
-	if stored == 0 || hookCalls.Load() != 1 || fs.Errors < 2 || !fs.LastCommit.IsZero() {
-		t.Fatalf("after the crash: %d rows, %d hook calls, stats %+v", stored, hookCalls.Load(), fs)
+	if stored == 0 || hookCalls.Load() != 1 || retried < 2 || lastCommit != 0 {
+		t.Fatalf("after the crash: %d rows, %d hook calls, %v errors, last commit %v", stored, hookCalls.Load(), retried, lastCommit)
 	}
 
-	c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+	ccfg := e.consumerConfig("sink")
+	cm, creg := newMetrics()
+	ccfg.Metrics = cm
+	e.startConsumer(t, ccfg, sink)
 	waitRows(t, sink, len(evs))
 	e.waitOutboxEmpty(t)
 	sink.checkRows(t, evs)
 	eventually(t, 10*time.Second, "redelivered batch skipped as duplicates", func() (bool, string) {
-		cs := c.Stats()
+		dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
 		_, recv := sink.counts()
-		return cs.Duplicates >= int64(stored) && recv == len(evs)+int(cs.Duplicates), fmt.Sprintf("stats %+v, received %d", cs, recv)
+		return dups >= float64(stored) && recv == len(evs)+int(dups), fmt.Sprintf("%v duplicates skipped, received %d", dups, recv)
 	})
 }

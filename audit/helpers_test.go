@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
@@ -20,6 +22,30 @@ import (
 func TestMain(m *testing.M) { localenv.Main(m) }
 
 const testTopic = "acv.verification-logs.test"
+
+// The tests' outbox layout, like the cache package's: one stream per hash-tag shard, a project's
+// events in its shard's stream. Package audit does not know the layout; the relay is handed the
+// stream names.
+const testShards = 8
+
+// outboxStream names a shard's outbox stream.
+func outboxStream(shard int) string { return fmt.Sprintf("acv:{%02d}:outbox", shard) }
+
+// testStreams are the streams the tests write to and the relays read.
+var testStreams = func() []string {
+	out := make([]string, testShards)
+	for s := range out {
+		out[s] = outboxStream(s)
+	}
+	return out
+}()
+
+// streamOf is the outbox stream of a project's shard.
+func streamOf(projectID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(projectID))
+	return outboxStream(int(h.Sum32() % testShards))
+}
 
 // env is one test's Redis server, Kafka broker and topic.
 type env struct {
@@ -44,9 +70,72 @@ func (e *env) writer(t *testing.T) *kafka.Writer {
 	return w
 }
 
-// relayConfig is a relay tuned for tests: short blocking reads.
+// relayConfig is a relay of the test streams tuned for tests: short blocking reads.
 func relayConfig(name string) audit.RelayConfig {
-	return audit.RelayConfig{Name: name, Block: 20 * time.Millisecond}
+	return audit.RelayConfig{Streams: testStreams, Name: name, Block: 20 * time.Millisecond}
+}
+
+// newMetrics is a Metrics of its own registry, to read one relay's or consumer's series.
+func newMetrics() (*audit.Metrics, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	return audit.NewMetrics(reg), reg
+}
+
+// metricValue sums the values of the counter or gauge series name whose labels include the
+// given name/value pairs.
+func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	v, _ := gatherSeries(t, reg, name, labels...)
+	return v
+}
+
+// histogramValue is the sample count and sum of the histogram series name.
+func histogramValue(t *testing.T, reg prometheus.Gatherer, name string) (count uint64, sum float64) {
+	t.Helper()
+	sum, count = gatherSeries(t, reg, name)
+	return count, sum
+}
+
+// gatherSeries gathers the family name and sums, over its series whose labels include the
+// given name/value pairs, the values of counters and gauges, or the sample sums and counts of
+// histograms. A family that does not exist fails the test.
+func gatherSeries(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) (sum float64, count uint64) {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += m.GetHistogram().GetSampleSum()
+				count += m.GetHistogram().GetSampleCount()
+			default:
+				t.Fatalf("%s is not a counter, gauge or histogram", name)
+			}
+		}
+		return sum, count
+	}
+	t.Fatalf("no metric family %s", name)
+	return 0, 0
 }
 
 // consumerConfig is a consumer tuned for tests: short batch wait, fast group join.
@@ -147,8 +236,8 @@ func xadd(ctx context.Context, rdb redis.Cmdable, ev contract.Event, extra ...an
 	if err != nil {
 		return err
 	}
-	vals := append([]any{audit.EventField, string(b)}, extra...)
-	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(contract.Shard(ev.ProjectID)), Values: vals}).Err()
+	vals := append([]any{contract.EventField, string(b)}, extra...)
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: streamOf(ev.ProjectID), Values: vals}).Err()
 }
 
 func xaddAll(t *testing.T, rdb redis.Cmdable, evs []contract.Event) {
@@ -246,7 +335,7 @@ func waitRows(t *testing.T, s *memSink, n int) {
 func (e *env) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
 	eventually(t, 10*time.Second, "outbox empty", func() (bool, string) {
-		n, age, err := audit.OutboxLen(context.Background(), e.rdb)
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testStreams)
 		if err != nil {
 			t.Fatalf("outbox len: %v", err)
 		}

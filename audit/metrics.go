@@ -14,6 +14,9 @@ type Metrics struct {
 	batchSize      prometheus.Histogram
 	relayErrors    *prometheus.CounterVec
 	relayed        prometheus.Counter
+	removed        prometheus.Counter
+	claimed        prometheus.Counter
+	lastPublish    prometheus.Gauge
 	writeLatency   prometheus.Histogram
 	delay          prometheus.Histogram
 	applied        prometheus.Counter
@@ -33,10 +36,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "acv_relay_batch_size", Help: "Outbox entries per relay batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		relayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_relay_errors_total", Help: "Relay failures by stage (publish, remove, read, claim); each is retried.",
+			Name: "acv_relay_errors_total", Help: "Relay failures by stage (publish, remove, read, claim, decode); all but decode (an outbox entry that is not a well-formed event) are retried.",
 		}, []string{"stage"}),
 		relayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acv_relay_published_total", Help: "Outbox entries published to Kafka (a re-publish after a crash counts again).",
+		}),
+		removed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_relay_removed_total", Help: "Outbox entries acknowledged and deleted after Kafka acknowledged them.",
+		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_relay_claimed_total", Help: "Outbox entries taken over from a relay consumer that left them unacknowledged longer than the claim idle time.",
+		}),
+		lastPublish: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acv_relay_last_publish_timestamp_seconds", Help: "When Kafka last acknowledged a relay batch.",
 		}),
 		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "acv_consumer_batch_write_duration_seconds", Help: "Postgres transaction writing one consumer batch.", Buckets: lat,
@@ -51,15 +63,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "acv_consumer_duplicates_skipped_total", Help: "Redelivered events Postgres already held, skipped by the event-id key.",
 		}),
 		consumerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_consumer_errors_total", Help: "Consumer failures by stage (fetch, write, commit, decode); fetches, writes and commits are retried.",
+			Name: "acv_consumer_errors_total", Help: "Consumer failures by stage (fetch, write, commit, decode); all but decode (a message that is not an event, skipped) are retried.",
 		}, []string{"stage"}),
 		lastCommit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "acv_consumer_last_commit_timestamp_seconds", Help: "When the consumer last committed offsets: a batch that keeps failing stops it moving.",
 		}),
 	}
-	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.writeLatency, m.delay,
-		m.applied, m.duplicates, m.consumerErrors, m.lastCommit)
-	for _, s := range []string{"publish", "remove", "read", "claim"} {
+	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.removed, m.claimed,
+		m.lastPublish, m.writeLatency, m.delay, m.applied, m.duplicates, m.consumerErrors, m.lastCommit)
+	for _, s := range []string{"publish", "remove", "read", "claim", "decode"} {
 		m.relayErrors.WithLabelValues(s)
 	}
 	for _, s := range []string{"fetch", "write", "commit", "decode"} {
@@ -80,14 +92,30 @@ func (m *Metrics) consumerError(stage string) {
 	}
 }
 
-// publishedBatch records one acknowledged Kafka write of n messages out of an outbox batch.
-func (m *Metrics) publishedBatch(n, entries int, took time.Duration) {
+// publishedBatch records one Kafka write of n messages out of an outbox batch, acknowledged at
+// the time given.
+func (m *Metrics) publishedBatch(n, entries int, took time.Duration, at time.Time) {
 	if m == nil {
 		return
 	}
 	m.publishLatency.WithLabelValues("outbox").Observe(took.Seconds())
 	m.batchSize.Observe(float64(entries))
 	m.relayed.Add(float64(n))
+	m.lastPublish.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// removedEntries records n outbox entries acknowledged and deleted.
+func (m *Metrics) removedEntries(n int) {
+	if m != nil {
+		m.removed.Add(float64(n))
+	}
+}
+
+// claimedEntries records n outbox entries taken over from idle consumers.
+func (m *Metrics) claimedEntries(n int) {
+	if m != nil {
+		m.claimed.Add(float64(n))
+	}
 }
 
 // wroteBatch records one committed Postgres write: its latency, what was new, and for each

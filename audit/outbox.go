@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,7 +14,7 @@ import (
 // ever ran are delivered too. A group that already exists is fine.
 func ensureGroup(ctx context.Context, rdb redis.Cmdable, key string) error {
 	err := rdb.XGroupCreateMkStream(ctx, key, RelayGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 		return fmt.Errorf("create group %s on %s: %w", RelayGroup, key, err)
 	}
 	return nil
@@ -24,7 +23,7 @@ func ensureGroup(ctx context.Context, rdb redis.Cmdable, key string) error {
 // isNoGroup tells whether err says the stream or its group is gone (someone deleted the key),
 // which the relay repairs by creating them again.
 func isNoGroup(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+	return redis.HasErrorPrefix(err, "NOGROUP")
 }
 
 // readEntries reads up to count entries of a stream for consumer. id ">" asks for new entries,

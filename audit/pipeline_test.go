@@ -8,16 +8,85 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 )
 
-func TestOutboxKeyFormat(t *testing.T) {
+// The relay knows no key layout: it moves exactly the streams it is given, whatever their names
+// (here the cache's format, hash tag included), and leaves every other stream alone.
+func TestRelayMovesOnlyItsStreams(t *testing.T) {
 	for shard, want := range map[int]string{0: "acv:{00}:outbox", 3: "acv:{03}:outbox", 15: "acv:{15}:outbox"} {
-		if got := contract.OutboxKey(shard); got != want {
-			t.Errorf("OutboxKey(%d) = %q, want %q", shard, got, want)
+		if got := outboxStream(shard); got != want {
+			t.Errorf("outboxStream(%d) = %q, want %q", shard, got, want)
+		}
+	}
+	e := newEnv(t, 2)
+	ctx := context.Background()
+	mine := []string{outboxStream(0), outboxStream(3), outboxStream(15)}
+	other := outboxStream(9)
+	for _, key := range append(mine, other) {
+		b, err := json.Marshal(newEvent(contract.NewID(), contract.NewID(), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{contract.EventField, string(b)}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := relayConfig("r1")
+	cfg.Streams = mine
+	m, reg := newMetrics()
+	cfg.Metrics = m
+	start(t, audit.NewRelay(e.rdb, e.writer(t), cfg).Run)
+	eventually(t, 10*time.Second, "the relay's streams drained", func() (bool, string) {
+		n, _, err := audit.OutboxLen(ctx, e.rdb, mine)
+		if err != nil {
+			t.Fatalf("outbox len: %v", err)
+		}
+		return n == 0, fmt.Sprintf("%d entries", n)
+	})
+	if n, _, err := audit.OutboxLen(ctx, e.rdb, []string{other}); err != nil || n != 1 {
+		t.Errorf("the stream not given to the relay holds %d entries (%v), want 1", n, err)
+	}
+	if got := metricValue(t, reg, "acv_relay_published_total"); got != float64(len(mine)) {
+		t.Errorf("relay published %v entries, want %d", got, len(mine))
+	}
+}
+
+// A relay without streams has nothing to do: Run refuses at once instead of idling.
+func TestRelayWithoutStreams(t *testing.T) {
+	cfg := relayConfig("r1")
+	cfg.Streams = nil
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	if err := audit.NewRelay(rdb, nil, cfg).Run(context.Background()); err == nil {
+		t.Fatal("Run without streams returned nil, want an error")
+	}
+}
+
+// NewMetrics registers lint-clean series, each error stage present from the start.
+func TestMetricsSeries(t *testing.T) {
+	_, reg := newMetrics()
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("metric %s: %s", p.Metric, p.Text)
+	}
+	for name, want := range map[string]int{
+		"acv_relay_errors_total":                   5, // publish, remove, read, claim, decode
+		"acv_consumer_errors_total":                4, // fetch, write, commit, decode
+		"acv_relay_published_total":                1,
+		"acv_relay_removed_total":                  1,
+		"acv_relay_claimed_total":                  1,
+		"acv_relay_last_publish_timestamp_seconds": 1,
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
+			t.Errorf("%s: %d series (%v), want %d", name, n, err, want)
 		}
 	}
 }
@@ -30,20 +99,25 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	xaddAll(t, e.rdb, evs[:150])
 	// One entry carries trace context, which must ride along as a Kafka header.
 	traced := newEvent(contract.NewID(), contract.NewID(), 1)
-	if err := xadd(context.Background(), e.rdb, traced, "h:traceparent", "00-abc-def-01"); err != nil {
+	if err := xadd(context.Background(), e.rdb, traced, contract.HeaderFieldPrefix+"traceparent", "00-abc-def-01"); err != nil {
 		t.Fatal(err)
 	}
 	evs = append(evs, traced)
 
-	n, age, err := audit.OutboxLen(context.Background(), e.rdb)
+	n, age, err := audit.OutboxLen(context.Background(), e.rdb, testStreams)
 	if err != nil || n != 151 || age <= 0 {
 		t.Fatalf("OutboxLen before relaying = %d, %s, %v; want 151 entries with an age", n, age, err)
 	}
 
-	relay := audit.NewRelay(e.rdb, e.writer(t), relayConfig("r1"))
-	start(t, relay.Run)
+	rcfg := relayConfig("r1")
+	rm, rreg := newMetrics()
+	rcfg.Metrics = rm
+	start(t, audit.NewRelay(e.rdb, e.writer(t), rcfg).Run)
 	sink := newMemSink()
-	c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+	ccfg := e.consumerConfig("sink")
+	cm, creg := newMetrics()
+	ccfg.Metrics = cm
+	e.startConsumer(t, ccfg, sink)
 	xaddAll(t, e.rdb, evs[150:300]) // some while the relay runs
 
 	waitRows(t, sink, len(evs))
@@ -78,13 +152,18 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 		}
 	}
 
-	rs := relay.Stats()
-	if rs.Published != int64(len(evs)) || rs.Removed != int64(len(evs)) || rs.Malformed != 0 {
-		t.Errorf("relay stats %+v", rs)
+	published := metricValue(t, rreg, "acv_relay_published_total")
+	removed := metricValue(t, rreg, "acv_relay_removed_total")
+	malformed := metricValue(t, rreg, "acv_relay_errors_total", "stage", "decode")
+	if published != float64(len(evs)) || removed != float64(len(evs)) || malformed != 0 {
+		t.Errorf("relay published %v, removed %v, %v malformed; want %d, %d, 0", published, removed, malformed, len(evs), len(evs))
 	}
-	eventually(t, 5*time.Second, "consumer stats", func() (bool, string) {
-		cs := c.Stats()
-		return cs.Applied == int64(len(evs)) && cs.Duplicates == 0 && !cs.LastCommit.IsZero(), fmt.Sprintf("%+v", cs)
+	eventually(t, 5*time.Second, "consumer series", func() (bool, string) {
+		written := metricValue(t, creg, "acv_consumer_events_written_total")
+		dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
+		lastCommit := metricValue(t, creg, "acv_consumer_last_commit_timestamp_seconds")
+		return written == float64(len(evs)) && dups == 0 && lastCommit > 0,
+			fmt.Sprintf("written %v, duplicates %v, last commit %v", written, dups, lastCommit)
 	})
 }
 
@@ -94,28 +173,36 @@ func TestMalformedEntriesAreSkipped(t *testing.T) {
 	e := newEnv(t, 2)
 	ctx := context.Background()
 	good := newEvent(contract.NewID(), contract.NewID(), 1)
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(1), Values: []any{"x", "1"}}).Err(); err != nil {
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: outboxStream(1), Values: []any{"x", "1"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: contract.OutboxKey(2), Values: []any{audit.EventField, "{not json"}}).Err(); err != nil {
+	if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: outboxStream(2), Values: []any{contract.EventField, "{not json"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := xadd(ctx, e.rdb, good); err != nil {
 		t.Fatal(err)
 	}
-	relay := audit.NewRelay(e.rdb, e.writer(t), relayConfig("r1"))
-	start(t, relay.Run)
+	rcfg := relayConfig("r1")
+	rm, rreg := newMetrics()
+	rcfg.Metrics = rm
+	start(t, audit.NewRelay(e.rdb, e.writer(t), rcfg).Run)
 	sink := newMemSink()
-	c := e.startConsumer(t, e.consumerConfig("sink"), sink)
+	ccfg := e.consumerConfig("sink")
+	cm, creg := newMetrics()
+	ccfg.Metrics = cm
+	e.startConsumer(t, ccfg, sink)
 	waitRows(t, sink, 1)
 	e.waitOutboxEmpty(t)
 	sink.checkRows(t, []contract.Event{good})
-	if rs := relay.Stats(); rs.Malformed != 2 || rs.Published != 2 {
-		t.Errorf("relay stats %+v, want 2 malformed, 2 published", rs)
+	malformed := metricValue(t, rreg, "acv_relay_errors_total", "stage", "decode")
+	published := metricValue(t, rreg, "acv_relay_published_total")
+	if malformed != 2 || published != 2 {
+		t.Errorf("relay: %v malformed, %v published; want 2 malformed, 2 published", malformed, published)
 	}
 	eventually(t, 5*time.Second, "consumer counts the malformed message", func() (bool, string) {
-		cs := c.Stats()
-		return cs.Malformed == 1 && cs.Applied == 1, fmt.Sprintf("%+v", cs)
+		malformed := metricValue(t, creg, "acv_consumer_errors_total", "stage", "decode")
+		written := metricValue(t, creg, "acv_consumer_events_written_total")
+		return malformed == 1 && written == 1, fmt.Sprintf("%v malformed, %v written", malformed, written)
 	})
 }
 

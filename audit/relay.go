@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +23,7 @@ type Publisher interface {
 // RelayConfig tunes a Relay. Zero values take the defaults named on each field.
 type RelayConfig struct {
 	// Streams are the outbox streams to relay; the wiring takes them from the cache's layout.
+	// Required: Run refuses to start without one.
 	Streams []string
 	// Name is this replica's consumer name in the relay group. Keep it stable across restarts
 	// (a pod name of a StatefulSet, a host name) so a restarted replica re-reads its own pending
@@ -85,18 +85,6 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	return c
 }
 
-// RelayStats is a snapshot of a relay's counters since it was created, for metrics and tests.
-type RelayStats struct {
-	Published     int64     // messages Kafka acknowledged (duplicates after a crash included)
-	Removed       int64     // outbox entries acknowledged and deleted after publishing
-	Batches       int64     // batches published
-	Claimed       int64     // entries taken over from idle consumers by XAUTOCLAIM
-	Malformed     int64     // entries without an event field, or whose event names no code id
-	Errors        int64     // failed Redis or Kafka operations (each is retried)
-	LastBatchSize int       // entries in the last batch
-	LastPublish   time.Time // when Kafka last acknowledged a batch; zero before the first
-}
-
 // Relay moves outbox entries from the Redis streams to Kafka: at-least-once, never dropping
 // one, deleting an entry only after Kafka acknowledged it. Several replicas may run at once;
 // they share the streams through the relay consumer group.
@@ -104,9 +92,6 @@ type Relay struct {
 	rdb redis.Cmdable
 	pub Publisher
 	cfg RelayConfig
-
-	published, removed, batches, claimed, malformed, errs atomic.Int64
-	lastBatch, lastPublish                                atomic.Int64
 }
 
 // NewRelay builds a relay reading rdb's outbox streams and writing to pub. rdb may be a
@@ -115,23 +100,6 @@ type Relay struct {
 // least one per stream and a few more, rather than the hot path's.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
-}
-
-// Stats returns the relay's counters.
-func (r *Relay) Stats() RelayStats {
-	s := RelayStats{
-		Published:     r.published.Load(),
-		Removed:       r.removed.Load(),
-		Batches:       r.batches.Load(),
-		Claimed:       r.claimed.Load(),
-		Malformed:     r.malformed.Load(),
-		Errors:        r.errs.Load(),
-		LastBatchSize: int(r.lastBatch.Load()),
-	}
-	if ns := r.lastPublish.Load(); ns != 0 {
-		s.LastPublish = time.Unix(0, ns)
-	}
-	return s
 }
 
 // hookError marks the failure of the AfterPublish hook, the one error that stops Run.
@@ -145,8 +113,11 @@ var errAbandoned = errors.New("relay stopping: batch left pending")
 
 // Run relays until ctx ends, one goroutine per outbox stream. When ctx ends, batches in flight
 // are still published and removed (within ShutdownGrace), then Run returns nil. It returns an
-// error only when the AfterPublish hook fails.
+// error only when no stream is configured or the AfterPublish hook fails.
 func (r *Relay) Run(ctx context.Context) error {
+	if len(r.cfg.Streams) == 0 {
+		return errors.New("outbox relay: no outbox stream configured")
+	}
 	// ops outlives ctx so in-flight batches can finish; it ends after the grace period, on a
 	// hook failure (the simulated death must abort every stream at once), or when Run returns.
 	ops, kill := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -196,20 +167,19 @@ func (r *Relay) Run(ctx context.Context) error {
 // over entries stuck in dead consumers. It returns only a hook error.
 func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 	log := r.cfg.Logger.With("stream", key, "consumer", r.cfg.Name)
-	var bo backoff
+	bo := newBackOff()
 	for {
 		err := ensureGroup(ops, r.rdb, key)
 		if err == nil {
 			break
 		}
-		r.errs.Add(1)
 		r.cfg.Metrics.relayError("read")
 		log.Warn("outbox relay: create consumer group", "err", err)
-		if !sleep(ctx, bo.next()) {
+		if !sleep(ctx, bo.NextBackOff()) {
 			return nil
 		}
 	}
-	bo.reset()
+	bo.Reset()
 
 	id := "0" // own pending entries first; ">" once they are drained
 	nextClaim := time.Now()
@@ -225,7 +195,6 @@ func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 			if ops.Err() != nil {
 				return nil
 			}
-			r.errs.Add(1)
 			r.cfg.Metrics.relayError("read")
 			log.Warn("outbox relay: read", "err", err)
 			if isNoGroup(err) {
@@ -234,7 +203,7 @@ func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 				}
 			}
 			id = "0"
-			sleep(ctx, bo.next())
+			sleep(ctx, bo.NextBackOff())
 			continue
 		}
 		if len(msgs) == 0 {
@@ -248,10 +217,10 @@ func (r *Relay) runStream(ctx, ops context.Context, key string) error {
 			}
 			// Abandoned: the entries stay pending for us; re-read them before new ones.
 			id = "0"
-			sleep(ctx, bo.next())
+			sleep(ctx, bo.NextBackOff())
 			continue
 		}
-		bo.reset()
+		bo.Reset()
 	}
 	return nil
 }
@@ -264,14 +233,13 @@ func (r *Relay) claimStream(ctx, ops context.Context, key string, log *slog.Logg
 		msgs, next, err := claimEntries(ops, r.rdb, key, r.cfg.Name, start, r.cfg.ClaimIdle, r.cfg.Batch)
 		if err != nil {
 			if ops.Err() == nil {
-				r.errs.Add(1)
 				r.cfg.Metrics.relayError("claim")
 				log.Warn("outbox relay: claim idle entries", "err", err)
 			}
 			return nil // try again at the next ClaimEvery
 		}
 		if len(msgs) > 0 {
-			r.claimed.Add(int64(len(msgs)))
+			r.cfg.Metrics.claimedEntries(len(msgs))
 			log.Info("outbox relay: claimed idle entries", "count", len(msgs))
 			if err := r.deliver(ops, key, msgs, log); err != nil {
 				var he *hookError
@@ -302,7 +270,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 		}
 		m, ok, malformed := toMessage(e)
 		if malformed {
-			r.malformed.Add(1)
+			r.cfg.Metrics.relayError("decode")
 			log.Error("outbox relay: malformed outbox entry", "id", e.ID, "published", ok)
 		}
 		if ok {
@@ -310,7 +278,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 		}
 	}
 
-	var bo backoff
+	bo := newBackOff()
 	if len(msgs) > 0 {
 		start := time.Now()
 		spans := startSpans(r.cfg.Tracer, "kafka publish "+Topic, trace.SpanKindProducer, msgs, true)
@@ -324,19 +292,15 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 				endSpans(spans, err)
 				return errAbandoned
 			}
-			r.errs.Add(1)
 			r.cfg.Metrics.relayError("publish")
 			log.Warn("outbox relay: publish to kafka", "messages", len(msgs), "err", err)
-			if !sleep(ops, bo.next()) {
+			if !sleep(ops, bo.NextBackOff()) {
 				endSpans(spans, err)
 				return errAbandoned
 			}
 		}
-		r.cfg.Metrics.publishedBatch(len(msgs), len(entries), time.Since(start))
-		r.published.Add(int64(len(msgs)))
-		r.batches.Add(1)
-		r.lastBatch.Store(int64(len(entries)))
-		r.lastPublish.Store(time.Now().UnixNano())
+		now := time.Now()
+		r.cfg.Metrics.publishedBatch(len(msgs), len(entries), now.Sub(start), now)
 	}
 
 	if r.cfg.AfterPublish != nil {
@@ -345,7 +309,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 		}
 	}
 
-	bo.reset()
+	bo.Reset()
 	for {
 		err := removeEntries(ops, r.rdb, key, ids)
 		if err == nil {
@@ -354,13 +318,12 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 		if ops.Err() != nil {
 			return errAbandoned
 		}
-		r.errs.Add(1)
 		r.cfg.Metrics.relayError("remove")
 		log.Warn("outbox relay: remove published entries", "err", err)
-		if !sleep(ops, bo.next()) {
+		if !sleep(ops, bo.NextBackOff()) {
 			return errAbandoned
 		}
 	}
-	r.removed.Add(int64(len(ids)))
+	r.cfg.Metrics.removedEntries(len(ids))
 	return nil
 }

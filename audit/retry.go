@@ -1,0 +1,40 @@
+package audit
+
+import (
+	"context"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+)
+
+// Retry delays: short enough that a blip costs little latency, capped so a long outage does
+// not hammer the dependency that is down.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// newBackOff is the delay policy between retries of one operation: from about retryMin,
+// doubling, jittered by ±50% so replicas retrying the same outage do not do it in lockstep.
+// The jitter applies on top of MaxInterval, so MaxInterval is two thirds of retryMax: no delay
+// exceeds retryMax. Reset it after a success.
+func newBackOff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     retryMin,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         retryMax * 2 / 3,
+	}
+}
+
+// sleep waits d, or less when ctx ends; it tells whether the full delay passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
