@@ -97,7 +97,9 @@ func (s *Server) authenticate(c *gin.Context) error {
 	if d := now - tsVal; d > contract.SignatureWindow || d < -contract.SignatureWindow {
 		return unauthorized(AuthSkew, "Request timestamp is outside the allowed window of 300 seconds; server time is "+strconv.FormatInt(now, 10))
 	}
-	replay := sig
+	// The verifier reads the signature's hex in either case, so the replay identity is its
+	// lower-case form: changing the case of a captured signature must not make a new request.
+	replay := strings.ToLower(sig)
 	if nonce != "" {
 		replay = nonce
 	}

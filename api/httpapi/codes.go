@@ -58,10 +58,12 @@ func parseListQuery(c *gin.Context) (contract.ListQuery, string) {
 		}
 		q.PageSize = n
 	}
-	if v, ok := c.GetQuery("status"); ok {
+	// The contract: "all" and an empty value mean no filter, as the original service's SDK
+	// passes the caller's string through; any other value than the four states is a 400.
+	if v := c.Query("status"); v != "" && v != "all" {
 		st, err := contract.ParseState(v)
 		if err != nil {
-			return q, "status must be one of unused, used, disabled, expired"
+			return q, "status must be one of unused, used, disabled, expired or all"
 		}
 		q.State = st
 	}

@@ -1,0 +1,300 @@
+package httpapi_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/acv/acv/api/contract"
+)
+
+// TestAuthentication is the order of the contract's authentication: every failure is a 401
+// with a sentence, 401 comes before 403, and a refused request never reaches Verify or
+// Reactivate.
+func TestAuthentication(t *testing.T) {
+	body := []byte(`{"code":"ABC"}`)
+	ts := strconv.FormatInt(now, 10)
+	signed := func(secret, method, path, query string, body []byte, ts, nonce string) string {
+		return contract.Sign(secret, contract.StringToSign(method, path, query, contract.BodySHA256(body), ts, nonce))
+	}
+	replayed := func(e *env) {
+		e.hot.admit = func(contract.Admission) (contract.RateState, error) {
+			return contract.RateState{Remaining: -1}, contract.ErrReplayed
+		}
+	}
+	post := func(path string) req { return req{method: http.MethodPost, path: path, body: body} }
+	get := func(path string) req { return req{path: path} }
+	with := func(r req, f func(*req)) req { f(&r); return r }
+
+	cases := []struct {
+		name    string
+		req     req
+		setup   func(*env)
+		status  int
+		mention string
+		// noLookup: the key id was refused before the records were asked for it.
+		noLookup bool
+	}{
+		{name: "missing X-API-Key", req: with(post(verifyPath(projectA)), func(r *req) { r.drop = []string{"X-API-Key"} }),
+			status: 401, mention: "X-API-Key", noLookup: true},
+		{name: "empty X-API-Key", req: with(post(verifyPath(projectA)), func(r *req) { r.header = map[string]string{"X-API-Key": ""} }),
+			status: 401, mention: "X-API-Key", noLookup: true},
+		{name: "missing X-Timestamp", req: with(post(verifyPath(projectA)), func(r *req) { r.drop = []string{"X-Timestamp"} }),
+			status: 401, mention: "X-Timestamp", noLookup: true},
+		{name: "missing X-Signature", req: with(post(verifyPath(projectA)), func(r *req) { r.drop = []string{"X-Signature"} }),
+			status: 401, mention: "X-Signature", noLookup: true},
+		{name: "missing all three", req: with(get(projectPath(projectA)), func(r *req) { r.drop = []string{"X-API-Key", "X-Timestamp", "X-Signature"} }),
+			status: 401, mention: "X-API-Key", noLookup: true},
+		{name: "timestamp not a number", req: with(post(verifyPath(projectA)), func(r *req) { r.ts = "17e8" }),
+			status: 401, mention: "X-Timestamp", noLookup: true},
+		{name: "timestamp with a fraction", req: with(post(verifyPath(projectA)), func(r *req) { r.ts = ts + ".5" }),
+			status: 401, mention: "X-Timestamp", noLookup: true},
+		{name: "timestamp as a date", req: with(post(verifyPath(projectA)), func(r *req) { r.ts = "2027-01-15T08:00:00Z" }),
+			status: 401, mention: "X-Timestamp", noLookup: true},
+		{name: "nonce too short", req: with(post(verifyPath(projectA)), func(r *req) { r.nonce = "short-nonce" }),
+			status: 401, mention: "X-Nonce", noLookup: true},
+		{name: "nonce too long", req: with(post(verifyPath(projectA)), func(r *req) { r.nonce = strings.Repeat("n", 65) }),
+			status: 401, mention: "X-Nonce", noLookup: true},
+		{name: "nonce with a forbidden character", req: with(post(verifyPath(projectA)), func(r *req) { r.nonce = "nonce.with.dots.1234" }),
+			status: 401, mention: "X-Nonce", noLookup: true},
+		{name: "empty X-Nonce", req: with(post(verifyPath(projectA)), func(r *req) { r.header = map[string]string{"X-Nonce": ""} }),
+			status: 401, mention: "X-Nonce", noLookup: true},
+		{name: "key id in upper case", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.header = map[string]string{"X-API-Key": strings.ToUpper(keyA.ID)}
+		}), status: 401, mention: "API key", noLookup: true},
+		{name: "key id of 31 characters", req: with(post(verifyPath(projectA)), func(r *req) { r.header = map[string]string{"X-API-Key": keyA.ID[:31]} }),
+			status: 401, mention: "API key", noLookup: true},
+		{name: "key id with hyphens", req: with(post(verifyPath(projectA)), func(r *req) {
+			id := keyA.ID
+			r.header = map[string]string{"X-API-Key": id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]}
+		}), status: 401, mention: "API key", noLookup: true},
+		{name: "unknown key", req: with(post(verifyPath(projectA)), func(r *req) {
+			k := contract.APIKey{ID: unknownK, Secret: secretOf('a')}
+			r.key = &k
+		}), status: 401, mention: "Invalid API key"},
+		{name: "signature made with another secret", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.sig = signed(secretOf('z'), "POST", verifyPath(projectA), "", body, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature over another body", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", []byte(`{"code":"ABD"}`), ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature over another path", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.sig = signed(keyA.Secret, "POST", reactPath(projectA), "", body, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature over another method", req: with(get(projectPath(projectA)), func(r *req) {
+			r.sig = signed(keyA.Secret, "POST", projectPath(projectA), "", nil, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature over another query", req: with(get(projectPath(projectA)+"/codes"), func(r *req) {
+			r.query = "page=2"
+			r.sig = signed(keyA.Secret, "GET", projectPath(projectA)+"/codes", "page=1", nil, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature over another timestamp", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, strconv.FormatInt(now-1, 10), "")
+		}), status: 401, mention: "signature"},
+		{name: "signature without the nonce line", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.nonce = newNonce()
+			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "signature not hex", req: with(post(verifyPath(projectA)), func(r *req) { r.sig = strings.Repeat("zz", 32) }),
+			status: 401, mention: "signature"},
+		{name: "signature truncated", req: with(post(verifyPath(projectA)), func(r *req) {
+			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, ts, "")[:63]
+		}), status: 401, mention: "signature"},
+		{name: "revoked key with a valid signature", req: with(post(verifyPath(projectA)), func(r *req) { r.key = &keyRevoked }),
+			status: 401, mention: "revoked"},
+		{name: "revoked key on a GET", req: with(get(projectPath(projectA)), func(r *req) { r.key = &keyRevoked }),
+			status: 401, mention: "revoked"},
+		{name: "timestamp 301 s behind", req: with(post(verifyPath(projectA)), func(r *req) { r.ts = strconv.FormatInt(now-301, 10) }),
+			status: 401, mention: "server time is " + ts},
+		{name: "timestamp 301 s ahead", req: with(post(verifyPath(projectA)), func(r *req) { r.ts = strconv.FormatInt(now+301, 10) }),
+			status: 401, mention: "server time is " + ts},
+		{name: "timestamp in milliseconds", req: with(get(projectPath(projectA)), func(r *req) { r.ts = strconv.FormatInt(now*1000, 10) }),
+			status: 401, mention: "300 seconds"},
+		{name: "bad signature on another project's path", req: with(post(verifyPath(projectB)), func(r *req) {
+			r.sig = signed(secretOf('z'), "POST", verifyPath(projectB), "", body, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "bad signature on another project's GET path", req: with(get(projectPath(projectB)), func(r *req) {
+			r.sig = signed(secretOf('z'), "GET", projectPath(projectB), "", nil, ts, "")
+		}), status: 401, mention: "signature"},
+		{name: "unknown key on another project's path", req: with(post(verifyPath(projectB)), func(r *req) {
+			k := contract.APIKey{ID: unknownK, Secret: secretOf('a')}
+			r.key = &k
+		}), status: 401, mention: "Invalid API key"},
+		{name: "revoked key on another project's path", req: with(post(verifyPath(projectB)), func(r *req) { r.key = &keyRevoked }),
+			status: 401, mention: "revoked"},
+		{name: "skewed timestamp on another project's path", req: with(get(projectPath(projectB)), func(r *req) { r.ts = strconv.FormatInt(now-3600, 10) }),
+			status: 401, mention: "server time"},
+		{name: "valid key on another project's verify path", req: post(verifyPath(projectB)), status: 403, mention: "project"},
+		{name: "valid key on another project's reactivate path", req: post(reactPath(projectB)), status: 403, mention: "project"},
+		{name: "valid key on another project's GET path", req: get(projectPath(projectB)), status: 403, mention: "project"},
+		{name: "valid key on another project's code path", req: get(projectPath(projectB) + "/codes/" + codeID1), status: 403, mention: "project"},
+		{name: "valid key on a malformed project id", req: get(projectPath("not-a-project") + "/codes"), status: 403, mention: "project"},
+		{name: "valid key of a disabled project on another project's path", req: with(get(projectPath(projectA)), func(r *req) { r.key = &keyDisabled }),
+			status: 403, mention: "project"},
+		{name: "replay on another project's verify path", req: post(verifyPath(projectB)), setup: replayed,
+			status: 401, mention: "Request replayed"},
+		{name: "replay with a nonce on another project's GET path", req: with(get(projectPath(projectB)), func(r *req) { r.nonce = newNonce() }),
+			setup: replayed, status: 401, mention: "Request replayed"},
+		{name: "replay of a GET with a nonce", req: with(get(projectPath(projectA)), func(r *req) { r.nonce = newNonce() }),
+			setup: replayed, status: 401, mention: "Request replayed"},
+		{name: "disabled project, GET project", req: with(get(projectPath(projectD)), func(r *req) { r.key = &keyDisabled }),
+			status: 401, mention: "disabled"},
+		{name: "disabled project, list", req: with(get(projectPath(projectD)+"/codes"), func(r *req) { r.key = &keyDisabled }),
+			status: 401, mention: "disabled"},
+		{name: "disabled project, code by value", req: with(get(projectPath(projectD)+"/codes/by-code/ABC"), func(r *req) { r.key = &keyDisabled }),
+			status: 401, mention: "disabled"},
+		{name: "disabled project, code by id", req: with(get(projectPath(projectD)+"/codes/"+codeID1), func(r *req) { r.key = &keyDisabled }),
+			status: 401, mention: "disabled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			w := e.do(tc.req)
+			detail := wantDetail(t, w, tc.status, tc.mention)
+			if !unicode.IsUpper([]rune(detail)[0]) {
+				t.Errorf("detail %q does not start a sentence", detail)
+			}
+			if calls := e.hot.Calls("Verify", "Reactivate"); len(calls) != 0 {
+				t.Errorf("the refused request reached the hot path: %+v", calls)
+			}
+			wantNoRead(t, e)
+			if tc.noLookup && len(e.rec.Calls()) != 0 {
+				t.Errorf("a malformed request looked its key up: %v", e.rec.Calls())
+			}
+		})
+	}
+}
+
+// TestStringToSignByHand pins the string to sign without the package's helper: five lines,
+// a sixth with the nonce, the query's pairs as sent sorted by key.
+func TestStringToSignByHand(t *testing.T) {
+	e := newEnv(t)
+	e.addCode(contract.CodeRecord{ID: codeID1, ProjectID: projectA, Code: "SPRING-1", CreatedAt: now - 60})
+	hmacHex := func(secret, s string) string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(s))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+
+	t.Run("POST with a nonce", func(t *testing.T) {
+		body := []byte(`{"code":"SPRING-1","verified_by":"till 1"}`)
+		bodyHash := sha256.Sum256(body)
+		nonce := "hand-built-nonce-0001"
+		sts := "POST\n" +
+			"/api/v1/projects/" + projectA + "/codes/verify\n" +
+			"\n" +
+			hex.EncodeToString(bodyHash[:]) + "\n" +
+			"1800000000\n" +
+			nonce
+		if got := contract.StringToSign("post", verifyPath(projectA), "", contract.BodySHA256(body), "1800000000", nonce); got != sts {
+			t.Fatalf("StringToSign\n%q\nwant\n%q", got, sts)
+		}
+		w := e.do(req{method: http.MethodPost, path: verifyPath(projectA), body: body, nonce: nonce, sig: hmacHex(keyA.Secret, sts)})
+		if r := decode[contract.VerifyResponse](t, w); !r.Success {
+			t.Fatalf("verify signed by hand: %s", w.Body)
+		}
+	})
+
+	t.Run("GET with a query, no nonce", func(t *testing.T) {
+		// Sent in one order, signed sorted by key with the encoding untouched; no body is the
+		// hash of the empty string.
+		query := "status=used&search=a%20b&page=1"
+		sts := "GET\n" +
+			"/api/v1/projects/" + projectA + "/codes\n" +
+			"page=1&search=a%20b&status=used\n" +
+			"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n" +
+			"1800000000"
+		if got := contract.StringToSign("GET", projectPath(projectA)+"/codes", query, contract.EmptyBodySHA256, "1800000000", ""); got != sts {
+			t.Fatalf("StringToSign\n%q\nwant\n%q", got, sts)
+		}
+		w := e.do(req{path: projectPath(projectA) + "/codes", query: query, sig: hmacHex(keyA.Secret, sts)})
+		decode[contract.CodePage](t, w)
+	})
+
+	t.Run("path still percent-encoded", func(t *testing.T) {
+		e.addCode(contract.CodeRecord{ID: codeID2, ProjectID: projectA, Code: "A+B/C D", CreatedAt: now - 60})
+		path := "/api/v1/projects/" + projectA + "/codes/by-code/A%2BB%2FC%20D"
+		sts := "GET\n" + path + "\n\n" + contract.EmptyBodySHA256 + "\n1800000000"
+		w := e.do(req{path: path, sig: hmacHex(keyA.Secret, sts)})
+		if c := decode[contract.Code](t, w); c.ID != codeID2 || c.Code != "A+B/C D" {
+			t.Fatalf("code by value: %s", w.Body)
+		}
+	})
+}
+
+// The window is inclusive: 300 s either side of the server clock is accepted.
+func TestTimestampWindowEdges(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range []int64{-300, -1, 0, 1, 300} {
+		w := e.do(req{path: projectPath(projectA), ts: strconv.FormatInt(now+d, 10)})
+		if w.Code != http.StatusOK {
+			t.Errorf("timestamp now%+d: %d %s", d, w.Code, w.Body)
+		}
+	}
+}
+
+// TestReplay: a POST is accepted once (without a nonce its signature identifies it), two
+// identical GETs without a nonce are both answered, a GET with a nonce is accepted once.
+func TestReplay(t *testing.T) {
+	e := newEnv(t)
+	e.addCode(contract.CodeRecord{ID: codeID1, ProjectID: projectA, Code: "ABC", CreatedAt: now - 60})
+	post := req{method: http.MethodPost, path: verifyPath(projectA), body: []byte(`{"code":"ABC"}`)}
+	if r := decode[contract.VerifyResponse](t, e.do(post)); !r.Success {
+		t.Fatalf("first verify: %+v", r)
+	}
+	wantDetail(t, e.do(post), http.StatusUnauthorized, "Request replayed")
+	// The signature's hex is case-insensitive to the verifier, so its case must not make a
+	// new replay identity.
+	upper := post
+	upper.sig = strings.ToUpper(contract.Sign(keyA.Secret, contract.StringToSign("POST", post.path, "", contract.BodySHA256(post.body), strconv.FormatInt(now, 10), "")))
+	wantDetail(t, e.do(upper), http.StatusUnauthorized, "Request replayed")
+	if ops := e.hot.Calls("Verify"); len(ops) != 3 || ops[0].Op.ReplayKey != ops[2].Op.ReplayKey {
+		t.Errorf("replay keys of the same request: %+v", ops)
+	}
+
+	get := req{path: projectPath(projectA)}
+	for i := 0; i < 2; i++ {
+		if w := e.do(get); w.Code != http.StatusOK {
+			t.Fatalf("identical GET without a nonce #%d: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	if calls := e.hot.Calls("Admit"); len(calls) != 0 {
+		t.Errorf("a GET without a nonce of an unlimited key was admitted: %+v", calls)
+	}
+	get.nonce = newNonce()
+	if w := e.do(get); w.Code != http.StatusOK {
+		t.Fatalf("GET with a nonce: %d %s", w.Code, w.Body)
+	}
+	wantDetail(t, e.do(get), http.StatusUnauthorized, "Request replayed")
+	adm := e.hot.Calls("Admit")
+	if len(adm) != 2 || !adm[0].Adm.CheckReplay || adm[0].Adm.ReplayKey != get.nonce || adm[0].Adm.KeyID != keyA.ID || adm[0].Adm.ProjectID != projectA {
+		t.Errorf("admissions of a GET with a nonce: %+v", adm)
+	}
+}
+
+// A key's lookup is cached: a second request does not ask the records again.
+func TestKeyLookupCached(t *testing.T) {
+	e := newEnv(t)
+	for i := 0; i < 3; i++ {
+		if w := e.do(req{path: projectPath(projectA)}); w.Code != http.StatusOK {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	n := 0
+	for _, c := range e.rec.Calls() {
+		if c == "APIKey" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("key looked up %d times, want 1", n)
+	}
+}
