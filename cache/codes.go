@@ -13,6 +13,9 @@ import (
 // PutCode stores a code unless Redis already holds a state for it (Redis is always the newer
 // one). It reports whether it stored.
 func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRecord) (bool, error) {
+	if err := checkCodeID(r); err != nil {
+		return false, err
+	}
 	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...).Result()
 	if err != nil {
 		return false, fmt.Errorf("put code: %w", err)
@@ -22,6 +25,11 @@ func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRe
 
 // PutCodes stores many new codes of one project in pipelined batches, with PutCode's rule.
 func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract.CodeRecord) error {
+	for _, r := range codes {
+		if err := checkCodeID(r); err != nil {
+			return err
+		}
+	}
 	if err := putCodeScript.Load(ctx, c.rdb).Err(); err != nil {
 		return fmt.Errorf("load putcode script: %w", err)
 	}
@@ -35,6 +43,16 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("put codes %d..%d: %w", start, end, err)
 		}
+	}
+	return nil
+}
+
+// checkCodeID refuses a code whose id is not 32 lowercase hex characters: Redis holds it as
+// the 16 bytes they encode, and apply.lua turns exactly 16 bytes back into the id it replies
+// and logs, so any other id would fail every verify of the code or log it under another id.
+func checkCodeID(r contract.CodeRecord) error {
+	if !contract.ValidID(r.ID) {
+		return fmt.Errorf("put code %q: id %q is not 32 lowercase hex characters", r.Code, r.ID)
 	}
 	return nil
 }
@@ -54,8 +72,13 @@ func putCodeArgs(r contract.CodeRecord) []interface{} {
 }
 
 // MarkUnknown remembers for ttl that value does not exist in the project, so repeated attempts
-// on it are answered by Redis alone. It never replaces a real entry.
+// on it are answered by Redis alone. It never replaces a real entry. ttl is whole seconds, at
+// least one: Redis deletes a key given an expiry of 0 or less at once, so a shorter ttl would
+// silently store nothing.
 func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error {
+	if ttl < time.Second {
+		return fmt.Errorf("mark unknown code: ttl %s is under the 1s minimum", ttl)
+	}
 	if err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second)).Err(); err != nil {
 		return fmt.Errorf("mark unknown code: %w", err)
 	}

@@ -41,6 +41,9 @@ func (c *Cache) Reactivate(ctx context.Context, op contract.Operation) (contract
 // are harmless) and calls again. Refusals are contract.ErrReplayed, contract.ErrRateLimited
 // and contract.ErrIdempotencyConflict; a business outcome (used, disabled, …) is no error.
 func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.OperationResult, error) {
+	if err := checkOperation(op); err != nil {
+		return contract.OperationResult{}, err
+	}
 	for attempt := 0; attempt < maxLoads; attempt++ {
 		r, err := c.applyOnce(ctx, op)
 		if err != nil {
@@ -59,6 +62,21 @@ func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.Oper
 		}
 	}
 	return contract.OperationResult{}, errors.New("code state did not settle in redis after loading")
+}
+
+// checkOperation refuses what apply.lua would misread: it treats every action but verify as a
+// reactivation, and writes the action and both ids into the event JSON without escaping.
+func checkOperation(op contract.Operation) error {
+	if op.Action != contract.ActionVerify && op.Action != contract.ActionReactivate {
+		return fmt.Errorf("apply: action %q is neither %s nor %s", op.Action, contract.ActionVerify, contract.ActionReactivate)
+	}
+	if !contract.ValidID(op.ProjectID) {
+		return fmt.Errorf("apply: project id %q is not an id", op.ProjectID)
+	}
+	if !contract.ValidID(op.EventID) {
+		return fmt.Errorf("apply: event id %q is not an id", op.EventID)
+	}
+	return nil
 }
 
 func (c *Cache) applyOnce(ctx context.Context, op contract.Operation) (applyReply, error) {
