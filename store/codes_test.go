@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func codesOf(rows []store.CodeRow) []string {
+func codesOf(rows []contract.CodeRecord) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.Code
@@ -53,7 +53,7 @@ func TestInsertCodes(t *testing.T) {
 			}
 			for _, r := range rows {
 				if !contract.ValidID(r.ID) || r.ProjectID != tt.project || r.CreatedAt < before-1 || r.CreatedAt > time.Now().Unix()+1 ||
-					r.IsDisabled || r.VerifiedAt != nil || r.Version != 0 {
+					r.Disabled || r.VerifiedAtMs != 0 || r.VerifiedBy != "" || r.Version != 0 {
 					t.Errorf("returned row %+v", r)
 				}
 				byValue, err := s.CodeByValue(ctx, tt.project, r.Code)
@@ -97,9 +97,9 @@ func TestInsertCodes(t *testing.T) {
 	if got.ExpiresAt == nil || *got.ExpiresAt != exp || rows[0].ExpiresAt == nil || *rows[0].ExpiresAt != exp {
 		t.Errorf("expiry stored %v returned %v, want %d", got.ExpiresAt, rows[0].ExpiresAt, exp)
 	}
-	c := got.API(nil, exp)
+	c := got.Resource(nil, exp)
 	if !c.IsExpired || c.Status || c.ID != got.ID || c.Code != "with-expiry" {
-		t.Errorf("API() at expiry = %+v", c)
+		t.Errorf("Resource() at expiry = %+v", c)
 	}
 }
 

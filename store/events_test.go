@@ -20,7 +20,7 @@ func countLogs(t *testing.T, s *store.Store) int {
 	return n
 }
 
-func verifyEvent(c store.CodeRow, version, ms int64, by string) contract.Event {
+func verifyEvent(c contract.CodeRecord, version, ms int64, by string) contract.Event {
 	return contract.Event{ID: contract.NewID(), CodeID: c.ID, ProjectID: c.ProjectID, Action: contract.ActionVerify,
 		Result: contract.ResultSuccess, VerifiedBy: by, IP: "10.0.0.1", TS: ms, Version: version,
 		Changed: true, VerifiedAt: ms, StateBy: by}
@@ -67,11 +67,12 @@ func TestApplyEvents(t *testing.T) {
 	}
 
 	got1, _ := s.CodeByID(ctx, p.ID, c1.ID)
-	if got1.VerifiedAt != nil || got1.VerifiedBy != nil || got1.Version != 2 || got1.IsDisabled {
+	if got1.VerifiedAtMs != 0 || got1.VerifiedBy != "" || got1.Version != 2 || got1.Disabled {
 		t.Errorf("c1 after verify+reactivate = %+v", got1)
 	}
 	got2, _ := s.CodeByID(ctx, p.ID, c2.ID)
-	if got2.VerifiedAtMs != t0+4007 || *got2.VerifiedAt != (t0+4007)/1000 || got2.VerifiedBy != nil || got2.Version != 1 {
+	if c := got2.Resource(nil, t0/1000); got2.VerifiedAtMs != t0+4007 || c.VerifiedAt == nil || *c.VerifiedAt != (t0+4007)/1000 ||
+		got2.VerifiedBy != "" || c.VerifiedBy != nil || got2.Version != 1 {
 		t.Errorf("c2 after verify = %+v, want verified at %d ms", got2, t0+4007)
 	}
 
@@ -132,19 +133,19 @@ func TestApplyEventsVersionOrder(t *testing.T) {
 		}
 	}
 	got, _ := s.CodeByID(ctx, p.ID, a.ID)
-	if got.Version != 5 || got.IsDisabled || got.VerifiedAtMs != t0 || *got.VerifiedBy != "new" {
+	if got.Version != 5 || got.Disabled || got.VerifiedAtMs != t0 || got.VerifiedBy != "new" {
 		t.Errorf("older event overwrote newer state: %+v", got)
 	}
-	if err := s.ApplySnapshot(ctx, a.ID, store.Snapshot{Version: 4}); err != nil {
+	if err := s.ApplySnapshot(ctx, contract.CodeRecord{ID: a.ID, Version: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.CodeByID(ctx, p.ID, a.ID); got.Version != 5 || got.VerifiedAt == nil {
+	if got, _ := s.CodeByID(ctx, p.ID, a.ID); got.Version != 5 || got.VerifiedAtMs == 0 {
 		t.Errorf("older snapshot overwrote newer state: %+v", got)
 	}
-	if err := s.ApplySnapshot(ctx, a.ID, store.Snapshot{Version: 5, Disabled: true}); err != nil {
+	if err := s.ApplySnapshot(ctx, contract.CodeRecord{ID: a.ID, Version: 5, Disabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.CodeByID(ctx, p.ID, a.ID); got.IsDisabled {
+	if got, _ := s.CodeByID(ctx, p.ID, a.ID); got.Disabled {
 		t.Errorf("snapshot of an equal version applied: %+v", got)
 	}
 
@@ -158,7 +159,7 @@ func TestApplyEventsVersionOrder(t *testing.T) {
 		t.Fatalf("mixed batch = %d, %v", n, err)
 	}
 	got, _ = s.CodeByID(ctx, p.ID, b.ID)
-	if got.Version != 7 || !got.IsDisabled || got.VerifiedBy == nil || *got.VerifiedBy != "v7" {
+	if got.Version != 7 || !got.Disabled || got.VerifiedBy != "v7" {
 		t.Errorf("highest changed version did not win: %+v", got)
 	}
 	checkStats(t, s, p.ID, t0/1000, contract.Statistics{TotalCodes: 2, UsedCodes: 1, DisabledCodes: 1})
@@ -249,7 +250,7 @@ func TestApplyEventsConcurrent(t *testing.T) {
 	for _, c := range codes {
 		got, _ := s.CodeByID(ctx, p.ID, c.ID)
 		want := final[c.ID]
-		if got.Version != want.Version || got.IsDisabled != want.Disabled || got.VerifiedAtMs != want.VerifiedAt {
+		if got.Version != want.Version || got.Disabled != want.Disabled || got.VerifiedAtMs != want.VerifiedAt {
 			t.Errorf("code %s = %+v, want snapshot %+v", c.Code, got, want)
 		}
 	}

@@ -40,18 +40,19 @@ func TestListCodes(t *testing.T) {
 	if len(batch1) != 11 || len(batch2) != 3 {
 		t.Fatalf("fixture inserted %d + %d", len(batch1), len(batch2))
 	}
-	snap := func(i int, snap store.Snapshot) {
-		if err := s.ApplySnapshot(ctx, batch1[i].ID, snap); err != nil {
+	snap := func(i int, snap contract.CodeRecord) {
+		snap.ID = batch1[i].ID
+		if err := s.ApplySnapshot(ctx, snap); err != nil {
 			t.Fatalf("snapshot: %v", err)
 		}
 	}
-	snap(0, store.Snapshot{VerifiedAtMs: now * 1000, VerifiedBy: "till-1", Version: 1})
-	snap(1, store.Snapshot{Disabled: true, Version: 1})
-	snap(10, store.Snapshot{VerifiedAtMs: now * 1000, Version: 1})
-	snap(10, store.Snapshot{VerifiedAtMs: now * 1000, Disabled: true, Version: 2})
+	snap(0, contract.CodeRecord{VerifiedAtMs: now * 1000, VerifiedBy: "till-1", Version: 1})
+	snap(1, contract.CodeRecord{Disabled: true, Version: 1})
+	snap(10, contract.CodeRecord{VerifiedAtMs: now * 1000, Version: 1})
+	snap(10, contract.CodeRecord{VerifiedAtMs: now * 1000, Disabled: true, Version: 2})
 
 	// list pages through a query and returns the values, checking every page's total.
-	list := func(t *testing.T, q store.ListQuery, at int64) ([]string, int64) {
+	list := func(t *testing.T, q contract.ListQuery, at int64) ([]string, int64) {
 		t.Helper()
 		var all []string
 		var total int64 = -1
@@ -85,25 +86,25 @@ func TestListCodes(t *testing.T) {
 	// Explicit expectations.
 	tests := []struct {
 		name string
-		q    store.ListQuery
+		q    contract.ListQuery
 		at   int64
 		want []string
 	}{
-		{"all newest first", store.ListQuery{}, now, []string{"n3", "n2", "n1", "used-and-disabled", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future", "x-expired", "d-disabled", "u-used"}},
-		{"used", store.ListQuery{State: contract.StateUsed}, now, []string{"u-used"}},
-		{"disabled wins over used", store.ListQuery{State: contract.StateDisabled}, now, []string{"used-and-disabled", "d-disabled"}},
-		{"expired own expiry", store.ListQuery{State: contract.StateExpired}, now, []string{"x-expired"}},
-		{"expired falls back to project expiry", store.ListQuery{State: contract.StateExpired}, now + 50, []string{"UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "x-expired"}},
-		{"unused", store.ListQuery{State: contract.StateUnused}, now + 49, []string{"n3", "n2", "n1", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future"}},
-		{"percent matches itself", store.ListQuery{Search: "%"}, now, []string{"50%_off"}},
-		{"underscore matches itself", store.ListQuery{Search: "_"}, now, []string{"50%_off"}},
-		{"percent and underscore", store.ListQuery{Search: "0%_O"}, now, []string{"50%_off"}},
-		{"backslash matches itself", store.ListQuery{Search: `\`}, now, []string{`a\b`}},
-		{"case-insensitive", store.ListQuery{Search: "upper-CASE"}, now, []string{"UPPER-case"}},
-		{"case-insensitive unicode", store.ListQuery{Search: "äöü-strasse"}, now, nil},
-		{"case-insensitive unicode umlauts", store.ListQuery{Search: "äöü-STRAßE"}, now, []string{"ÄÖÜ-Straße"}},
-		{"search and state", store.ListQuery{Search: "50", State: contract.StateExpired}, now + 50, []string{"50xxoff", "50%_off"}},
-		{"no match", store.ListQuery{Search: "other-only"}, now, nil},
+		{"all newest first", contract.ListQuery{}, now, []string{"n3", "n2", "n1", "used-and-disabled", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future", "x-expired", "d-disabled", "u-used"}},
+		{"used", contract.ListQuery{State: contract.StateUsed}, now, []string{"u-used"}},
+		{"disabled wins over used", contract.ListQuery{State: contract.StateDisabled}, now, []string{"used-and-disabled", "d-disabled"}},
+		{"expired own expiry", contract.ListQuery{State: contract.StateExpired}, now, []string{"x-expired"}},
+		{"expired falls back to project expiry", contract.ListQuery{State: contract.StateExpired}, now + 50, []string{"UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "x-expired"}},
+		{"unused", contract.ListQuery{State: contract.StateUnused}, now + 49, []string{"n3", "n2", "n1", "UPPER-case", "ÄÖÜ-Straße", `a\b`, "50xxoff", "50%_off", "p-projexp", "f-future"}},
+		{"percent matches itself", contract.ListQuery{Search: "%"}, now, []string{"50%_off"}},
+		{"underscore matches itself", contract.ListQuery{Search: "_"}, now, []string{"50%_off"}},
+		{"percent and underscore", contract.ListQuery{Search: "0%_O"}, now, []string{"50%_off"}},
+		{"backslash matches itself", contract.ListQuery{Search: `\`}, now, []string{`a\b`}},
+		{"case-insensitive", contract.ListQuery{Search: "upper-CASE"}, now, []string{"UPPER-case"}},
+		{"case-insensitive unicode", contract.ListQuery{Search: "äöü-strasse"}, now, nil},
+		{"case-insensitive unicode umlauts", contract.ListQuery{Search: "äöü-STRAßE"}, now, []string{"ÄÖÜ-Straße"}},
+		{"search and state", contract.ListQuery{Search: "50", State: contract.StateExpired}, now + 50, []string{"50xxoff", "50%_off"}},
+		{"no match", contract.ListQuery{Search: "other-only"}, now, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +120,8 @@ func TestListCodes(t *testing.T) {
 	}
 
 	// Against a brute-force reference over every state, several searches and times.
-	var stored []store.CodeRow
-	if err := s.ExportCodes(ctx, p.ID, func(r store.CodeRow) error { stored = append(stored, r); return nil }); err != nil {
+	var stored []contract.CodeRecord
+	if err := s.ExportCodes(ctx, p.ID, func(r contract.CodeRecord) error { stored = append(stored, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	slices.Reverse(stored) // newest first
@@ -130,13 +131,13 @@ func TestListCodes(t *testing.T) {
 				t.Run(fmt.Sprintf("reference/%d/%s/%s", at-now, st, search), func(t *testing.T) {
 					var want []string
 					for _, r := range stored {
-						c := r.API(p.ExpiresAt, at)
+						c := r.Resource(p.ExpiresAt, at)
 						state := contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), at)
 						if (st == "" || st == state) && strings.Contains(strings.ToLower(r.Code), strings.ToLower(search)) {
 							want = append(want, r.Code)
 						}
 					}
-					got, total := list(t, store.ListQuery{State: st, Search: search, PageSize: 4}, at)
+					got, total := list(t, contract.ListQuery{State: st, Search: search, PageSize: 4}, at)
 					if !slices.Equal(got, want) || total != int64(len(want)) {
 						t.Errorf("got %q (total %d), want %q", got, total, want)
 					}
@@ -146,23 +147,23 @@ func TestListCodes(t *testing.T) {
 	}
 
 	t.Run("page past the end", func(t *testing.T) {
-		rows, total, err := s.ListCodes(ctx, p.ID, store.ListQuery{Page: 9, PageSize: 5}, now)
+		rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{Page: 9, PageSize: 5}, now)
 		if err != nil || rows == nil || len(rows) != 0 || total != 14 {
 			t.Errorf("rows %v, total %d, err %v; want empty, 14", rows, total, err)
 		}
-		rows, total, err = s.ListCodes(ctx, p.ID, store.ListQuery{Page: 2, PageSize: 5, Search: "n"}, now)
+		rows, total, err = s.ListCodes(ctx, p.ID, contract.ListQuery{Page: 2, PageSize: 5, Search: "n"}, now)
 		if err != nil || len(rows) != 0 || total != 4 {
 			t.Errorf("search past end: rows %v, total %d, err %v; want empty, 4", codesOf(rows), total, err)
 		}
 	})
 	t.Run("defaults", func(t *testing.T) {
-		rows, total, err := s.ListCodes(ctx, p.ID, store.ListQuery{}, now)
+		rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{}, now)
 		if err != nil || len(rows) != 14 || total != 14 {
 			t.Errorf("zero query: %d rows, total %d, err %v", len(rows), total, err)
 		}
 	})
 	t.Run("bad state", func(t *testing.T) {
-		if _, _, err := s.ListCodes(ctx, p.ID, store.ListQuery{State: "bogus"}, now); err == nil {
+		if _, _, err := s.ListCodes(ctx, p.ID, contract.ListQuery{State: "bogus"}, now); err == nil {
 			t.Errorf("unknown state accepted")
 		}
 	})

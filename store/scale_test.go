@@ -131,12 +131,12 @@ func TestListScale(t *testing.T) {
 	for _, size := range []int{20, 100} {
 		pages := (n + size - 1) / size
 		for _, page := range []int{1, pages / 2, pages} {
-			q := store.ListQuery{Page: page, PageSize: size}
+			q := contract.ListQuery{Page: page, PageSize: size}
 			want := size
 			if page == pages {
 				want = n - (pages-1)*size
 			}
-			var got []store.CodeRow
+			var got []contract.CodeRecord
 			p50, p99, k := latencies(t, 20, 500, 15*time.Second, func() error {
 				rows, total, err := s.ListCodes(ctx, p.ID, q, now)
 				if err == nil && (len(rows) != want || total != int64(n)) {
@@ -172,7 +172,7 @@ func TestListScale(t *testing.T) {
 	}
 	// For comparison: a state-filtered list still skips OFFSET matching rows.
 	for _, page := range []int{1, n / 100 / 2} {
-		q := store.ListQuery{Page: page, PageSize: 100, State: contract.StateUnused}
+		q := contract.ListQuery{Page: page, PageSize: 100, State: contract.StateUnused}
 		p50, p99, k := latencies(t, 10, 500, 15*time.Second, func() error {
 			_, _, err := s.ListCodes(ctx, p.ID, q, now)
 			return err

@@ -89,7 +89,7 @@ func checkPages(t *testing.T, s *store.Store, projectID string, sizes ...int) {
 	for _, size := range sizes {
 		pages := int((n + int64(size) - 1) / int64(size))
 		for page := 1; page <= pages+1; page++ {
-			got, total, err := s.ListCodes(ctx, projectID, store.ListQuery{Page: page, PageSize: size}, now)
+			got, total, err := s.ListCodes(ctx, projectID, contract.ListQuery{Page: page, PageSize: size}, now)
 			if err != nil {
 				t.Fatalf("list page %d size %d: %v", page, size, err)
 			}
@@ -208,7 +208,7 @@ func TestListDeepPages(t *testing.T) {
 	mustInsert(t, s, mustProject(t, s, nil).ID, values("D-00001", "D-00002")...) // another project's
 
 	r := rand.New(rand.NewPCG(3, 4))
-	var all []store.CodeRow
+	var all []contract.CodeRecord
 	for b := 0; b < 12; b++ {
 		size := []int{1, 7, 250, 900}[b%4]
 		in := make([]store.NewCode, size)
@@ -232,14 +232,14 @@ func TestListDeepPages(t *testing.T) {
 		t.Fatalf("fixture has only %d codes", len(all))
 	}
 	for i := 0; i < len(all); i += 9 {
-		snap := store.Snapshot{Version: 1}
+		snap := contract.CodeRecord{ID: all[i].ID, Version: 1}
 		switch i % 4 {
 		case 0:
 			snap.Disabled = true
 		case 1:
 			snap.VerifiedAtMs = now * 1000
 		}
-		if err := s.ApplySnapshot(ctx, all[i].ID, snap); err != nil {
+		if err := s.ApplySnapshot(ctx, snap); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,21 +247,21 @@ func TestListDeepPages(t *testing.T) {
 	checkPages(t, s, p.ID, 3, 20, 100, 999)
 
 	// Filtered lists: the same order, restricted to the matching codes.
-	var stored []store.CodeRow
-	if err := s.ExportCodes(ctx, p.ID, func(r store.CodeRow) error { stored = append(stored, r); return nil }); err != nil {
+	var stored []contract.CodeRecord
+	if err := s.ExportCodes(ctx, p.ID, func(r contract.CodeRecord) error { stored = append(stored, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	slices.Reverse(stored)
 	for _, st := range []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired} {
 		var want, got []string
 		for _, r := range stored {
-			c := r.API(p.ExpiresAt, now)
+			c := r.Resource(p.ExpiresAt, now)
 			if contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now) == st {
 				want = append(want, r.ID)
 			}
 		}
 		for page := 1; ; page++ {
-			rows, total, err := s.ListCodes(ctx, p.ID, store.ListQuery{State: st, Page: page, PageSize: 50}, now)
+			rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{State: st, Page: page, PageSize: 50}, now)
 			if err != nil || total != int64(len(want)) {
 				t.Fatalf("%s page %d: total %d, want %d, err %v", st, page, total, len(want), err)
 			}
@@ -374,7 +374,7 @@ func TestMigrateBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ApplySnapshot(ctx, first.ID, store.Snapshot{VerifiedAtMs: now * 1000, Version: 1}); err != nil {
+	if err := s.ApplySnapshot(ctx, contract.CodeRecord{ID: first.ID, VerifiedAtMs: now * 1000, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	checkStats(t, s, projects[0], now, contract.Statistics{TotalCodes: 250, UnusedCodes: 199, UsedCodes: 1, DisabledCodes: 50})
@@ -389,7 +389,7 @@ func TestMigrateBackfill(t *testing.T) {
 		checkSeq(t, s.Pool(), id)
 		checkPages(t, s, id, 1, 7, 100)
 	}
-	page, _, err := s.ListCodes(ctx, projects[0], store.ListQuery{PageSize: 2}, now)
+	page, _, err := s.ListCodes(ctx, projects[0], contract.ListQuery{PageSize: 2}, now)
 	if err != nil || len(page) != 2 || page[0].Code != "new-2" || page[1].Code != "new-1" {
 		t.Fatalf("first page %q, %v", codesOf(page), err)
 	}

@@ -24,9 +24,10 @@ func TestStatistics(t *testing.T) {
 		store.NewCode{Code: "d", ExpiresAt: ptr(now + 1000)},
 	)
 	a, b, c := rows[0].ID, rows[1].ID, rows[2].ID
-	snap := func(id string, sn store.Snapshot) {
+	snap := func(id string, sn contract.CodeRecord) {
 		t.Helper()
-		if err := s.ApplySnapshot(ctx, id, sn); err != nil {
+		sn.ID = id
+		if err := s.ApplySnapshot(ctx, sn); err != nil {
 			t.Fatalf("snapshot: %v", err)
 		}
 	}
@@ -48,24 +49,24 @@ func TestStatistics(t *testing.T) {
 			{now + 100, contract.Statistics{TotalCodes: 4, UnusedCodes: 1, ExpiredCodes: 3}},
 			{now + 1000, contract.Statistics{TotalCodes: 4, ExpiredCodes: 4}},
 		}},
-		{"verify b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, VerifiedBy: "x", Version: 1}) }, []at{
+		{"verify b", func() { snap(b, contract.CodeRecord{VerifiedAtMs: now * 1000, VerifiedBy: "x", Version: 1}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, ExpiredCodes: 1}},
 			{now + 100, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 1, ExpiredCodes: 2}},
 		}},
-		{"disable expired c", func() { snap(c, store.Snapshot{Disabled: true, Version: 1}) }, []at{
+		{"disable expired c", func() { snap(c, contract.CodeRecord{Disabled: true, Version: 1}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
 		}},
-		{"disable used b", func() { snap(b, store.Snapshot{VerifiedAtMs: now * 1000, Disabled: true, Version: 2}) }, []at{
+		{"disable used b", func() { snap(b, contract.CodeRecord{VerifiedAtMs: now * 1000, Disabled: true, Version: 2}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 2}},
 		}},
-		{"enable and reactivate b", func() { snap(b, store.Snapshot{Version: 3}) }, []at{
+		{"enable and reactivate b", func() { snap(b, contract.CodeRecord{Version: 3}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
 			{now + 10, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}},
 		}},
-		{"older snapshot ignored", func() { snap(b, store.Snapshot{Disabled: true, Version: 2}) }, []at{
+		{"older snapshot ignored", func() { snap(b, contract.CodeRecord{Disabled: true, Version: 2}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
 		}},
-		{"version-only change", func() { snap(b, store.Snapshot{Version: 4}) }, []at{
+		{"version-only change", func() { snap(b, contract.CodeRecord{Version: 4}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 3, DisabledCodes: 1}},
 		}},
 		{"project expiry cleared", func() {
@@ -83,7 +84,7 @@ func TestStatistics(t *testing.T) {
 		}, []at{
 			{now, contract.Statistics{TotalCodes: 4, UnusedCodes: 2, DisabledCodes: 1, ExpiredCodes: 1}}, // a follows the project, b and d their own
 		}},
-		{"verify a", func() { snap(a, store.Snapshot{VerifiedAtMs: now*1000 + 999, Version: 1}) }, []at{
+		{"verify a", func() { snap(a, contract.CodeRecord{VerifiedAtMs: now*1000 + 999, Version: 1}) }, []at{
 			{now, contract.Statistics{TotalCodes: 4, UsedCodes: 1, UnusedCodes: 2, DisabledCodes: 1}},
 		}},
 		{"more codes", func() { mustInsert(t, s, p.ID, values("e", "f", "a")...) }, []at{
@@ -99,11 +100,11 @@ func TestStatistics(t *testing.T) {
 	checkStats(t, s, other.ID, now, contract.Statistics{TotalCodes: 3, UnusedCodes: 3})
 
 	got, _ := s.CodeByID(ctx, p.ID, a)
-	if got.VerifiedAtMs != now*1000+999 || got.VerifiedAt == nil || *got.VerifiedAt != now || got.Version != 1 {
+	if c := got.Resource(nil, now); got.VerifiedAtMs != now*1000+999 || c.VerifiedAt == nil || *c.VerifiedAt != now || got.Version != 1 {
 		t.Errorf("verified code = %+v, want ms %d", got, now*1000+999)
 	}
 	got, _ = s.CodeByID(ctx, p.ID, b)
-	if got.IsDisabled || got.VerifiedAt != nil || got.VerifiedBy != nil || got.Version != 4 {
+	if got.Disabled || got.VerifiedAtMs != 0 || got.VerifiedBy != "" || got.Version != 4 {
 		t.Errorf("reactivated code = %+v", got)
 	}
 }

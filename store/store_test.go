@@ -46,7 +46,7 @@ func mustProject(t *testing.T, s *store.Store, expiresAt *int64) contract.Projec
 	return p
 }
 
-func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.NewCode) []store.CodeRow {
+func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.NewCode) []contract.CodeRecord {
 	t.Helper()
 	rows, err := s.InsertCodes(testCtx(t), projectID, codes)
 	if err != nil {
@@ -73,9 +73,9 @@ func bruteStats(t *testing.T, s *store.Store, projectID string, now int64) contr
 		t.Fatalf("project: %v", err)
 	}
 	var st contract.Statistics
-	err = s.ExportCodes(testCtx(t), projectID, func(r store.CodeRow) error {
+	err = s.ExportCodes(testCtx(t), projectID, func(r contract.CodeRecord) error {
 		st.TotalCodes++
-		switch contract.DeriveState(r.IsDisabled, r.VerifiedAt != nil, contract.EffectiveExpiry(r.ExpiresAt, p.ExpiresAt), now) {
+		switch contract.DeriveState(r.Disabled, r.VerifiedAtMs != 0, contract.EffectiveExpiry(r.ExpiresAt, p.ExpiresAt), now) {
 		case contract.StateDisabled:
 			st.DisabledCodes++
 		case contract.StateUsed:
@@ -113,7 +113,7 @@ func checkStats(t *testing.T, s *store.Store, projectID string, now int64, want 
 
 func wantNotFound(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, contract.ErrNotFound) {
 		t.Errorf("%s: err = %v, want ErrNotFound", what, err)
 	}
 }

@@ -18,7 +18,9 @@ import (
 
 func TestMain(m *testing.M) { localenv.Main(m) }
 
-func newAdmin(t *testing.T) (*admin.Admin, string) {
+// newAdmin gives a test an Admin wired as in production (its cache loads misses from the
+// store), the Redis client under it, and a fresh project.
+func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	t.Helper()
 	ctx := context.Background()
 	url := localenv.PostgresDB(t)
@@ -33,16 +35,16 @@ func newAdmin(t *testing.T) (*admin.Admin, string) {
 	r := localenv.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	a := &admin.Admin{Store: st, Cache: cache.New(rdb)}
+	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st))}
 	p, err := a.CreateProject(ctx, store.NewProject{Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, p.ID
+	return a, rdb, p.ID
 }
 
 func TestGenerateFillsBothStoresUniquely(t *testing.T) {
-	a, pid := newAdmin(t)
+	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	// A code space of 2^6 = 64 values: the second batch must draw around collisions.
 	spec := admin.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
@@ -76,14 +78,14 @@ func TestGenerateFillsBothStoresUniquely(t *testing.T) {
 			t.Fatalf("bad or repeated code %q", v)
 		}
 		seen[v] = true
-		if _, found, err := a.Cache.Code(ctx, pid, v); err != nil || !found {
+		if _, found, err := a.Cache.LiveCode(ctx, pid, v); err != nil || !found {
 			t.Fatalf("code %q not in redis: %v", v, err)
 		}
 	}
 }
 
 func TestImportSkipsDuplicatesAndStopsAtBadRow(t *testing.T) {
-	a, pid := newAdmin(t)
+	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "code,expires_at\nAAA,\nBBB,1900000000\nAAA,\n"
 	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), nil)
@@ -101,7 +103,7 @@ func TestImportSkipsDuplicatesAndStopsAtBadRow(t *testing.T) {
 }
 
 func TestDisableReachesHotPathAndRecord(t *testing.T) {
-	a, pid := newAdmin(t)
+	a, rdb, pid := newAdmin(t)
 	ctx := context.Background()
 	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), nil); err != nil {
 		t.Fatal(err)
@@ -109,12 +111,12 @@ func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	if err := a.SetCodeDisabled(ctx, pid, "X1", true); err != nil {
 		t.Fatal(err)
 	}
-	s, _, err := a.Cache.Code(ctx, pid, "X1")
-	if err != nil || !s.Disabled {
+	s, found, err := a.Cache.LiveCode(ctx, pid, "X1")
+	if err != nil || !found || !s.Disabled {
 		t.Fatalf("redis state %+v, %v", s, err)
 	}
 	row, err := a.Store.CodeByValue(ctx, pid, "X1")
-	if err != nil || !row.IsDisabled || row.Version != s.Version {
+	if err != nil || !row.Disabled || row.Version != s.Version {
 		t.Fatalf("postgres row %+v (redis version %d), %v", row, s.Version, err)
 	}
 	if err := a.SetCodeDisabled(ctx, pid, "NOPE", true); err == nil {
@@ -123,9 +125,42 @@ func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	if err := a.SetProjectEnabled(ctx, pid, false); err != nil {
 		t.Fatal(err)
 	}
-	r, err := a.Cache.Apply(ctx, cache.Call{Action: contract.ActionVerify, ProjectID: pid, KeyID: "k", Code: "X1",
+	// A cache without a loader: the answer must come from what the admin change put in Redis,
+	// not from a load out of Postgres.
+	hot := cache.New(rdb)
+	r, err := hot.Apply(ctx, contract.Operation{Action: contract.ActionVerify, ProjectID: pid, KeyID: "k", Code: "X1",
 		ReplayKey: contract.NewID(), EventID: contract.NewID(), Now: time.Now()})
 	if err != nil || r.Outcome.Error != contract.ProjectDisabled {
 		t.Fatalf("verify in a disabled project: %+v, %v", r, err)
+	}
+}
+
+// TestDisableLoadsCodeRedisLacks covers a code Postgres holds and Redis does not (never loaded,
+// or remembered as an unknown value): the cache loads it, then disables it, and both stores
+// end at the same version.
+func TestDisableLoadsCodeRedisLacks(t *testing.T) {
+	a, _, pid := newAdmin(t)
+	ctx := context.Background()
+	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "PG-ONLY"}, {Code: "MARKED"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Cache.MarkUnknown(ctx, pid, "MARKED", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"PG-ONLY", "MARKED"} {
+		if _, found, err := a.Cache.LiveCode(ctx, pid, v); err != nil || found {
+			t.Fatalf("%s: in redis before the change (found %v, %v)", v, found, err)
+		}
+		if err := a.SetCodeDisabled(ctx, pid, v, true); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		s, found, err := a.Cache.LiveCode(ctx, pid, v)
+		if err != nil || !found || !s.Disabled || s.Version != 1 {
+			t.Fatalf("%s: redis state %+v (found %v), %v", v, s, found, err)
+		}
+		row, err := a.Store.CodeByValue(ctx, pid, v)
+		if err != nil || !row.Disabled || row.Version != s.Version || row.ID != s.ID {
+			t.Fatalf("%s: postgres row %+v (redis %+v), %v", v, row, s, err)
+		}
 	}
 }
