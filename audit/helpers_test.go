@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/testkit"
 	"hash/fnv"
 	"sync"
 	"testing"
@@ -19,7 +20,7 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-func TestMain(m *testing.M) { localenv.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const testTopic = "acv.verification-logs.test"
 
@@ -56,10 +57,10 @@ type env struct {
 
 func newEnv(t *testing.T, partitions int) *env {
 	t.Helper()
-	r := localenv.RedisServer(t, localenv.RedisOptions{})
+	r := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
-	k := localenv.KafkaBroker(t, testTopic, partitions)
+	k := testkit.KafkaBroker(t, testTopic, partitions)
 	return &env{rdb: rdb, brokers: k.Brokers, partitions: partitions}
 }
 

@@ -2,18 +2,18 @@ package audit_test
 
 import (
 	"context"
+	"github.com/acv/acv/internal/testkit"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/acv/acv/audit"
-	"github.com/acv/acv/internal/localenv"
 )
 
 // EnsureTopic creates a missing topic with its partitions and leaves an existing one alone.
 func TestEnsureTopic(t *testing.T) {
-	k := localenv.KafkaBroker(t, "seed", 1)
+	k := testkit.KafkaBroker(t, "seed", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := 0; i < 2; i++ {

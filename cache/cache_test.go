@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/testkit"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-func TestMain(m *testing.M) { localenv.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 type fixture struct {
 	t     *testing.T
@@ -28,7 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	t.Helper()
-	srv := localenv.RedisServer(t, localenv.RedisOptions{})
+	srv := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
 	c := cache.New(rdb, opts...)

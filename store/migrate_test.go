@@ -1,16 +1,16 @@
 package store_test
 
 import (
+	"github.com/acv/acv/internal/testkit"
 	"sync"
 	"testing"
 
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
 	ctx := testCtx(t)
-	url := localenv.PostgresDB(t)
+	url := testkit.PostgresDB(t)
 	// Two replicas starting at once, then a restart.
 	var wg sync.WaitGroup
 	errs := make([]error, 2)

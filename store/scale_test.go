@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"github.com/acv/acv/internal/testkit"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -191,7 +191,7 @@ func TestMigrateScale(t *testing.T) {
 	n := scaleCodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
-	url := localenv.PostgresDB(t)
+	url := testkit.PostgresDB(t)
 	if err := store.MigrateTo(ctx, url, 1); err != nil {
 		t.Fatal(err)
 	}

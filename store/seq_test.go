@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/testkit"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -322,7 +322,7 @@ func TestRawInsertNumbered(t *testing.T) {
 // migration goes down and up again.
 func TestMigrateBackfill(t *testing.T) {
 	ctx := testCtx(t)
-	url := localenv.PostgresDB(t)
+	url := testkit.PostgresDB(t)
 	if err := store.MigrateTo(ctx, url, 1); err != nil {
 		t.Fatalf("migrate to 1: %v", err)
 	}

@@ -3,21 +3,21 @@ package store_test
 import (
 	"context"
 	"errors"
+	"github.com/acv/acv/internal/testkit"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 )
 
-func TestMain(m *testing.M) { localenv.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // newStore gives a test a migrated store on a fresh database.
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
 	ctx := testCtx(t)
-	url := localenv.PostgresDB(t)
+	url := testkit.PostgresDB(t)
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}

@@ -18,15 +18,4 @@ func NewID() string {
 }
 
 // ValidID tells whether s has the wire form of an id: 32 lowercase hex characters.
-func ValidID(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidID(s string) bool { return len(s) == 32 && lowerHex(s) }

@@ -125,9 +125,10 @@ func NewVerifier(secret string) *Verifier {
 // Verify checks a signature in constant time. It accepts the canonical query order and, when
 // it differs, the whole-string order of older clients.
 func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
-	// A signature that is not 64 hex characters cannot match; decoding it once lets the MACs
-	// be compared as bytes, in constant time.
-	if len(signature) != 2*sha256.Size {
+	// Only the contract's encoding (64 lowercase hex characters) is accepted: a signature has
+	// one spelling, so it can serve as the request's replay identity. Decoding it once lets the
+	// MACs be compared as bytes, in constant time.
+	if !ValidSignature(signature) {
 		return false
 	}
 	if _, err := hex.Decode(v.got[:], []byte(signature)); err != nil {

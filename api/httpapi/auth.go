@@ -37,6 +37,10 @@ const (
 	AuthProjectDisabled AuthFailure = "project_disabled"
 )
 
+// authHeaders are the headers authentication reads; each must be sent at most once, so a
+// request has one reading.
+var authHeaders = [...]string{"X-Api-Key", "X-Timestamp", "X-Signature", "X-Nonce"}
+
 // authFailure is a 401 that also tells metrics and the access log why.
 type authFailure struct {
 	reason AuthFailure
@@ -58,6 +62,11 @@ func (s *Server) authenticate(c *gin.Context) error {
 		return err
 	}
 	h := c.Request.Header
+	for _, name := range authHeaders {
+		if len(h[name]) > 1 {
+			return unauthorized(AuthMalformed, "Send "+name+" once")
+		}
+	}
 	keyID, ts, sig, nonce := h.Get("X-API-Key"), h.Get("X-Timestamp"), h.Get("X-Signature"), h.Get("X-Nonce")
 	switch {
 	case keyID == "":
@@ -67,7 +76,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 	case sig == "":
 		return unauthorized(AuthMissing, "Missing X-Signature header")
 	}
-	tsVal, err := strconv.ParseInt(ts, 10, 64)
+	tsVal, err := contract.ParseTimestamp(ts)
 	if err != nil {
 		return unauthorized(AuthMalformed, "X-Timestamp must be Unix seconds")
 	}
@@ -97,12 +106,9 @@ func (s *Server) authenticate(c *gin.Context) error {
 	if d := now - tsVal; d > contract.SignatureWindow || d < -contract.SignatureWindow {
 		return unauthorized(AuthSkew, "Request timestamp is outside the allowed window of 300 seconds; server time is "+strconv.FormatInt(now, 10))
 	}
-	// The verifier reads the signature's hex in either case, so the replay identity is its
-	// lower-case form: changing the case of a captured signature must not make a new request.
-	replay := strings.ToLower(sig)
-	if nonce != "" {
-		replay = nonce
-	}
+	// The verifier accepts only the contract's spelling of each header, so the identity is
+	// derived from what was signed, never from how a header was written.
+	replay := contract.ReplayIdentity(sig, nonce)
 	c.Set(ctxKey, key)
 	c.Set(ctxBody, body)
 	c.Set(ctxBodyH, bodyHash)

@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 			if o := decode[contract.VerifyResponse](t, w); !o.Success {
 				t.Errorf("%s (%s): the corrected verify answered %s", v, cases[i].name, w.Body)
 			}
-			if ops := e.hot.Calls("Verify"); len(ops) != 1 || ops[0].Op.ReplayKey != nonces[i] || ops[0].Op.Code != v {
+			if ops := e.hot.Calls("Verify"); len(ops) != 1 || ops[0].Op.ReplayKey != contract.ReplayIdentity("", nonces[i]) || ops[0].Op.Code != v {
 				t.Errorf("%s: hot-path calls %+v", v, ops)
 			}
 		}
@@ -183,7 +183,7 @@ func TestBadInput(t *testing.T) {
 				if w := e.do(req{path: list, query: "page=1", nonce: nonce}); w.Code != http.StatusOK {
 					t.Fatalf("a correct read with the nonce of the refused one: %d %s", w.Code, w.Body)
 				}
-				if adm := e.hot.Calls("Admit"); len(adm) != 1 || adm[0].Adm.ReplayKey != nonce || !adm[0].Adm.CheckReplay {
+				if adm := e.hot.Calls("Admit"); len(adm) != 1 || adm[0].Adm.ReplayKey != contract.ReplayIdentity("", nonce) || !adm[0].Adm.CheckReplay {
 					t.Errorf("admissions %+v", adm)
 				}
 			})

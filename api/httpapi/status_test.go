@@ -60,7 +60,7 @@ func TestVerifySuccess(t *testing.T) {
 	op := ops[0].Op
 	// Proxies are not trusted by default: the address is the peer's, not X-Forwarded-For.
 	wantOp := contract.Operation{Action: contract.ActionVerify, ProjectID: projectA, KeyID: keyA.ID, Code: "SPRING-1", By: "till 1",
-		IP: "192.0.2.1", ReplayKey: nonce, EventID: eventID, Now: fixedNow}
+		IP: "192.0.2.1", ReplayKey: contract.ReplayIdentity("", nonce), EventID: eventID, Now: fixedNow}
 	if op != wantOp {
 		t.Errorf("operation\n%+v\nwant\n%+v", op, wantOp)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"github.com/acv/acv/internal/testkit"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +17,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { localenv.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // newAdmin gives a test an Admin wired as in production (its cache loads misses from the
 // store), the Redis client under it, and a fresh project.
 func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	t.Helper()
 	ctx := context.Background()
-	url := localenv.PostgresDB(t)
+	url := testkit.PostgresDB(t)
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	r := localenv.RedisServer(t, localenv.RedisOptions{})
+	r := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st))}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // TestBadInput sends every kind of malformed request the contract names to a running stack:
@@ -15,76 +17,36 @@ import (
 // nothing. The code it names stays unused, no verification log is written, and its X-Nonce is
 // not spent: the corrected request, sent afterwards with the same nonce, is accepted.
 func TestBadInput(t *testing.T) {
-	s := newStack(t)
-	base := s.startAPI()
-	s.startRelay("relay", hooksNone)
-	s.startConsumer(hooksNone)
-	tn := s.newTenant(nil)
-	sg := ctSignerFor(t, s, base, tn.Key)
-	vpath, rpath := ctVerifyPath(tn.ProjectID), ctReactivatePath(tn.ProjectID)
+	s := testkit.NewStack(t)
+	base := s.StartAPI()
+	s.StartPipeline("relay")
+	tn := s.NewTenant(nil)
+	sg := s.Signer(t, base, tn.Key)
+	vpath, rpath := testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)
 	long := func(n int) string { return strings.Repeat("x", n) }
 
-	type bodyCase struct {
-		name    string
-		path    string
-		body    string // %[1]s is the code value of the case
-		status  int
-		mention string // a word the detail must contain
-		chunked bool
-	}
-	cases := []bodyCase{
-		{"malformed JSON", vpath, `{"code":"%[1]s",`, 400, "JSON", false},
-		{"not JSON", vpath, `code=%[1]s`, 400, "JSON", false},
-		{"JSON array", vpath, `["%[1]s"]`, 400, "object", false},
-		{"JSON null", vpath, `null`, 400, "code", false},
-		{"JSON string", vpath, `"%[1]s"`, 400, "object", false},
-		{"JSON number", vpath, `42`, 400, "object", false},
-		{"empty body", vpath, ``, 400, "code", false},
-		{"missing code", vpath, `{"verified_by":"%[1]s"}`, 400, "code", false},
-		{"code null", vpath, `{"code":null}`, 400, "code", false},
-		{"code a number", vpath, `{"code":123}`, 400, "code", false},
-		{"code an object", vpath, `{"code":{"value":"%[1]s"}}`, 400, "code", false},
-		{"code a list", rpath, `{"code":["%[1]s"]}`, 400, "code", false},
-		{"verified_by a number", vpath, `{"code":"%[1]s","verified_by":7}`, 400, "verified_by", false},
-		{"reactivated_by a boolean", rpath, `{"code":"%[1]s","reactivated_by":true}`, 400, "reactivated_by", false},
-		{"reason a number", rpath, `{"code":"%[1]s","reason":1}`, 400, "reason", false},
-		{"empty code", vpath, `{"code":"","verified_by":"%[1]s"}`, 400, "code", false},
-		{"code of 101 characters", vpath, `{"code":"%[1]s` + long(101-5) + `"}`, 400, "100", false},
-		{"code with U+0001", vpath, `{"code":"%[1]s\u0001"}`, 400, "control", false},
-		{"code with DEL", vpath, `{"code":"%[1]s\u007f"}`, 400, "control", false},
-		{"code with a newline", rpath, `{"code":"%[1]s\n"}`, 400, "control", false},
-		{"verified_by of 101 characters", vpath, `{"code":"%[1]s","verified_by":"` + long(101) + `"}`, 400, "verified_by", false},
-		{"verified_by with a control character", vpath, `{"code":"%[1]s","verified_by":"a\u0007b"}`, 400, "verified_by", false},
-		{"reactivated_by of 101 characters", rpath, `{"code":"%[1]s","reactivated_by":"` + long(101) + `"}`, 400, "reactivated_by", false},
-		{"reason of 501 characters", rpath, `{"code":"%[1]s","reason":"` + long(501) + `"}`, 400, "reason", false},
-		{"trailing object", vpath, `{"code":"%[1]s"} {"code":"%[1]s"}`, 400, "JSON", false},
-		{"trailing brace", vpath, `{"code":"%[1]s"}}`, 400, "JSON", false},
-		{"trailing bracket", vpath, `{"code":"%[1]s"}]`, 400, "JSON", false},
-		{"1 MiB body", vpath, `{"code":"%[1]s","verified_by":"` + long(1<<20) + `"}`, 413, "64 KiB", false},
-		{"just over 64 KiB", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", false},
-		{"just over 64 KiB, chunked", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", true},
-	}
+	cases := testkit.BadBodies(vpath, rpath)
 	values := make([]string, len(cases))
 	for i := range cases {
-		values[i] = fmt.Sprintf("BI-%02d", i)
+		values[i] = testkit.BadBodyValue(i)
 	}
-	s.importCodes(tn.ProjectID, nil, values...)
+	s.ImportCodes(tn.ProjectID, nil, values...)
 	nonces := make([]string, len(cases))
 
 	t.Run("body", func(t *testing.T) {
 		for i, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				body := []byte(c.body)
-				if strings.Contains(c.body, "%[1]s") {
-					body = []byte(fmt.Sprintf(c.body, values[i]))
+			t.Run(c.Name, func(t *testing.T) {
+				body := []byte(c.Body)
+				if strings.Contains(c.Body, "%[1]s") {
+					body = []byte(fmt.Sprintf(c.Body, values[i]))
 				}
-				if c.status == 413 && c.name != "1 MiB body" && len(body) != contract.MaxBodyBytes+1 {
+				if c.Status == 413 && c.Name != "1 MiB body" && len(body) != contract.MaxBodyBytes+1 {
 					t.Fatalf("test body is %d bytes, want %d", len(body), contract.MaxBodyBytes+1)
 				}
-				nonces[i] = ctNonce()
-				r := sg.with(t).send(ctReq{Method: http.MethodPost, Path: c.path, Body: body, Nonce: nonces[i], Chunked: c.chunked})
-				ctWantDetail(t, r, c.status, c.mention)
-				if code := ctCode(t, sg, tn.ProjectID, values[i]); code.Status || code.VerifiedAt != nil {
+				nonces[i] = testkit.Nonce()
+				r := sg.With(t).Send(testkit.Request{Method: http.MethodPost, Path: c.Path, Body: body, Nonce: nonces[i], Chunked: c.Chunked})
+				testkit.WantDetail(t, r, c.Status, c.Mention)
+				if code := sg.With(t).Code(tn.ProjectID, values[i]); code.Status || code.VerifiedAt != nil {
 					t.Fatalf("%s after a refused request: %+v", values[i], code)
 				}
 			})
@@ -97,15 +59,15 @@ func TestBadInput(t *testing.T) {
 			if nonces[i] == "" {
 				continue
 			}
-			var o ctOutcome
-			sg.with(t).send(ctReq{Method: http.MethodPost, Path: vpath, Body: []byte(`{"code":"` + v + `"}`), Nonce: nonces[i]}).
-				decode(t, http.StatusOK, &o)
+			var o testkit.Outcome
+			sg.With(t).Send(testkit.Request{Method: http.MethodPost, Path: vpath, Body: []byte(`{"code":"` + v + `"}`), Nonce: nonces[i]}).
+				Decode(t, http.StatusOK, &o)
 			if !o.Success {
-				t.Errorf("%s (%s): the corrected verify answered %+v", v, cases[i].name, o)
+				t.Errorf("%s (%s): the corrected verify answered %+v", v, cases[i].Name, o)
 			}
 		}
 		for i, v := range values {
-			t.Run(cases[i].name, func(t *testing.T) { ctWaitLogs(t, s, ctCodeID(t, s, tn.ProjectID, v), 1) })
+			t.Run(cases[i].Name, func(t *testing.T) { s.WaitLogs(t, s.CodeID(t, tn.ProjectID, v), 1) })
 		}
 	})
 
@@ -115,38 +77,37 @@ func TestBadInput(t *testing.T) {
 		code := strings.Repeat("é", contract.MaxCodeLen)
 		by := strings.Repeat("ü", contract.MaxByLen)
 		reason := strings.Repeat("ß", contract.MaxReasonLen)
-		s.importCodes(tn.ProjectID, nil, code, "BI-EXACT")
-		var o ctOutcome
-		sg.with(t).post(vpath, map[string]any{"code": code, "verified_by": by}, nil).decode(t, http.StatusOK, &o)
+		s.ImportCodes(tn.ProjectID, nil, code, "BI-EXACT")
+		var o testkit.Outcome
+		sg.With(t).Post(vpath, map[string]any{"code": code, "verified_by": by}, nil).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("verify of a 100-character code: %+v", o)
 		}
-		sg.with(t).post(rpath, map[string]any{"code": code, "reactivated_by": by, "reason": reason}, nil).decode(t, http.StatusOK, &o)
+		sg.With(t).Post(rpath, map[string]any{"code": code, "reactivated_by": by, "reason": reason}, nil).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("reactivate with 100-character reactivated_by and 500-character reason: %+v", o)
 		}
 		body := []byte(`{"code":"BI-EXACT"}`)
 		body = append(body, bytes.Repeat([]byte(" "), contract.MaxBodyBytes-len(body))...)
-		sg.with(t).send(ctReq{Method: http.MethodPost, Path: vpath, Body: body, Nonce: ctNonce()}).decode(t, http.StatusOK, &o)
+		sg.With(t).Send(testkit.Request{Method: http.MethodPost, Path: vpath, Body: body, Nonce: testkit.Nonce()}).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("verify with a body of exactly 64 KiB: %+v", o)
 		}
-		ctWaitLogs(t, s, ctCodeID(t, s, tn.ProjectID, code), 2)
-		c := ctCode(t, sg, tn.ProjectID, code)
-		if l := c.VerificationLogs; len(l) != 2 || ctDeref(l[0].Reason) != reason || ctDeref(l[0].VerifiedBy) != by || ctDeref(l[1].VerifiedBy) != by {
+		s.WaitLogs(t, s.CodeID(t, tn.ProjectID, code), 2)
+		c := sg.With(t).Code(tn.ProjectID, code)
+		if l := c.VerificationLogs; len(l) != 2 || testkit.Deref(l[0].Reason) != reason || testkit.Deref(l[0].VerifiedBy) != by || testkit.Deref(l[1].VerifiedBy) != by {
 			t.Fatalf("logs of the 100-character code: %+v", l)
 		}
 	})
 
 	t.Run("query and path", func(t *testing.T) {
-		list := ctProject(tn.ProjectID) + "/codes"
-		byCode := ctProject(tn.ProjectID) + "/codes/by-code/"
+		list := testkit.ProjectPath(tn.ProjectID) + "/codes"
+		byCode := testkit.ProjectPath(tn.ProjectID) + "/codes/by-code/"
 		for _, c := range []struct {
 			name, path, query, mention string
 		}{
 			{"unknown status", list, "status=active", "status"},
 			{"status in upper case", list, "status=USED", "status"},
-			{"empty status", list, "status=", "status"},
 			{"page 0", list, "page=0", "page"},
 			{"negative page", list, "page=-1", "page"},
 			{"page abc", list, "page=abc", "page"},
@@ -163,14 +124,22 @@ func TestBadInput(t *testing.T) {
 			{"by-code not UTF-8", byCode + "A%FFB", "", "UTF-8"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				sg := sg.with(t)
-				nonce := ctNonce()
-				ctWantDetail(t, sg.send(ctReq{Method: http.MethodGet, Path: c.path, Query: c.query, Nonce: nonce}), http.StatusBadRequest, c.mention)
+				sg := sg.With(t)
+				nonce := testkit.Nonce()
+				testkit.WantDetail(t, sg.Send(testkit.Request{Method: http.MethodGet, Path: c.path, Query: c.query, Nonce: nonce}), http.StatusBadRequest, c.mention)
 				// The refused read did not spend its nonce.
-				if r := sg.send(ctReq{Method: http.MethodGet, Path: list, Query: "page=1", Nonce: nonce}); r.Status != http.StatusOK {
+				if r := sg.Send(testkit.Request{Method: http.MethodGet, Path: list, Query: "page=1", Nonce: nonce}); r.Status != http.StatusOK {
 					t.Fatalf("a correct read with the nonce of the refused one: %d %s", r.Status, r.Body)
 				}
 			})
+		}
+		// The contract (shared/contract.md): "status=all and an empty status mean no filter";
+		// they are not bad input, and list what the unfiltered list does.
+		all := sg.With(t).Page(tn.ProjectID, "page_size=100")
+		for _, q := range []string{"status=", "status=all"} {
+			if p := sg.With(t).Page(tn.ProjectID, q+"&page_size=100"); p.Total != all.Total || !slices.Equal(testkit.Values(p.Items), testkit.Values(all.Items)) {
+				t.Errorf("%s lists %v (total %d), want the unfiltered %v (total %d)", q, testkit.Values(p.Items), p.Total, testkit.Values(all.Items), all.Total)
+			}
 		}
 	})
 }

@@ -9,19 +9,18 @@ import (
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // TestContentionRedeemsOnceAcrossReplicas sends 2,000 concurrent verifies of one code through
 // three API replicas sharing the stores: exactly one succeeds, every other one is told the code
 // is used, and once the pipeline drains Postgres holds exactly one log per attempt.
 func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
-	s := newStack(t)
-	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
-	s.startRelay("relay-a", hooksNone)
-	s.startRelay("relay-b", hooksNone)
-	s.startConsumer(hooksNone)
-	tn := s.newTenant(nil, bases...)
-	s.importCodes(tn.ProjectID, nil, "HOT-CODE")
+	s := testkit.NewStack(t)
+	bases := s.StartAPIs(3)
+	s.StartPipeline("relay-a", "relay-b")
+	tn := s.NewTenant(nil, bases...)
+	s.ImportCodes(tn.ProjectID, nil, "HOT-CODE")
 
 	const n = 2000
 	type answer struct {
@@ -63,12 +62,12 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 	if wins != 1 || used != n-1 {
 		t.Fatalf("%d successes and %d CODE_ALREADY_USED, want 1 and %d", wins, used, n-1)
 	}
-	waitFor(t, 60*time.Second, "all logs in postgres", func() (bool, string) {
-		got := s.logCount(*winner.CodeID)
+	testkit.WaitFor(t, 60*time.Second, "all logs in postgres", func() (bool, string) {
+		got := s.LogCount(*winner.CodeID)
 		return got == n, fmt.Sprintf("%d of %d logs", got, n)
 	})
 	var ok, failed int
-	if err := s.deps.Store.Pool().QueryRow(context.Background(),
+	if err := s.Deps.Store.Pool().QueryRow(context.Background(),
 		`SELECT count(*) FILTER (WHERE result = 'success'), count(*) FILTER (WHERE result = 'failed' AND reason = 'CODE_ALREADY_USED')
 		 FROM verification_logs WHERE code_id = $1`, *winner.CodeID).Scan(&ok, &failed); err != nil {
 		t.Fatal(err)
@@ -83,5 +82,5 @@ func TestContentionRedeemsOnceAcrossReplicas(t *testing.T) {
 	if !code.Status || code.VerifiedAt == nil || *code.VerifiedAt != *winner.VerifiedAt {
 		t.Fatalf("code after contention: %+v, winner %+v", code, winner)
 	}
-	waitFor(t, 10*time.Second, "outbox drained", s.outboxEmpty)
+	testkit.WaitFor(t, 10*time.Second, "outbox drained", s.OutboxEmpty)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -12,11 +11,12 @@ import (
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
 
-// cycAnswer is one verify or reactivate answer of a race, with what the caller sent.
-type cycAnswer struct {
+// raceAnswer is one verify or reactivate answer of a race, with what the caller sent.
+type raceAnswer struct {
 	value   string
 	by      string
 	success bool
@@ -26,13 +26,13 @@ type cycAnswer struct {
 	message string
 }
 
-// cycRace sends racers concurrent requests of one action for every value, spread over the
+// raceAction sends racers concurrent requests of one action for every value, spread over the
 // tenant's clients (one per API replica), all released at once. It fails the test on any
 // transport or HTTP error: a valid request always gets a 200 result body.
-func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, racers int, tag string) map[string][]cycAnswer {
+func raceAction(t *testing.T, tn *testkit.Tenant, action contract.Action, values []string, racers int, tag string) map[string][]raceAnswer {
 	t.Helper()
 	n := len(values) * racers
-	answers := make(chan cycAnswer, n)
+	answers := make(chan raceAnswer, n)
 	errs := make(chan error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -45,7 +45,7 @@ func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, 
 			defer wg.Done()
 			<-start
 			ctx := context.Background()
-			a := cycAnswer{value: value, by: by}
+			a := raceAnswer{value: value, by: by}
 			switch action {
 			case contract.ActionVerify:
 				r, _, err := c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value, VerifiedBy: &by}, client.Options{})
@@ -54,7 +54,7 @@ func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, 
 					return
 				}
 				a.success, a.at, a.message = r.Success, r.VerifiedAt, r.Message
-				a.errCode, a.codeID = cycStr(r.ErrorCode), cycStr(r.CodeID)
+				a.errCode, a.codeID = testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
 			case contract.ActionReactivate:
 				reason := "cycle " + tag
 				r, _, err := c.Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value, ReactivatedBy: &by, Reason: &reason}, client.Options{})
@@ -63,7 +63,7 @@ func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, 
 					return
 				}
 				a.success, a.at, a.message = r.Success, r.ReactivatedAt, r.Message
-				a.errCode, a.codeID = cycStr(r.ErrorCode), cycStr(r.CodeID)
+				a.errCode, a.codeID = testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
 			}
 			answers <- a
 		}()
@@ -75,23 +75,16 @@ func cycRace(t *testing.T, tn *tenant, action contract.Action, values []string, 
 	for err := range errs {
 		t.Fatal(err)
 	}
-	out := make(map[string][]cycAnswer, len(values))
+	out := make(map[string][]raceAnswer, len(values))
 	for a := range answers {
 		out[a.value] = append(out[a.value], a)
 	}
 	return out
 }
 
-func cycStr(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-// cycLive reads a code by value through every replica and checks the state fields an
+// checkLive reads a code by value through every replica and checks the state fields an
 // acknowledged operation must show at once (read your writes), whichever replica answers.
-func cycLive(t *testing.T, tn *tenant, value, id string, used bool, verifiedAt *int64, by string) {
+func checkLive(t *testing.T, tn *testkit.Tenant, value, id string, used bool, verifiedAt *int64, by string) {
 	t.Helper()
 	for i, c := range tn.Clients {
 		code, err := c.CodeByValue(context.Background(), tn.ProjectID, value)
@@ -100,23 +93,16 @@ func cycLive(t *testing.T, tn *tenant, value, id string, used bool, verifiedAt *
 		}
 		bad := code.ID != id || code.Status != used || code.IsDisabled || code.IsExpired
 		if used {
-			bad = bad || code.VerifiedAt == nil || *code.VerifiedAt != *verifiedAt || cycStr(code.VerifiedBy) != by
+			bad = bad || code.VerifiedAt == nil || *code.VerifiedAt != *verifiedAt || testkit.Deref(code.VerifiedBy) != by
 		} else {
 			bad = bad || code.VerifiedAt != nil || code.VerifiedBy != nil
 		}
 		if bad {
 			t.Fatalf("replica %d: %s reads status=%v verified_at=%v verified_by=%q id=%s disabled=%v expired=%v; want status=%v verified_at=%v verified_by=%q id=%s",
-				i, value, code.Status, cycInt(code.VerifiedAt), cycStr(code.VerifiedBy), code.ID, code.IsDisabled, code.IsExpired,
-				used, cycInt(verifiedAt), by, id)
+				i, value, code.Status, testkit.Show(code.VerifiedAt), testkit.Deref(code.VerifiedBy), code.ID, code.IsDisabled, code.IsExpired,
+				used, testkit.Show(verifiedAt), by, id)
 		}
 	}
-}
-
-func cycInt(p *int64) string {
-	if p == nil {
-		return "null"
-	}
-	return fmt.Sprint(*p)
 }
 
 // TestVerifyReactivateCycles drives codes (half of them not yet in Redis) through rounds of
@@ -127,12 +113,10 @@ func cycInt(p *int64) string {
 // as successes, and each code's row carries the final Redis state and version. The odd codes
 // skip the last reactivation, so both end states are checked, in the list and statistics too.
 func TestVerifyReactivateCycles(t *testing.T) {
-	s := newStack(t)
-	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
-	s.startRelay("relay-a", hooksNone)
-	s.startRelay("relay-b", hooksNone)
-	s.startConsumer(hooksNone)
-	tn := s.newTenant(nil, bases...)
+	s := testkit.NewStack(t)
+	bases := s.StartAPIs(3)
+	s.StartPipeline("relay-a", "relay-b")
+	tn := s.NewTenant(nil, bases...)
 	ctx := context.Background()
 
 	const (
@@ -146,17 +130,17 @@ func TestVerifyReactivateCycles(t *testing.T) {
 	}
 	// The first half is published to Redis on creation; the second half is only in Postgres
 	// (as after a Redis replacement), so the first racers load it concurrently from every replica.
-	s.importCodes(tn.ProjectID, nil, values[:nCodes/2]...)
+	s.ImportCodes(tn.ProjectID, nil, values[:nCodes/2]...)
 	cold := make([]store.NewCode, 0, nCodes/2)
 	for _, v := range values[nCodes/2:] {
 		cold = append(cold, store.NewCode{Code: v})
 	}
-	if _, err := s.deps.Store.InsertCodes(ctx, tn.ProjectID, cold); err != nil {
+	if _, err := s.Deps.Store.InsertCodes(ctx, tn.ProjectID, cold); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{}
 	for _, v := range values {
-		row, err := s.deps.Store.CodeByValue(ctx, tn.ProjectID, v)
+		row, err := s.Deps.Store.CodeByValue(ctx, tn.ProjectID, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,13 +163,13 @@ func TestVerifyReactivateCycles(t *testing.T) {
 	for round := 1; round <= rounds; round++ {
 		tag := fmt.Sprintf("r%d", round)
 		before := time.Now().Unix()
-		got := cycRace(t, tn, contract.ActionVerify, values, racers, tag)
+		got := raceAction(t, tn, contract.ActionVerify, values, racers, tag)
 		after := time.Now().Unix()
 		for _, v := range values {
 			as := got[v]
 			tl := tallies[v]
 			tl.attempts += len(as)
-			var win *cycAnswer
+			var win *raceAnswer
 			for i := range as {
 				if as[i].success {
 					if win != nil {
@@ -213,14 +197,14 @@ func TestVerifyReactivateCycles(t *testing.T) {
 			}
 			tl.verifyWins = append(tl.verifyWins, win.by)
 			tl.lastVerifiedAt = win.at
-			cycLive(t, tn, v, ids[v], true, win.at, win.by)
+			checkLive(t, tn, v, ids[v], true, win.at, win.by)
 		}
 
 		reactivate := values
 		if round == rounds {
 			reactivate = slices.DeleteFunc(slices.Clone(values), endsUsed)
 		}
-		got = cycRace(t, tn, contract.ActionReactivate, reactivate, racers, tag)
+		got = raceAction(t, tn, contract.ActionReactivate, reactivate, racers, tag)
 		for _, v := range reactivate {
 			as := got[v]
 			tl := tallies[v]
@@ -242,27 +226,27 @@ func TestVerifyReactivateCycles(t *testing.T) {
 			if wins != 1 {
 				t.Fatalf("round %d: %d reactivates of %s succeeded, want 1", round, wins, v)
 			}
-			cycLive(t, tn, v, ids[v], false, nil, "")
+			checkLive(t, tn, v, ids[v], false, nil, "")
 		}
 	}
 
 	// The pipeline delivers one log per attempt, no more.
-	waitFor(t, 60*time.Second, "every attempt logged in postgres", func() (bool, string) {
+	testkit.WaitFor(t, 60*time.Second, "every attempt logged in postgres", func() (bool, string) {
 		var state []string
 		ok := true
 		for _, v := range values {
-			n := s.logCount(ids[v])
+			n := s.LogCount(ids[v])
 			ok = ok && n == tallies[v].attempts
 			state = append(state, fmt.Sprintf("%s %d/%d", v, n, tallies[v].attempts))
 		}
 		return ok, strings.Join(state, ", ")
 	})
-	waitFor(t, 10*time.Second, "outbox drained", s.outboxEmpty)
+	testkit.WaitFor(t, 10*time.Second, "outbox drained", s.OutboxEmpty)
 
 	for _, v := range values {
 		tl := tallies[v]
 		// Logs by kind: the successes are exactly the winners, the failures say why.
-		rows, err := s.deps.Store.Pool().Query(ctx,
+		rows, err := s.Deps.Store.Pool().Query(ctx,
 			`SELECT action, result, coalesce(reason, ''), coalesce(verified_by, '') FROM verification_logs WHERE code_id = $1`, ids[v])
 		if err != nil {
 			t.Fatal(err)
@@ -296,19 +280,19 @@ func TestVerifyReactivateCycles(t *testing.T) {
 		if endsUsed(v) {
 			wantReact = rounds - 1
 		}
-		if nReact != wantReact || !cycSameSet(verifyWins, tl.verifyWins) || !cycSameSet(reactWins, tl.reactWins) ||
-			!cycSameSet(reactReasons, tl.reactReasons) || failedVerify != rounds*(racers-1) || failedReact != nReact*(racers-1) {
+		if nReact != wantReact || !testkit.SameSet(verifyWins, tl.verifyWins) || !testkit.SameSet(reactWins, tl.reactWins) ||
+			!testkit.SameSet(reactReasons, tl.reactReasons) || failedVerify != rounds*(racers-1) || failedReact != nReact*(racers-1) {
 			t.Errorf("%s logs: verify wins %v (want %v), reactivations %v %v (want %v %v), failed verify %d (want %d), failed reactivate %d (want %d)",
 				v, verifyWins, tl.verifyWins, reactWins, reactReasons, tl.reactWins, tl.reactReasons,
 				failedVerify, rounds*(racers-1), failedReact, nReact*(racers-1))
 		}
 
 		// Postgres applied the snapshots in version order: its row is Redis's final state.
-		live, found, err := s.deps.Cache.LiveCode(ctx, tn.ProjectID, v)
+		live, found, err := s.Deps.Cache.LiveCode(ctx, tn.ProjectID, v)
 		if err != nil || !found {
 			t.Fatalf("%s in redis: found=%v err=%v", v, found, err)
 		}
-		row, err := s.deps.Store.CodeByValue(ctx, tn.ProjectID, v)
+		row, err := s.Deps.Store.CodeByValue(ctx, tn.ProjectID, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,20 +330,12 @@ func TestVerifyReactivateCycles(t *testing.T) {
 			wantUnused = append(wantUnused, v)
 		}
 	}
-	cycCheckStates(t, tn, map[contract.State][]string{contract.StateUsed: wantUsed, contract.StateUnused: wantUnused})
+	checkStates(t, tn, map[contract.State][]string{contract.StateUsed: wantUsed, contract.StateUnused: wantUnused})
 }
 
-// cycSameSet compares two lists as multisets.
-func cycSameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
-
-// cycCheckStates checks through the API that the list filter of every state selects exactly the
+// checkStates checks through the API that the list filter of every state selects exactly the
 // expected codes and that the statistics count them exactly (states absent from want have none).
-func cycCheckStates(t *testing.T, tn *tenant, want map[contract.State][]string) {
+func checkStates(t *testing.T, tn *testkit.Tenant, want map[contract.State][]string) {
 	t.Helper()
 	ctx := context.Background()
 	c := tn.Clients[len(tn.Clients)-1]
@@ -370,11 +346,8 @@ func cycCheckStates(t *testing.T, tn *tenant, want map[contract.State][]string) 
 		if err != nil {
 			t.Fatalf("list %s: %v", st, err)
 		}
-		var got []string
-		for _, it := range page.Items {
-			got = append(got, it.Code)
-		}
-		if !cycSameSet(got, want[st]) || page.Total != int64(len(want[st])) {
+		got := testkit.Values(page.Items)
+		if !testkit.SameSet(got, want[st]) || page.Total != int64(len(want[st])) {
 			t.Errorf("status=%s lists %v (total %d), want %v", st, got, page.Total, want[st])
 		}
 	}
@@ -398,9 +371,9 @@ func cycCheckStates(t *testing.T, tn *tenant, want map[contract.State][]string) 
 	}
 }
 
-// cycStateCase is one code of TestCodeStateDerivation with its expected state before and after
+// stateCase is one code of TestCodeStateDerivation with its expected state before and after
 // the project's expiry.
-type cycStateCase struct {
+type stateCase struct {
 	value         string
 	expiresAt     *int64
 	verify        bool // verified through the API during setup
@@ -414,27 +387,26 @@ type cycStateCase struct {
 // lets the project's expiry pass and checks that exactly the open codes without an expiry of
 // their own turn expired, while the project's codes stay readable.
 func TestCodeStateDerivation(t *testing.T) {
-	s := newStack(t)
-	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
-	s.startRelay("relay-a", hooksNone)
-	s.startConsumer(hooksNone)
+	s := testkit.NewStack(t)
+	bases := s.StartAPIs(3)
+	s.StartPipeline("relay-a")
 	ctx := context.Background()
 
 	// Warm the pipeline (the consumer's group join) so the timed part below is short.
-	warm := s.newTenant(nil, bases[0])
-	s.importCodes(warm.ProjectID, nil, "WARM")
+	warm := s.NewTenant(nil, bases[0])
+	s.ImportCodes(warm.ProjectID, nil, "WARM")
 	r, _, err := warm.Clients[0].Verify(ctx, warm.ProjectID, contract.VerifyRequest{Code: "WARM"}, client.Options{})
 	if err != nil || !r.Success {
 		t.Fatalf("warm-up verify: %+v %v", r, err)
 	}
-	waitFor(t, 30*time.Second, "warm-up log", func() (bool, string) { return s.logCount(*r.CodeID) == 1, "no log yet" })
+	testkit.WaitFor(t, 30*time.Second, "warm-up log", func() (bool, string) { return s.LogCount(*r.CodeID) == 1, "no log yet" })
 
 	now := time.Now().Unix()
 	projectExp := now + 8
 	past, future, atProject := now-60, now+3600, projectExp
-	tn := s.newTenant(&projectExp, bases...)
+	tn := s.NewTenant(&projectExp, bases...)
 	U, D, X, E := contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired
-	cases := []cycStateCase{
+	cases := []stateCase{
 		{"open-none-1", nil, false, false, U, E},
 		{"open-none-2", nil, false, false, U, E},
 		{"open-none-3", nil, false, false, U, E},
@@ -453,7 +425,7 @@ func TestCodeStateDerivation(t *testing.T) {
 		{"disabled-used", nil, true, true, X, X},
 	}
 	for _, c := range cases {
-		s.importCodes(tn.ProjectID, c.expiresAt, c.value)
+		s.ImportCodes(tn.ProjectID, c.expiresAt, c.value)
 	}
 	logs := 0
 	verifiedAt := map[string]int64{}
@@ -471,7 +443,7 @@ func TestCodeStateDerivation(t *testing.T) {
 	}
 	for _, c := range cases {
 		if c.disable {
-			if err := s.admin.SetCodeDisabled(ctx, tn.ProjectID, c.value, true); err != nil {
+			if err := s.Admin.SetCodeDisabled(ctx, tn.ProjectID, c.value, true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -481,14 +453,14 @@ func TestCodeStateDerivation(t *testing.T) {
 		"open-past-1": contract.CodeExpired, "disabled-past": contract.CodeDisabled, "disabled-used": contract.CodeDisabled, "used-future": contract.CodeAlreadyUsed,
 	} {
 		r, _, err := tn.Clients[0].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
-		if err != nil || r.Success || cycStr(r.ErrorCode) != string(want) {
+		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(want) {
 			t.Fatalf("verify %s: %+v %v; want %s", value, r, err, want)
 		}
 		logs++
 	}
-	s.cycWaitProjectLogs(tn.ProjectID, logs)
+	s.WaitDrained(t, tn.ProjectID, logs, 30*time.Second)
 
-	check := func(phase string, pick func(cycStateCase) contract.State) {
+	check := func(phase string, pick func(stateCase) contract.State) {
 		t.Helper()
 		want := map[contract.State][]string{}
 		for _, c := range cases {
@@ -501,24 +473,24 @@ func TestCodeStateDerivation(t *testing.T) {
 				}
 				vat, verified := verifiedAt[c.value]
 				bad := code.Status != (st == D) || code.IsDisabled != (st == X) || code.IsExpired != (st == E) ||
-					cycInt(code.ExpiresAt) != cycInt(c.expiresAt) || (code.VerifiedAt != nil) != verified ||
+					testkit.Show(code.ExpiresAt) != testkit.Show(c.expiresAt) || (code.VerifiedAt != nil) != verified ||
 					(verified && *code.VerifiedAt != vat)
 				if bad {
 					t.Errorf("%s: replica %d: %s reads status=%v is_disabled=%v is_expired=%v expires_at=%s verified_at=%s; want state %s, expires_at %s",
-						phase, i, c.value, code.Status, code.IsDisabled, code.IsExpired, cycInt(code.ExpiresAt),
-						cycInt(code.VerifiedAt), st, cycInt(c.expiresAt))
+						phase, i, c.value, code.Status, code.IsDisabled, code.IsExpired, testkit.Show(code.ExpiresAt),
+						testkit.Show(code.VerifiedAt), st, testkit.Show(c.expiresAt))
 				}
 			}
 		}
-		cycCheckStates(t, tn, want)
+		checkStates(t, tn, want)
 	}
-	check("before the project's expiry", func(c cycStateCase) contract.State { return c.before })
+	check("before the project's expiry", func(c stateCase) contract.State { return c.before })
 	if time.Now().Unix() >= projectExp {
 		t.Fatalf("setup and checks took until after the project's expiry; the checks above are void")
 	}
 
 	time.Sleep(time.Until(time.Unix(projectExp, 0)) + 50*time.Millisecond)
-	check("after the project's expiry", func(c cycStateCase) contract.State { return c.after })
+	check("after the project's expiry", func(c stateCase) contract.State { return c.after })
 	p, err := tn.Clients[0].Project(ctx, tn.ProjectID)
 	if err != nil || !p.Status || p.ExpiresAt == nil || *p.ExpiresAt != projectExp {
 		t.Fatalf("expired project reads %+v, %v; want enabled with expires_at %d", p, err, projectExp)
@@ -526,11 +498,11 @@ func TestCodeStateDerivation(t *testing.T) {
 	// An expired project refuses verify and reactivate before looking at the code.
 	for _, value := range []string{"open-future-1", "open-none-1", "used-none"} {
 		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
-		if err != nil || r.Success || cycStr(r.ErrorCode) != string(contract.ProjectExpired) {
+		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(contract.ProjectExpired) {
 			t.Errorf("verify %s after the project's expiry: %+v %v", value, r, err)
 		}
 		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value}, client.Options{})
-		if err != nil || rr.Success || cycStr(rr.ErrorCode) != string(contract.ProjectExpired) {
+		if err != nil || rr.Success || testkit.Deref(rr.ErrorCode) != string(contract.ProjectExpired) {
 			t.Errorf("reactivate %s after the project's expiry: %+v %v", value, rr, err)
 		}
 	}
@@ -538,21 +510,4 @@ func TestCodeStateDerivation(t *testing.T) {
 	if err != nil || code.Status || code.IsExpired {
 		t.Errorf("open-future-1 after refused attempts: %+v %v", code, err)
 	}
-}
-
-// cycWaitProjectLogs waits until Postgres holds n verification logs of the project and the outbox
-// is empty: the pipeline has delivered everything acknowledged so far.
-func (s *stack) cycWaitProjectLogs(projectID string, n int) {
-	s.t.Helper()
-	waitFor(s.t, 30*time.Second, "pipeline drained", func() (bool, string) {
-		var got int
-		if err := s.deps.Store.Pool().QueryRow(context.Background(),
-			"SELECT count(*) FROM verification_logs WHERE project_id = $1", projectID).Scan(&got); err != nil {
-			return false, err.Error()
-		}
-		if got != n {
-			return false, fmt.Sprintf("%d of %d logs", got, n)
-		}
-		return s.outboxEmpty()
-	})
 }

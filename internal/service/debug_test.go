@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,28 +10,21 @@ import (
 
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // A pipeline-only process serves no API, yet it must be scrapable and probeable: its debug
 // listener answers /metrics with the pipeline's series and /readyz with its dependencies.
 func TestPipelineWorkerIsScrapable(t *testing.T) {
-	s := newStack(t)
+	s := testkit.NewStack(t)
 	port, err := localenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := s.cfg
+	cfg := s.Config
 	cfg.Roles = service.Roles{Relay: true, Consumer: true}
 	cfg.DebugAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, cfg, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("pipeline worker: %v", err)
-		}
-	})
+	s.RunClean("pipeline worker", cfg, nil)
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + cfg.DebugAddr + path)
 		if err != nil {
@@ -42,7 +34,7 @@ func TestPipelineWorkerIsScrapable(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, 20*time.Second, "the debug listener", func() (bool, string) {
+	testkit.WaitFor(t, 20*time.Second, "the debug listener", func() (bool, string) {
 		code, body := get("/readyz")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})

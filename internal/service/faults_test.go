@@ -17,11 +17,12 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/testkit"
 )
 
-// fltOp is one request of the fault tests' traffic and its answer. Its by (verified_by or
+// trafficOp is one request of the fault tests' traffic and its answer. Its by (verified_by or
 // reactivated_by) is unique, so the request's verification log can be found by it.
-type fltOp struct {
+type trafficOp struct {
 	action  contract.Action
 	value   string
 	by      string
@@ -31,28 +32,28 @@ type fltOp struct {
 	codeID  string
 }
 
-// fltTraffic sends verifies and reactivates on a tenant's codes (and a few unknown values)
+// traffic sends verifies and reactivates on a tenant's codes (and a few unknown values)
 // through every replica and records every answer.
-type fltTraffic struct {
+type traffic struct {
 	t      *testing.T
-	tn     *tenant
+	tn     *testkit.Tenant
 	values []string
 	seq    atomic.Int64
 
 	mu  sync.Mutex
-	ops []fltOp
+	ops []trafficOp
 }
 
 // wave sends n requests from n goroutines released at once, mixing actions and codes at
 // random, and returns when all are answered.
-func (f *fltTraffic) wave(n int) {
+func (f *traffic) wave(n int) {
 	f.t.Helper()
 	start := make(chan struct{})
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		seq := f.seq.Add(1)
-		op := fltOp{action: contract.ActionVerify, by: fmt.Sprintf("op-%d", seq), known: true}
+		op := trafficOp{action: contract.ActionVerify, by: fmt.Sprintf("op-%d", seq), known: true}
 		if rand.IntN(100) < 45 {
 			op.action = contract.ActionReactivate
 		}
@@ -73,7 +74,7 @@ func (f *fltTraffic) wave(n int) {
 					errs <- fmt.Errorf("verify %s: %w", op.value, err)
 					return
 				}
-				op.success, op.errCode, op.codeID = r.Success, cycStr(r.ErrorCode), cycStr(r.CodeID)
+				op.success, op.errCode, op.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
 			} else {
 				reason := "fault test"
 				r, _, err := c.Reactivate(ctx, f.tn.ProjectID, contract.ReactivateRequest{Code: op.value, ReactivatedBy: &op.by, Reason: &reason}, client.Options{})
@@ -81,7 +82,7 @@ func (f *fltTraffic) wave(n int) {
 					errs <- fmt.Errorf("reactivate %s: %w", op.value, err)
 					return
 				}
-				op.success, op.errCode, op.codeID = r.Success, cycStr(r.ErrorCode), cycStr(r.CodeID)
+				op.success, op.errCode, op.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
 			}
 			f.mu.Lock()
 			f.ops = append(f.ops, op)
@@ -97,7 +98,7 @@ func (f *fltTraffic) wave(n int) {
 }
 
 // background sends waves until stop is called, which returns once the last wave is answered.
-func (f *fltTraffic) background(size int) (stop func()) {
+func (f *traffic) background(size int) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -117,7 +118,7 @@ func (f *fltTraffic) background(size int) (stop func()) {
 }
 
 // known counts the attempts on existing codes: the logs Postgres must end up with.
-func (f *fltTraffic) known() int {
+func (f *traffic) known() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
@@ -133,14 +134,14 @@ func (f *fltTraffic) known() int {
 // that matches its answer, that attempts on unknown codes have none, and that nothing else is
 // logged. It also checks each code's answers against its live state, and that Postgres holds
 // each code's final state and version.
-func (f *fltTraffic) checkLogs(s *stack) {
+func (f *traffic) checkLogs(s *testkit.Stack) {
 	t := f.t
 	t.Helper()
 	ctx := context.Background()
 	type logRow struct {
 		id, codeID, action, result, reason string
 	}
-	rows, err := s.deps.Store.Pool().Query(ctx,
+	rows, err := s.Deps.Store.Pool().Query(ctx,
 		`SELECT encode(uuid_send(id), 'hex'), encode(uuid_send(code_id), 'hex'), action, result, coalesce(reason, ''), coalesce(verified_by, '')
 		 FROM verification_logs WHERE project_id = $1`, f.tn.ProjectID)
 	if err != nil {
@@ -231,11 +232,11 @@ func (f *fltTraffic) checkLogs(s *stack) {
 			t.Errorf("%s: %d verifies and %d reactivations succeeded", value, ct.verified, ct.reactive)
 			continue
 		}
-		live, found, err := s.deps.Cache.LiveCode(ctx, f.tn.ProjectID, value)
+		live, found, err := s.Deps.Cache.LiveCode(ctx, f.tn.ProjectID, value)
 		if err != nil || !found {
 			t.Fatalf("%s in redis: found=%v err=%v", value, found, err)
 		}
-		row, err := s.deps.Store.CodeByValue(ctx, f.tn.ProjectID, value)
+		row, err := s.Deps.Store.CodeByValue(ctx, f.tn.ProjectID, value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,29 +250,29 @@ func (f *fltTraffic) checkLogs(s *stack) {
 	}
 }
 
-// fltNewTraffic starts three replicas and makes a tenant with codes for the traffic.
-func fltNewTraffic(t *testing.T, s *stack, nCodes int) *fltTraffic {
-	bases := []string{s.startAPI(), s.startAPI(), s.startAPI()}
-	tn := s.newTenant(nil, bases...)
-	f := &fltTraffic{t: t, tn: tn}
+// newTraffic starts three replicas and makes a tenant with codes for the traffic.
+func newTraffic(t *testing.T, s *testkit.Stack, nCodes int) *traffic {
+	bases := s.StartAPIs(3)
+	tn := s.NewTenant(nil, bases...)
+	f := &traffic{t: t, tn: tn}
 	for i := 0; i < nCodes; i++ {
 		f.values = append(f.values, fmt.Sprintf("FAULT-%02d", i))
 	}
-	s.importCodes(tn.ProjectID, nil, f.values...)
+	s.ImportCodes(tn.ProjectID, nil, f.values...)
 	return f
 }
 
-// fltCrashOn returns a hook that fails its first call from the nth on for which worth (nil:
+// crashOn returns a hook that fails its first call from the nth on for which worth (nil:
 // any) holds, and every call after that one, and a channel closed at the failing call; ids
 // receives the arguments of that call (the relay's entry ids of the crashed batch).
-func fltCrashOn(n int64, worth func(ids []string) bool) (crashed chan struct{}, hook func([]string) error, ids *[]string) {
+func crashOn(n int64, worth func(ids []string) bool) (crashed chan struct{}, hook func([]string) error, ids *[]string) {
 	var calls atomic.Int64
 	var dead atomic.Bool
 	crashed = make(chan struct{})
 	ids = new([]string)
 	hook = func(entryIDs []string) error {
 		if dead.Load() {
-			return errInjected
+			return testkit.ErrInjected
 		}
 		if calls.Add(1) < n || (worth != nil && !worth(entryIDs)) {
 			return nil
@@ -279,16 +280,16 @@ func fltCrashOn(n int64, worth func(ids []string) bool) (crashed chan struct{}, 
 		dead.Store(true)
 		*ids = append([]string(nil), entryIDs...)
 		close(crashed)
-		return errInjected
+		return testkit.ErrInjected
 	}
 	return crashed, hook, ids
 }
 
-// fltChangesState tells whether any of a stream's entries records a state change: a crash on
+// changesState tells whether any of a stream's entries records a state change: a crash on
 // such a batch leaves a stale snapshot to be published again after newer ones.
-func fltChangesState(s *stack, stream string, ids []string) bool {
+func changesState(s *testkit.Stack, stream string, ids []string) bool {
 	for _, id := range ids {
-		msgs, err := s.deps.Redis.XRange(context.Background(), stream, id, id).Result()
+		msgs, err := s.Deps.Redis.XRange(context.Background(), stream, id, id).Result()
 		if err != nil || len(msgs) != 1 {
 			continue
 		}
@@ -300,29 +301,20 @@ func fltChangesState(s *stack, stream string, ids []string) bool {
 	return false
 }
 
-func fltWait(t *testing.T, ch <-chan struct{}, within time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(within):
-		t.Fatalf("timed out after %s waiting for %s", within, what)
-	}
-}
-
-// fltOffsets returns, per partition of the topic, the consumer group's committed offset (0
+// groupOffsets returns, per partition of the topic, the consumer group's committed offset (0
 // when none) and the partition's end offset, and their sums.
-func fltOffsets(t *testing.T, s *stack) (committed, end int64, perCommitted map[int]int64) {
+func groupOffsets(t *testing.T, s *testkit.Stack) (committed, end int64, perCommitted map[int]int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := &kafka.Client{Addr: kafka.TCP(s.kafka.Brokers...)}
+	cl := &kafka.Client{Addr: kafka.TCP(s.Kafka.Brokers...)}
 	parts := []int{0, 1, 2, 3}
-	of, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: s.cfg.ConsumerGroup, Topics: map[string][]int{s.cfg.KafkaTopic: parts}})
+	of, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: s.Config.ConsumerGroup, Topics: map[string][]int{s.Config.KafkaTopic: parts}})
 	if err != nil {
 		t.Fatalf("fetch committed offsets: %v", err)
 	}
 	perCommitted = map[int]int64{}
-	for _, p := range of.Topics[s.cfg.KafkaTopic] {
+	for _, p := range of.Topics[s.Config.KafkaTopic] {
 		if p.CommittedOffset > 0 {
 			committed += p.CommittedOffset
 			perCommitted[p.Partition] = p.CommittedOffset
@@ -332,26 +324,26 @@ func fltOffsets(t *testing.T, s *stack) (committed, end int64, perCommitted map[
 	for i, p := range parts {
 		reqs[i] = kafka.LastOffsetOf(p)
 	}
-	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.cfg.KafkaTopic: reqs}})
+	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.Config.KafkaTopic: reqs}})
 	if err != nil {
 		t.Fatalf("list end offsets: %v", err)
 	}
-	for _, p := range lo.Topics[s.cfg.KafkaTopic] {
+	for _, p := range lo.Topics[s.Config.KafkaTopic] {
 		end += p.LastOffset
 	}
 	return committed, end, perCommitted
 }
 
-// fltStoredUncommitted counts the project's logs in Postgres whose event is in no message
+// storedUncommitted counts the project's logs in Postgres whose event is in no message
 // below the committed offsets: stored by a batch the consumer never committed.
-func fltStoredUncommitted(t *testing.T, s *stack, projectID string) int {
+func storedUncommitted(t *testing.T, s *testkit.Stack, projectID string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _, committed := fltOffsets(t, s)
+	_, _, committed := groupOffsets(t, s)
 	seen := map[string]bool{}
 	for part, upto := range committed {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.kafka.Brokers, Topic: s.cfg.KafkaTopic, Partition: part, MaxWait: 100 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.Kafka.Brokers, Topic: s.Config.KafkaTopic, Partition: part, MaxWait: 100 * time.Millisecond})
 		if err := r.SetOffset(0); err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +367,7 @@ func fltStoredUncommitted(t *testing.T, s *stack, projectID string) int {
 		}
 		r.Close()
 	}
-	rows, err := s.deps.Store.Pool().Query(ctx,
+	rows, err := s.Deps.Store.Pool().Query(ctx,
 		`SELECT encode(uuid_send(id), 'hex') FROM verification_logs WHERE project_id = $1`, projectID)
 	if err != nil {
 		t.Fatal(err)
@@ -397,19 +389,8 @@ func fltStoredUncommitted(t *testing.T, s *stack, projectID string) int {
 	return n
 }
 
-// fltProjectLogs counts the project's verification logs in Postgres.
-func fltProjectLogs(t *testing.T, s *stack, projectID string) int {
-	t.Helper()
-	var n int
-	if err := s.deps.Store.Pool().QueryRow(context.Background(),
-		"SELECT count(*) FROM verification_logs WHERE project_id = $1", projectID).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// fltScenario says which parts of the pipeline die during the traffic.
-type fltScenario struct {
+// faultScenario says which parts of the pipeline die during the traffic.
+type faultScenario struct {
 	relayCrash    bool
 	restartName   string        // the replacement relay's name
 	claimIdle     time.Duration // relay ClaimIdle (0: the default 30 s)
@@ -417,93 +398,87 @@ type fltScenario struct {
 	drainWithin   time.Duration
 }
 
-// fltRun runs traffic while the relay dies between Kafka's acknowledgement and the outbox
+// runFaults runs traffic while the relay dies between Kafka's acknowledgement and the outbox
 // removal of a batch (its 3rd or a later one that changes a code's state) and/or the consumer
 // dies between the Postgres write and the offset commit of its 2nd batch; replacements start
 // while the traffic goes on. In the end every attempt on an existing code has exactly one log,
 // nothing else is logged, Postgres holds each code's final state and version, the outbox is
 // empty and every Kafka message is committed.
-func fltRun(t *testing.T, sc fltScenario) {
-	s := newStack(t)
+func runFaults(t *testing.T, sc faultScenario) {
+	s := testkit.NewStack(t)
 	if sc.claimIdle > 0 {
-		s.cfg.RelayClaimIdle, s.cfg.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
+		s.Config.RelayClaimIdle, s.Config.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
 	}
-	f := fltNewTraffic(t, s, 12)
+	f := newTraffic(t, s, 12)
 	stream := cache.OutboxStream(f.tn.ProjectID)
 	ctx := context.Background()
 
-	relayHooks, consumerHooks := hooksNone, hooksNone
-	relayCrashed, relayHook, crashIDs := fltCrashOn(3, func(ids []string) bool { return fltChangesState(s, stream, ids) })
+	relayHooks, consumerHooks := testkit.NoHooks, testkit.NoHooks
+	relayCrashed, relayHook, crashIDs := crashOn(3, func(ids []string) bool { return changesState(s, stream, ids) })
 	if sc.relayCrash {
 		relayHooks.RelayAfterPublish = relayHook
 	}
-	consumerCrashed, consumerHook, _ := fltCrashOn(2, nil)
+	consumerCrashed, consumerHook, _ := crashOn(2, nil)
 	if sc.consumerCrash {
 		consumerHooks.ConsumerBeforeCommit = func() error { return consumerHook(nil) }
 	}
-	relay := s.startRelay("relay-a", relayHooks)
-	consumer := s.startConsumer(consumerHooks)
+	relay := s.StartRelay("relay-a", relayHooks)
+	consumer := s.StartConsumer(consumerHooks)
 
 	stopTraffic := f.background(150)
 	defer stopTraffic()
 
 	if sc.relayCrash {
-		fltWait(t, relayCrashed, 30*time.Second, "the relay's crash")
-		if err := relay.stop(); !errors.Is(err, errInjected) {
+		testkit.WaitFor(t, 30*time.Second, "the relay's crash", testkit.Closed(relayCrashed))
+		if err := relay.Stop(); !errors.Is(err, testkit.ErrInjected) {
 			t.Fatalf("crashed relay returned %v, want the injected fault", err)
 		}
 		// The crashed batch is in Kafka and still in the outbox, pending for the dead relay.
 		for _, id := range *crashIDs {
-			msgs, err := s.deps.Redis.XRange(ctx, stream, id, id).Result()
+			msgs, err := s.Deps.Redis.XRange(ctx, stream, id, id).Result()
 			if err != nil || len(msgs) != 1 {
 				t.Fatalf("entry %s of the crashed batch left the outbox: %v %v", id, msgs, err)
 			}
 		}
-		pending, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result()
+		pending, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result()
 		if err != nil || pending.Consumers["relay-a"] < int64(len(*crashIDs)) {
 			t.Fatalf("pending after the crash: %+v %v", pending, err)
 		}
 		f.wave(200) // no relay runs: these wait in the outbox
-		s.startRelay(sc.restartName, hooksNone)
+		s.StartRelay(sc.restartName, testkit.NoHooks)
 	}
 	if sc.consumerCrash {
-		fltWait(t, consumerCrashed, 30*time.Second, "the consumer's 2nd batch")
-		if err := consumer.stop(); !errors.Is(err, errInjected) {
+		testkit.WaitFor(t, 30*time.Second, "the consumer's 2nd batch", testkit.Closed(consumerCrashed))
+		if err := consumer.Stop(); !errors.Is(err, testkit.ErrInjected) {
 			t.Fatalf("crashed consumer returned %v, want the injected fault", err)
 		}
 		// Its last batch is in Postgres but not committed: the replacement gets it again.
-		if n := fltStoredUncommitted(t, s, f.tn.ProjectID); n == 0 {
+		if n := storedUncommitted(t, s, f.tn.ProjectID); n == 0 {
 			t.Fatal("after the consumer crash: every stored log is below the committed offsets; want the crashed batch stored, not committed")
 		}
 		f.wave(200) // no consumer runs: these wait in Kafka
-		s.startConsumer(hooksNone)
+		s.StartConsumer(testkit.NoHooks)
 	}
 	f.wave(100)
 	stopTraffic()
 	if sc.relayCrash && sc.restartName != "relay-a" {
 		// The other relay claims the dead one's entries only once idle, after the traffic: their
 		// stale snapshots reach Postgres after newer ones, which version order must ignore.
-		if p, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Consumers["relay-a"] == 0 {
+		if p, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Consumers["relay-a"] == 0 {
 			t.Logf("the crashed batch was claimed before the traffic ended (%+v %v): stale snapshots were not last this run", p, err)
 		}
 	}
 
 	want := f.known()
-	waitFor(t, sc.drainWithin, "every attempt logged", func() (bool, string) {
-		n := fltProjectLogs(t, s, f.tn.ProjectID)
-		if n != want {
-			return false, fmt.Sprintf("%d of %d logs", n, want)
-		}
-		return s.outboxEmpty()
-	})
-	if p, err := s.deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Count != 0 {
+	s.WaitDrained(t, f.tn.ProjectID, want, sc.drainWithin)
+	if p, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Count != 0 {
 		t.Errorf("outbox entries still pending: %+v %v", p, err)
 	}
-	waitFor(t, 10*time.Second, "every kafka message committed", func() (bool, string) {
-		committed, end, _ := fltOffsets(t, s)
+	testkit.WaitFor(t, 10*time.Second, "every kafka message committed", func() (bool, string) {
+		committed, end, _ := groupOffsets(t, s)
 		return committed == end, fmt.Sprintf("committed %d of %d", committed, end)
 	})
-	_, end, _ := fltOffsets(t, s)
+	_, end, _ := groupOffsets(t, s)
 	switch {
 	case sc.relayCrash && end < int64(want+len(*crashIDs)):
 		t.Errorf("kafka holds %d messages for %d events: the crashed batch of %d was not published again", end, want, len(*crashIDs))
@@ -521,10 +496,10 @@ func fltRun(t *testing.T, sc fltScenario) {
 // once however often it arrives.
 func TestRelayCrashAfterPublish(t *testing.T) {
 	t.Run("same name", func(t *testing.T) {
-		fltRun(t, fltScenario{relayCrash: true, restartName: "relay-a", drainWithin: 20 * time.Second})
+		runFaults(t, faultScenario{relayCrash: true, restartName: "relay-a", drainWithin: 20 * time.Second})
 	})
 	t.Run("other name", func(t *testing.T) {
-		fltRun(t, fltScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, drainWithin: 30 * time.Second})
+		runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, drainWithin: 30 * time.Second})
 	})
 }
 
@@ -532,11 +507,11 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 // before it committed the batch's offsets, under concurrent traffic; its replacement in the same
 // group receives the batch again and writes nothing twice.
 func TestConsumerCrashBeforeCommit(t *testing.T) {
-	fltRun(t, fltScenario{consumerCrash: true, drainWithin: 30 * time.Second})
+	runFaults(t, faultScenario{consumerCrash: true, drainWithin: 30 * time.Second})
 }
 
 // TestRelayAndConsumerCrash combines both faults in one run, with the relay replaced by
 // another replica.
 func TestRelayAndConsumerCrash(t *testing.T) {
-	fltRun(t, fltScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, consumerCrash: true, drainWithin: 30 * time.Second})
+	runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, consumerCrash: true, drainWithin: 30 * time.Second})
 }

@@ -14,29 +14,29 @@ import (
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // TestOneVerifyIsOneTrace follows one verify from the HTTP request through the Lua call, the
 // relay's Kafka publish and the consumer's Postgres write: every span shares the request's
 // trace id, and the request's log lines carry it.
 func TestOneVerifyIsOneTrace(t *testing.T) {
-	s := newStack(t)
+	s := testkit.NewStack(t)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s.cfg.Tracer = tp
-	base := s.startAPI()
-	s.startRelay("relay", hooksNone)
-	s.startConsumer(hooksNone)
-	tn := s.newTenant(nil, base)
-	s.importCodes(tn.ProjectID, nil, "TRACE-ME")
+	s.Config.Tracer = tp
+	base := s.StartAPI()
+	s.StartPipeline("relay")
+	tn := s.NewTenant(nil, base)
+	s.ImportCodes(tn.ProjectID, nil, "TRACE-ME")
 
 	r, _, err := tn.Clients[0].Verify(context.Background(), tn.ProjectID, contract.VerifyRequest{Code: "TRACE-ME"}, client.Options{})
 	if err != nil || !r.Success {
 		t.Fatalf("verify: %+v %v", r, err)
 	}
-	waitFor(t, 30*time.Second, "the log row", func() (bool, string) {
-		n := s.logCount(*r.CodeID)
+	testkit.WaitFor(t, 30*time.Second, "the log row", func() (bool, string) {
+		n := s.LogCount(*r.CodeID)
 		return n == 1, fmt.Sprintf("%d logs", n)
 	})
 
@@ -51,7 +51,7 @@ func TestOneVerifyIsOneTrace(t *testing.T) {
 	}
 	want := map[string]bool{"redis apply.lua": false, "kafka publish acv.verification-logs": false, "postgres write verification logs": false}
 	var pgQueries int
-	waitFor(t, 10*time.Second, "every span of the trace", func() (bool, string) {
+	testkit.WaitFor(t, 10*time.Second, "every span of the trace", func() (bool, string) {
 		for k := range want {
 			want[k] = false
 		}
@@ -76,7 +76,7 @@ func TestOneVerifyIsOneTrace(t *testing.T) {
 	})
 
 	var found bool
-	for _, line := range s.logs.Lines() {
+	for _, line := range s.Logs.Lines() {
 		var rec map[string]interface{}
 		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "request" {
 			continue

@@ -1,4 +1,4 @@
-package localenv
+package testkit
 
 import (
 	"context"
@@ -11,22 +11,26 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acv/acv/internal/localenv"
 )
 
-// shared holds the servers one test binary starts once and every test of it uses.
+// shared holds the servers one test binary starts once and every test of it uses: starting
+// PostgreSQL takes seconds, a database in it a few milliseconds.
 type shared struct {
 	once sync.Once
 	err  error
 	dir  string
-	pg   *Postgres
+	pg   *localenv.Postgres
 	dbs  atomic.Int64
 	mu   sync.Mutex
-	rds  []*Redis
+	rds  []*localenv.Redis
 }
 
 var suite shared
 
-// Main runs a package's tests and stops every server they started. Call it from TestMain.
+// Main runs a package's tests and stops every server they started, so a test binary leaves no
+// process or data directory behind. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	suite.mu.Lock()
@@ -54,13 +58,14 @@ func (s *shared) init() error {
 			return
 		}
 		s.dir = dir
-		s.pg, s.err = StartPostgres(context.Background(), filepath.Join(dir, "pg"), PostgresOptions{Fast: true})
+		s.pg, s.err = localenv.StartPostgres(context.Background(), filepath.Join(dir, "pg"), localenv.PostgresOptions{Fast: true})
 	})
 	return s.err
 }
 
 // PostgresDB creates a fresh, empty database on the test binary's PostgreSQL server and returns
-// its URL. The server is started on first use; call Main from TestMain to stop it.
+// its URL, so tests never see each other's rows. The server is started on first use; call Main
+// from TestMain to stop it.
 func PostgresDB(tb testing.TB) string {
 	tb.Helper()
 	if err := suite.init(); err != nil {
@@ -80,8 +85,9 @@ func PostgresDB(tb testing.TB) string {
 	return suite.pg.URL(name)
 }
 
-// RedisServer starts a fresh redis-server for one test and stops it when the test ends.
-func RedisServer(tb testing.TB, o RedisOptions) *Redis {
+// RedisServer starts a fresh redis-server for one test and stops it when the test ends: Redis
+// has no cheap per-test namespace the Lua scripts' keys would respect.
+func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 	tb.Helper()
 	if err := suite.init(); err != nil {
 		tb.Fatalf("prepare test dir: %v", err)
@@ -90,7 +96,7 @@ func RedisServer(tb testing.TB, o RedisOptions) *Redis {
 	if err != nil {
 		tb.Fatalf("redis dir: %v", err)
 	}
-	r, err := StartRedis(dir, o)
+	r, err := localenv.StartRedis(dir, o)
 	if err != nil {
 		tb.Fatalf("start redis: %v", err)
 	}
@@ -101,10 +107,11 @@ func RedisServer(tb testing.TB, o RedisOptions) *Redis {
 	return r
 }
 
-// KafkaBroker starts an in-process broker with the topic for one test.
-func KafkaBroker(tb testing.TB, topic string, partitions int) *Kafka {
+// KafkaBroker starts an in-process broker with the topic for one test and closes it when the
+// test ends.
+func KafkaBroker(tb testing.TB, topic string, partitions int) *localenv.Kafka {
 	tb.Helper()
-	k, err := StartKafka(topic, partitions, 0)
+	k, err := localenv.StartKafka(topic, partitions, 0)
 	if err != nil {
 		tb.Fatalf("start kafka: %v", err)
 	}

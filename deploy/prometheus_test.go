@@ -1,13 +1,11 @@
-package service_test
+package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,14 +23,14 @@ import (
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
-	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/internal/testkit"
 )
 
-// The monitoring files under test, relative to this package's directory.
+// The monitoring files under test, relative to this directory (deploy/), where they live.
 const (
-	promRulesFile     = "../../deploy/prometheus/rules/acv.rules.yml"
-	promConfigFile    = "../../deploy/prometheus/prometheus.yml"
-	grafanaDashboard  = "../../deploy/grafana/dashboards/acv.json"
+	promRulesFile     = "prometheus/rules/acv.rules.yml"
+	promConfigFile    = "prometheus/prometheus.yml"
+	grafanaDashboard  = "grafana/dashboards/acv.json"
 	prometheusBinPath = "/usr/bin/prometheus"
 )
 
@@ -57,9 +55,9 @@ func TestPrometheusRulesAndDashboardOnLiveStack(t *testing.T) {
 	checkDeployConfigJobs(t)
 	dashExprs := dashboardExprs(t)
 
-	s := newStack(t)
-	apis := []string{s.startAPI(), s.startAPI()}
-	worker := s.startWorker("worker")
+	s := testkit.NewStack(t)
+	apis := s.StartAPIs(2)
+	worker := s.StartWorker("worker")
 	prom := startPrometheus(t, bin, rulesPath, map[string][]string{
 		jobAPI:      hostsOf(apis...),
 		jobPipeline: hostsOf(worker),
@@ -69,11 +67,11 @@ func TestPrometheusRulesAndDashboardOnLiveStack(t *testing.T) {
 	loadStart := time.Now()
 	driveMixedLoad(t, s, apis, worker, 12*time.Second)
 	t.Logf("load driven for %s", time.Since(loadStart).Round(time.Millisecond))
-	waitFor(t, 30*time.Second, "outbox drained", s.outboxEmpty)
+	testkit.WaitFor(t, 30*time.Second, "outbox drained", s.OutboxEmpty)
 
 	// Prometheus has the final state once it scraped every target after the load and evaluated
 	// the rules on what it scraped.
-	waitFor(t, 20*time.Second, "prometheus to scrape the stack", func() (bool, string) {
+	testkit.WaitFor(t, 20*time.Second, "prometheus to scrape the stack", func() (bool, string) {
 		for _, q := range []string{
 			`count(up{job=~"acv-.*"} == 1) == 3`,
 			`sum(acv_consumer_events_written_total) > 0`,
@@ -88,7 +86,7 @@ func TestPrometheusRulesAndDashboardOnLiveStack(t *testing.T) {
 		return true, ""
 	})
 	scraped := time.Now()
-	waitFor(t, 20*time.Second, "prometheus to evaluate the rules", func() (bool, string) {
+	testkit.WaitFor(t, 20*time.Second, "prometheus to evaluate the rules", func() (bool, string) {
 		last := prom.lastEvaluation(t)
 		return last.After(scraped), fmt.Sprintf("rules last evaluated at %s", last)
 	})
@@ -186,30 +184,6 @@ func checkDeployConfigJobs(t *testing.T) {
 	}
 }
 
-// startWorker runs the pipeline worker the way the compose stack does: relay and consumer,
-// with the API role on so its /metrics is served (the load balancer sends it no traffic).
-// It returns the worker's base URL.
-func (s *stack) startWorker(name string) string {
-	s.t.Helper()
-	cfg := s.cfg
-	cfg.Instance = name
-	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: true}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, cfg, ln) }()
-	s.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			s.t.Errorf("pipeline worker: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
 func hostsOf(bases ...string) []string {
 	out := make([]string, len(bases))
 	for i, b := range bases {
@@ -222,16 +196,16 @@ func hostsOf(bases ...string) []string {
 // reactivates that succeed and that fail (already unused), reads, readiness probes like the
 // load balancer's, a few authentication failures, an idempotent replay and conflict, and
 // requests on a rate-limited key until one is refused with 429.
-func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time.Duration) {
+func driveMixedLoad(t *testing.T, s *testkit.Stack, apis []string, worker string, d time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	tn := s.newTenant(nil, apis...)
+	tn := s.NewTenant(nil, apis...)
 	const nCodes = 3000
 	values := make([]string, nCodes)
 	for i := range values {
 		values[i] = fmt.Sprintf("PROM-%05d", i)
 	}
-	s.importCodes(tn.ProjectID, nil, values...)
+	s.ImportCodes(tn.ProjectID, nil, values...)
 	by := "till-prom"
 	c0 := tn.Clients[0]
 
@@ -248,11 +222,11 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 	}
 
 	// Rate limiting: a key allowing one request a second, asked several times at once.
-	lk, err := s.deps.Store.CreateAPIKey(ctx, tn.ProjectID, 1, 1)
+	lk, err := s.Deps.Store.CreateAPIKey(ctx, tn.ProjectID, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	limited := &client.Client{BaseURL: apis[0], KeyID: lk.ID, Secret: lk.Secret, HTTP: s.http, Nonce: true}
+	limited := s.Client(apis[0], lk.ID, lk.Secret)
 	got429 := false
 	for i := 0; i < 10 && !got429; i++ {
 		_, err := limited.Project(ctx, tn.ProjectID)
@@ -263,7 +237,7 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 	}
 
 	// Authentication failures: no headers, an unknown key, a bad signature.
-	resp, err := s.http.Get(apis[1] + "/api/v1/projects/" + tn.ProjectID)
+	resp, err := s.HTTP.Get(apis[1] + "/api/v1/projects/" + tn.ProjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,11 +245,11 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("request without auth headers: status %d, want 401", resp.StatusCode)
 	}
-	unknown := &client.Client{BaseURL: apis[1], KeyID: contract.NewID(), Secret: "x", HTTP: s.http, Nonce: true}
+	unknown := s.Client(apis[1], contract.NewID(), "x")
 	if _, err := unknown.Project(ctx, tn.ProjectID); statusOf(err) != http.StatusUnauthorized {
 		t.Fatalf("unknown key: want 401, got %v", err)
 	}
-	badSig := &client.Client{BaseURL: apis[0], KeyID: tn.Key.ID, Secret: tn.Key.Secret + "x", HTTP: s.http, Nonce: true}
+	badSig := s.Client(apis[0], tn.Key.ID, tn.Key.Secret+"x")
 	if _, err := badSig.Project(ctx, tn.ProjectID); statusOf(err) != http.StatusUnauthorized {
 		t.Fatalf("bad signature: want 401, got %v", err)
 	}
@@ -295,7 +269,7 @@ func driveMixedLoad(t *testing.T, s *stack, apis []string, worker string, d time
 		for time.Now().Before(deadline) {
 			for _, b := range append([]string{worker}, apis...) {
 				for _, p := range []string{"/readyz", "/healthz"} {
-					r, err := s.http.Get(b + p)
+					r, err := s.HTTP.Get(b + p)
 					if err != nil {
 						report("probe "+p, err)
 						continue
@@ -405,23 +379,6 @@ func startPrometheus(t *testing.T, bin, rulesPath string, targets map[string][]s
 	return nil
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func runPrometheus(t *testing.T, bin, cfgPath, dataDir string, port int) (*promServer, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin,
@@ -430,7 +387,7 @@ func runPrometheus(t *testing.T, bin, cfgPath, dataDir string, port int) (*promS
 		"--web.listen-address="+addr,
 		"--log.level=warn",
 	)
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Killed with the test binary even if it crashes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

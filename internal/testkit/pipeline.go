@@ -1,0 +1,99 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
+)
+
+// The audit pipeline is asynchronous: what an answer acknowledged reaches PostgreSQL a little
+// later. These read its end state the way an operator would, in SQL, independently of the
+// API's own reads.
+
+// countLogs counts the verification logs whose column (code_id or project_id) is id.
+func (s *Stack) countLogs(column, id string) (int, error) {
+	var n int
+	err := s.Deps.Store.Pool().QueryRow(context.Background(),
+		"SELECT count(*) FROM verification_logs WHERE "+column+" = $1", id).Scan(&n)
+	return n, err
+}
+
+// LogCount counts the verification logs of a code in PostgreSQL.
+func (s *Stack) LogCount(codeID string) int {
+	s.T.Helper()
+	n, err := s.countLogs("code_id", codeID)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	return n
+}
+
+// ProjectLogs counts the verification logs of a project in PostgreSQL; t is the (sub)test
+// that fails when the query does.
+func (s *Stack) ProjectLogs(t testing.TB, projectID string) int {
+	t.Helper()
+	n, err := s.countLogs("project_id", projectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// OutboxEmpty reports whether every outbox stream is drained; a WaitFor condition.
+func (s *Stack) OutboxEmpty() (bool, string) {
+	n, _, err := audit.OutboxLen(context.Background(), s.Deps.Redis, cache.OutboxStreams())
+	if err != nil {
+		return false, err.Error()
+	}
+	return n == 0, fmt.Sprintf("%d entries in the outbox", n)
+}
+
+// WaitDrained waits until PostgreSQL holds exactly n verification logs of the project and the
+// outbox is empty: the pipeline has delivered everything acknowledged so far, and no more.
+func (s *Stack) WaitDrained(t testing.TB, projectID string, n int, within time.Duration) {
+	t.Helper()
+	WaitFor(t, within, fmt.Sprintf("the pipeline to deliver %d logs and drain", n), func() (bool, string) {
+		got, err := s.countLogs("project_id", projectID)
+		if err != nil {
+			return false, err.Error()
+		}
+		if got != n {
+			return false, fmt.Sprintf("%d of %d logs", got, n)
+		}
+		return s.OutboxEmpty()
+	})
+}
+
+// CodeID is the id of a code value in a project, read from PostgreSQL.
+func (s *Stack) CodeID(t testing.TB, projectID, value string) string {
+	t.Helper()
+	row, err := s.Deps.Store.CodeByValue(context.Background(), projectID, value)
+	if err != nil {
+		t.Fatalf("code %q: %v", value, err)
+	}
+	return row.ID
+}
+
+// WaitLogs waits until the pipeline delivered n logs of a code and fails when it holds more.
+// Events of one code share a Kafka partition, so when the n-th arrived every earlier one did.
+func (s *Stack) WaitLogs(t testing.TB, codeID string, n int) {
+	t.Helper()
+	count := func() int {
+		got, err := s.countLogs("code_id", codeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	WaitFor(t, 30*time.Second, "verification logs in postgres", func() (bool, string) {
+		got := count()
+		return got >= n, fmt.Sprintf("%d of %d logs", got, n)
+	})
+	if got := count(); got != n {
+		t.Fatalf("code %s has %d verification logs, want %d", codeID, got, n)
+	}
+}

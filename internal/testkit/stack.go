@@ -1,0 +1,239 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/store"
+)
+
+// Stack is a whole deployment on real servers: Redis, PostgreSQL, a kfake broker, and any
+// number of API replicas, relays and consumers started by the test. Its own connections
+// (Deps, Admin) are the operator's: they set up projects and codes and read what the pipeline
+// wrote, as `acv` commands and a DBA would.
+type Stack struct {
+	T *testing.T
+	// Config is what every part started afterwards runs with; a test may change it (a tracer,
+	// the relay's claim delays) before starting parts.
+	Config service.Config
+	Deps   *service.Deps
+	Admin  *admin.Admin
+	Kafka  *localenv.Kafka
+	Redis  *localenv.Redis
+	// HTTP is shared by every client of the test, with enough idle connections for thousands
+	// of concurrent requests.
+	HTTP *http.Client
+	// Logs holds every log line of the parts; it fails the test on a line carrying a secret.
+	Logs *LogSink
+}
+
+// ErrInjected is what the tests' fault hooks return, so a test can tell its own crash from a
+// real failure.
+var ErrInjected = errors.New("injected fault")
+
+// NoHooks runs a relay or consumer without injected faults.
+var NoHooks = service.Hooks{}
+
+// NewStack starts the servers, migrates the database and opens the operator's connections;
+// the parts are started by the test with StartAPI, StartRelay, StartConsumer and StartWorker.
+// Everything stops when the test ends.
+func NewStack(t *testing.T) *Stack {
+	t.Helper()
+	ctx := context.Background()
+	r := RedisServer(t, localenv.RedisOptions{AOF: true})
+	pgURL := PostgresDB(t)
+	if err := store.Migrate(ctx, pgURL); err != nil {
+		t.Fatal(err)
+	}
+	k := KafkaBroker(t, audit.Topic, 4)
+	logs, logger := NewLogSink(t)
+	cfg := service.Config{
+		RedisURL: "redis://" + r.Addr + "/0", DatabaseURL: pgURL, KafkaBrokers: k.Brokers,
+		KafkaTopic: audit.Topic, Partitions: 4, ConsumerGroup: "acv-test", Instance: "test",
+		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
+		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger,
+	}
+	d, err := service.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &Stack{T: t, Config: cfg, Deps: d, Admin: &admin.Admin{Store: d.Store, Cache: d.Cache}, Kafka: k, Redis: r,
+		HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}, Logs: logs}
+}
+
+// Part is a running service.Run, one process of the deployment, that a test may stop early.
+type Part struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Stop ends the part as SIGTERM ends `acv serve` (drain, flush, close) and returns what
+// service.Run returned; later calls return the same.
+func (p *Part) Stop() error {
+	p.once.Do(func() {
+		p.cancel()
+		p.err = <-p.done
+	})
+	return p.err
+}
+
+// Run starts service.Run with cfg, and ln for the API role (nil without it), until the test
+// ends or Stop. Its error is the test's to examine through Stop: a fault hook may make it fail
+// on purpose.
+func (s *Stack) Run(cfg service.Config, ln net.Listener) *Part {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Part{cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- service.Run(ctx, cfg, ln) }()
+	s.T.Cleanup(func() { _ = p.Stop() })
+	return p
+}
+
+// RunClean is Run for a part that must end cleanly: when the test ends, the test fails naming
+// what if service.Run returned an error.
+func (s *Stack) RunClean(what string, cfg service.Config, ln net.Listener) *Part {
+	p := s.Run(cfg, ln)
+	s.T.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			s.T.Errorf("%s: %v", what, err)
+		}
+	})
+	return p
+}
+
+// listen opens a loopback listener on a free port for an API part.
+func (s *Stack) listen() net.Listener {
+	s.T.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	return ln
+}
+
+// StartAPI starts one more API replica, a service.Run of the API role with its own
+// connections on its own port, as `acv serve` runs it, and returns its base URL. It is
+// stopped (and drained) when the test ends.
+func (s *Stack) StartAPI() string {
+	s.T.Helper()
+	ln := s.listen()
+	cfg := s.Config
+	cfg.Roles = service.Roles{API: true}
+	s.RunClean("api replica", cfg, ln)
+	return "http://" + ln.Addr().String()
+}
+
+// StartAPIs starts n API replicas and returns their base URLs, for tests whose requests must
+// land on replicas that share nothing but the stores.
+func (s *Stack) StartAPIs(n int) []string {
+	s.T.Helper()
+	bases := make([]string, n)
+	for i := range bases {
+		bases[i] = s.StartAPI()
+	}
+	return bases
+}
+
+// StartRelay runs a relay process named name (its Redis consumer name); hooks inject faults.
+func (s *Stack) StartRelay(name string, h service.Hooks) *Part {
+	s.T.Helper()
+	cfg := s.Config
+	cfg.Roles, cfg.Instance, cfg.Hooks = service.Roles{Relay: true}, name, h
+	return s.Run(cfg, nil)
+}
+
+// StartConsumer runs one log writer of the test's consumer group; hooks inject faults.
+func (s *Stack) StartConsumer(h service.Hooks) *Part {
+	s.T.Helper()
+	cfg := s.Config
+	cfg.Roles, cfg.Hooks = service.Roles{Consumer: true}, h
+	return s.Run(cfg, nil)
+}
+
+// StartPipeline runs a relay under each name and one consumer, without faults: the audit
+// pipeline a test needs when it checks what reaches PostgreSQL but breaks nothing in it.
+func (s *Stack) StartPipeline(relays ...string) {
+	s.T.Helper()
+	for _, name := range relays {
+		s.StartRelay(name, NoHooks)
+	}
+	s.StartConsumer(NoHooks)
+}
+
+// StartWorker runs the pipeline worker the way the compose stack does: relay and consumer,
+// with the API role on so its /metrics is served (the load balancer sends it no traffic).
+// It returns the worker's base URL.
+func (s *Stack) StartWorker(name string) string {
+	s.T.Helper()
+	cfg := s.Config
+	cfg.Instance = name
+	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: true}
+	ln := s.listen()
+	s.RunClean("pipeline worker", cfg, ln)
+	return "http://" + ln.Addr().String()
+}
+
+// Tenant is a project with an API key and a client per API replica.
+type Tenant struct {
+	ProjectID string
+	Key       contract.APIKey
+	Clients   []*client.Client
+}
+
+// NewTenant creates a project (with expiry exp, nil for none) and an unlimited key, and a client
+// for each base URL.
+func (s *Stack) NewTenant(exp *int64, bases ...string) *Tenant {
+	s.T.Helper()
+	ctx := context.Background()
+	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "test", ExpiresAt: exp})
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	k, err := s.Deps.Store.CreateAPIKey(ctx, p.ID, 0, 0)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	tn := &Tenant{ProjectID: p.ID, Key: k}
+	for _, b := range bases {
+		tn.Clients = append(tn.Clients, s.Client(b, k.ID, k.Secret))
+	}
+	return tn
+}
+
+// Client is a signing client of base with the key (id and secret, which may be wrong on
+// purpose), on the stack's HTTP client, sending X-Nonce as current SDKs do.
+func (s *Stack) Client(base, keyID, secret string) *client.Client {
+	return &client.Client{BaseURL: base, KeyID: keyID, Secret: secret, HTTP: s.HTTP, Nonce: true}
+}
+
+// ImportCodes creates codes with the given values (and optional expiry) through the admin path:
+// rows in PostgreSQL, then their state in Redis, as `acv codes import` does.
+func (s *Stack) ImportCodes(projectID string, exp *int64, values ...string) {
+	s.T.Helper()
+	codes := make([]store.NewCode, len(values))
+	for i, v := range values {
+		codes[i] = store.NewCode{Code: v, ExpiresAt: exp}
+	}
+	rows, err := s.Deps.Store.InsertCodes(context.Background(), projectID, codes)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	if err := s.Deps.Cache.PutCodes(context.Background(), projectID, rows); err != nil {
+		s.T.Fatal(err)
+	}
+}
