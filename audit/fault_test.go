@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/testkit"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -72,7 +73,7 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 			if kafkaMsgs <= len(evs) {
 				t.Errorf("topic holds %d messages, want duplicates beyond %d", kafkaMsgs, len(evs))
 			}
-			eventually(t, 10*time.Second, "every Kafka message reached the sink", func() (bool, string) {
+			testkit.WaitFor(t, 10*time.Second, "every Kafka message reached the sink", func() (bool, string) {
 				_, recv := sink.counts()
 				dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
 				return recv == kafkaMsgs && dups == float64(kafkaMsgs-len(evs)), fmt.Sprintf("received %d, %v duplicates skipped", recv, dups)
@@ -126,7 +127,7 @@ func TestConsumerCrashBeforeCommit(t *testing.T) {
 	waitRows(t, sink, len(evs))
 	e.waitOutboxEmpty(t)
 	sink.checkRows(t, evs)
-	eventually(t, 10*time.Second, "redelivered batch skipped as duplicates", func() (bool, string) {
+	testkit.WaitFor(t, 10*time.Second, "redelivered batch skipped as duplicates", func() (bool, string) {
 		dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
 		_, recv := sink.counts()
 		return dups >= float64(stored) && recv == len(evs)+int(dups), fmt.Sprintf("%v duplicates skipped, received %d", dups, recv)

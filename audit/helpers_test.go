@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/testkit"
 	"hash/fnv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acv/acv/internal/testkit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -307,26 +308,10 @@ func (s *memSink) checkRows(t *testing.T, evs []contract.Event) {
 	}
 }
 
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s (%s)", what, within, state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitRows waits until the sink holds n rows.
 func waitRows(t *testing.T, s *memSink, n int) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("sink holds %d rows", n), func() (bool, string) {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("sink holds %d rows", n), func() (bool, string) {
 		rows, recv := s.counts()
 		return rows == n, fmt.Sprintf("rows %d, received %d", rows, recv)
 	})
@@ -335,7 +320,7 @@ func waitRows(t *testing.T, s *memSink, n int) {
 // waitOutboxEmpty waits until every outbox stream is empty.
 func (e *env) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
-	eventually(t, 10*time.Second, "outbox empty", func() (bool, string) {
+	testkit.WaitFor(t, 10*time.Second, "outbox empty", func() (bool, string) {
 		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testStreams)
 		if err != nil {
 			t.Fatalf("outbox len: %v", err)

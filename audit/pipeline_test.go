@@ -13,6 +13,7 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // The relay knows no key layout: it moves exactly the streams it is given, whatever their names
@@ -41,7 +42,7 @@ func TestRelayMovesOnlyItsStreams(t *testing.T) {
 	m, reg := newMetrics()
 	cfg.Metrics = m
 	start(t, audit.NewRelay(e.rdb, e.writer(t), cfg).Run)
-	eventually(t, 10*time.Second, "the relay's streams drained", func() (bool, string) {
+	testkit.WaitFor(t, 10*time.Second, "the relay's streams drained", func() (bool, string) {
 		n, _, err := audit.OutboxLen(ctx, e.rdb, mine)
 		if err != nil {
 			t.Fatalf("outbox len: %v", err)
@@ -158,7 +159,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	if published != float64(len(evs)) || removed != float64(len(evs)) || malformed != 0 {
 		t.Errorf("relay published %v, removed %v, %v malformed; want %d, %d, 0", published, removed, malformed, len(evs), len(evs))
 	}
-	eventually(t, 5*time.Second, "consumer series", func() (bool, string) {
+	testkit.WaitFor(t, 5*time.Second, "consumer series", func() (bool, string) {
 		written := metricValue(t, creg, "acv_consumer_events_written_total")
 		dups := metricValue(t, creg, "acv_consumer_duplicates_skipped_total")
 		lastCommit := metricValue(t, creg, "acv_consumer_last_commit_timestamp_seconds")
@@ -199,7 +200,7 @@ func TestMalformedEntriesAreSkipped(t *testing.T) {
 	if malformed != 2 || published != 2 {
 		t.Errorf("relay: %v malformed, %v published; want 2 malformed, 2 published", malformed, published)
 	}
-	eventually(t, 5*time.Second, "consumer counts the malformed message", func() (bool, string) {
+	testkit.WaitFor(t, 5*time.Second, "consumer counts the malformed message", func() (bool, string) {
 		malformed := metricValue(t, creg, "acv_consumer_errors_total", "stage", "decode")
 		written := metricValue(t, creg, "acv_consumer_events_written_total")
 		return malformed == 1 && written == 1, fmt.Sprintf("%v malformed, %v written", malformed, written)

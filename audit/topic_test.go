@@ -2,9 +2,10 @@ package audit_test
 
 import (
 	"context"
-	"github.com/acv/acv/internal/testkit"
 	"testing"
 	"time"
+
+	"github.com/acv/acv/internal/testkit"
 
 	"github.com/segmentio/kafka-go"
 

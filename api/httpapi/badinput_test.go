@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acv/acv/internal/testkit"
+
 	"github.com/acv/acv/api/contract"
 )
 
@@ -18,69 +20,28 @@ import (
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	vpath, rpath := verifyPath(projectA), reactPath(projectA)
-	long := func(n int) string { return strings.Repeat("x", n) }
-
-	type bodyCase struct {
-		name    string
-		path    string
-		body    string // %[1]s is the code value of the case
-		status  int
-		mention string // a word the detail must contain
-		chunked bool
-	}
-	cases := []bodyCase{
-		{"malformed JSON", vpath, `{"code":"%[1]s",`, 400, "JSON", false},
-		{"not JSON", vpath, `code=%[1]s`, 400, "JSON", false},
-		{"JSON array", vpath, `["%[1]s"]`, 400, "object", false},
-		{"JSON null", vpath, `null`, 400, "code", false},
-		{"JSON string", vpath, `"%[1]s"`, 400, "object", false},
-		{"JSON number", vpath, `42`, 400, "object", false},
-		{"empty body", vpath, ``, 400, "code", false},
-		{"missing code", vpath, `{"verified_by":"%[1]s"}`, 400, "code", false},
-		{"code null", vpath, `{"code":null}`, 400, "code", false},
-		{"code a number", vpath, `{"code":123}`, 400, "code", false},
-		{"code an object", vpath, `{"code":{"value":"%[1]s"}}`, 400, "code", false},
-		{"code a list", rpath, `{"code":["%[1]s"]}`, 400, "code", false},
-		{"verified_by a number", vpath, `{"code":"%[1]s","verified_by":7}`, 400, "verified_by", false},
-		{"reactivated_by a boolean", rpath, `{"code":"%[1]s","reactivated_by":true}`, 400, "reactivated_by", false},
-		{"reason a number", rpath, `{"code":"%[1]s","reason":1}`, 400, "reason", false},
-		{"empty code", vpath, `{"code":"","verified_by":"%[1]s"}`, 400, "code", false},
-		{"code of 101 characters", vpath, `{"code":"%[1]s` + long(101-5) + `"}`, 400, "100", false},
-		{"code with U+0001", vpath, `{"code":"%[1]s\u0001"}`, 400, "control", false},
-		{"code with DEL", vpath, `{"code":"%[1]s\u007f"}`, 400, "control", false},
-		{"code with a newline", rpath, `{"code":"%[1]s\n"}`, 400, "control", false},
-		{"verified_by of 101 characters", vpath, `{"code":"%[1]s","verified_by":"` + long(101) + `"}`, 400, "verified_by", false},
-		{"verified_by with a control character", vpath, `{"code":"%[1]s","verified_by":"a\u0007b"}`, 400, "verified_by", false},
-		{"reactivated_by of 101 characters", rpath, `{"code":"%[1]s","reactivated_by":"` + long(101) + `"}`, 400, "reactivated_by", false},
-		{"reason of 501 characters", rpath, `{"code":"%[1]s","reason":"` + long(501) + `"}`, 400, "reason", false},
-		{"trailing object", vpath, `{"code":"%[1]s"} {"code":"%[1]s"}`, 400, "JSON", false},
-		{"trailing brace", vpath, `{"code":"%[1]s"}}`, 400, "JSON", false},
-		{"trailing bracket", vpath, `{"code":"%[1]s"}]`, 400, "JSON", false},
-		{"1 MiB body", vpath, `{"code":"%[1]s","verified_by":"` + long(1<<20) + `"}`, 413, "64 KiB", false},
-		{"just over 64 KiB", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", false},
-		{"just over 64 KiB, chunked", vpath, `{"code":"%[1]s"}` + strings.Repeat(" ", contract.MaxBodyBytes+1-len(`{"code":"BI-00"}`)), 413, "64 KiB", true},
-	}
+	cases := testkit.BadBodies(vpath, rpath)
 	values := make([]string, len(cases))
 	for i := range cases {
-		values[i] = fmt.Sprintf("BI-%02d", i)
+		values[i] = testkit.BadBodyValue(i)
 		e.addCode(contract.CodeRecord{ID: fmt.Sprintf("0190c0c00000700080000000000002%02d", i), ProjectID: projectA, Code: values[i], CreatedAt: now - 60})
 	}
 	nonces := make([]string, len(cases))
 
 	t.Run("body", func(t *testing.T) {
 		for i, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				body := []byte(c.body)
-				if strings.Contains(c.body, "%[1]s") {
-					body = []byte(fmt.Sprintf(c.body, values[i]))
+			t.Run(c.Name, func(t *testing.T) {
+				body := []byte(c.Body)
+				if strings.Contains(c.Body, "%[1]s") {
+					body = []byte(fmt.Sprintf(c.Body, values[i]))
 				}
-				if c.status == 413 && c.name != "1 MiB body" && len(body) != contract.MaxBodyBytes+1 {
+				if c.Status == 413 && c.Name != "1 MiB body" && len(body) != contract.MaxBodyBytes+1 {
 					t.Fatalf("test body is %d bytes, want %d", len(body), contract.MaxBodyBytes+1)
 				}
 				e.hot.reset()
 				nonces[i] = newNonce()
-				w := e.do(req{method: http.MethodPost, path: c.path, body: body, nonce: nonces[i], chunked: c.chunked})
-				wantDetail(t, w, c.status, c.mention)
+				w := e.do(req{method: http.MethodPost, path: c.Path, body: body, nonce: nonces[i], chunked: c.Chunked})
+				wantDetail(t, w, c.Status, c.Mention)
 				wantNoOperation(t, e)
 				if code, _ := e.hot.live(projectA, values[i]); code.VerifiedAtMs != 0 || code.Version != 0 {
 					t.Fatalf("%s after a refused request: %+v", values[i], code)
@@ -97,7 +58,7 @@ func TestBadInput(t *testing.T) {
 			e.hot.reset()
 			w := e.do(req{method: http.MethodPost, path: vpath, body: []byte(`{"code":"` + v + `"}`), nonce: nonces[i]})
 			if o := decode[contract.VerifyResponse](t, w); !o.Success {
-				t.Errorf("%s (%s): the corrected verify answered %s", v, cases[i].name, w.Body)
+				t.Errorf("%s (%s): the corrected verify answered %s", v, cases[i].Name, w.Body)
 			}
 			if ops := e.hot.Calls("Verify"); len(ops) != 1 || ops[0].Op.ReplayKey != contract.ReplayIdentity("", nonces[i]) || ops[0].Op.Code != v {
 				t.Errorf("%s: hot-path calls %+v", v, ops)
@@ -158,10 +119,10 @@ func TestBadInput(t *testing.T) {
 			{"page_size 101", list, "page_size=101", "page_size", 400},
 			{"page_size abc", list, "page_size=abc", "page_size", 400},
 			{"search with a control character", list, "search=a%01b", "search", 400},
-			{"search of 101 characters", list, "search=" + long(101), "search", 400},
+			{"search of 101 characters", list, "search=" + strings.Repeat("x", 101), "search", 400},
 			{"by-code with U+0001", byCode + "A%01B", "", "control", 400},
 			{"by-code with NUL", byCode + "%00", "", "control", 400},
-			{"by-code of 101 characters", byCode + long(101), "", "100", 400},
+			{"by-code of 101 characters", byCode + strings.Repeat("x", 101), "", "100", 400},
 			{"by-code not UTF-8", byCode + "A%FFB", "", "UTF-8", 400},
 		} {
 			t.Run(c.name, func(t *testing.T) {

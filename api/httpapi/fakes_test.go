@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/acv/acv/internal/testkit"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/api/httpapi"
 )
@@ -339,24 +341,7 @@ type env struct {
 	srv *httpapi.Server
 	rec *fakeRecords
 	hot *fakeHot
-	log *syncBuffer // the server's log output
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *testkit.SyncBuffer // the server's log output
 }
 
 func newEnv(t testing.TB) *env {
@@ -376,7 +361,7 @@ func newEnv(t testing.TB) *env {
 	for _, k := range []contract.APIKey{keyA, keyB, keyRevoked, keyDisabled, keyLimited} {
 		rec.keys[k.ID] = k
 	}
-	e := &env{rec: rec, hot: newFakeHot(), log: &syncBuffer{}}
+	e := &env{rec: rec, hot: newFakeHot(), log: &testkit.SyncBuffer{}}
 	e.reconfigure(t, nil)
 	return e
 }

@@ -1,34 +1,18 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/acv/acv/internal/testkit"
+
 	"github.com/acv/acv/internal/telemetry"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogWriterFlushesOnTimeAndClose(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	w := telemetry.NewLogWriter(&out, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	for i := 0; i < 50; i++ {
