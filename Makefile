@@ -5,7 +5,8 @@ PG_BIN  := /usr/lib/postgresql/15/bin
 
 .PHONY: run test build deps test-deps loadtest bench vet fmt clean
 
-## run: start Redis, PostgreSQL, a Kafka broker, the API, relay and consumer locally
+## run: start Redis, PostgreSQL, the API and the relay locally (logs straight to PostgreSQL;
+## through Kafka only when KAFKA_BROKERS names one)
 run: deps build
 	./$(BIN) dev
 

@@ -28,6 +28,10 @@ var (
 	disableSrc string
 	//go:embed scripts/loadproject.lua
 	loadProjectSrc string
+	//go:embed scripts/putkey.lua
+	putKeySrc string
+	//go:embed scripts/revokekey.lua
+	revokeKeySrc string
 
 	applyScript       = redis.NewScript(luaPrelude() + applySrc)
 	admitScript       = redis.NewScript(luaPrelude() + admitSrc)
@@ -35,12 +39,15 @@ var (
 	unknownScript     = redis.NewScript(luaPrelude() + unknownSrc)
 	disableScript     = redis.NewScript(luaPrelude() + disableSrc)
 	loadProjectScript = redis.NewScript(luaPrelude() + loadProjectSrc)
+	putKeyScript      = redis.NewScript(luaPrelude() + putKeySrc)
+	revokeKeyScript   = redis.NewScript(luaPrelude() + revokeKeySrc)
 )
 
 // Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
 type Redis interface {
 	redis.Scripter
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	HSet(ctx context.Context, key string, values ...interface{}) *redis.IntCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Pipeline() redis.Pipeliner
@@ -54,6 +61,9 @@ type Loader interface {
 	// CodeByValue returns contract.ErrNotFound (wrapped) when the project has no such code.
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
+	// APIKey returns contract.ErrNotFound (wrapped) when no key has the id; its Secret is
+	// sealed, as stored.
+	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 }
 
 // Cache runs the hot-path scripts against Redis.
@@ -96,17 +106,20 @@ func (c *Cache) Close() {
 	}
 }
 
-// eval runs a hot-path script, through the coalescer when there is one.
+// eval runs a hot-path script, through the coalescer when there is one. An unavailable Redis
+// is reported as contract.KindUnavailable (translate).
 func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
-		return c.co.run(ctx, s, keys, args...)
+		v, err := c.co.run(ctx, s, keys, args...)
+		return v, translate(err)
 	}
-	return s.Run(ctx, c.rdb, keys, args...).Result()
+	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
+	return v, translate(err)
 }
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.
 func (c *Cache) Preload(ctx context.Context) error {
-	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript, loadProjectScript} {
+	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript, loadProjectScript, putKeyScript, revokeKeyScript} {
 		if err := s.Load(ctx, c.rdb).Err(); err != nil {
 			return fmt.Errorf("load lua script: %w", err)
 		}

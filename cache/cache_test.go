@@ -130,11 +130,14 @@ type fakeLoader struct {
 	projectErr error // returned by Project when set
 	codeLoads  map[string]int
 	projLoads  map[string]int
+	keys       map[string]contract.APIKey
+	keyLoads   map[string]int
+	keyErr     error // returned by APIKey when set
 }
 
 func newFakeLoader() *fakeLoader {
 	return &fakeLoader{codes: map[string]contract.CodeRecord{}, projects: map[string]contract.Project{},
-		codeLoads: map[string]int{}, projLoads: map[string]int{}}
+		codeLoads: map[string]int{}, projLoads: map[string]int{}, keys: map[string]contract.APIKey{}, keyLoads: map[string]int{}}
 }
 
 func (l *fakeLoader) addCode(r contract.CodeRecord) contract.CodeRecord {
@@ -824,4 +827,24 @@ func TestAdmitChecksReplayAndRateLimit(t *testing.T) {
 			t.Fatalf("unchecked, unlimited admission %d: %+v %v", i, rs, err)
 		}
 	}
+}
+
+func (l *fakeLoader) APIKey(_ context.Context, id string) (contract.APIKey, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.keyLoads[id]++
+	if l.keyErr != nil {
+		return contract.APIKey{}, l.keyErr
+	}
+	k, ok := l.keys[id]
+	if !ok {
+		return contract.APIKey{}, fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
+	}
+	return k, nil
+}
+
+func (l *fakeLoader) keyCalls(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keyLoads[id]
 }

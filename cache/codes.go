@@ -18,7 +18,7 @@ func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRe
 	}
 	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...).Result()
 	if err != nil {
-		return false, fmt.Errorf("put code: %w", err)
+		return false, fmt.Errorf("put code: %w", translate(err))
 	}
 	return decodeStored("putcode.lua", v)
 }
@@ -80,7 +80,7 @@ func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl ti
 		return fmt.Errorf("mark unknown code: ttl %s is under the 1s minimum", ttl)
 	}
 	if err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second)).Err(); err != nil {
-		return fmt.Errorf("mark unknown code: %w", err)
+		return fmt.Errorf("mark unknown code: %w", translate(err))
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl ti
 func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contract.CodeRecord, found bool, err error) {
 	m, err := c.rdb.HGetAll(ctx, codeKey(projectID, value)).Result()
 	if err != nil {
-		return contract.CodeRecord{}, false, fmt.Errorf("read code: %w", err)
+		return contract.CodeRecord{}, false, fmt.Errorf("read code: %w", translate(err))
 	}
 	if len(m) == 0 || m[fUnknown] == "1" {
 		return contract.CodeRecord{}, false, nil

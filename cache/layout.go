@@ -57,6 +57,10 @@ func codeKey(projectID, value string) string {
 	return ShardTag(projectID) + "c:" + rawID(projectID) + value
 }
 
+// apiKeyKey names an API key's mirror. Each key has a slot of its own: authentication reads
+// it alone, never in a script with other keys.
+func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
+
 func projectKey(projectID string) string { return ShardTag(projectID) + "p:" + projectID }
 
 func bucketKey(projectID, keyID string) string { return ShardTag(projectID) + "rl:" + keyID }
@@ -105,6 +109,12 @@ const (
 	// A key's token bucket.
 	fTokens   = "tk" // tokens left, a decimal
 	fRefilled = "ts" // unix ms of the last refill
+	// An API key's mirror, and fVersion.
+	fKeyProject = "kp" // the key's project id
+	fKeySecret  = "ks" // the secret, sealed: Redis never holds it in clear
+	fKeyRate    = "kr" // tokens per second, "0" = unlimited
+	fKeyBurst   = "kb" // bucket size
+	fKeyRevoked = "kx" // "1" once revoked, for good
 	// An idempotency record.
 	fRequestHash = "h" // hash of the request the key was first used with
 	fStoredReply = "r" // the first outcome, packed as error|code id|verified at ms|at ms
@@ -134,6 +144,8 @@ func luaPrelude() string {
 		{"F_DIS", fDisabled}, {"F_VER", fVersion}, {"F_UNKNOWN", fUnknown}, {"F_EN", fEnabled},
 		{"F_TOKENS", fTokens}, {"F_REFILLED", fRefilled}, {"F_REQ_HASH", fRequestHash},
 		{"F_REPLY", fStoredReply}, {"F_EVENT", eventField}, {"F_TRACEPARENT", traceparentField},
+		{"F_KEY_PROJECT", fKeyProject}, {"F_KEY_SECRET", fKeySecret}, {"F_KEY_RATE", fKeyRate},
+		{"F_KEY_BURST", fKeyBurst}, {"F_KEY_REVOKED", fKeyRevoked},
 	} {
 		fmt.Fprintf(&b, "local %s = '%s'\n", f[0], f[1])
 	}

@@ -127,6 +127,7 @@ func embeddedScripts() map[string]string {
 	return map[string]string{
 		"apply.lua": applySrc, "admit.lua": admitSrc, "putcode.lua": putCodeSrc,
 		"unknown.lua": unknownSrc, "disable.lua": disableSrc, "loadproject.lua": loadProjectSrc,
+		"putkey.lua": putKeySrc, "revokekey.lua": revokeKeySrc,
 	}
 }
 
@@ -159,6 +160,8 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 		"F_DIS": fDisabled, "F_VER": fVersion, "F_UNKNOWN": fUnknown, "F_EN": fEnabled,
 		"F_TOKENS": fTokens, "F_REFILLED": fRefilled, "F_REQ_HASH": fRequestHash,
 		"F_REPLY": fStoredReply, "F_EVENT": eventField, "F_TRACEPARENT": traceparentField,
+		"F_KEY_PROJECT": fKeyProject, "F_KEY_SECRET": fKeySecret, "F_KEY_RATE": fKeyRate,
+		"F_KEY_BURST": fKeyBurst, "F_KEY_REVOKED": fKeyRevoked,
 	}
 	for name, s := range map[string]status{
 		"S_OK": statusOK, "S_CODE_MISS": statusCodeMiss, "S_PROJECT_MISS": statusProjectMiss,
@@ -187,6 +190,7 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 	for name, s := range map[string]*redis.Script{
 		"apply.lua": applyScript, "admit.lua": admitScript, "putcode.lua": putCodeScript,
 		"unknown.lua": unknownScript, "disable.lua": disableScript, "loadproject.lua": loadProjectScript,
+		"putkey.lua": putKeyScript, "revokekey.lua": revokeKeyScript,
 	} {
 		if s.Hash() != redis.NewScript(luaPrelude()+embeddedScripts()[name]).Hash() {
 			t.Errorf("%s does not run as the prelude followed by its embedded source", name)

@@ -15,7 +15,7 @@ func (c *Cache) PutProject(ctx context.Context, p contract.Project) error {
 	pipe.Del(ctx, key)
 	pipe.HSet(ctx, key, projectFields(p)...)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("put project: %w", err)
+		return fmt.Errorf("put project: %w", translate(err))
 	}
 	return nil
 }
@@ -27,7 +27,7 @@ func (c *Cache) LoadProject(ctx context.Context, p contract.Project) error {
 		exp = strconv.FormatInt(*p.ExpiresAt, 10)
 	}
 	if err := loadProjectScript.Run(ctx, c.rdb, []string{projectKey(p.ID)}, enabledFlag(p), exp).Err(); err != nil {
-		return fmt.Errorf("load project: %w", err)
+		return fmt.Errorf("load project: %w", translate(err))
 	}
 	return nil
 }

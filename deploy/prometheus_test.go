@@ -56,10 +56,15 @@ func TestPrometheusRulesAndDashboardOnLiveStack(t *testing.T) {
 	dashExprs := dashboardExprs(t)
 
 	s := testkit.NewStack(t)
-	apis := s.StartAPIs(2)
+	// Requests go to the replicas' API ports; Prometheus scrapes their debug listeners, as in
+	// the compose stack: the API port serves no /metrics.
+	apis, apiDebug := make([]string, 2), make([]string, 2)
+	for i := range apis {
+		apis[i], apiDebug[i] = s.StartAPIWithDebug()
+	}
 	worker := s.StartWorker("worker")
 	prom := startPrometheus(t, bin, rulesPath, map[string][]string{
-		jobAPI:      hostsOf(apis...),
+		jobAPI:      hostsOf(apiDebug...),
 		jobPipeline: hostsOf(worker),
 	})
 	t.Logf("stack and prometheus up after %s", time.Since(start).Round(time.Millisecond))
@@ -182,6 +187,10 @@ func checkDeployConfigJobs(t *testing.T) {
 			t.Errorf("%s has no scrape job %q", promConfigFile, job)
 		}
 	}
+	// The API port (8080) serves no /metrics: every acv process is scraped on its debug port.
+	if regexp.MustCompile(`["']?(api-\d+|pipeline):8080["']?`).Match(b) {
+		t.Errorf("%s scrapes an acv process on its API port 8080; scrape its debug port (ACV_DEBUG_ADDR)", promConfigFile)
+	}
 }
 
 func hostsOf(bases ...string) []string {
@@ -222,7 +231,7 @@ func driveMixedLoad(t *testing.T, s *testkit.Stack, apis []string, worker string
 	}
 
 	// Rate limiting: a key allowing one request a second, asked several times at once.
-	lk, err := s.Deps.Store.CreateAPIKey(ctx, tn.ProjectID, 1, 1)
+	lk, err := s.Admin.CreateAPIKey(ctx, tn.ProjectID, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@
 # threshold (or fails to run).
 #
 # STACK=running uses a stack that is already up (`make run`): set ACV_REDIS_URL and
-# ACV_DATABASE_URL from its banner (the admin commands need them); BASE_URL defaults to
+# ACV_DATABASE_URL from its banner (the admin commands need them, and the master key: the
+# stack's .acv/master.key unless ACV_MASTER_KEY or ACV_MASTER_KEY_FILE is set); BASE_URL defaults to
 # http://127.0.0.1:8080 and DEMO_JSON to .acv/demo.json. Codes are added to the demo project.
 #
 # Settings (environment):
@@ -131,16 +132,20 @@ own)
 	ACV_REDIS_URL="redis://$(sed -n 's/.*(Redis \([^,]*\), PostgreSQL.*/\1/p' <<<"$banner")/0"
 	ACV_DATABASE_URL=$(sed -n 's/.*, PostgreSQL \([^ ,]*\), Kafka.*/\1/p' <<<"$banner")
 	DEMO_JSON=$WORK/stack/demo.json
+	ACV_MASTER_KEY_FILE=$WORK/stack/master.key
+	unset ACV_MASTER_KEY
 	;;
 running)
 	: "${ACV_REDIS_URL:?STACK=running needs ACV_REDIS_URL (see the banner of make run)}"
 	: "${ACV_DATABASE_URL:?STACK=running needs ACV_DATABASE_URL (see the banner of make run)}"
 	BASE_URL=${BASE_URL:-http://127.0.0.1:8080}
 	DEMO_JSON=${DEMO_JSON:-.acv/demo.json}
+	[ -n "${ACV_MASTER_KEY:-}" ] || ACV_MASTER_KEY_FILE=${ACV_MASTER_KEY_FILE:-.acv/master.key}
 	;;
 *) die "STACK must be own or running" ;;
 esac
 export ACV_REDIS_URL ACV_DATABASE_URL
+[ -z "${ACV_MASTER_KEY_FILE:-}" ] || export ACV_MASTER_KEY_FILE
 case $BASE_URL in
 http://127.0.0.1:* | http://localhost:* | http://\[::1\]:*) ;;
 *) die "BASE_URL $BASE_URL is not on loopback; this script only drives a local stack" ;;

@@ -2,43 +2,54 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// CreateAPIKey issues a key for a project: a time-ordered id and a secret of 32 random bytes as
-// 64 lowercase hex characters. ratePerSec <= 0 or burst <= 0 leaves that limit unset.
-// contract.ErrNotFound when the project does not exist.
-func (s *Store) CreateAPIKey(ctx context.Context, projectID string, ratePerSec float64, burst int) (contract.APIKey, error) {
-	if err := checkID("project", projectID); err != nil {
+// NewAPIKey is a key to record. The caller (internal/admin) makes its id and secret and seals
+// the secret: the store keeps Secret as given, an opaque string, and never sees it in clear.
+// RatePerSec <= 0 or Burst <= 0 leaves that limit unset.
+type NewAPIKey struct {
+	ID, ProjectID string
+	Secret        string
+	RatePerSec    float64
+	Burst         int
+}
+
+// CreateAPIKey records a key for a project and returns it with its project's flags; its
+// Secret is as stored (sealed). contract.ErrNotFound when the project does not exist,
+// contract.ErrConflict when the id is taken.
+func (s *Store) CreateAPIKey(ctx context.Context, nk NewAPIKey) (contract.APIKey, error) {
+	if err := checkID("api key", nk.ID); err != nil {
 		return contract.APIKey{}, err
 	}
-	if err := checkRate(ratePerSec, burst); err != nil {
+	if err := checkID("project", nk.ProjectID); err != nil {
 		return contract.APIKey{}, err
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return contract.APIKey{}, fmt.Errorf("generate secret: %w", err)
+	if err := checkRate(nk.RatePerSec, nk.Burst); err != nil {
+		return contract.APIKey{}, err
 	}
-	k := contract.APIKey{ID: contract.NewID(), ProjectID: projectID, Secret: hex.EncodeToString(raw[:])}
+	if nk.Secret == "" {
+		return contract.APIKey{}, fmt.Errorf("api key %s: empty secret", nk.ID)
+	}
+	k := contract.APIKey{ID: nk.ID, ProjectID: nk.ProjectID, Secret: nk.Secret}
 	var expiresAt *time.Time
 	err := s.pool.QueryRow(ctx,
 		`WITH k AS (
 			INSERT INTO api_keys (id, project_id, secret, rate_per_sec, burst)
 			VALUES ($1, $2, $3, $4, $5)
-			RETURNING project_id, coalesce(rate_per_sec, 0) AS rate, coalesce(burst, 0) AS burst)
-		 SELECT k.rate, k.burst, p.enabled, p.expires_at
+			RETURNING project_id, coalesce(rate_per_sec, 0) AS rate, coalesce(burst, 0) AS burst, version)
+		 SELECT k.rate, k.burst, k.version, p.enabled, p.expires_at
 		 FROM k JOIN projects p ON p.id = k.project_id`,
-		k.ID, projectID, k.Secret, optRate(ratePerSec), optBurst(burst),
-	).Scan(&k.RatePerSec, &k.Burst, &k.ProjectEnabled, &expiresAt)
+		k.ID, nk.ProjectID, k.Secret, optRate(nk.RatePerSec), optBurst(nk.Burst),
+	).Scan(&k.RatePerSec, &k.Burst, &k.Version, &k.ProjectEnabled, &expiresAt)
 	if err != nil {
-		return contract.APIKey{}, fmt.Errorf("insert api key for project %s: %w", projectID, translate(err))
+		return contract.APIKey{}, fmt.Errorf("insert api key for project %s: %w", nk.ProjectID, translate(err))
 	}
 	k.ProjectExpiresAt = toUnix(expiresAt)
 	return k, nil
@@ -51,7 +62,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx,
-		`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, id)
+		`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()), version = version + 1 WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("revoke api key %s: %w", id, err)
 	}
@@ -71,7 +82,7 @@ func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec fl
 		return err
 	}
 	tag, err := s.pool.Exec(ctx,
-		`UPDATE api_keys SET rate_per_sec = $2, burst = $3 WHERE id = $1`,
+		`UPDATE api_keys SET rate_per_sec = $2, burst = $3, version = version + 1 WHERE id = $1`,
 		id, optRate(ratePerSec), optBurst(burst))
 	if err != nil {
 		return fmt.Errorf("update api key %s rate limit: %w", id, err)
@@ -82,29 +93,51 @@ func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec fl
 	return nil
 }
 
-// APIKey reads a key joined with its project's flags, for authentication. contract.ErrNotFound when the
-// key does not exist.
-func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
-	if err := checkID("api key", id); err != nil {
-		return contract.APIKey{}, err
-	}
+// keySelect reads keys joined with their project's flags; scanKey reads one of its rows.
+const keySelect = `SELECT k.id, k.project_id, k.secret, k.revoked_at IS NOT NULL,
+	        coalesce(k.rate_per_sec, 0), coalesce(k.burst, 0), k.version, p.enabled, p.expires_at
+	 FROM api_keys k JOIN projects p ON p.id = k.project_id`
+
+func scanKey(row pgx.Row) (contract.APIKey, error) {
 	var (
 		k         contract.APIKey
 		kid, pid  pgtype.UUID
 		expiresAt *time.Time
 	)
-	err := s.pool.QueryRow(ctx,
-		`SELECT k.id, k.project_id, k.secret, k.revoked_at IS NOT NULL,
-		        coalesce(k.rate_per_sec, 0), coalesce(k.burst, 0), p.enabled, p.expires_at
-		 FROM api_keys k JOIN projects p ON p.id = k.project_id
-		 WHERE k.id = $1`, id,
-	).Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.ProjectEnabled, &expiresAt)
-	if err != nil {
-		return contract.APIKey{}, fmt.Errorf("select api key %s: %w", id, translate(err))
+	if err := row.Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.Version,
+		&k.ProjectEnabled, &expiresAt); err != nil {
+		return contract.APIKey{}, err
 	}
 	k.ID, k.ProjectID = hexID(kid), hexID(pid)
 	k.ProjectExpiresAt = toUnix(expiresAt)
 	return k, nil
+}
+
+// APIKey reads a key joined with its project's flags, for authentication; its Secret is as
+// stored (sealed, or in clear for a key issued before secrets were sealed), for the wiring to
+// open. contract.ErrNotFound when the key does not exist.
+func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
+	if err := checkID("api key", id); err != nil {
+		return contract.APIKey{}, err
+	}
+	k, err := scanKey(s.pool.QueryRow(ctx, keySelect+` WHERE k.id = $1`, id))
+	if err != nil {
+		return contract.APIKey{}, fmt.Errorf("select api key %s: %w", id, translate(err))
+	}
+	return k, nil
+}
+
+// APIKeys reads every key, in id order, to fill the key mirror in Redis.
+func (s *Store) APIKeys(ctx context.Context) ([]contract.APIKey, error) {
+	rows, err := s.pool.Query(ctx, keySelect+` ORDER BY k.id`)
+	if err != nil {
+		return nil, fmt.Errorf("select api keys: %w", translate(err))
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.APIKey, error) { return scanKey(r) })
+	if err != nil {
+		return nil, fmt.Errorf("select api keys: %w", translate(err))
+	}
+	return keys, nil
 }
 
 // checkRate rejects limits no token bucket can honour.

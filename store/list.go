@@ -56,7 +56,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		}
 		total = countOf(st, q.State)
 	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+filter, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, err)
+		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
 	}
 
 	offset := (int64(q.Page) - 1) * int64(q.PageSize)
@@ -84,11 +84,11 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
+		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.CodeRecord, error) { return scanCode(r) })
 	if err != nil {
-		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, err)
+		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, translate(err))
 	}
 	return out, total, nil
 }

@@ -26,7 +26,7 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 		 FROM verification_logs WHERE code_id = $1
 		 ORDER BY verified_at DESC, id DESC LIMIT $2`, codeID, lim)
 	if err != nil {
-		return nil, fmt.Errorf("select logs of code %s: %w", codeID, err)
+		return nil, fmt.Errorf("select logs of code %s: %w", codeID, translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogEntry, error) {
 		var (
@@ -42,7 +42,7 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 		return e, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("select logs of code %s: %w", codeID, err)
+		return nil, fmt.Errorf("select logs of code %s: %w", codeID, translate(err))
 	}
 	return out, nil
 }

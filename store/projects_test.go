@@ -1,8 +1,8 @@
 package store_test
 
 import (
+	"errors"
 	"reflect"
-	"regexp"
 	"testing"
 
 	"github.com/acv/acv/api/contract"
@@ -59,7 +59,7 @@ func TestProjects(t *testing.T) {
 		"code by id unknown": func() error { _, err := s.CodeByID(ctx, p.ID, missing); return err }(),
 		"code by value":      func() error { _, err := s.CodeByValue(ctx, p.ID, "nope"); return err }(),
 		"snapshot unknown":   s.ApplySnapshot(ctx, contract.CodeRecord{ID: missing, Version: 1}),
-		"create key unknown": func() error { _, err := s.CreateAPIKey(ctx, missing, 0, 0); return err }(),
+		"create key unknown": func() error { _, err := s.CreateAPIKey(ctx, newAPIKey(missing, 0, 0)); return err }(),
 		"get key unknown":    func() error { _, err := s.APIKey(ctx, missing); return err }(),
 		"revoke key unknown": s.RevokeAPIKey(ctx, missing),
 		"limit key unknown":  s.SetAPIKeyRateLimit(ctx, missing, 1, 1),
@@ -73,7 +73,6 @@ func TestAPIKeys(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, ptr(int64(1900000000)))
-	secretForm := regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 	tests := []struct {
 		name      string
@@ -88,11 +87,13 @@ func TestAPIKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := s.CreateAPIKey(ctx, p.ID, tt.rate, tt.burst)
+			nk := newAPIKey(p.ID, tt.rate, tt.burst)
+			k, err := s.CreateAPIKey(ctx, nk)
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
-			if !contract.ValidID(k.ID) || !secretForm.MatchString(k.Secret) || k.ProjectID != p.ID ||
+			// The secret is kept and returned as given: the store knows nothing of sealing.
+			if k.ID != nk.ID || k.Secret != nk.Secret || k.ProjectID != p.ID ||
 				k.Revoked || !k.ProjectEnabled || k.ProjectExpiresAt == nil || *k.ProjectExpiresAt != 1900000000 ||
 				k.RatePerSec != tt.wantRate || k.Burst != tt.wantBurst {
 				t.Fatalf("created key = %+v", k)
@@ -107,10 +108,15 @@ func TestAPIKeys(t *testing.T) {
 		})
 	}
 
-	k, _ := s.CreateAPIKey(ctx, p.ID, 0, 0)
-	k2, _ := s.CreateAPIKey(ctx, p.ID, 0, 0)
+	k, _ := s.CreateAPIKey(ctx, newAPIKey(p.ID, 0, 0))
+	k2, _ := s.CreateAPIKey(ctx, newAPIKey(p.ID, 0, 0))
 	if k.Secret == k2.Secret || k.ID == k2.ID {
 		t.Fatalf("two keys share id or secret")
+	}
+	dup := newAPIKey(p.ID, 0, 0)
+	dup.ID = k.ID
+	if _, err := s.CreateAPIKey(ctx, dup); !errors.Is(err, contract.ErrConflict) {
+		t.Fatalf("a second key with a taken id: %v, want ErrConflict", err)
 	}
 	if err := s.SetAPIKeyRateLimit(ctx, k.ID, 3, 7); err != nil {
 		t.Fatalf("set limit: %v", err)

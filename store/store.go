@@ -8,6 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -70,21 +74,57 @@ func (s *Store) Ping(ctx context.Context) error {
 // Pool exposes the connection pool for callers that need raw access (tests, admin tooling).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// translate maps driver errors to the contract's refusals, keeping the original in the chain.
+// translate maps driver errors to the contract's refusals, keeping the original in the chain:
+// no rows and a missing referenced row are not found, a unique violation a conflict, and a
+// server that cannot serve now (pgUnavailable) or cannot be reached is unavailable.
 func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", contract.ErrNotFound, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "23505": // unique_violation
+		switch {
+		case pgErr.Code == "23505": // unique_violation
 			return fmt.Errorf("%w: %w", contract.ErrConflict, err)
-		case "23503": // foreign_key_violation: the referenced row does not exist
+		case pgErr.Code == "23503": // foreign_key_violation: the referenced row does not exist
 			return fmt.Errorf("%w: %w", contract.ErrNotFound, err)
+		case pgUnavailable(pgErr.Code):
+			return contract.Unavailable(err)
 		}
+		// Any other answer of the server (a refused password, a bug in a query) is ours to fix.
+		return err
+	}
+	if unreachable(err) {
+		return contract.Unavailable(err)
 	}
 	return err
+}
+
+// pgUnavailable tells whether a SQLSTATE says the server cannot serve now, though it may soon:
+// class 08 (connection exception), admin_shutdown (57P01), crash_shutdown (57P02),
+// cannot_connect_now (57P03: starting up, shutting down, in recovery) and
+// too_many_connections (53300).
+func pgUnavailable(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03", "53300":
+		return true
+	}
+	return strings.HasPrefix(code, "08")
+}
+
+// unreachable tells whether err is a failure to reach the server or to keep talking to it: a
+// dial that failed, a connection refused, reset or closed under a query, a network timeout.
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // retryable tells whether a transaction failed only because of a concurrent one and may simply

@@ -35,7 +35,7 @@ func server(t *testing.T, got *[]seen) *client.Client {
 		if r.Header.Get("X-API-Key") != keyID || !contract.NewVerifier(secret).Verify(r.Header.Get("X-Signature"),
 			r.Method, path, query, contract.BodySHA256(body), r.Header.Get("X-Timestamp"), r.Header.Get("X-Nonce")) {
 			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"detail":"Invalid signature"}`))
+			_, _ = w.Write([]byte(`{"detail":"Invalid API key or signature"}`))
 			return
 		}
 		if r.Header.Get("X-Nonce") == "" {
@@ -121,7 +121,7 @@ func TestClientReturnsTheDetail(t *testing.T) {
 	c.Secret = strings.Repeat("b", 64) // the server refuses the signature
 	_, err := c.Project(context.Background(), pid)
 	var e *client.Error
-	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Detail != "Invalid signature" {
+	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Detail != "Invalid API key or signature" {
 		t.Fatalf("error %v, want HTTP 401 with the detail", err)
 	}
 	if len(got) != 0 {

@@ -23,13 +23,31 @@ const (
 )
 
 // Error is a refusal with a kind and a message safe to show the caller. Errors without one in
-// their chain are internal: their text is logged, never shown.
+// their chain are internal: their text is logged, never shown. Err, when set, is the cause an
+// adapter translated (a driver's error): it stays in the chain for logs and errors.Is/As, and
+// is never shown.
 type Error struct {
 	Kind    Kind
 	Message string
+	Err     error
 }
 
-func (e *Error) Error() string { return e.Message }
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable wraps cause, an error of an adapter's dependency that means the dependency is
+// down, starting, overloaded or unreachable, into a refusal of kind KindUnavailable: the caller
+// may retry later. The message names no internals; the cause stays in the chain.
+func Unavailable(cause error) *Error {
+	return &Error{Kind: KindUnavailable, Message: "Service temporarily unavailable", Err: cause}
+}
 
 // Errorf makes an Error of kind with a formatted message.
 func Errorf(kind Kind, format string, args ...any) *Error {

@@ -5,8 +5,10 @@ package contract
 type APIKey struct {
 	ID        string
 	ProjectID string
-	// Secret is the 64-hex-character HMAC key, kept in clear because verifying a signature
-	// needs it.
+	// Secret is the HMAC key clients sign with, 64 hex characters, wherever the HTTP layer
+	// (or a client) sees an APIKey: verifying a signature needs it in clear. At rest it is
+	// sealed (internal/secrets, "v1:<kid>:…"): the stores keep and return the sealed string
+	// opaquely, and the wiring opens it before the HTTP layer gets the key.
 	Secret  string
 	Revoked bool
 	// RatePerSec and Burst configure the key's token bucket; both 0 means unlimited.
@@ -14,6 +16,9 @@ type APIKey struct {
 	Burst            int
 	ProjectEnabled   bool
 	ProjectExpiresAt *int64 // unix seconds
+	// Version increases with every change of the key (rate limit, revocation), so a mirror
+	// of it keeps the newest state whatever order writes arrive in.
+	Version int64
 }
 
 // Limit is the key's token bucket; the zero RateLimit (unlimited) when either part is unset.

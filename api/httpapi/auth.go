@@ -50,6 +50,11 @@ type authFailure struct {
 func (e *authFailure) Error() string { return e.err.Message }
 func (e *authFailure) Unwrap() error { return e.err }
 
+// badCredentials is the one answer to an unknown or malformed key id and to a bad signature:
+// telling them apart would tell an attacker which key ids exist. The access log and
+// acv_auth_failures_total keep the difference (unknown_key, bad_signature).
+const badCredentials = "Invalid API key or signature"
+
 func unauthorized(why AuthFailure, detail string) error {
 	return &authFailure{reason: why, err: &contract.Error{Kind: contract.KindUnauthorized, Message: detail}}
 }
@@ -84,20 +89,20 @@ func (s *Server) authenticate(c *gin.Context) error {
 		return unauthorized(AuthMalformed, "X-Nonce must be 16 to 64 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	if !contract.ValidID(keyID) {
-		return unauthorized(AuthUnknownKey, "Invalid API key")
+		return unauthorized(AuthUnknownKey, badCredentials)
 	}
 	entry, err := s.keys.get(c.Request.Context(), keyID)
 	if err != nil {
 		return err
 	}
 	if !entry.found {
-		return unauthorized(AuthUnknownKey, "Invalid API key")
+		return unauthorized(AuthUnknownKey, badCredentials)
 	}
 	key := entry.key
 	rawPath, rawQuery := splitRequestURI(c.Request)
 	bodyHash := contract.BodySHA256(body)
 	if !entry.verify(sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
-		return unauthorized(AuthBadSignature, "Invalid signature")
+		return unauthorized(AuthBadSignature, badCredentials)
 	}
 	if key.Revoked {
 		return unauthorized(AuthRevoked, "API key has been revoked")

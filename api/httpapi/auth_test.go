@@ -1,17 +1,25 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/api/httpapi"
+	"github.com/prometheus/client_golang/prometheus"
 )
+
+// badCredentials is the one detail of an unknown or malformed key id and of a bad signature.
+const badCredentials = "Invalid API key or signature"
 
 // TestAuthentication is the order of the contract's authentication: every failure is a 401
 // with a sentence, 401 comes before 403, and a refused request never reaches Verify or
@@ -66,45 +74,45 @@ func TestAuthentication(t *testing.T) {
 			status: 401, mention: "X-Nonce", noLookup: true},
 		{name: "key id in upper case", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.header = map[string]string{"X-API-Key": strings.ToUpper(keyA.ID)}
-		}), status: 401, mention: "API key", noLookup: true},
+		}), status: 401, mention: badCredentials, noLookup: true},
 		{name: "key id of 31 characters", req: with(post(verifyPath(projectA)), func(r *req) { r.header = map[string]string{"X-API-Key": keyA.ID[:31]} }),
-			status: 401, mention: "API key", noLookup: true},
+			status: 401, mention: badCredentials, noLookup: true},
 		{name: "key id with hyphens", req: with(post(verifyPath(projectA)), func(r *req) {
 			id := keyA.ID
 			r.header = map[string]string{"X-API-Key": id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]}
-		}), status: 401, mention: "API key", noLookup: true},
+		}), status: 401, mention: badCredentials, noLookup: true},
 		{name: "unknown key", req: with(post(verifyPath(projectA)), func(r *req) {
 			k := contract.APIKey{ID: unknownK, Secret: secretOf('a')}
 			r.key = &k
-		}), status: 401, mention: "Invalid API key"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature made with another secret", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.sig = signed(secretOf('z'), "POST", verifyPath(projectA), "", body, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature over another body", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", []byte(`{"code":"ABD"}`), ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature over another path", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.sig = signed(keyA.Secret, "POST", reactPath(projectA), "", body, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature over another method", req: with(get(projectPath(projectA)), func(r *req) {
 			r.sig = signed(keyA.Secret, "POST", projectPath(projectA), "", nil, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature over another query", req: with(get(projectPath(projectA)+"/codes"), func(r *req) {
 			r.query = "page=2"
 			r.sig = signed(keyA.Secret, "GET", projectPath(projectA)+"/codes", "page=1", nil, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature over another timestamp", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, strconv.FormatInt(now-1, 10), "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature without the nonce line", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.nonce = newNonce()
 			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "signature not hex", req: with(post(verifyPath(projectA)), func(r *req) { r.sig = strings.Repeat("zz", 32) }),
-			status: 401, mention: "signature"},
+			status: 401, mention: badCredentials},
 		{name: "signature truncated", req: with(post(verifyPath(projectA)), func(r *req) {
 			r.sig = signed(keyA.Secret, "POST", verifyPath(projectA), "", body, ts, "")[:63]
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "revoked key with a valid signature", req: with(post(verifyPath(projectA)), func(r *req) { r.key = &keyRevoked }),
 			status: 401, mention: "revoked"},
 		{name: "revoked key on a GET", req: with(get(projectPath(projectA)), func(r *req) { r.key = &keyRevoked }),
@@ -117,14 +125,14 @@ func TestAuthentication(t *testing.T) {
 			status: 401, mention: "Unix seconds"},
 		{name: "bad signature on another project's path", req: with(post(verifyPath(projectB)), func(r *req) {
 			r.sig = signed(secretOf('z'), "POST", verifyPath(projectB), "", body, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "bad signature on another project's GET path", req: with(get(projectPath(projectB)), func(r *req) {
 			r.sig = signed(secretOf('z'), "GET", projectPath(projectB), "", nil, ts, "")
-		}), status: 401, mention: "signature"},
+		}), status: 401, mention: badCredentials},
 		{name: "unknown key on another project's path", req: with(post(verifyPath(projectB)), func(r *req) {
 			k := contract.APIKey{ID: unknownK, Secret: secretOf('a')}
 			r.key = &k
-		}), status: 401, mention: "Invalid API key"},
+		}), status: 401, mention: badCredentials},
 		{name: "revoked key on another project's path", req: with(post(verifyPath(projectB)), func(r *req) { r.key = &keyRevoked }),
 			status: 401, mention: "revoked"},
 		{name: "skewed timestamp on another project's path", req: with(get(projectPath(projectB)), func(r *req) { r.ts = strconv.FormatInt(now-3600, 10) }),
@@ -255,7 +263,7 @@ func TestReplay(t *testing.T) {
 	// refused before the hot path sees it, so it cannot pass for a new request.
 	upper := post
 	upper.sig = strings.ToUpper(contract.Sign(keyA.Secret, contract.StringToSign("POST", post.path, "", contract.BodySHA256(post.body), strconv.FormatInt(now, 10), "")))
-	wantDetail(t, e.do(upper), http.StatusUnauthorized, "Invalid signature")
+	wantDetail(t, e.do(upper), http.StatusUnauthorized, badCredentials)
 	if ops := e.hot.Calls("Verify"); len(ops) != 2 || ops[0].Op.ReplayKey != ops[1].Op.ReplayKey {
 		t.Errorf("replay keys of the same request: %+v", ops)
 	}
@@ -297,4 +305,72 @@ func TestKeyLookupCached(t *testing.T) {
 	if n != 1 {
 		t.Errorf("key looked up %d times, want 1", n)
 	}
+}
+
+// TestUnknownKeyAndBadSignatureLookAlike: an attacker cannot tell a key id that exists from one
+// that does not. An unknown key id, a malformed one and a known key with a bad signature get
+// byte-identical answers; the access log and acv_auth_failures_total keep the difference.
+func TestUnknownKeyAndBadSignatureLookAlike(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e.reconfigure(t, func(c *httpapi.Config) { c.Registerer = reg })
+	unknown := contract.APIKey{ID: unknownK, Secret: secretOf('a')}
+	ts := strconv.FormatInt(now, 10)
+	cases := []struct {
+		name   string
+		r      req
+		reason string
+	}{
+		{"unknown key", req{path: projectPath(projectA), key: &unknown}, "unknown_key"},
+		{"malformed key id", req{path: projectPath(projectA), header: map[string]string{"X-API-Key": "not-a-key-id"}}, "unknown_key"},
+		{"bad signature", req{path: projectPath(projectA),
+			sig: contract.Sign(secretOf('z'), contract.StringToSign("GET", projectPath(projectA), "", contract.EmptyBodySHA256, ts, ""))}, "bad_signature"},
+	}
+	var first *httptest.ResponseRecorder
+	for _, tc := range cases {
+		logged := len(e.log.String())
+		w := e.do(tc.r)
+		wantDetail(t, w, http.StatusUnauthorized, badCredentials)
+		if first == nil {
+			first = w
+		} else {
+			if !bytes.Equal(w.Body.Bytes(), first.Body.Bytes()) {
+				t.Errorf("%s: body %q differs from %s's %q", tc.name, w.Body, cases[0].name, first.Body)
+			}
+			if !reflect.DeepEqual(w.Header(), first.Header()) {
+				t.Errorf("%s: headers %v differ from %s's %v", tc.name, w.Header(), cases[0].name, first.Header())
+			}
+		}
+		if line := e.log.String()[logged:]; !strings.Contains(line, "auth_failure="+tc.reason) {
+			t.Errorf("%s: the access log does not name the reason %s: %s", tc.name, tc.reason, line)
+		}
+	}
+	for reason, want := range map[string]float64{"unknown_key": 2, "bad_signature": 1} {
+		if got := counterValue(t, reg, "acv_auth_failures_total", "reason", reason); got != want {
+			t.Errorf("acv_auth_failures_total{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
+}
+
+// counterValue is the value of the counter series of name whose label is value in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s=%q}", name, label, value)
+	return 0
 }

@@ -49,10 +49,11 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 
 // writeError answers err with its status and {"detail"} and stops the chain. A refusal shows
 // its own message; anything else is logged with its cause and shown as a bare 500, or as a 503
-// when it looks like a dependency that is down or slow.
+// when an adapter said its dependency is unavailable (KindUnavailable) or it looks like a
+// dependency that is down or slow. A 503 never shows its cause.
 func (s *Server) writeError(c *gin.Context, err error) {
 	var ce *contract.Error
-	if errors.As(err, &ce) && ce.Kind != contract.KindInternal {
+	if errors.As(err, &ce) && ce.Kind != contract.KindInternal && ce.Kind != contract.KindUnavailable {
 		var af *authFailure
 		if errors.As(err, &af) {
 			s.countAuthFailure(c, af.reason)
@@ -61,7 +62,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		return
 	}
 	s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath())
-	if isUnavailable(err) {
+	if contract.KindOf(err) == contract.KindUnavailable || isUnavailable(err) {
 		c.AbortWithStatusJSON(http.StatusServiceUnavailable, contract.ErrorBody{Detail: "Service temporarily unavailable"})
 		return
 	}

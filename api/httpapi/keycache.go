@@ -7,32 +7,40 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/acv/acv/api/contract"
 )
 
-// maxCachedKeys bounds the key cache; the least recently used lookup leaves first, so a flood
-// of unknown key ids cannot push the keys in use out all at once.
+// maxCachedKeys bounds each of the two halves of the key cache. Keys that exist and ids that
+// name no key are kept apart, so a flood of made-up ids evicts only other made-up ids, never
+// the keys in use.
 const maxCachedKeys = 100_000
 
-// keyCache keeps API-key lookups in process for a few seconds, so authentication costs no
-// Postgres query per request while revocation and project disable still take effect within
-// the TTL. Unknown key ids are cached too, so guessing ids cannot load the database.
+// keyCache keeps API-key lookups in process for a few seconds (the TTL), so authentication
+// costs no store query per request while revocation and project disable still take effect
+// within the TTL. When a refresh fails (the stores are unreachable) a lookup up to staleFor old
+// is served instead of failing every request; a revocation written to the key mirror is seen at
+// the first refresh that succeeds.
 type keyCache struct {
 	records interface {
 		APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	}
-	group   singleflight.Group
-	lookups *prometheus.CounterVec
-	entries *expirable.LRU[string, *keyEntry]
+	ttl, staleFor time.Duration
+	now           func() time.Time
+	group         singleflight.Group
+	lookups       *prometheus.CounterVec
+	known         *lru.Cache[string, *keyEntry]
+	unknown       *lru.Cache[string, *keyEntry]
 }
 
 // keyEntry is one cached lookup, with a pool of signature verifiers for the key's secret.
 type keyEntry struct {
 	key       contract.APIKey
 	found     bool
+	fetched   time.Time
 	verifiers sync.Pool
 }
 
@@ -47,15 +55,26 @@ func (e *keyEntry) verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	return ok
 }
 
-func newKeyCache(r Records, ttl time.Duration, lookups *prometheus.CounterVec) *keyCache {
-	return &keyCache{records: r, lookups: lookups, entries: expirable.NewLRU[string, *keyEntry](maxCachedKeys, nil, ttl)}
+func newKeyCache(r Records, ttl, staleFor time.Duration, now func() time.Time, lookups *prometheus.CounterVec) *keyCache {
+	known, _ := lru.New[string, *keyEntry](maxCachedKeys)
+	unknown, _ := lru.New[string, *keyEntry](maxCachedKeys)
+	return &keyCache{records: r, ttl: ttl, staleFor: staleFor, now: now, lookups: lookups, known: known, unknown: unknown}
 }
 
-// get returns the cached lookup of a key id; its found tells whether the key exists.
+// cached is the newest lookup of id held in either half.
+func (k *keyCache) cached(id string) (*keyEntry, bool) {
+	if e, ok := k.known.Get(id); ok {
+		return e, true
+	}
+	return k.unknown.Get(id)
+}
+
+// get returns the lookup of a key id; its found tells whether the key exists.
 func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
-	if e, ok := k.entries.Get(id); ok {
+	prev, ok := k.cached(id)
+	if ok && k.now().Sub(prev.fetched) < k.ttl {
 		k.lookups.WithLabelValues("hit").Inc()
-		return e, nil
+		return prev, nil
 	}
 	k.lookups.WithLabelValues("miss").Inc()
 	v, err, _ := k.group.Do(id, func() (interface{}, error) {
@@ -63,11 +82,21 @@ func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
 		if err != nil && !errors.Is(err, contract.ErrNotFound) {
 			return nil, fmt.Errorf("look up api key: %w", err)
 		}
-		e := &keyEntry{key: key, found: err == nil}
-		k.entries.Add(id, e)
+		e := &keyEntry{key: key, found: err == nil, fetched: k.now()}
+		if e.found {
+			k.known.Add(id, e)
+			k.unknown.Remove(id)
+		} else {
+			k.unknown.Add(id, e)
+			k.known.Remove(id)
+		}
 		return e, nil
 	})
 	if err != nil {
+		if ok && k.now().Sub(prev.fetched) < k.staleFor {
+			k.lookups.WithLabelValues("stale").Inc()
+			return prev, nil
+		}
 		return nil, err
 	}
 	return v.(*keyEntry), nil

@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: latencyBuckets,
 		}, []string{"script"}),
 		keyCache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_key_cache_lookups_total", Help: "API-key lookups by result: hit (in process) or miss (Postgres).",
+			Name: "acv_key_cache_lookups_total", Help: "API-key lookups by result: hit (in process), miss (asked the key mirror), stale (served an old lookup because the stores could not be reached).",
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.outcomes, m.unknownCodes, m.idemReplays,
@@ -65,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []AuthFailure{AuthMissing, AuthMalformed, AuthUnknownKey, AuthRevoked, AuthBadSignature, AuthSkew, AuthReplay, AuthProjectDisabled} {
 		m.authFailures.WithLabelValues(string(r))
 	}
-	for _, r := range []string{"hit", "miss"} {
+	for _, r := range []string{"hit", "miss", "stale"} {
 		m.keyCache.WithLabelValues(r)
 	}
 	for _, r := range []string{"replayed", "conflict"} {

@@ -46,9 +46,9 @@ type Config struct {
 	Records Records
 	HotPath HotPath
 	// Ready answers /readyz; the wiring builds it from its dependency probes. Not served when nil.
+	// Metrics and profiles are not served here: the public port shows neither (the wiring
+	// serves them on the debug listener, ACV_DEBUG_ADDR).
 	Ready http.Handler
-	// Metrics answers /metrics. Not served when nil.
-	Metrics http.Handler
 	// Logger receives access and error logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
@@ -56,6 +56,9 @@ type Config struct {
 	// KeyCacheTTL bounds how long a key's lookup is reused: revocation and project disable take
 	// effect within it. Default 5 s.
 	KeyCacheTTL time.Duration
+	// KeyCacheStale is how old a key lookup may be served while the stores cannot be reached to
+	// refresh it. Default 10 min.
+	KeyCacheStale time.Duration
 	// RequestTimeout bounds each request's work. Default 10 s.
 	RequestTimeout time.Duration
 	// TrustedProxies are the proxy addresses whose X-Forwarded-For is believed; none by default.
@@ -82,6 +85,9 @@ func (c *Config) defaults() error {
 	}
 	if c.KeyCacheTTL <= 0 {
 		c.KeyCacheTTL = 5 * time.Second
+	}
+	if c.KeyCacheStale <= 0 {
+		c.KeyCacheStale = 10 * time.Minute
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -117,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	m := newMetrics(cfg.Registerer)
-	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, m.keyCache), metrics: m,
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.KeyCacheStale, cfg.Now, m.keyCache), metrics: m,
 		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/httpapi")}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
@@ -137,9 +143,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Ready != nil {
 		e.GET("/readyz", gin.WrapH(cfg.Ready))
 	}
-	if cfg.Metrics != nil {
-		e.GET("/metrics", gin.WrapH(cfg.Metrics))
-	}
 	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate))
 	p.GET("", s.handle(s.getProject))
 	p.GET("/codes", s.handle(s.listCodes))
@@ -154,6 +157,9 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP answers one request; a Server is an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
+// maxHeaderBytes bounds a request's line and headers; past it net/http answers 431.
+const maxHeaderBytes = 32 << 10
+
 // Serve answers on ln until ctx ends, then stops accepting and drains in-flight requests for up
 // to drain before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
@@ -163,11 +169,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	// net/http's own answers to requests it cannot read become {"detail"} JSON too (rawerrors.go).
+	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve http: %w", err)

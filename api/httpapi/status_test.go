@@ -571,6 +571,17 @@ func TestFaults(t *testing.T) {
 			}
 		}, req{method: http.MethodPost, path: reactPath(projectA), body: []byte(`{"code":"ABC"}`)}, 503},
 		{"key lookup times out", func(e *env) { e.rec.keyErr = deadline }, post, 503},
+		// An adapter that says its dependency is unavailable (Redis LOADING, Postgres starting
+		// up) gets a 503 whose detail shows neither the cause nor the refusal's own message.
+		{"verify refused: redis unavailable", func(e *env) {
+			e.hot.operate = func(contract.Operation) (contract.OperationResult, error) {
+				return contract.OperationResult{}, fmt.Errorf("run apply script: %w",
+					&contract.Error{Kind: contract.KindUnavailable, Message: secret, Err: errors.New("LOADING Redis is loading the dataset in memory")})
+			}
+		}, post, 503},
+		{"key lookup refused: postgres unavailable", func(e *env) {
+			e.rec.keyErr = contract.Unavailable(errors.New("FATAL: the database system is starting up (SQLSTATE 57P03) at " + secret))
+		}, req{path: projectPath(projectA)}, 503},
 		{"statistics time out", func(e *env) { e.rec.err = deadline }, req{path: projectPath(projectA)}, 503},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,12 +20,15 @@ func withAdmin(ctx context.Context, fn func(a *admin.Admin) error) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.RequireMasterKeys(); err != nil {
+		return err
+	}
 	d, err := service.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return fn(&admin.Admin{Store: d.Store, Cache: d.Cache})
+	return fn(&admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys})
 }
 
 func printJSON(v interface{}) error {
@@ -108,7 +111,7 @@ func projectCmd() *cobra.Command {
 }
 
 func keyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "key", Short: "Create and revoke API keys"}
+	cmd := &cobra.Command{Use: "key", Short: "Create, revoke and limit API keys; re-seal their secrets"}
 	var project string
 	var rate float64
 	var burst int
@@ -117,7 +120,7 @@ func keyCmd() *cobra.Command {
 		Short: "Create an API key; the secret is shown once",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				k, err := a.Store.CreateAPIKey(cmd.Context(), project, rate, burst)
+				k, err := a.CreateAPIKey(cmd.Context(), project, rate, burst)
 				if err != nil {
 					return err
 				}
@@ -137,7 +140,7 @@ func keyCmd() *cobra.Command {
 		Short: "Revoke an API key (takes effect within the key cache TTL)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error { return a.Store.RevokeAPIKey(cmd.Context(), args[0]) })
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error { return a.RevokeAPIKey(cmd.Context(), args[0]) })
 		},
 	}
 	limit := &cobra.Command{
@@ -146,13 +149,30 @@ func keyCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				return a.Store.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, burstOr(burst, rate))
+				return a.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, burstOr(burst, rate))
 			})
 		},
 	}
 	limit.Flags().Float64Var(&rate, "rate", 0, "requests per second (0: unlimited)")
 	limit.Flags().IntVar(&burst, "burst", 0, "bucket size (default: rate rounded up)")
-	cmd.AddCommand(create, revoke, limit)
+	rewrap := &cobra.Command{
+		Use:   "rewrap",
+		Short: "Seal every API key's secret with the active master key (secrets in clear, or under an older master key); safe to run again",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				res, err := a.RewrapKeys(cmd.Context())
+				if perr := printJSON(map[string]interface{}{
+					"active_master_key": a.Keys.ActiveID(), "sealed": res.Sealed, "rewrapped": res.Rewrapped,
+					"current": res.Current, "failed": res.Failed,
+				}); perr != nil && err == nil {
+					err = perr
+				}
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(create, revoke, limit, rewrap)
 	create.PreRun = func(*cobra.Command, []string) { burst = burstOr(burst, rate) }
 	return cmd
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
 )
@@ -34,7 +34,7 @@ func devCmd() *cobra.Command {
 	var dir, addr string
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole service locally: Redis, PostgreSQL and a Kafka broker on loopback, a demo project, the API, relay and consumer",
+		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, or through the Kafka of KAFKA_BROKERS)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), dir, addr)
 		},
@@ -64,6 +64,13 @@ func runDev(ctx context.Context, dir, addr string) error {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
+	// One acv dev per data directory; holding the lock, the servers may stop what a previous
+	// run that died (kill -9) left running on it.
+	release, err := localenv.LockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	rds, err := localenv.StartRedis(filepath.Join(dir, "redis"), localenv.RedisOptions{AOF: true})
 	if err != nil {
 		return err
@@ -81,19 +88,19 @@ func runDev(ctx context.Context, dir, addr string) error {
 	if err != nil {
 		return err
 	}
+	// The data directory's own master key seals its API-key secrets; ACV_MASTER_KEY* are not used.
+	keyFile := filepath.Join(dir, "master.key")
+	if cfg.MasterKeys, err = devMasterKeys(keyFile); err != nil {
+		return err
+	}
 	cfg.RedisURL = "redis://" + rds.Addr + "/0"
 	cfg.DatabaseURL = pg.URL("acv")
-	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: true}
+	// Without KAFKA_BROKERS the relay writes the logs straight to PostgreSQL (the direct
+	// pipeline) and deletes an outbox entry only once PostgreSQL committed its event; with it,
+	// the relay and the consumer go through that Kafka (service.Run creates the topic).
+	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: cfg.UsesKafka()}
 	cfg.Logger = log
-	if len(cfg.KafkaBrokers) == 0 {
-		k, err := localenv.StartKafka(cfg.KafkaTopic, cfg.Partitions, 0)
-		if err != nil {
-			return err
-		}
-		defer k.Close()
-		cfg.KafkaBrokers = k.Brokers
-	}
-	if err := audit.EnsureTopic(ctx, cfg.KafkaBrokers, cfg.KafkaTopic, cfg.Partitions); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
@@ -101,6 +108,9 @@ func runDev(ctx context.Context, dir, addr string) error {
 	}
 	d, err := seedDemo(ctx, cfg, filepath.Join(dir, "demo.json"))
 	if err != nil {
+		return err
+	}
+	if err := sealSecrets(ctx, cfg); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -114,9 +124,14 @@ func runDev(ctx context.Context, dir, addr string) error {
 	if err != nil {
 		return err
 	}
+	kafka := "none: the relay writes the logs to PostgreSQL"
+	if cfg.UsesKafka() {
+		kafka = strings.Join(cfg.KafkaBrokers, ",")
+	}
 	fmt.Printf("\nacv is running on http://%s (Redis %s, PostgreSQL %s, Kafka %s)\n", ln.Addr(), rds.Addr,
-		cfg.DatabaseURL, strings.Join(cfg.KafkaBrokers, ","))
-	fmt.Printf("demo project %s, API key %s (secret in %s)\n\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
+		cfg.DatabaseURL, kafka)
+	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
+	fmt.Printf("master key in %s: admin commands against this stack need ACV_MASTER_KEY_FILE=%s\n\n", keyFile, keyFile)
 	fmt.Println("Verify a demo code (paste into bash):")
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
 	fmt.Println()
@@ -138,12 +153,12 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 		return d, err
 	}
 	defer deps.Close()
-	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache}
+	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
 	p, err := a.CreateProject(ctx, store.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
 	if err != nil {
 		return d, err
 	}
-	k, err := deps.Store.CreateAPIKey(ctx, p.ID, 0, 0)
+	k, err := a.CreateAPIKey(ctx, p.ID, 0, 0)
 	if err != nil {
 		return d, err
 	}
@@ -156,6 +171,49 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 		return d, err
 	}
 	return d, nil
+}
+
+// devMasterKeys reads the data directory's master key file, creating it (mode 0600, one random
+// key) on first use.
+func devMasterKeys(path string) (*secrets.Keyring, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		k, gerr := secrets.GenerateKey("dev")
+		if gerr == nil {
+			_, gerr = fmt.Fprintf(f, "# acv dev: the master key sealing this data directory's API-key secrets\n%s\n", k.Line())
+		}
+		if cerr := f.Close(); gerr == nil {
+			gerr = cerr
+		}
+		if gerr != nil {
+			os.Remove(path)
+			return nil, fmt.Errorf("create master key file: %w", gerr)
+		}
+	case !errors.Is(err, os.ErrExist):
+		return nil, fmt.Errorf("create master key file: %w", err)
+	}
+	return secrets.ParseFile(path)
+}
+
+// sealSecrets seals API-key secrets a data directory made before they were sealed (the
+// demo key), as `acv key rewrap` does.
+func sealSecrets(ctx context.Context, cfg service.Config) error {
+	deps, err := service.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
+	res, err := a.RewrapKeys(ctx)
+	if err != nil {
+		// Keys sealed by a master key this directory no longer has cannot be used; the rest can.
+		slog.Warn("some api key secrets of the data directory do not open with its master key", "err", err)
+	}
+	if res.Sealed+res.Rewrapped > 0 {
+		slog.Info("sealed api key secrets", "sealed", res.Sealed, "rewrapped", res.Rewrapped)
+	}
+	return nil
 }
 
 func unusedDemoCode(ctx context.Context, cfg service.Config, d demo) (string, error) {

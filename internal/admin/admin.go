@@ -9,6 +9,7 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/store"
 )
 
@@ -16,6 +17,8 @@ import (
 type Admin struct {
 	Store *store.Store
 	Cache *cache.Cache
+	// Keys seals the API keys' secrets; creating and re-sealing keys need it.
+	Keys *secrets.Keyring
 }
 
 // CreateProject records a project and publishes its state to the hot path.

@@ -36,7 +36,7 @@ func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	r := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st))}
+	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st)), Keys: testkit.MasterKeys(t, "test")}
 	p, err := a.CreateProject(ctx, store.NewProject{Name: "p"})
 	if err != nil {
 		t.Fatal(err)

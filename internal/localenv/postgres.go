@@ -2,6 +2,7 @@ package localenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,10 @@ type PostgresOptions struct {
 	Fast bool
 	// Port to listen on; 0 picks a free one.
 	Port int
+	// Standby starts the cluster as a standby with no primary and hot_standby off, so it never
+	// leaves recovery and refuses every connection with SQLSTATE 57P03 (cannot_connect_now), as
+	// a server that is starting up does: for tests of how the service answers then.
+	Standby bool
 }
 
 // Postgres is a running PostgreSQL server whose superuser is "postgres", trusted on loopback.
@@ -103,19 +108,53 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	if o.Fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	p, err := start("postgres", cred, bin, args...)
-	if err != nil {
+	if o.Standby {
+		if err := writeStandbySignal(dir, cred); err != nil {
+			return nil, err
+		}
+		args = append(args, "-c", "hot_standby=off")
+	}
+	// A server left running on dir by a run that died (kill -9) is stopped first; its last
+	// backends may hold the shared memory a little longer, so such a refusal is retried.
+	if err := stopStalePostgres(dir); err != nil {
 		return nil, err
 	}
-	pg := &Postgres{Process: p, Port: port, Dir: dir}
-	if err := pg.waitReady(ctx, 30*time.Second); err != nil {
+	retryUntil := time.Now().Add(30 * time.Second)
+	for {
+		p, err := start("postgres", cred, bin, args...)
+		if err != nil {
+			return nil, err
+		}
+		pg := &Postgres{Process: p, Port: port, Dir: dir}
+		err = pg.waitReady(ctx, 30*time.Second, o.Standby)
+		if err == nil {
+			return pg, nil
+		}
 		p.Kill()
-		return nil, err
+		if !staleStart(p.Output()) || time.Now().After(retryUntil) {
+			return nil, err
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	return pg, nil
 }
 
-func (p *Postgres) waitReady(ctx context.Context, within time.Duration) error {
+// writeStandbySignal makes the cluster in dir start as a standby.
+func writeStandbySignal(dir string, cred *syscall.Credential) error {
+	f := filepath.Join(dir, "standby.signal")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		return fmt.Errorf("standby signal: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(f, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fmt.Errorf("standby signal: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitReady waits until the server accepts connections or, for a standby (rejecting), until it
+// answers and refuses them.
+func (p *Postgres) waitReady(ctx context.Context, within time.Duration, rejecting bool) error {
 	isready, err := pgBinary("pg_isready")
 	if err != nil {
 		return err
@@ -126,7 +165,13 @@ func (p *Postgres) waitReady(ctx context.Context, within time.Duration) error {
 			return fmt.Errorf("postgres exited: %s", p.Output())
 		}
 		cmd := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres")
-		if cmd.Run() == nil {
+		err := cmd.Run()
+		if err == nil {
+			return nil
+		}
+		// pg_isready exits 1 for a server that answers but rejects connections.
+		var ee *exec.ExitError
+		if rejecting && errors.As(err, &ee) && ee.ExitCode() == 1 {
 			return nil
 		}
 		if time.Now().After(deadline) {

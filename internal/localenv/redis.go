@@ -17,6 +17,9 @@ type RedisOptions struct {
 	AOF bool
 	// Port to listen on; 0 picks a free one.
 	Port int
+	// Debug allows the DEBUG command from loopback, for tests that make Redis reload its
+	// dataset (DEBUG RELOAD) to see how the service answers while Redis is LOADING.
+	Debug bool
 }
 
 // Redis is a running redis-server.
@@ -46,11 +49,19 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 	if o.AOF {
 		aof = "yes"
 	}
-	p, err := start("redis", nil, bin,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", aof, "--appendfsync", "everysec",
 		"--maxmemory-policy", "noeviction", "--protected-mode", "yes",
-		"--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no")
+		"--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no"}
+	if o.Debug {
+		args = append(args, "--enable-debug-command", "local")
+	}
+	pidFile, err := redisPidFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--pidfile", pidFile)
+	p, err := start("redis", nil, bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/secrets"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Tracer makes the spans of every part; none when nil.
 	Tracer trace.TracerProvider
+	// MasterKeys seal and open the API keys' secrets (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE);
+	// the API role and the admin commands need them, the pipeline does not.
+	MasterKeys *secrets.Keyring
 
 	// RelayClaimIdle is how long an outbox entry may sit delivered but unacknowledged in
 	// another relay (one that died between publishing and removing it) before this relay takes
@@ -47,6 +51,11 @@ type Config struct {
 	// defaults (30s, 5s).
 	RelayClaimIdle  time.Duration
 	RelayClaimEvery time.Duration
+
+	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
+	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
+	// Empty picks kafka when KafkaBrokers is set, else direct (see UsesKafka).
+	Pipeline string
 
 	// Hooks inject faults in tests; production leaves them zero.
 	Hooks Hooks
@@ -64,12 +73,34 @@ func (c Config) Validate() error {
 		return errors.New("ACV_REDIS_URL is required")
 	case c.DatabaseURL == "":
 		return errors.New("ACV_DATABASE_URL is required")
-	case (c.Roles.Relay || c.Roles.Consumer) && len(c.KafkaBrokers) == 0:
-		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles")
+	case c.Pipeline != "" && c.Pipeline != PipelineKafka && c.Pipeline != PipelineDirect:
+		return fmt.Errorf("ACV_PIPELINE: unknown pipeline %q (kafka or direct)", c.Pipeline)
+	case c.UsesKafka() && (c.Roles.Relay || c.Roles.Consumer) && len(c.KafkaBrokers) == 0:
+		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles of the kafka pipeline")
+	case !c.UsesKafka() && c.Roles.Consumer && !c.Roles.API && !c.Roles.Relay:
+		return errors.New("a consumer-only process needs the kafka pipeline (KAFKA_BROKERS): in the direct pipeline the relay writes the logs itself")
 	case !c.Roles.API && !c.Roles.Relay && !c.Roles.Consumer:
 		return errors.New("ACV_ROLES names no role (api, relay, consumer)")
+	case c.Roles.API && c.MasterKeys == nil:
+		return errMasterKeyRequired
 	}
 	return nil
+}
+
+// The pipelines the relay can deliver log events through (ACV_PIPELINE).
+const (
+	// PipelineKafka: relay → Kafka (acks=all) → consumer role → PostgreSQL.
+	PipelineKafka = "kafka"
+	// PipelineDirect: relay → PostgreSQL (one transaction per batch); the consumer role is
+	// skipped. An outbox entry is removed only after PostgreSQL committed its event.
+	PipelineDirect = "direct"
+)
+
+// UsesKafka tells whether the log events go through Kafka: ACV_PIPELINE=kafka, or
+// ACV_PIPELINE unset and KAFKA_BROKERS set. Otherwise the relay writes them to PostgreSQL
+// itself, the consumer role has nothing to do, and neither readiness nor metrics ask Kafka.
+func (c Config) UsesKafka() bool {
+	return c.Pipeline == PipelineKafka || c.Pipeline == "" && len(c.KafkaBrokers) > 0
 }
 
 // Setting documents one environment variable; a test holds README's table to the same list.
@@ -83,6 +114,7 @@ var Settings = []Setting{
 	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0"},
 	{"ACV_DATABASE_URL", "", "PostgreSQL URL, e.g. postgres://acv@127.0.0.1:5432/acv"},
 	{"KAFKA_BROKERS", "", "comma-separated Kafka bootstrap addresses"},
+	{"ACV_PIPELINE", "", "how the relay delivers log events: kafka (to KAFKA_BROKERS; the consumer role writes PostgreSQL) or direct (the relay writes PostgreSQL itself, the consumer role is skipped); unset: kafka when KAFKA_BROKERS is set, else direct"},
 	{"ACV_KAFKA_TOPIC", audit.Topic, "topic of the verification-log events"},
 	{"ACV_KAFKA_PARTITIONS", "8", "partitions when the topic is created"},
 	{"ACV_CONSUMER_GROUP", "acv-log-writer", "Kafka consumer group of the log writers"},
@@ -93,6 +125,8 @@ var Settings = []Setting{
 	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
 	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
+	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated kid:hex entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
+	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one kid:hex (or hex) a line, the first line sealing; # starts a comment"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
@@ -138,6 +172,7 @@ func FromEnv() (Config, error) {
 		RedisURL:       get("ACV_REDIS_URL"),
 		DatabaseURL:    get("ACV_DATABASE_URL"),
 		KafkaBrokers:   list(get("KAFKA_BROKERS")),
+		Pipeline:       get("ACV_PIPELINE"),
 		KafkaTopic:     get("ACV_KAFKA_TOPIC"),
 		Partitions:     num("ACV_KAFKA_PARTITIONS"),
 		ConsumerGroup:  get("ACV_CONSUMER_GROUP"),
@@ -167,6 +202,10 @@ func FromEnv() (Config, error) {
 	}
 	if c.Instance == "" {
 		c.Instance, _ = os.Hostname()
+	}
+	var err error
+	if c.MasterKeys, err = masterKeysFromEnv(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err

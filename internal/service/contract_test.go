@@ -570,10 +570,32 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			"nonce of 15 characters": {Method: http.MethodGet, Path: proj, Nonce: strings.Repeat("n", 15)},
 			"nonce of 65 characters": {Method: http.MethodGet, Path: proj, Nonce: strings.Repeat("n", 65)},
 			"nonce with a dot":       {Method: http.MethodGet, Path: proj, Nonce: "abcdefghijklmnop.q"},
-			"unknown key":            {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {contract.NewID()}}},
-			"malformed key":          {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {"not-a-key"}}},
 		} {
 			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "") })
+		}
+	})
+	// An unknown key id, a malformed one and a bad signature of a key that exists get the same
+	// answer to the byte, so the answers do not tell which key ids exist.
+	const badCredentials = "Invalid API key or signature"
+	t.Run("unknown key and bad signature look alike", func(t *testing.T) {
+		good := sg.Build(testkit.Request{Method: http.MethodGet, Path: proj})
+		sig := []byte(good.Header.Get("X-Signature"))
+		sig[0] ^= 1
+		var first testkit.Response
+		for i, r := range []testkit.Request{
+			{Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {contract.NewID()}}},
+			{Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {"not-a-key"}}},
+			{Method: http.MethodGet, Path: proj, Sig: string(sig)},
+		} {
+			resp := sg.With(t).Send(r)
+			if d := testkit.WantDetail(t, resp, http.StatusUnauthorized, ""); d != badCredentials {
+				t.Errorf("request %d: detail %q, want %q", i, d, badCredentials)
+			}
+			if i == 0 {
+				first = resp
+			} else if !bytes.Equal(resp.Body, first.Body) {
+				t.Errorf("request %d: body %s differs from the unknown key's %s", i, resp.Body, first.Body)
+			}
 		}
 	})
 	t.Run("nonce bounds accepted", func(t *testing.T) {
@@ -595,7 +617,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			"query not signed":         {Method: http.MethodGet, Path: proj + "/codes", Query: "page=2", SignQuery: testkit.Ptr("")},
 			"body of another code":     {Method: http.MethodPost, Path: testkit.VerifyPath(tn.ProjectID), Body: verifyBody, Sig: testkit.Sign(sg.Secret, testkit.StringToSign("POST", testkit.VerifyPath(tn.ProjectID), "", []byte(`{"code":"AU-2"}`), strconv.FormatInt(time.Now().Unix(), 10), ""))},
 		} {
-			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "") })
+			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, badCredentials) })
 		}
 		if c := sg.With(t).Code(tn.ProjectID, "AU-1"); c.Status {
 			t.Fatalf("a verify refused for its signature redeemed the code")
@@ -681,7 +703,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		}
 	})
 	t.Run("revoked key", func(t *testing.T) {
-		k, err := s.Deps.Store.CreateAPIKey(context.Background(), tn.ProjectID, 0, 0)
+		k, err := s.Admin.CreateAPIKey(context.Background(), tn.ProjectID, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -808,7 +830,7 @@ func testRateLimit(t *testing.T, s *testkit.Stack, base string) {
 		wantHeaders(t, sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "NOPE"}, nil), "", "")
 	})
 	t.Run("GET", func(t *testing.T) {
-		k, err := s.Deps.Store.CreateAPIKey(ctx, tn.ProjectID, 1, 2)
+		k, err := s.Admin.CreateAPIKey(ctx, tn.ProjectID, 1, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -839,7 +861,7 @@ func testRateLimit(t *testing.T, s *testkit.Stack, base string) {
 		}
 	})
 	t.Run("verify", func(t *testing.T) {
-		k, err := s.Deps.Store.CreateAPIKey(ctx, tn.ProjectID, 0.5, 1)
+		k, err := s.Admin.CreateAPIKey(ctx, tn.ProjectID, 0.5, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,3 +48,44 @@ func TestPipelineWorkerIsScrapable(t *testing.T) {
 		t.Fatal("a pipeline-only process exports API series")
 	}
 }
+
+// The public API port serves no metrics and no profiles: /metrics and /debug/pprof answer 404
+// with the contract's body there, and 200 on the replica's debug listener (ACV_DEBUG_ADDR).
+// The load balancer's probes stay on the API port.
+func TestMetricsAndProfilesOnlyOnDebugAddr(t *testing.T) {
+	s := testkit.NewStack(t)
+	base, debug := s.StartAPIWithDebug()
+	get := func(url string) testkit.Response {
+		resp, err := s.HTTP.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return testkit.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	}
+	testkit.WaitFor(t, 20*time.Second, "the debug listener", func() (bool, string) {
+		resp, err := s.HTTP.Get(debug + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	for _, p := range []string{"/metrics", "/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
+		testkit.WantDetail(t, get(base+p), http.StatusNotFound, "not found")
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if r := get(base + p); r.Status != http.StatusOK {
+			t.Errorf("API port %s: %d %s", p, r.Status, r.Body)
+		}
+	}
+	if r := get(debug + "/metrics"); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "acv_http_requests_total") {
+		t.Errorf("debug /metrics: %d, acv_http_requests_total missing", r.Status)
+	}
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+		if r := get(debug + p); r.Status != http.StatusOK {
+			t.Errorf("debug %s: %d", p, r.Status)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	d := &Deps{Config: cfg, Redis: rdb, Cache: c, Store: st}
 	d.Registry = NewRegistry(d)
 	d.Audit = audit.NewMetrics(d.Registry)
-	if cfg.Roles.Consumer && len(cfg.KafkaBrokers) > 0 && cfg.ConsumerGroup != "" {
+	if cfg.Roles.Consumer && cfg.UsesKafka() && len(cfg.KafkaBrokers) > 0 && cfg.ConsumerGroup != "" {
 		d.Registry.MustRegister(&audit.LagCollector{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic, Group: cfg.ConsumerGroup})
 	}
 	return d, nil

@@ -12,13 +12,13 @@ import (
 type check func(ctx context.Context) error
 
 // readyChecks are the dependencies a process needs to be ready: Redis, Postgres, and Kafka
-// when it is configured.
+// when the log events go through it (the direct pipeline never asks Kafka).
 func readyChecks(d *Deps) map[string]check {
 	ready := map[string]check{
 		"redis":    d.Cache.Ping,
 		"postgres": d.Store.Ping,
 	}
-	if len(d.Config.KafkaBrokers) > 0 {
+	if d.Config.UsesKafka() && len(d.Config.KafkaBrokers) > 0 {
 		ready["kafka"] = KafkaReady(d.Config.KafkaBrokers)
 	}
 	return ready

@@ -11,7 +11,7 @@ import (
 	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/acv/acv/internal/admin"
 )
 
 // Hooks inject faults in tests; production leaves them nil.
@@ -22,11 +22,16 @@ type Hooks struct {
 
 // NewAPI builds an API replica over deps.
 func NewAPI(d *Deps) (*httpapi.Server, error) {
+	// Keys come from the mirror in Redis; the stores keep their secrets sealed and the HTTP
+	// layer gets them opened.
+	records, err := withOpenedSecrets(mirroredKeys{Store: d.Store, mirror: d.Cache}, d.Config.MasterKeys)
+	if err != nil {
+		return nil, err
+	}
 	return httpapi.New(httpapi.Config{
-		Records:        d.Store,
+		Records:        records,
 		HotPath:        d.Cache,
 		Ready:          readyHandler(d),
-		Metrics:        promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}),
 		Logger:         d.Config.Logger,
 		KeyCacheTTL:    d.Config.KeyCacheTTL,
 		RequestTimeout: d.Config.RequestTimeout,
@@ -36,11 +41,19 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 	})
 }
 
-// RunRelay moves outbox entries to Kafka until ctx ends, then flushes its in-flight batches.
+// RunRelay moves outbox entries to Kafka (the kafka pipeline) or straight into Postgres (the
+// direct pipeline) until ctx ends, then flushes its in-flight batches. Either way an entry is
+// removed from the outbox only after its destination acknowledged it.
 func RunRelay(ctx context.Context, d *Deps) error {
-	w := audit.NewWriter(d.Config.KafkaBrokers, d.Config.KafkaTopic)
-	defer w.Close()
-	r := audit.NewRelay(d.Redis, w, audit.RelayConfig{
+	var pub audit.Publisher
+	if d.Config.UsesKafka() {
+		w := audit.NewWriter(d.Config.KafkaBrokers, d.Config.KafkaTopic)
+		defer w.Close()
+		pub = w
+	} else {
+		pub = &audit.SinkPublisher{Sink: d.Store, Logger: d.Config.Logger, Metrics: d.Audit, Tracer: d.Config.Tracer}
+	}
+	r := audit.NewRelay(d.Redis, pub, audit.RelayConfig{
 		Streams: cache.OutboxStreams(),
 		Name:    d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
 		Metrics: d.Audit, Tracer: d.Config.Tracer,
@@ -76,7 +89,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		return err
 	}
 	defer d.Close()
-	if cfg.Roles.Relay || cfg.Roles.Consumer {
+	if cfg.UsesKafka() && (cfg.Roles.Relay || cfg.Roles.Consumer) {
 		if err := audit.EnsureTopic(ctx, cfg.KafkaBrokers, cfg.KafkaTopic, cfg.Partitions); err != nil {
 			return fmt.Errorf("prepare kafka: %w", err)
 		}
@@ -85,6 +98,13 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if cfg.Roles.API {
 		if srv, err = NewAPI(d); err != nil {
 			return fmt.Errorf("build api: %w", err)
+		}
+		reportSecrets(ctx, d, cfg.Logger)
+		// Keys issued before the mirror existed, or lost with Redis's data, are mirrored before
+		// the first request, so no valid key depends on a Postgres query to authenticate.
+		a := admin.Admin{Store: d.Store, Cache: d.Cache}
+		if n, err := a.SyncKeys(ctx); err != nil {
+			cfg.Logger.Warn("mirror api keys to redis", "keys", n, "err", err)
 		}
 		if ln == nil {
 			if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -119,7 +139,10 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if cfg.Roles.Relay {
 		start(&pipeWG, "relay", pipeCtx, func(c context.Context) error { return RunRelay(c, d) })
 	}
-	if cfg.Roles.Consumer {
+	if cfg.Roles.Consumer && !cfg.UsesKafka() {
+		cfg.Logger.Info("direct pipeline: the relay writes the logs to postgres; the consumer role has nothing to read")
+	}
+	if cfg.Roles.Consumer && cfg.UsesKafka() {
 		start(&pipeWG, "consumer", pipeCtx, func(c context.Context) error { return RunConsumer(c, d) })
 	}
 	if cfg.DebugAddr != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/localenv/localkafka"
 )
 
 // shared holds the servers one test binary starts once and every test of it uses: starting
@@ -109,9 +110,9 @@ func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 
 // KafkaBroker starts an in-process broker with the topic for one test and closes it when the
 // test ends.
-func KafkaBroker(tb testing.TB, topic string, partitions int) *localenv.Kafka {
+func KafkaBroker(tb testing.TB, topic string, partitions int) *localkafka.Broker {
 	tb.Helper()
-	k, err := localenv.StartKafka(topic, partitions, 0)
+	k, err := localkafka.Start(topic, partitions, 0)
 	if err != nil {
 		tb.Fatalf("start kafka: %v", err)
 	}

@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/localenv/localkafka"
+	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
 )
@@ -29,7 +32,7 @@ type Stack struct {
 	Config service.Config
 	Deps   *service.Deps
 	Admin  *admin.Admin
-	Kafka  *localenv.Kafka
+	Kafka  *localkafka.Broker
 	Redis  *localenv.Redis
 	// HTTP is shared by every client of the test, with enough idle connections for thousands
 	// of concurrent requests.
@@ -50,9 +53,16 @@ var NoHooks = service.Hooks{}
 // Everything stops when the test ends.
 func NewStack(t *testing.T) *Stack {
 	t.Helper()
+	return NewStackOn(t, PostgresDB(t))
+}
+
+// NewStackOn is NewStack on the database at pgURL, for a test that stops and starts a
+// PostgreSQL server of its own (StartOwnPostgres).
+func NewStackOn(t *testing.T, pgURL string) *Stack {
+	t.Helper()
 	ctx := context.Background()
-	r := RedisServer(t, localenv.RedisOptions{AOF: true})
-	pgURL := PostgresDB(t)
+	// DEBUG is allowed from loopback so a test can make Redis reload (LoadRedis).
+	r := RedisServer(t, localenv.RedisOptions{AOF: true, Debug: true})
 	if err := store.Migrate(ctx, pgURL); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +72,7 @@ func NewStack(t *testing.T) *Stack {
 		RedisURL: "redis://" + r.Addr + "/0", DatabaseURL: pgURL, KafkaBrokers: k.Brokers,
 		KafkaTopic: audit.Topic, Partitions: 4, ConsumerGroup: "acv-test", Instance: "test",
 		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
-		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger,
+		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger, MasterKeys: MasterKeys(t, "test"),
 	}
 	d, err := service.Open(ctx, cfg)
 	if err != nil {
@@ -71,7 +81,7 @@ func NewStack(t *testing.T) *Stack {
 	t.Cleanup(d.Close)
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &Stack{T: t, Config: cfg, Deps: d, Admin: &admin.Admin{Store: d.Store, Cache: d.Cache}, Kafka: k, Redis: r,
+	return &Stack{T: t, Config: cfg, Deps: d, Admin: &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys}, Kafka: k, Redis: r,
 		HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}, Logs: logs}
 }
 
@@ -138,6 +148,30 @@ func (s *Stack) StartAPI() string {
 	return "http://" + ln.Addr().String()
 }
 
+// StartAPIWithDebug starts an API replica as StartAPI does, with a debug listener
+// (ACV_DEBUG_ADDR) as the compose stack gives every replica: /metrics, /healthz, /readyz and
+// /debug/pprof are served there, never on the API port. It returns both base URLs; the debug
+// listener may take a moment to answer.
+func (s *Stack) StartAPIWithDebug() (base, debug string) {
+	s.T.Helper()
+	ln := s.listen()
+	cfg := s.Config
+	cfg.Roles = service.Roles{API: true}
+	cfg.DebugAddr = s.debugAddr()
+	s.RunClean("api replica", cfg, ln)
+	return "http://" + ln.Addr().String(), "http://" + cfg.DebugAddr
+}
+
+// debugAddr picks a free loopback address for a part's debug listener.
+func (s *Stack) debugAddr() string {
+	s.T.Helper()
+	port, err := localenv.FreePort()
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
 // StartAPIs starts n API replicas and returns their base URLs, for tests whose requests must
 // land on replicas that share nothing but the stores.
 func (s *Stack) StartAPIs(n int) []string {
@@ -175,17 +209,17 @@ func (s *Stack) StartPipeline(relays ...string) {
 	s.StartConsumer(NoHooks)
 }
 
-// StartWorker runs the pipeline worker the way the compose stack does: relay and consumer,
-// with the API role on so its /metrics is served (the load balancer sends it no traffic).
-// It returns the worker's base URL.
+// StartWorker runs the pipeline worker the way the compose stack does: relay and consumer, no
+// API, with /metrics, /healthz and /readyz on its debug listener (ACV_DEBUG_ADDR). It returns
+// the debug listener's base URL, which may take a moment to answer.
 func (s *Stack) StartWorker(name string) string {
 	s.T.Helper()
 	cfg := s.Config
 	cfg.Instance = name
-	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: true}
-	ln := s.listen()
-	s.RunClean("pipeline worker", cfg, ln)
-	return "http://" + ln.Addr().String()
+	cfg.Roles = service.Roles{Relay: true, Consumer: true}
+	cfg.DebugAddr = s.debugAddr()
+	s.RunClean("pipeline worker", cfg, nil)
+	return "http://" + cfg.DebugAddr
 }
 
 // Tenant is a project with an API key and a client per API replica.
@@ -204,7 +238,7 @@ func (s *Stack) NewTenant(exp *int64, bases ...string) *Tenant {
 	if err != nil {
 		s.T.Fatal(err)
 	}
-	k, err := s.Deps.Store.CreateAPIKey(ctx, p.ID, 0, 0)
+	k, err := s.Admin.CreateAPIKey(ctx, p.ID, 0, 0)
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -236,4 +270,23 @@ func (s *Stack) ImportCodes(projectID string, exp *int64, values ...string) {
 	if err := s.Deps.Cache.PutCodes(context.Background(), projectID, rows); err != nil {
 		s.T.Fatal(err)
 	}
+}
+
+// MasterKeys is a keyring of fresh random master keys with the given ids, the first active, as
+// ACV_MASTER_KEY would configure it.
+func MasterKeys(t testing.TB, ids ...string) *secrets.Keyring {
+	t.Helper()
+	keys := make([]secrets.MasterKey, len(ids))
+	for i, id := range ids {
+		k, err := secrets.GenerateKey(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = k
+	}
+	r, err := secrets.New(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

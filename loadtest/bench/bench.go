@@ -18,6 +18,7 @@ import (
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/loadtest/loadgen"
 	"github.com/acv/acv/store"
@@ -126,10 +127,22 @@ func (b *bench) start(ctx context.Context) error {
 	if b.kafka, err = startKafka(); err != nil {
 		return err
 	}
+	// The master key the acv processes seal and open API-key secrets with, in a key file.
+	mk, err := secrets.GenerateKey("bench")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "master.key"), []byte(mk.Line()+"\n"), 0o600); err != nil {
+		return err
+	}
+	keys, err := secrets.New(mk)
+	if err != nil {
+		return err
+	}
 	b.cfg = service.Config{
 		RedisURL: "redis://" + b.redis.Addr + "/0", DatabaseURL: b.pg.URL("acv"), KafkaBrokers: b.kafka.Brokers,
 		KafkaTopic: audit.Topic, Partitions: 8, ConsumerGroup: "acv-log-writer", Instance: "bench",
-		RedisPoolSize: 64, PGMaxConns: 16, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		RedisPoolSize: 64, PGMaxConns: 16, MasterKeys: keys, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if err := store.Migrate(ctx, b.cfg.DatabaseURL); err != nil {
 		return err
@@ -137,12 +150,12 @@ func (b *bench) start(ctx context.Context) error {
 	if b.deps, err = service.Open(ctx, b.cfg); err != nil {
 		return err
 	}
-	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache}
+	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: keys}
 	p, err := a.CreateProject(ctx, store.NewProject{Name: "bench"})
 	if err != nil {
 		return err
 	}
-	k, err := b.deps.Store.CreateAPIKey(ctx, p.ID, 0, 0)
+	k, err := a.CreateAPIKey(ctx, p.ID, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/acv/acv/audit"
-	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/localenv/localkafka"
 	"os"
 	"strings"
 	"time"
@@ -33,7 +33,7 @@ func main() {
 	if *kafkaPort != 0 {
 		// The broker runs in a process of its own, so its CPU is not counted as the load
 		// generator's.
-		k, err := localenv.StartKafka(audit.Topic, 8, *kafkaPort)
+		k, err := localkafka.Start(audit.Topic, 8, *kafkaPort)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kafka server:", err)
 			os.Exit(1)

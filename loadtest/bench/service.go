@@ -33,6 +33,7 @@ func (b *bench) startACV(ctx context.Context, roles string) (*proc, error) {
 	cmd.Env = append(os.Environ(),
 		"ACV_HTTP_ADDR="+addr, "ACV_REDIS_URL="+b.cfg.RedisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
 		"KAFKA_BROKERS="+strings.Join(b.kafka.Brokers, ","), "ACV_ROLES="+roles,
+		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),
 		"ACV_INSTANCE=bench-"+strings.ReplaceAll(roles, ",", "-"))
 	// The service logs as deployed (one access line per request, level info), to a file.
 	logf, err := os.Create(filepath.Join(b.dir, "acv-"+strings.ReplaceAll(roles, ",", "-")+".log"))

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/store"
+)
+
+// `make run` must not lose a log it acknowledged. The real binary runs `acv dev` (its own
+// redis-server and PostgreSQL) as a child process under concurrent signed verifies; it is
+// killed with SIGKILL mid-load, restarted on the same data directory, loaded again and stopped
+// with SIGTERM, and restarted once more. After each restart, every verify that was answered
+// success must have exactly one success row in verification_logs and its code a verified_at.
+func TestDevKeepsEveryAcknowledgedLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds acv and runs acv dev three times")
+	}
+	started := time.Now()
+	work, err := os.MkdirTemp("", "acv-devtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The postgres user (the server runs as it when we are root) must reach its directory.
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(work, "data")
+	h := &devHarness{t: t, work: work, data: data, bin: filepath.Join(work, "acv")}
+	t.Cleanup(h.cleanup)
+
+	build := exec.Command("go", "build", "-o", h.bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/acv: %v\n%s", err, out)
+	}
+	t.Logf("%s built acv", since(started))
+
+	dev := h.start()
+	var d demo
+	b, err := os.ReadFile(filepath.Join(data, "demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	// Codes enough for both probes, written to PostgreSQL as an import leaves them: Redis
+	// loads each on its first verify.
+	const perProbe = 40_000
+	codes := addCodes(t, dev.pgURL, d.ProjectID, 2*perProbe)
+	t.Logf("%s acv dev serving, %d codes added", since(started), len(codes))
+
+	probes := []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"kill -9", syscall.SIGKILL},
+		{"SIGTERM", syscall.SIGTERM},
+	}
+	for i, p := range probes {
+		acked, tried := h.loadUntilSignal(dev, d, codes[i*perProbe:(i+1)*perProbe], p.sig)
+		t.Logf("%s %s sent", since(started), p.name)
+		dev = h.start()
+		t.Logf("%s acv dev restarted", since(started))
+		logged, lost, dups := h.waitLogged(dev, d.ProjectID, acked)
+		t.Logf("%s pipeline drained", since(started))
+		t.Logf("%s mid-load: %d verifies acknowledged success (of %d sent), %d logged once, %d duplicated, lost %d",
+			p.name, len(acked), tried, logged, dups, lost)
+		if lost != 0 || dups != 0 {
+			t.Errorf("%s: %d acknowledged verifies lost their log, %d have more than one success row", p.name, lost, dups)
+		}
+		if len(acked) < 500 {
+			t.Errorf("%s: only %d verifies acknowledged before the signal: the probe proves little", p.name, len(acked))
+		}
+	}
+	if code := h.stop(dev, syscall.SIGTERM); code != 0 {
+		t.Errorf("acv dev exited with %d after SIGTERM", code)
+	}
+	t.Logf("%s done", since(started))
+}
+
+func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
+
+// devHarness runs `acv dev` processes on one data directory, one at a time.
+type devHarness struct {
+	t               *testing.T
+	work, data, bin string
+	runs            int
+	cur             *devProcess
+}
+
+type devProcess struct {
+	cmd   *exec.Cmd
+	done  chan struct{}
+	log   string
+	base  string // API base URL
+	redis string // Redis address
+	pgURL string
+}
+
+var banner = regexp.MustCompile(`(?m)^acv is running on (http://\S+) \(Redis (\S+), PostgreSQL ([^ ,]+), Kafka `)
+
+// start runs `acv dev` and waits for its banner.
+func (h *devHarness) start() *devProcess {
+	h.t.Helper()
+	h.runs++
+	logPath := filepath.Join(h.work, fmt.Sprintf("dev-%d.log", h.runs))
+	f, err := os.Create(logPath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(h.bin, "dev", "--dir", h.data, "--addr", "127.0.0.1:0")
+	cmd.Env = append(devEnv(), "ACV_LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = f, f
+	// A test binary that dies takes acv dev with it, and acv dev its servers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	p := &devProcess{cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	h.cur = p
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, _ := os.ReadFile(logPath)
+		if m := banner.FindSubmatch(out); m != nil {
+			p.base, p.redis, p.pgURL = string(m[1]), string(m[2]), string(m[3])
+			return p
+		}
+		select {
+		case <-p.done:
+			h.t.Fatalf("acv dev (run %d) exited before it served: %s\n%s", h.runs, cmd.ProcessState, tail(out))
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("acv dev (run %d) printed no banner in 2 minutes:\n%s", h.runs, tail(out))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// devEnv is the test's environment without the settings that would point acv dev elsewhere.
+func devEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "KAFKA_BROKERS", "ACV_PIPELINE", "ACV_HTTP_ADDR", "ACV_ROLES", "ACV_LOG_LEVEL":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// stop sends sig and waits for the process to end, returning its exit code (-1 when a signal
+// ended it).
+func (h *devHarness) stop(p *devProcess, sig syscall.Signal) int {
+	h.t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		out, _ := os.ReadFile(p.log)
+		h.t.Errorf("acv dev did not stop within 60s of %s:\n%s", sig, tail(out))
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// loadUntilSignal drives concurrent signed verifies of distinct codes at dev, sends sig once
+// 2,000 were acknowledged, and returns the codes whose verify was answered success and how many
+// verifies were sent in all.
+func (h *devHarness) loadUntilSignal(p *devProcess, d demo, codes []string, sig syscall.Signal) (acked []string, tried int) {
+	h.t.Helper()
+	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	defer tr.CloseIdleConnections()
+	cl := &client.Client{BaseURL: p.base, KeyID: d.KeyID, Secret: d.Secret, Nonce: true,
+		HTTP: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
+	var (
+		mu   sync.Mutex
+		ok   atomic.Int64
+		next atomic.Int64
+		wg   sync.WaitGroup
+		stop = make(chan struct{})
+	)
+	by := "devtest"
+	for w := 0; w < 48; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := int(next.Add(1) - 1)
+				if i >= len(codes) {
+					return
+				}
+				res, _, err := cl.Verify(context.Background(), d.ProjectID, contract.VerifyRequest{Code: codes[i], VerifiedBy: &by}, client.Options{})
+				if err != nil {
+					time.Sleep(5 * time.Millisecond) // the server is going away: do not spin
+					continue
+				}
+				if res.Success {
+					mu.Lock()
+					acked = append(acked, codes[i])
+					mu.Unlock()
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for ok.Load() < 2000 {
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			out, _ := os.ReadFile(p.log)
+			h.t.Fatalf("only %d verifies acknowledged in a minute:\n%s", ok.Load(), tail(out))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if sig == syscall.SIGKILL {
+		_ = p.cmd.Process.Signal(sig)
+		<-p.done
+	} else if code := h.stop(p, sig); code != 0 {
+		out, _ := os.ReadFile(p.log)
+		h.t.Errorf("acv dev exited with %d after %s:\n%s", code, sig, tail(out))
+	}
+	close(stop)
+	wg.Wait()
+	return acked, min(int(next.Load()), len(codes))
+}
+
+// waitLogged waits until the restarted dev's outbox is empty and every acknowledged code has
+// its log, or 30 seconds passed, and counts the acknowledged codes with exactly one success row
+// and a verified_at (logged), without either (lost), and with more than one success row.
+func (h *devHarness) waitLogged(p *devProcess, projectID string, acked []string) (logged, lost, dups int) {
+	h.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, p.pgURL)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rdb := redis.NewClient(&redis.Options{Addr: p.redis})
+	defer rdb.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pending, _, err := audit.OutboxLen(ctx, rdb, cache.OutboxStreams())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		logged, lost, dups = countLogged(h.t, conn, projectID, acked)
+		if pending == 0 && lost == 0 || time.Now().After(deadline) {
+			if pending != 0 {
+				h.t.Errorf("the outbox still holds %d entries 30s after the restart", pending)
+			}
+			return logged, lost, dups
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func countLogged(t *testing.T, conn *pgx.Conn, projectID string, codes []string) (logged, lost, dups int) {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT c.verified_at IS NOT NULL,
+		       count(l.id) FILTER (WHERE l.action = 'verify' AND l.result = 'success')
+		FROM codes c LEFT JOIN verification_logs l ON l.code_id = c.id
+		WHERE c.project_id = $1::uuid AND c.code = ANY($2)
+		GROUP BY c.id, c.verified_at`, projectID, codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for rows.Next() {
+		var verified bool
+		var n int
+		if err := rows.Scan(&verified, &n); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		switch {
+		case n > 1:
+			dups++
+		case n == 1 && verified:
+			logged++
+		default:
+			lost++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return logged, lost + len(codes) - seen, dups
+}
+
+// addCodes adds n unused codes to the project, to PostgreSQL only, as an import of a big
+// batch leaves most of them: Redis loads each on its first verify.
+func addCodes(t *testing.T, pgURL, projectID string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	prefix := "PROBE-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "-"
+	codes := make([]string, n)
+	batch := make([]store.NewCode, n)
+	for i := range codes {
+		codes[i] = fmt.Sprintf("%s%06d", prefix, i+1)
+		batch[i] = store.NewCode{Code: codes[i]}
+	}
+	if _, err := st.InsertCodes(ctx, projectID, batch); err != nil {
+		t.Fatal(err)
+	}
+	return codes
+}
+
+// cleanup stops the running acv dev and any server a killed one left behind, then removes the
+// directory.
+func (h *devHarness) cleanup() {
+	if p := h.cur; p != nil {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(30 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+	}
+	for _, pidFile := range []string{filepath.Join(h.data, "redis", "redis.pid"), filepath.Join(h.data, "pg", "postmaster.pid")} {
+		killPidFile(pidFile)
+	}
+	if err := os.RemoveAll(h.work); err != nil {
+		h.t.Logf("remove %s: %v", h.work, err)
+	}
+}
+
+// killPidFile kills the process a pid file names, when it is still running.
+func killPidFile(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	if !s.Scan() {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s.Text()))
+	if err != nil || pid <= 1 {
+		return
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return
+	}
+	if name := strings.TrimSpace(string(comm)); name == "redis-server" || name == "postgres" {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func tail(b []byte) string {
+	const n = 4000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

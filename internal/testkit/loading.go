@@ -1,0 +1,76 @@
+package testkit
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LoadRedis makes the redis-server at addr (started with localenv.RedisOptions{Debug: true})
+// reload its dataset slowly, so that it answers every command with a LOADING error for at
+// least about d, as a Redis that restarts with a large append-only file does. It adds filler
+// keys, sets the server's per-key load delay, runs DEBUG RELOAD in the background and returns
+// once Redis answers LOADING. done waits until Redis has loaded again and serves; it runs at
+// the end of the test too.
+func LoadRedis(tb testing.TB, addr string, d time.Duration) (done func()) {
+	tb.Helper()
+	ctx := context.Background()
+	// No retries and no read deadline: DEBUG RELOAD answers only once the reload is over.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: -1, PoolSize: 4})
+	const perKey = 100 * time.Microsecond // key-load-delay: the pause after loading each key
+	keys := int(d/perKey) + 1
+	for _, cmd := range [][]any{
+		{"DEBUG", "POPULATE", keys, "acv-test-filler", 8},
+		{"CONFIG", "SET", "key-load-delay", strconv.Itoa(int(perKey / time.Microsecond))},
+		// Answer other clients (with LOADING) every KiB loaded rather than every 2 MiB.
+		{"CONFIG", "SET", "loading-process-events-interval-bytes", "1024"},
+	} {
+		if err := rdb.Do(ctx, cmd...).Err(); err != nil {
+			rdb.Close()
+			tb.Fatalf("prepare redis to load (%v): %v (is DEBUG enabled: localenv.RedisOptions{Debug: true}?)", cmd[:2], err)
+		}
+	}
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- rdb.Do(ctx, "DEBUG", "RELOAD").Err() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := rdb.Ping(ctx).Err()
+		if redis.IsLoadingError(err) {
+			break
+		}
+		select {
+		case err := <-reloaded:
+			rdb.Close()
+			tb.Fatalf("redis reloaded before it was seen loading (err %v): make d longer", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			rdb.Close()
+			tb.Fatalf("redis did not start loading: PING answers %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var finished bool
+	done = func() {
+		tb.Helper()
+		if finished {
+			return
+		}
+		finished = true
+		defer rdb.Close()
+		if err := <-reloaded; err != nil {
+			tb.Errorf("DEBUG RELOAD: %v", err)
+		}
+		if err := rdb.Do(ctx, "CONFIG", "SET", "key-load-delay", "0").Err(); err != nil {
+			tb.Errorf("reset key-load-delay: %v", err)
+		}
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			tb.Errorf("redis after the reload: ping: %v", err)
+		}
+	}
+	tb.Cleanup(done)
+	return done
+}

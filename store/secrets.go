@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// StoredSecret is one API key's secret as the table holds it: sealed, or in clear for a key
+// issued before secrets were sealed. The store does not tell them apart.
+type StoredSecret struct {
+	KeyID  string
+	Secret string
+}
+
+// APIKeySecrets reads every key's stored secret, in id order, for re-sealing them under
+// another master key (`acv key rewrap`) and for counting the ones still in clear.
+func (s *Store) APIKeySecrets(ctx context.Context) ([]StoredSecret, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, secret FROM api_keys ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("select api key secrets: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredSecret
+	for rows.Next() {
+		var id pgtype.UUID
+		var sec string
+		if err := rows.Scan(&id, &sec); err != nil {
+			return nil, fmt.Errorf("scan api key secret: %w", err)
+		}
+		out = append(out, StoredSecret{KeyID: hexID(id), Secret: sec})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("select api key secrets: %w", err)
+	}
+	return out, nil
+}
+
+// ReplaceAPIKeySecret stores next as the key's secret if the key still holds old, and tells
+// whether it did: a key changed or deleted since old was read is left alone.
+func (s *Store) ReplaceAPIKeySecret(ctx context.Context, keyID, old, next string) (bool, error) {
+	if err := checkID("api key", keyID); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE api_keys SET secret = $3, version = version + 1 WHERE id = $1 AND secret = $2`, keyID, old, next)
+	if err != nil {
+		return false, fmt.Errorf("replace secret of api key %s: %w", keyID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
