@@ -281,7 +281,7 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 	bo := newBackOff()
 	if len(msgs) > 0 {
 		start := time.Now()
-		spans := startSpans(r.cfg.Tracer, "kafka publish "+Topic, trace.SpanKindProducer, msgs, true)
+		spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, msgs, true)
 		for {
 			err := r.pub.WriteMessages(ops, msgs...)
 			if err == nil {

@@ -71,3 +71,15 @@ func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message
 	p.Metrics.committed(now)
 	return nil
 }
+
+// spanName names the relay's span of a batch it hands over: no Kafka is involved.
+func (p *SinkPublisher) spanName() string { return "relay deliver verification logs" }
+
+// publishSpanName is the name of the relay's span for a batch handed to pub: "kafka publish
+// <topic>", or the publisher's own name when it is not Kafka.
+func publishSpanName(pub Publisher) string {
+	if n, ok := pub.(interface{ spanName() string }); ok {
+		return n.spanName()
+	}
+	return "kafka publish " + Topic
+}

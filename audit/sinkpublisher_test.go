@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
@@ -156,5 +159,46 @@ func TestDirectPipelineSkipsMalformedEntries(t *testing.T) {
 	sink.checkRows(t, []contract.Event{good})
 	if bad := metricValue(t, reg, "acv_consumer_errors_total", "stage", "decode"); bad != 1 {
 		t.Errorf("%v malformed entries counted, want 1", bad)
+	}
+}
+
+// A traced event stays one trace without Kafka: the relay's span hangs under the request's, and
+// the Postgres write under the relay's.
+func TestDirectPipelineTrace(t *testing.T) {
+	rdb := directRedis(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, req := tp.Tracer("test").Start(context.Background(), "request")
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	req.End()
+	ev := newEvent(contract.NewID(), contract.NewID(), 1)
+	if err := xadd(ctx, rdb, ev, contract.HeaderFieldPrefix+"traceparent", carrier["traceparent"]); err != nil {
+		t.Fatal(err)
+	}
+	sink := newMemSink()
+	cfg := relayConfig("r1")
+	cfg.Tracer = tp
+	start(t, audit.NewRelay(rdb, &audit.SinkPublisher{Sink: sink, Tracer: tp}, cfg).Run)
+	waitRows(t, sink, 1)
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	testkit.WaitFor(t, 5*time.Second, "the pipeline's spans", func() (bool, string) {
+		for _, sp := range exp.GetSpans().Snapshots() {
+			spans[sp.Name()] = sp
+		}
+		return len(spans) == 3, fmt.Sprintf("%d spans", len(spans))
+	})
+	relay, write := spans["relay deliver verification logs"], spans["postgres write verification logs"]
+	if relay == nil || write == nil {
+		t.Fatalf("spans %v, want the relay's and the write's", spans)
+	}
+	if relay.Parent().SpanID() != req.SpanContext().SpanID() || write.Parent().SpanID() != relay.SpanContext().SpanID() {
+		t.Errorf("spans do not chain request → relay → write: relay's parent %s, write's parent %s",
+			relay.Parent().SpanID(), write.Parent().SpanID())
+	}
+	if write.SpanContext().TraceID() != req.SpanContext().TraceID() {
+		t.Error("the postgres write is not in the request's trace")
 	}
 }

@@ -72,6 +72,9 @@ type Cache struct {
 	loader     Loader        // nil: a miss is an error
 	co         *coalescer    // nil: every call is its own round trip
 	unknownTTL time.Duration // how long a value unknown in Postgres is remembered
+	wait       replicaWait   // WAIT after hot-path writes; none by default
+	coWorkers  int           // coalescing senders (WithCoalescing)
+	coBatch    int           // calls a coalesced pipeline holds at most
 }
 
 // Option tunes a Cache.
@@ -83,11 +86,7 @@ func WithLoader(l Loader) Option { return func(c *Cache) { c.loader = l } }
 // WithCoalescing sends verify, reactivate and admission calls that arrive together in shared
 // pipelines, from workers senders of up to maxBatch calls each. Close stops them.
 func WithCoalescing(workers, maxBatch int) Option {
-	return func(c *Cache) {
-		if workers > 0 && maxBatch > 1 {
-			c.co = newCoalescer(c.rdb, workers, maxBatch)
-		}
-	}
+	return func(c *Cache) { c.coWorkers, c.coBatch = workers, maxBatch }
 }
 
 // New returns a Cache over rdb.
@@ -95,6 +94,9 @@ func New(rdb Redis, opts ...Option) *Cache {
 	c := &Cache{rdb: rdb, unknownTTL: 5 * time.Minute}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.coWorkers > 0 && c.coBatch > 1 {
+		c.co = newCoalescer(c.rdb, c.wait, c.coWorkers, c.coBatch)
 	}
 	return c
 }
@@ -112,6 +114,11 @@ func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args .
 	if c.co != nil {
 		v, err := c.co.run(ctx, s, keys, args...)
 		return v, translate(err)
+	}
+	if c.wait.replicas > 0 {
+		call := &scriptCall{script: s, keys: keys, args: args}
+		sendBatch(ctx, c.rdb, []*scriptCall{call}, c.wait)
+		return call.reply, translate(call.err)
 	}
 	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
 	return v, translate(err)

@@ -32,6 +32,12 @@ func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	srv := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
+	return newFixtureOn(t, rdb, opts...)
+}
+
+// newFixtureOn is newFixture on a Redis of the test's choosing.
+func newFixtureOn(t *testing.T, rdb *redis.Client, opts ...cache.Option) *fixture {
+	t.Helper()
 	c := cache.New(rdb, opts...)
 	t.Cleanup(c.Close)
 	f := &fixture{t: t, rdb: rdb, c: c, pid: contract.NewID(), clock: time.Unix(1_800_000_000, 0)}

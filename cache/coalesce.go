@@ -14,6 +14,7 @@ import (
 // arrives alone is sent at once: nothing waits for company.
 type coalescer struct {
 	rdb      Redis
+	wait     replicaWait
 	calls    chan *scriptCall
 	maxBatch int
 	stop     chan struct{}
@@ -32,8 +33,8 @@ type scriptCall struct {
 // batchTimeout bounds one pipeline's round trip, whatever the callers' deadlines.
 const batchTimeout = 10 * time.Second
 
-func newCoalescer(rdb Redis, workers, maxBatch int) *coalescer {
-	c := &coalescer{rdb: rdb, calls: make(chan *scriptCall, workers*maxBatch), maxBatch: maxBatch, stop: make(chan struct{})}
+func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer {
+	c := &coalescer{rdb: rdb, wait: wait, calls: make(chan *scriptCall, workers*maxBatch), maxBatch: maxBatch, stop: make(chan struct{})}
 	for i := 0; i < workers; i++ {
 		c.wg.Add(1)
 		go c.work()
@@ -82,26 +83,17 @@ func (c *coalescer) work() {
 	}
 }
 
-func (c *coalescer) send(batch []*scriptCall, cmds []*redis.Cmd) {
+func (c *coalescer) send(batch []*scriptCall, _ []*redis.Cmd) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	if len(batch) == 1 {
+	if len(batch) == 1 && c.wait.replicas == 0 {
 		call := batch[0]
 		call.reply, call.err = call.script.Run(ctx, c.rdb, call.keys, call.args...).Result()
 		close(call.done)
 		return
 	}
-	pipe := c.rdb.Pipeline()
+	sendBatch(ctx, c.rdb, batch, c.wait)
 	for _, call := range batch {
-		cmds = append(cmds, call.script.EvalSha(ctx, pipe, call.keys, call.args...))
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, call := range batch {
-		call.reply, call.err = cmds[i].Result()
-		if call.err != nil && redis.HasErrorPrefix(call.err, "NOSCRIPT") {
-			// Redis lost its script cache (restart, SCRIPT FLUSH): EVAL loads it again.
-			call.reply, call.err = call.script.Eval(ctx, c.rdb, call.keys, call.args...).Result()
-		}
 		close(call.done)
 	}
 }

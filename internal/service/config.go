@@ -37,8 +37,12 @@ type Config struct {
 	// RedisCoalesce is how many senders share concurrent hot-path calls in pipelines; 0 sends
 	// each call on its own.
 	RedisCoalesce int
-	PGMaxConns    int
-	Logger        *slog.Logger
+	// RedisWaitReplicas, when above 0, makes every hot-path write wait (WAIT) until that many
+	// Redis replicas hold it, for at most RedisWaitTimeout; a shortfall is answered 503.
+	RedisWaitReplicas int
+	RedisWaitTimeout  time.Duration
+	PGMaxConns        int
+	Logger            *slog.Logger
 	// Tracer makes the spans of every part; none when nil.
 	Tracer trace.TracerProvider
 	// MasterKeys seal and open the API keys' secrets (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE);
@@ -129,6 +133,8 @@ var Settings = []Setting{
 	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one kid:hex (or hex) a line, the first line sealing; # starts a comment"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
+	{"ACV_REDIS_WAIT_REPLICAS", "0", "Redis replicas that must hold a verify or reactivate before it is answered (WAIT); 0 answers once the master applied it"},
+	{"ACV_REDIS_WAIT_TIMEOUT", "100ms", "how long a write waits for those replicas; a shortfall is answered 503"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
 	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
 	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
@@ -183,7 +189,10 @@ func FromEnv() (Config, error) {
 		TrustedProxies: list(get("ACV_TRUSTED_PROXIES")),
 		RedisPoolSize:  num("ACV_REDIS_POOL_SIZE"),
 		RedisCoalesce:  num("ACV_REDIS_COALESCE"),
-		PGMaxConns:     num("ACV_PG_MAX_CONNS"),
+
+		RedisWaitReplicas: num("ACV_REDIS_WAIT_REPLICAS"),
+		RedisWaitTimeout:  dur("ACV_REDIS_WAIT_TIMEOUT"),
+		PGMaxConns:        num("ACV_PG_MAX_CONNS"),
 
 		RelayClaimIdle:  dur("ACV_RELAY_CLAIM_IDLE"),
 		RelayClaimEvery: dur("ACV_RELAY_CLAIM_EVERY"),

@@ -50,7 +50,8 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	}
 	rdb := redis.NewClient(opt)
 	// The cache loads codes and projects Redis has not seen from Postgres.
-	c := cache.New(rdb, cache.WithLoader(st), cache.WithCoalescing(cfg.RedisCoalesce, 128))
+	c := cache.New(rdb, cache.WithLoader(st), cache.WithCoalescing(cfg.RedisCoalesce, 128),
+		cache.WithReplicaWait(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout))
 	if err := c.Preload(ctx); err != nil {
 		c.Close()
 		rdb.Close()

@@ -1,0 +1,78 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/api/contract"
+)
+
+// Durability: by default a verify is acknowledged once the Redis master applied it, and its
+// append-only file reaches the disk within a second (appendfsync everysec): a process crash
+// loses nothing, a host crash or a failover to a replica can lose up to about a second of
+// acknowledged redemptions. WithReplicaWait closes the failover gap: every hot-path write is
+// followed, on the same connection, by WAIT, and the call succeeds only when enough replicas
+// hold it. (appendfsync always, a setting of the Redis server, closes the host-crash gap.)
+
+// replicaWait is the WAIT that follows hot-path writes; zero replicas means none.
+type replicaWait struct {
+	replicas int
+	timeout  time.Duration
+}
+
+// WithReplicaWait makes Verify, Reactivate and Admit answer only once replicas replicas hold
+// their writes (WAIT), waiting at most timeout. When fewer acknowledge in time, the call fails
+// with a contract.KindUnavailable error: the change is on the master and may or may not
+// survive a failover, and a client retrying with the same Idempotency-Key learns its outcome.
+func WithReplicaWait(replicas int, timeout time.Duration) Option {
+	return func(c *Cache) {
+		if replicas > 0 {
+			c.wait = replicaWait{replicas: replicas, timeout: max(timeout, time.Millisecond)}
+		}
+	}
+}
+
+// errNotReplicated is the shortfall of a WAIT.
+func errNotReplicated(got, want int64) error {
+	return contract.Unavailable(fmt.Errorf("write acknowledged by %d of %d redis replicas in time", got, want))
+}
+
+// sendBatch runs calls in one pipeline and, when w asks for replicas, a WAIT after them on the
+// same connection. A call whose script Redis forgot (NOSCRIPT, after a restart) is loaded and
+// sent again, followed by a WAIT of its own. Each call gets its own reply or error.
+func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWait) {
+	pending := batch
+	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(pending))
+		for i, call := range pending {
+			cmds[i] = call.script.EvalSha(ctx, pipe, call.keys, call.args...)
+		}
+		var wait *redis.Cmd
+		if w.replicas > 0 {
+			wait = pipe.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+		var again []*scriptCall
+		for i, call := range pending {
+			call.reply, call.err = cmds[i].Result()
+			if call.err != nil && redis.HasErrorPrefix(call.err, "NOSCRIPT") && attempt == 0 {
+				if err := call.script.Load(ctx, rdb).Err(); err == nil {
+					again = append(again, call)
+					continue
+				}
+			}
+			if call.err == nil && wait != nil {
+				if n, err := wait.Int64(); err != nil {
+					call.err = fmt.Errorf("wait for replicas: %w", err)
+				} else if n < int64(w.replicas) {
+					call.err = errNotReplicated(n, int64(w.replicas))
+				}
+			}
+		}
+		pending = again
+	}
+}
