@@ -14,6 +14,7 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/secrets"
+	"github.com/redis/go-redis/v9"
 )
 
 // tableRows is every api_keys row as text, each column included, as a database dump shows it.
@@ -51,7 +52,7 @@ func encodings(secretHex string) []string {
 }
 
 func TestCreateAPIKeyStoresNoPlaintext(t *testing.T) {
-	a, _, pid := newAdmin(t)
+	a, rdb, pid := newAdmin(t)
 	ctx := context.Background()
 	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	var keys []contract.APIKey
@@ -65,10 +66,21 @@ func TestCreateAPIKeyStoresNoPlaintext(t *testing.T) {
 		}
 		keys = append(keys, k)
 	}
-	rows := tableRows(t, a)
-	if len(rows) != len(keys) {
-		t.Fatalf("%d rows, want %d", len(rows), len(keys))
+	// The key mirror too, after every kind of write to it: revoke, limit, a replica's sync.
+	if err := a.RevokeAPIKey(ctx, keys[0].ID); err != nil {
+		t.Fatal(err)
 	}
+	if err := a.SetAPIKeyRateLimit(ctx, keys[1].ID, 9, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SyncKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := redisValues(t, rdb)
+	if len(mirrored) < len(keys) {
+		t.Fatalf("redis holds %d values, want at least the %d keys' mirrors", len(mirrored), len(keys))
+	}
+	rows := append(tableRows(t, a), mirrored...)
 	for _, k := range keys {
 		for _, row := range rows {
 			for _, enc := range encodings(k.Secret) {
@@ -254,4 +266,43 @@ func TestRewrapKeys(t *testing.T) {
 	if stored, _ := a0.Store.APIKey(ctx, clearID); !secrets.IsSealed(stored.Secret) {
 		t.Fatalf("the clear key was not sealed beside the failures")
 	}
+}
+
+// redisValues is every key of Redis with all its values, one string a key.
+func redisValues(t *testing.T, rdb *redis.Client) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		typ, err := rdb.Type(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		switch typ {
+		case "hash":
+			m, err := rdb.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, v := range m {
+				vals = append(vals, f, v)
+			}
+		case "string":
+			v, err := rdb.Get(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals = append(vals, v)
+		default:
+			t.Fatalf("redis key %q of type %s: extend this test", key, typ)
+		}
+		out = append(out, key+" "+strings.Join(vals, " "))
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
