@@ -711,7 +711,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		if r := sk.Get(proj, ""); r.Status != http.StatusOK {
 			t.Fatalf("fresh key: %d %s", r.Status, r.Body)
 		}
-		if err := s.Deps.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+		if err := s.Admin.RevokeAPIKey(context.Background(), k.ID); err != nil {
 			t.Fatal(err)
 		}
 		testkit.WaitFor(t, 3*time.Second, "revocation to take effect", func() (bool, string) {
