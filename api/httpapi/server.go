@@ -163,7 +163,9 @@ const maxHeaderBytes = 32 << 10
 // Serve answers on ln until ctx ends, then stops accepting and drains in-flight requests for up
 // to drain before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	var unused unusedConns
 	hs := &http.Server{
+		ConnState:         unused.track,
 		Handler:           s.engine,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -182,6 +184,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	go func() {
+		// Shutdown has stopped accepting and closes idle connections; the unused ones go too.
+		if err := ln.Close(); err == nil || errors.Is(err, net.ErrClosed) {
+			unused.closeAll()
+		}
+	}()
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain http: %w", err)
 	}
