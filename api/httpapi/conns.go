@@ -38,3 +38,16 @@ func (u *unusedConns) closeAll() {
 		delete(u.conns, c)
 	}
 }
+
+// onceCloseListener closes its listener once, so Serve's drain can stop accepting before it
+// closes the unused connections while net/http's Shutdown closes it too.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
+}

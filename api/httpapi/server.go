@@ -176,7 +176,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	}
 	errc := make(chan error, 1)
 	// net/http's own answers to requests it cannot read become {"detail"} JSON too (rawerrors.go).
-	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
+	l := &onceCloseListener{Listener: jsonErrorListener{ln}}
+	go func() { errc <- hs.Serve(l) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve http: %w", err)
@@ -186,9 +187,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	defer cancel()
 	go func() {
 		// Shutdown has stopped accepting and closes idle connections; the unused ones go too.
-		if err := ln.Close(); err == nil || errors.Is(err, net.ErrClosed) {
-			unused.closeAll()
-		}
+		_ = l.Close() // Shutdown closes it too; whichever is first, the other gets its result
+		unused.closeAll()
 	}()
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain http: %w", err)
