@@ -46,5 +46,7 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## clean: remove the binary and make run's data, with a PostgreSQL cluster it kept outside .acv
 clean:
+	@if [ -f .acv/pg.location ]; then rm -rf "$$(cat .acv/pg.location)"; fi
 	rm -rf bin .acv

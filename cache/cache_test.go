@@ -259,7 +259,8 @@ func TestMissesAreLoadedThroughTheLoader(t *testing.T) {
 		}{
 			{"enabled", contract.Project{Status: true, ExpiresAt: ptr(1_900_000_000)}, ""},
 			{"disabled", contract.Project{Status: false}, contract.ProjectDisabled},
-			{"expired", contract.Project{Status: true, ExpiresAt: ptr(1_700_000_000)}, contract.ProjectExpired},
+			// A code without an expiry of its own takes its project's: CODE_EXPIRED.
+			{"expired", contract.Project{Status: true, ExpiresAt: ptr(1_700_000_000)}, contract.CodeExpired},
 		} {
 			f.pid = contract.NewID() // a project Redis has never seen
 			tc.p.ID = f.pid
@@ -418,7 +419,18 @@ func TestOutcomesInContractOrder(t *testing.T) {
 		{"reactivate unused", true, nil, contract.CodeRecord{}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},
 		{"unknown value", true, nil, contract.CodeRecord{}, true, contract.ActionVerify, contract.CodeNotFound, 0, false},
 		{"project disabled before all", false, past, contract.CodeRecord{Disabled: true, VerifiedAtMs: 1}, false, contract.ActionVerify, contract.ProjectDisabled, 1, true},
-		{"project expired", true, past, contract.CodeRecord{Disabled: true}, false, contract.ActionVerify, contract.ProjectExpired, 1, false},
+		// An expired project: its expiry is the effective expiry of a code without one of its own
+		// (state expired, CODE_EXPIRED, after the disabled and use checks); PROJECT_EXPIRED only
+		// while the code's own later expiry still holds.
+		{"code disabled before expired project", true, past, contract.CodeRecord{Disabled: true}, false, contract.ActionVerify, contract.CodeDisabled, 1, false},
+		{"used before expired project", true, past, contract.CodeRecord{VerifiedAtMs: 1}, false, contract.ActionVerify, contract.CodeAlreadyUsed, 1, true},
+		{"unused before expired project on reactivate", true, past, contract.CodeRecord{}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},
+		{"expired project, code without own expiry", true, past, contract.CodeRecord{}, false, contract.ActionVerify, contract.CodeExpired, 1, false},
+		{"expired project, reactivate code without own expiry", true, past, contract.CodeRecord{VerifiedAtMs: 1}, false, contract.ActionReactivate, contract.CodeExpired, 1, true},
+		{"expired project, code's own expiry passed too", true, past, contract.CodeRecord{ExpiresAt: ptr(1_600_000_000)}, false, contract.ActionVerify, contract.CodeExpired, 1, false},
+		{"expired project, code's own later expiry holds", true, past, contract.CodeRecord{ExpiresAt: future}, false, contract.ActionVerify, contract.ProjectExpired, 1, false},
+		{"expired project, reactivate with own later expiry", true, past, contract.CodeRecord{ExpiresAt: future, VerifiedAtMs: 1}, false, contract.ActionReactivate, contract.ProjectExpired, 1, true},
+		{"project disabled before code expired", false, past, contract.CodeRecord{ExpiresAt: past}, false, contract.ActionVerify, contract.ProjectDisabled, 1, false},
 		{"code disabled before used", true, nil, contract.CodeRecord{Disabled: true, VerifiedAtMs: 1}, false, contract.ActionVerify, contract.CodeDisabled, 1, true},
 		{"used before expired", true, nil, contract.CodeRecord{VerifiedAtMs: 1, ExpiresAt: past}, false, contract.ActionVerify, contract.CodeAlreadyUsed, 1, true},
 		{"unused before expired on reactivate", true, nil, contract.CodeRecord{ExpiresAt: past}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},

@@ -63,7 +63,7 @@ func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
 			code:   contract.CodeRecord{Disabled: true, VerifiedAtMs: prior, VerifiedBy: "old", Version: 3},
 			action: contract.ActionVerify, by: "till-7", trace: trace,
 			wantErr: contract.ProjectDisabled, wantVer: 3, wantVAt: prior, wantBy: "old", wantDis: true},
-		{name: "verify PROJECT_EXPIRED", projOn: true, projExp: past, code: contract.CodeRecord{Version: 2},
+		{name: "verify PROJECT_EXPIRED", projOn: true, projExp: past, code: contract.CodeRecord{Version: 2, ExpiresAt: future},
 			action: contract.ActionVerify, by: weird,
 			wantErr: contract.ProjectExpired, wantVer: 2},
 		{name: "verify CODE_DISABLED", projOn: true, code: contract.CodeRecord{Disabled: true, Version: 1},
@@ -104,8 +104,10 @@ func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
 			action: contract.ActionReactivate, by: weird, reason: weird, trace: trace,
 			wantErr: contract.ProjectDisabled, wantVer: 1, wantVAt: prior, wantBy: "till-7"},
 		{name: "reactivate PROJECT_EXPIRED", projOn: true, projExp: past,
-			code:   contract.CodeRecord{VerifiedAtMs: prior, Version: 1},
+			code:   contract.CodeRecord{VerifiedAtMs: prior, Version: 1, ExpiresAt: future},
 			action: contract.ActionReactivate, wantErr: contract.ProjectExpired, wantVer: 1, wantVAt: prior},
+		{name: "verify CODE_EXPIRED by the project's expiry", projOn: true, projExp: past, code: contract.CodeRecord{Version: 2},
+			action: contract.ActionVerify, wantErr: contract.CodeExpired, wantVer: 2},
 	}
 
 	f := newFixture(t)

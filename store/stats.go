@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
 )
 
 // Statistics counts a project's codes by derived state at now. It reads the few code_counts
@@ -50,4 +51,41 @@ func countOf(st contract.Statistics, state contract.State) int64 {
 		return st.ExpiredCodes
 	}
 	return st.TotalCodes
+}
+
+// RecentVerifications lists up to limit codes of the project currently used (verified and not
+// disabled), newest verified_at first (then id, so the order is total). It walks
+// codes_recent_used_idx, which holds exactly those rows in that order: the cost is limit rows,
+// whatever the project's size. An unknown project simply has none.
+func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
+	if err := checkID("project", projectID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []contract.RecentVerification{}, nil
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT code, verified_at, verified_by
+		 FROM codes
+		 WHERE project_id = $1 AND verified_at IS NOT NULL AND NOT is_disabled
+		 ORDER BY verified_at DESC, id DESC
+		 LIMIT $2`, projectID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent verifications of project %s: %w", projectID, translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.RecentVerification, error) {
+		var (
+			v  contract.RecentVerification
+			at time.Time
+		)
+		if err := r.Scan(&v.Code, &at, &v.VerifiedBy); err != nil {
+			return v, err
+		}
+		v.VerifiedAt = at.Unix()
+		return v, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent verifications of project %s: %w", projectID, translate(err))
+	}
+	return out, nil
 }

@@ -25,9 +25,11 @@ type Client struct {
 	Secret  string
 	// HTTP is the transport; http.DefaultClient when nil.
 	HTTP *http.Client
-	// Nonce adds an X-Nonce to every request (the six-line string to sign), which makes GETs
-	// replay-protected too. Off, requests are signed the way the original SDKs sign them.
-	Nonce bool
+	// NoNonce leaves out the X-Nonce every request carries by default and signs the original
+	// five-line string, as the original SDKs do. Without a nonce the server treats two identical
+	// requests within the same second as a replay (401 "Request replayed"), so keep it false
+	// unless a server or proxy requires the five-line form.
+	NoNonce bool
 	// Now is the clock used for X-Timestamp; time.Now when nil.
 	Now func() time.Time
 }
@@ -54,7 +56,7 @@ func (c *Client) Sign(req *http.Request, body []byte) {
 	}
 	ts := strconv.FormatInt(now().Unix(), 10)
 	nonce := ""
-	if c.Nonce {
+	if !c.NoNonce {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		nonce = hex.EncodeToString(b[:])

@@ -57,7 +57,7 @@ func server(t *testing.T, got *[]seen) *client.Client {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	return &client.Client{BaseURL: srv.URL, KeyID: keyID, Secret: secret, HTTP: srv.Client(), Nonce: true}
+	return &client.Client{BaseURL: srv.URL, KeyID: keyID, Secret: secret, HTTP: srv.Client()}
 }
 
 // Every method sends a correctly signed request to the contract's path and decodes the answer.
@@ -126,5 +126,43 @@ func TestClientReturnsTheDetail(t *testing.T) {
 	}
 	if len(got) != 0 {
 		t.Fatal("the refused request reached the handler")
+	}
+}
+
+// A client sends a fresh X-Nonce by default, so two identical verifies within one second are
+// two requests, not a replay; NoNonce signs the original five-line string without one.
+func TestClientNonceByDefault(t *testing.T) {
+	var nonces []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		path, query, _ := strings.Cut(r.RequestURI, "?")
+		n := r.Header.Get("X-Nonce")
+		if !contract.NewVerifier(secret).Verify(r.Header.Get("X-Signature"), r.Method, path, query,
+			contract.BodySHA256(body), r.Header.Get("X-Timestamp"), n) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		nonces = append(nonces, n)
+		_, _ = w.Write([]byte(`{"success":true,"message":"ok"}`))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	req := contract.VerifyRequest{Code: "A"}
+	c := &client.Client{BaseURL: srv.URL, KeyID: keyID, Secret: secret, HTTP: srv.Client()}
+	for i := 0; i < 2; i++ {
+		if _, _, err := c.Verify(ctx, pid, req, client.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(nonces) != 2 || nonces[0] == "" || nonces[0] == nonces[1] || !contract.ValidNonce(nonces[0]) {
+		t.Fatalf("default client sent nonces %q; want two distinct valid ones", nonces)
+	}
+	nonces = nil
+	c.NoNonce = true
+	if _, _, err := c.Verify(ctx, pid, req, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(nonces) != 1 || nonces[0] != "" {
+		t.Fatalf("NoNonce client sent %q; want no X-Nonce (five-line signature)", nonces)
 	}
 }

@@ -71,6 +71,11 @@ var (
 	ErrConflict = &Error{Kind: KindConflict, Message: "Already exists"}
 	// ErrReplayed: the request's replay identity was seen within the signature window.
 	ErrReplayed = &Error{Kind: KindUnauthorized, Message: "Request replayed"}
+	// ErrReplayedWithoutNonce is ErrReplayed for a request sent without X-Nonce (whose replay
+	// identity is its signature): its detail tells the client how to repeat a request on
+	// purpose. errors.Is(err, ErrReplayed) holds for it too.
+	ErrReplayedWithoutNonce = &Error{Kind: KindUnauthorized, Err: ErrReplayed,
+		Message: "Request replayed: to repeat a request within 300 seconds, send each one with its own X-Nonce"}
 	// ErrRateLimited: the key's token bucket is empty; RateState.Wait says for how long.
 	ErrRateLimited = &Error{Kind: KindRateLimited, Message: "Rate limit exceeded"}
 	// ErrIdempotencyConflict: the Idempotency-Key was first used with another request.

@@ -44,15 +44,15 @@ func Message(a Action, code ErrorCode) string {
 	case ProjectDisabled:
 		return "Project is disabled"
 	case ProjectExpired:
-		return "Project has expired"
+		return "Project is expired"
 	case CodeDisabled:
 		return "Code is disabled"
 	case CodeAlreadyUsed:
 		return "Code has already been used"
 	case CodeAlreadyUnused:
-		return "Code is not used"
+		return "Code is already unused"
 	case CodeExpired:
-		return "Code has expired"
+		return "Code is expired"
 	}
 	return "Unknown outcome"
 }

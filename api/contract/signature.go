@@ -1,11 +1,12 @@
 package contract
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -23,7 +24,7 @@ func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, no
 
 // appendStringToSign appends the string to sign, with query already in its signed order, to b.
 // StringToSign and Verifier share it, so the signed form is written once.
-func appendStringToSign(b []byte, method, rawPath, query, bodySHA256Hex, timestamp, nonce string) []byte {
+func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P, query Q, bodySHA256Hex, timestamp, nonce string) []byte {
 	for i := 0; i < len(method); i++ {
 		c := method[i]
 		if 'a' <= c && c <= 'z' {
@@ -52,43 +53,163 @@ func CanonicalQuery(rawQuery string) string {
 	if rawQuery == "" {
 		return ""
 	}
-	pairs := splitQuery(rawQuery)
-	sort.SliceStable(pairs, func(i, j int) bool {
-		ki, vi := splitPair(pairs[i])
-		kj, vj := splitPair(pairs[j])
-		if ki != kj {
-			return ki < kj
+	var spans []span
+	return string(appendSortedRaw(nil, rawQuery, splitSpans(spans, rawQuery)))
+}
+
+// span is one key=value pair of a query: the key is s[k0:k1], the value s[v0:v1] of the
+// string or buffer it was cut from (the raw query, or the Verifier's decoded bytes).
+type span struct{ k0, k1, v0, v1 int32 }
+
+// splitSpans cuts rawQuery at '&' into pairs (empty ones dropped), appending them to dst.
+func splitSpans(dst []span, rawQuery string) []span {
+	dst = dst[:0]
+	for i := 0; i < len(rawQuery); {
+		j := strings.IndexByte(rawQuery[i:], '&')
+		if j < 0 {
+			j = len(rawQuery)
+		} else {
+			j += i
 		}
-		return vi < vj
+		if j > i {
+			sp := span{k0: int32(i), k1: int32(j), v0: int32(j), v1: int32(j)}
+			if e := strings.IndexByte(rawQuery[i:j], '='); e >= 0 {
+				sp.k1, sp.v0 = int32(i+e), int32(i+e+1)
+			}
+			dst = append(dst, sp)
+		}
+		i = j + 1
+	}
+	return dst
+}
+
+// byKeyThenValue orders spans of a raw query by key, then value.
+func byKeyThenValue(s string) func(a, b span) int {
+	return func(a, b span) int {
+		if c := strings.Compare(s[a.k0:a.k1], s[b.k0:b.k1]); c != 0 {
+			return c
+		}
+		return strings.Compare(s[a.v0:a.v1], s[b.v0:b.v1])
+	}
+}
+
+// appendSortedRaw appends the pairs of rawQuery, sorted by key then value and still encoded as
+// sent, joined by '&'. It sorts spans in place.
+func appendSortedRaw(dst []byte, rawQuery string, spans []span) []byte {
+	slices.SortStableFunc(spans, byKeyThenValue(rawQuery))
+	for i, sp := range spans {
+		if i > 0 {
+			dst = append(dst, '&')
+		}
+		dst = append(dst, rawQuery[sp.k0:sp.v1]...)
+	}
+	return dst
+}
+
+// appendPlainSorted appends the pairs sorted as whole "k=v" strings, as some original clients
+// sort them; it differs from the key order only when one key is a prefix of another followed
+// by a byte below '='. It sorts spans in place.
+func appendPlainSorted(dst []byte, rawQuery string, spans []span) []byte {
+	slices.SortStableFunc(spans, func(a, b span) int {
+		return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
 	})
-	return strings.Join(pairs, "&")
-}
-
-// plainSortedQuery sorts the pairs as whole strings, as some original clients do; it differs
-// from CanonicalQuery only when one key is a prefix of another followed by a byte below '='.
-func plainSortedQuery(rawQuery string) string {
-	if rawQuery == "" {
-		return ""
+	for i, sp := range spans {
+		if i > 0 {
+			dst = append(dst, '&')
+		}
+		dst = append(dst, rawQuery[sp.k0:sp.v1]...)
 	}
-	pairs := splitQuery(rawQuery)
-	sort.Strings(pairs)
-	return strings.Join(pairs, "&")
+	return dst
 }
 
-func splitQuery(rawQuery string) []string {
-	parts := strings.Split(rawQuery, "&")
-	out := parts[:0]
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
+// appendFormUnescaped appends s decoded as a query component ('+' is a space, %XX a byte), as
+// the handlers read it; ok is false on a malformed escape.
+func appendFormUnescaped(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			dst = append(dst, ' ')
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return dst, false
+			}
+			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		default:
+			dst = append(dst, c)
 		}
 	}
-	return out
+	return dst, true
 }
 
-func splitPair(p string) (string, string) {
-	k, v, _ := strings.Cut(p, "=")
-	return k, v
+// appendPathUnescaped appends a path decoded with path rules ('+' stays a plus sign).
+func appendPathUnescaped(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			dst = append(dst, c)
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return dst, false
+		}
+		dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+		i += 2
+	}
+	return dst, true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// The two component encodings of the original SDKs. Both write UTF-8 bytes as upper-case %XX.
+const (
+	// encPython is Python's urllib.parse.quote_plus (what urlencode uses): letters, digits and
+	// _.-~ as they are, a space as '+'.
+	encPython = iota
+	// encJS is JavaScript's encodeURIComponent: letters, digits and -_.!~*'() as they are, a
+	// space as %20.
+	encJS
+)
+
+func appendEncoded(dst []byte, s []byte, enc int) []byte {
+	const hexUpper = "0123456789ABCDEF"
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			dst = append(dst, c)
+		case enc == encPython && c == ' ':
+			dst = append(dst, '+')
+		case enc == encJS && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*'):
+			dst = append(dst, c)
+		default:
+			dst = append(dst, '%', hexUpper[c>>4], hexUpper[c&15])
+		}
+	}
+	return dst
+}
+
+// appendEncodedPairs appends the decoded pairs (spans into dec, already in their order) in the
+// given encoding, joined by '&'.
+func appendEncodedPairs(dst, dec []byte, spans []span, enc int) []byte {
+	for i, sp := range spans {
+		if i > 0 {
+			dst = append(dst, '&')
+		}
+		dst = appendEncoded(dst, dec[sp.k0:sp.k1], enc)
+		dst = append(dst, '=')
+		dst = appendEncoded(dst, dec[sp.v0:sp.v1], enc)
+	}
+	return dst
 }
 
 // Sign returns the lowercase hex HMAC-SHA256 of the string to sign, keyed with the secret's
@@ -109,12 +230,18 @@ func BodySHA256(body []byte) string {
 }
 
 // Verifier checks signatures made with one secret. It keeps its HMAC state and buffers between
-// calls, so a key's verifications allocate nothing; it is not safe for concurrent use (pool it).
+// calls, so a key's verifications allocate nothing once its buffers have grown; it is not safe
+// for concurrent use (pool it).
 type Verifier struct {
-	mac hash.Hash
-	buf []byte
-	sum []byte
-	got [sha256.Size]byte
+	mac   hash.Hash
+	buf   []byte // the string to sign
+	sum   []byte
+	got   [sha256.Size]byte
+	raw   []span // pairs of the raw query
+	dspan []span // pairs of the decoded query (into dec)
+	dec   []byte // decoded keys and values
+	q     [nQueries][]byte
+	path  []byte // the decoded path
 }
 
 // NewVerifier prepares a Verifier for secret.
@@ -122,8 +249,22 @@ func NewVerifier(secret string) *Verifier {
 	return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), buf: make([]byte, 0, 256), sum: make([]byte, 0, sha256.Size)}
 }
 
-// Verify checks a signature in constant time. It accepts the canonical query order and, when
-// it differs, the whole-string order of older clients.
+// Verify checks a signature. The contract accepts a signature over any of these strings, each
+// MAC compared in constant time:
+//
+//   - the path as sent and QUERY as sent, pairs sorted by key (then value);
+//   - the same pairs sorted as whole "k=v" strings, as some older clients sort them;
+//   - the path as sent and QUERY built from the decoded pairs, sorted by key (then value), in
+//     Python's quote_plus (the Python SDK) or JavaScript's encodeURIComponent (the TypeScript
+//     SDK);
+//   - the original server's canonical form: the path percent-decoded and QUERY as Python's
+//     urlencode of the decoded pairs, sorted by key, keeping the last value of a repeated key.
+//
+// All of them name the same decoded request, so the encodings widen nothing an attacker could
+// change. The one exception is the last form with a key repeated with different values: it
+// signs only the last one while the handlers read the first, so it is not accepted then.
+// Which form matched does not matter to the caller: the replay identity is the signature
+// itself (ReplayIdentity), which has one spelling.
 func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
 	// Only the contract's encoding (64 lowercase hex characters) is accepted: a signature has
 	// one spelling, so it can serve as the request's replay identity. Decoding it once lets the
@@ -134,22 +275,114 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	if _, err := hex.Decode(v.got[:], []byte(signature)); err != nil {
 		return false
 	}
-	query := CanonicalQuery(rawQuery)
-	if v.check(method, rawPath, query, bodySHA256Hex, timestamp, nonce) {
+	v.raw = splitSpans(v.raw, rawQuery)
+	v.q[qAsSent] = appendSortedRaw(v.q[qAsSent][:0], rawQuery, v.raw)
+	if v.check(method, rawPath, v.q[qAsSent], bodySHA256Hex, timestamp, nonce) {
 		return true
 	}
-	if rawQuery == "" {
+	if rawQuery == "" && !strings.Contains(rawPath, "%") {
+		return false // every other form is the same string
+	}
+	tried := 1 // v.q[:tried] holds the queries already tried with rawPath
+	try := func(i int) bool {
+		for _, prev := range v.q[:tried] {
+			if string(prev) == string(v.q[i]) {
+				return false
+			}
+		}
+		tried = i + 1
+		return v.check(method, rawPath, v.q[i], bodySHA256Hex, timestamp, nonce)
+	}
+	v.q[qPlain] = appendPlainSorted(v.q[qPlain][:0], rawQuery, v.raw)
+	if try(qPlain) {
+		return true
+	}
+	// The decoded pairs, for the SDKs' encodings and the original server's form.
+	v.dec, v.dspan = v.dec[:0], v.dspan[:0]
+	for _, sp := range v.raw {
+		var ok bool
+		d := span{k0: int32(len(v.dec))}
+		if v.dec, ok = appendFormUnescaped(v.dec, rawQuery[sp.k0:sp.k1]); !ok {
+			return false
+		}
+		d.k1, d.v0 = int32(len(v.dec)), int32(len(v.dec))
+		if v.dec, ok = appendFormUnescaped(v.dec, rawQuery[sp.v0:sp.v1]); !ok {
+			return false
+		}
+		d.v1 = int32(len(v.dec))
+		v.dspan = append(v.dspan, d)
+	}
+	dec := v.dec
+	sameKey := func(a, b span) bool { return bytes.Equal(dec[a.k0:a.k1], dec[b.k0:b.k1]) }
+	// The original server's form: sorted by key, the last value of a repeated key. It is accepted
+	// only when a repeated key's values are all equal (see serverOK), so which of them is last
+	// does not matter (the pairs are no longer in the order sent). Written before the pairs are
+	// re-sorted by value below.
+	slices.SortStableFunc(v.dspan, func(a, b span) int { return bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]) })
+	serverOK := true
+	v.q[qServer] = v.q[qServer][:0]
+	for i, sp := range v.dspan {
+		if i+1 < len(v.dspan) && sameKey(sp, v.dspan[i+1]) {
+			if nx := v.dspan[i+1]; !bytes.Equal(dec[sp.v0:sp.v1], dec[nx.v0:nx.v1]) {
+				serverOK = false // the handlers read the first value, which this form does not sign
+			}
+			continue
+		}
+		if len(v.q[qServer]) > 0 {
+			v.q[qServer] = append(v.q[qServer], '&')
+		}
+		v.q[qServer] = appendEncoded(v.q[qServer], dec[sp.k0:sp.k1], encPython)
+		v.q[qServer] = append(v.q[qServer], '=')
+		v.q[qServer] = appendEncoded(v.q[qServer], dec[sp.v0:sp.v1], encPython)
+	}
+	slices.SortStableFunc(v.dspan, func(a, b span) int {
+		if c := bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]); c != 0 {
+			return c
+		}
+		return bytes.Compare(dec[a.v0:a.v1], dec[b.v0:b.v1])
+	})
+	v.q[qPython] = appendEncodedPairs(v.q[qPython][:0], dec, v.dspan, encPython)
+	if try(qPython) {
+		return true
+	}
+	v.q[qJS] = appendEncodedPairs(v.q[qJS][:0], dec, v.dspan, encJS)
+	if try(qJS) {
+		return true
+	}
+	if !serverOK {
 		return false
 	}
-	alt := plainSortedQuery(rawQuery)
-	if alt == query {
-		return false
+	var ok bool
+	if v.path, ok = appendPathUnescaped(v.path[:0], rawPath); !ok || slices.Contains(v.path, '\n') {
+		return false // a decoded line break would move the string to sign's lines
 	}
-	return v.check(method, rawPath, alt, bodySHA256Hex, timestamp, nonce)
+	if string(v.path) == rawPath {
+		return try(qServer)
+	}
+	return v.checkBytes(method, v.path, v.q[qServer], bodySHA256Hex, timestamp, nonce)
 }
 
-func (v *Verifier) check(method, rawPath, query, bodySHA256Hex, timestamp, nonce string) bool {
+// The candidate queries a Verifier builds, in the order they are tried.
+const (
+	qAsSent = iota
+	qPlain
+	qPython
+	qJS
+	qServer
+	nQueries
+)
+
+func (v *Verifier) check(method, rawPath string, query []byte, bodySHA256Hex, timestamp, nonce string) bool {
 	v.buf = appendStringToSign(v.buf[:0], method, rawPath, query, bodySHA256Hex, timestamp, nonce)
+	return v.mac1()
+}
+
+func (v *Verifier) checkBytes(method string, path, query []byte, bodySHA256Hex, timestamp, nonce string) bool {
+	v.buf = appendStringToSign(v.buf[:0], method, path, query, bodySHA256Hex, timestamp, nonce)
+	return v.mac1()
+}
+
+func (v *Verifier) mac1() bool {
 	v.mac.Reset()
 	v.mac.Write(v.buf)
 	v.sum = v.mac.Sum(v.sum[:0])

@@ -1,5 +1,7 @@
 package contract
 
+import "math"
+
 // Project is the project resource of the contract. Timestamps are Unix seconds.
 type Project struct {
 	ID          string      `json:"id"`
@@ -91,4 +93,33 @@ type ReactivateResponse struct {
 // ErrorBody is every non-2xx body.
 type ErrorBody struct {
 	Detail string `json:"detail"`
+}
+
+// ProjectStatistics is the body of GET /api/v1/projects/{project_id}/statistics: the same
+// derived-state counts as a project's statistics, the usage rate (used ÷ total rounded to 4
+// decimals, 0 without codes) and up to RecentVerificationsLimit codes currently used, newest
+// verified_at first.
+type ProjectStatistics struct {
+	ProjectID string `json:"project_id"`
+	Statistics
+	UsageRate           float64              `json:"usage_rate"`
+	RecentVerifications []RecentVerification `json:"recent_verifications"`
+}
+
+// RecentVerification is one code currently used, as the statistics endpoint lists it.
+type RecentVerification struct {
+	Code       string  `json:"code"`
+	VerifiedAt int64   `json:"verified_at"` // Unix seconds
+	VerifiedBy *string `json:"verified_by"`
+}
+
+// RecentVerificationsLimit is how many used codes the statistics endpoint lists.
+const RecentVerificationsLimit = 10
+
+// UsageRate is used ÷ total rounded to 4 decimals, 0 when there are no codes.
+func UsageRate(s Statistics) float64 {
+	if s.TotalCodes <= 0 {
+		return 0
+	}
+	return math.Round(float64(s.UsedCodes)/float64(s.TotalCodes)*10000) / 10000
 }

@@ -175,6 +175,11 @@ func (s *Server) bucketAnswered(c *gin.Context, key contract.APIKey, rs contract
 	setRateHeaders(c, key, rs)
 	switch {
 	case errors.Is(err, contract.ErrReplayed):
+		// Without X-Nonce the replay identity is the signature, so an identical request sent on
+		// purpose within the window is refused too: the detail says how to repeat one.
+		if c.GetHeader("X-Nonce") == "" {
+			return &authFailure{reason: AuthReplay, err: contract.ErrReplayedWithoutNonce}
+		}
 		return &authFailure{reason: AuthReplay, err: contract.ErrReplayed}
 	case errors.Is(err, contract.ErrRateLimited):
 		secs := max(1, int(math.Ceil(rs.Wait.Seconds())))

@@ -251,6 +251,10 @@ func TestTimestampWindowEdges(t *testing.T) {
 
 // TestReplay: a POST is accepted once (without a nonce its signature identifies it), two
 // identical GETs without a nonce are both answered, a GET with a nonce is accepted once.
+// replayedNoNonce is the detail of a repeated request sent without X-Nonce, written out here
+// so the test pins the words rather than the code's constant.
+const replayedNoNonce = "Request replayed: to repeat a request within 300 seconds, send each one with its own X-Nonce"
+
 func TestReplay(t *testing.T) {
 	e := newEnv(t)
 	e.addCode(contract.CodeRecord{ID: codeID1, ProjectID: projectA, Code: "ABC", CreatedAt: now - 60})
@@ -258,7 +262,11 @@ func TestReplay(t *testing.T) {
 	if r := decode[contract.VerifyResponse](t, e.do(post)); !r.Success {
 		t.Fatalf("first verify: %+v", r)
 	}
-	wantDetail(t, e.do(post), http.StatusUnauthorized, "Request replayed")
+	// Without X-Nonce the signature is the replay identity: the refusal says how to repeat a
+	// request on purpose within the window.
+	if d := wantDetail(t, e.do(post), http.StatusUnauthorized, "Request replayed"); d != replayedNoNonce {
+		t.Errorf("detail of a repeated POST without X-Nonce %q, want %q", d, replayedNoNonce)
+	}
 	// A signature has one spelling, lowercase hex: the same MAC in another letter case is
 	// refused before the hot path sees it, so it cannot pass for a new request.
 	upper := post
@@ -281,7 +289,10 @@ func TestReplay(t *testing.T) {
 	if w := e.do(get); w.Code != http.StatusOK {
 		t.Fatalf("GET with a nonce: %d %s", w.Code, w.Body)
 	}
-	wantDetail(t, e.do(get), http.StatusUnauthorized, "Request replayed")
+	// A reused nonce is refused with the plain sentence: the client did send X-Nonce.
+	if d := wantDetail(t, e.do(get), http.StatusUnauthorized, "Request replayed"); d != "Request replayed" {
+		t.Errorf("detail of a reused nonce %q, want \"Request replayed\"", d)
+	}
 	adm := e.hot.Calls("Admit")
 	if len(adm) != 2 || !adm[0].Adm.CheckReplay || adm[0].Adm.ReplayKey != contract.ReplayIdentity("", get.nonce) || adm[0].Adm.KeyID != keyA.ID || adm[0].Adm.ProjectID != projectA {
 		t.Errorf("admissions of a GET with a nonce: %+v", adm)

@@ -38,6 +38,9 @@ func (benchRecords) ListCodes(context.Context, string, contract.ListQuery, int64
 	return nil, 0, nil
 }
 func (benchRecords) Logs(context.Context, string, int) ([]contract.LogEntry, error) { return nil, nil }
+func (benchRecords) RecentVerifications(context.Context, string, int) ([]contract.RecentVerification, error) {
+	return nil, nil
+}
 
 type benchHot struct{}
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +126,37 @@ func (f *fakeRecords) Statistics(_ context.Context, projectID string, _ int64) (
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, ok := f.projects[projectID]; !ok {
+		return contract.Statistics{}, contract.ErrNotFound
+	}
 	return f.stats[projectID], nil
+}
+
+// RecentVerifications lists the project's codes currently used (verified, not disabled),
+// newest verified_at first, as the store does.
+func (f *fakeRecords) RecentVerifications(_ context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
+	if err := f.record("RecentVerifications"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var used []contract.CodeRecord
+	for _, c := range f.codes {
+		if c.ProjectID == projectID && c.VerifiedAtMs != 0 && !c.Disabled {
+			used = append(used, c)
+		}
+	}
+	sort.SliceStable(used, func(i, j int) bool { return used[i].VerifiedAtMs > used[j].VerifiedAtMs })
+	out := []contract.RecentVerification{}
+	for _, c := range used[:min(limit, len(used))] {
+		r := contract.RecentVerification{Code: c.Code, VerifiedAt: c.VerifiedAtMs / 1000}
+		if c.VerifiedBy != "" {
+			by := c.VerifiedBy
+			r.VerifiedBy = &by
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func (f *fakeRecords) find(match func(contract.CodeRecord) bool) (contract.CodeRecord, error) {

@@ -53,6 +53,9 @@ func (keysOnly) ListCodes(context.Context, string, contract.ListQuery, int64) ([
 	panic("unused")
 }
 func (keysOnly) Logs(context.Context, string, int) ([]contract.LogEntry, error) { panic("unused") }
+func (keysOnly) RecentVerifications(context.Context, string, int) ([]contract.RecentVerification, error) {
+	panic("unused")
+}
 
 // A flood of unknown key ids, more than the cache holds, never pushes out the key in use: it
 // is still answered from process memory afterwards.

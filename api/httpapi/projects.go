@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
@@ -24,5 +25,30 @@ func (s *Server) getProject(c *gin.Context) error {
 	}
 	p.Statistics = &st
 	c.JSON(http.StatusOK, p)
+	return nil
+}
+
+// getStatistics answers the statistics endpoint: the project's derived-state counts (the same
+// as in the project body), its usage rate and the codes most recently used.
+func (s *Server) getStatistics(c *gin.Context) error {
+	if err := s.admitRead(c); err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	pid := keyOf(c).ProjectID
+	st, err := s.cfg.Records.Statistics(ctx, pid, s.cfg.Now().Unix())
+	if err != nil {
+		return fmt.Errorf("read statistics: %w", err)
+	}
+	recent, err := s.cfg.Records.RecentVerifications(ctx, pid, contract.RecentVerificationsLimit)
+	if err != nil {
+		return fmt.Errorf("read recent verifications: %w", err)
+	}
+	if recent == nil {
+		recent = []contract.RecentVerification{}
+	}
+	c.JSON(http.StatusOK, contract.ProjectStatistics{
+		ProjectID: pid, Statistics: st, UsageRate: contract.UsageRate(st), RecentVerifications: recent,
+	})
 	return nil
 }

@@ -25,6 +25,9 @@ type Records interface {
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
 	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
+	// RecentVerifications lists up to limit codes of the project currently used (verified and
+	// not disabled), newest verified_at first.
+	RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error)
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
 	CodeByID(ctx context.Context, projectID, id string) (contract.CodeRecord, error)
 	ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error)
@@ -145,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate))
 	p.GET("", s.handle(s.getProject))
+	p.GET("/statistics", s.handle(s.getStatistics))
 	p.GET("/codes", s.handle(s.listCodes))
 	p.GET("/codes/by-code/:code", s.handle(s.getCodeByValue))
 	p.GET("/codes/:code_id", s.handle(s.getCodeByID))

@@ -623,7 +623,15 @@ func TestReplayedByTheHotPath(t *testing.T) {
 		return contract.OperationResult{Rate: contract.RateState{Remaining: 5}}, contract.ErrReplayed
 	}
 	w := e.do(req{method: http.MethodPost, path: verifyPath(projectA), key: &keyLimited, body: []byte(`{"code":"ABC"}`), nonce: newNonce()})
-	wantDetail(t, w, http.StatusUnauthorized, "Request replayed")
+	if d := wantDetail(t, w, http.StatusUnauthorized, "Request replayed"); d != "Request replayed" {
+		t.Errorf("replay with a nonce: detail %q", d)
+	}
+	wantRateHeaders(t, w, 10, 5, 3)
+	// Without a nonce the detail tells the client to send X-Nonce to repeat a request.
+	w = e.do(req{method: http.MethodPost, path: verifyPath(projectA), key: &keyLimited, body: []byte(`{"code":"ABC"}`)})
+	if d := wantDetail(t, w, http.StatusUnauthorized, "Request replayed"); d != replayedNoNonce {
+		t.Errorf("replay without a nonce: detail %q, want %q", d, replayedNoNonce)
+	}
 	wantRateHeaders(t, w, 10, 5, 3)
 }
 

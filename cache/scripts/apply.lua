@@ -5,7 +5,8 @@
 --   2. replay check of (key id, replay key);
 --   3. per-key token bucket;
 --   4. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts;
---   5. the contract's checks in order, the state transition, and the verification-log event
+--   5. the contract's checks in order (not found, project disabled, code disabled, used /
+--      unused, code expired, project expired), the state transition, and the verification-log event
 --      appended to the shard's outbox stream — together, or not at all.
 --
 -- KEYS[1] code hash      acv:{NN}:c:<project, 16 raw bytes><value>
@@ -114,11 +115,12 @@ else
   code_id = string.format('%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x', string.byte(c[2], 1, 16))
   if c[4] then vat = tonumber(c[4]) end
   local now_s = math.floor(now / 1000)
+  -- The effective expiry is the code's own, or the project's when the code has none: a code
+  -- of an expired project without an expiry of its own is in state expired (CODE_EXPIRED).
+  -- PROJECT_EXPIRED is left for a project expiry passed while the code's own has not.
   local expiry = c[3] or p[2]
   if p[1] ~= '1' then
     err = 'PROJECT_DISABLED'
-  elseif p[2] and now_s >= tonumber(p[2]) then
-    err = 'PROJECT_EXPIRED'
   elseif c[6] == '1' then
     err = 'CODE_DISABLED'
   elseif action == 'verify' and c[4] then
@@ -127,6 +129,8 @@ else
     err = 'CODE_ALREADY_UNUSED'
   elseif expiry and now_s >= tonumber(expiry) then
     err = 'CODE_EXPIRED'
+  elseif p[2] and now_s >= tonumber(p[2]) then
+    err = 'PROJECT_EXPIRED'
   end
 end
 

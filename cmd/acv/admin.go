@@ -10,7 +10,6 @@ import (
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +54,7 @@ func parseTime(s string) (*int64, error) {
 }
 
 func projectCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "project", Short: "Create, disable and enable projects"}
+	cmd := group(&cobra.Command{Use: "project", Short: "Create, list, show, disable and enable projects"})
 	var name, desc, expires string
 	create := &cobra.Command{
 		Use:   "create",
@@ -85,7 +84,11 @@ func projectCmd() *cobra.Command {
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-					return a.SetProjectEnabled(cmd.Context(), args[0], enabled)
+					if err := a.SetProjectEnabled(cmd.Context(), args[0], enabled); err != nil {
+						return err
+					}
+					fmt.Printf("project %s %sd\n", args[0], use)
+					return nil
 				})
 			},
 		}
@@ -101,17 +104,25 @@ func projectCmd() *cobra.Command {
 				return err
 			}
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				return a.SetProjectExpiry(cmd.Context(), args[0], exp)
+				if err := a.SetProjectExpiry(cmd.Context(), args[0], exp); err != nil {
+					return err
+				}
+				if exp == nil {
+					fmt.Printf("project %s: expiry cleared (never expires)\n", args[0])
+				} else {
+					fmt.Printf("project %s expires at %s\n", args[0], fmtTime(exp))
+				}
+				return nil
 			})
 		},
 	}
 	setExp.Flags().StringVar(&expiry, "at", "", "expiry (Unix seconds or RFC 3339); empty clears")
-	cmd.AddCommand(create, toggle("disable", false), toggle("enable", true), setExp)
+	cmd.AddCommand(create, toggle("disable", false), toggle("enable", true), setExp, projectListCmd(), projectShowCmd())
 	return cmd
 }
 
 func keyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "key", Short: "Create, revoke and limit API keys; re-seal their secrets"}
+	cmd := group(&cobra.Command{Use: "key", Short: "Create, list, revoke and limit API keys; re-seal their secrets"})
 	var project string
 	var rate float64
 	var burst int
@@ -140,7 +151,13 @@ func keyCmd() *cobra.Command {
 		Short: "Revoke an API key (takes effect within the key cache TTL)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error { return a.RevokeAPIKey(cmd.Context(), args[0]) })
+			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				if err := a.RevokeAPIKey(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Printf("api key %s revoked (refused everywhere within the key cache TTL)\n", args[0])
+				return nil
+			})
 		},
 	}
 	limit := &cobra.Command{
@@ -149,7 +166,16 @@ func keyCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				return a.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, burstOr(burst, rate))
+				b := burstOr(burst, rate)
+				if err := a.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, b); err != nil {
+					return err
+				}
+				if rate <= 0 {
+					fmt.Printf("api key %s: rate limit cleared (unlimited)\n", args[0])
+				} else {
+					fmt.Printf("api key %s limited to %g requests per second, burst %d\n", args[0], rate, b)
+				}
+				return nil
 			})
 		},
 	}
@@ -172,7 +198,7 @@ func keyCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, revoke, limit, rewrap)
+	cmd.AddCommand(create, revoke, limit, rewrap, keyListCmd())
 	create.PreRun = func(*cobra.Command, []string) { burst = burstOr(burst, rate) }
 	return cmd
 }
@@ -185,7 +211,7 @@ func burstOr(burst int, rate float64) int {
 }
 
 func codesCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "codes", Short: "Generate, import, export, disable and enable codes"}
+	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
 	var project, expires, out string
 	var spec admin.GenerateSpec
 	gen := &cobra.Command{
@@ -198,9 +224,9 @@ func codesCmd() *cobra.Command {
 			}
 			spec.ExpiresAt = exp
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				bar := progressbar.Default(int64(spec.Count), "generating")
-				n, err := a.Generate(cmd.Context(), project, spec, func(done int) { _ = bar.Set(done) })
-				_ = bar.Finish()
+				bar := newProgress("generating", int64(spec.Count))
+				n, err := a.Generate(cmd.Context(), project, spec, bar.Set)
+				bar.Finish()
 				fmt.Fprintf(os.Stderr, "generated %d codes\n", n)
 				return err
 			})
@@ -229,10 +255,12 @@ func codesCmd() *cobra.Command {
 				defer f.Close()
 			}
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				bar := progressbar.Default(-1, "importing")
-				res, err := a.ImportCSV(cmd.Context(), project, f, func(done int) { _ = bar.Set(done) })
-				_ = bar.Finish()
-				fmt.Fprintf(os.Stderr, "read %d, inserted %d, duplicates %d\n", res.Read, res.Inserted, res.Duplicates)
+				bar := newProgress("importing", -1)
+				res, err := a.ImportCSV(cmd.Context(), project, f, bar.Set)
+				bar.Finish()
+				if err == nil {
+					fmt.Fprintf(os.Stderr, "read %d codes: %d new, %d already present\n", res.Read, res.Inserted, res.Duplicates)
+				}
 				return err
 			})
 		},
@@ -269,6 +297,7 @@ func codesCmd() *cobra.Command {
 						if err := a.SetCodeDisabled(cmd.Context(), project, v, disabled); err != nil {
 							return err
 						}
+						fmt.Printf("code %s %sd in project %s\n", v, use, project)
 					}
 					return nil
 				})
@@ -284,6 +313,6 @@ func codesCmd() *cobra.Command {
 		c.Flags().StringVar(&project, "project", "", "project id (required)")
 		_ = c.MarkFlagRequired("project")
 	}
-	cmd.AddCommand(gen, imp, exp, dis, en)
+	cmd.AddCommand(gen, imp, exp, dis, en, codesListCmd(), codesShowCmd())
 	return cmd
 }

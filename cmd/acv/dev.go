@@ -76,7 +76,13 @@ func runDev(ctx context.Context, dir, addr string) error {
 		return err
 	}
 	defer rds.Stop(10 * time.Second)
-	pg, err := localenv.StartPostgres(ctx, filepath.Join(dir, "pg"), localenv.PostgresOptions{})
+	// The cluster lives in dir/pg, or, when the server's user cannot reach that (a checkout under
+	// /root while running as root), in a directory of dir's own it records in dir/pg.location.
+	pgDir, err := localenv.PostgresDataDir(dir)
+	if err != nil {
+		return err
+	}
+	pg, err := localenv.StartPostgres(ctx, pgDir, localenv.PostgresOptions{})
 	if err != nil {
 		return err
 	}
@@ -128,14 +134,52 @@ func runDev(ctx context.Context, dir, addr string) error {
 	if cfg.UsesKafka() {
 		kafka = strings.Join(cfg.KafkaBrokers, ",")
 	}
+	envFile := filepath.Join(dir, "env")
+	if err := writeDevEnv(envFile, cfg, keyFile, "http://"+ln.Addr().String(), d); err != nil {
+		return err
+	}
 	fmt.Printf("\nacv is running on http://%s (Redis %s, PostgreSQL %s, Kafka %s)\n", ln.Addr(), rds.Addr,
 		cfg.DatabaseURL, kafka)
 	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
-	fmt.Printf("master key in %s: admin commands against this stack need ACV_MASTER_KEY_FILE=%s\n\n", keyFile, keyFile)
+	fmt.Printf("master key in %s; PostgreSQL data in %s\n", keyFile, pgDir)
+	fmt.Printf("point the acv command at this stack with: source %s   (then e.g. acv project list)\n\n", envFile)
 	fmt.Println("Verify a demo code (paste into bash):")
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
 	fmt.Println()
 	return runTraced(ctx, cfg, ln)
+}
+
+// writeDevEnv writes the shell file that points the acv command at this dev stack:
+// `source .acv/env`. It is rewritten on every start, as the ports may change.
+func writeDevEnv(path string, cfg service.Config, keyFile, apiURL string, d demo) error {
+	var b strings.Builder
+	b.WriteString("# acv dev: `source` this file to point the acv command at the running dev stack.\n")
+	b.WriteString("unset ACV_MASTER_KEY\n")
+	vars := [][2]string{
+		{"ACV_REDIS_URL", cfg.RedisURL},
+		{"ACV_DATABASE_URL", cfg.DatabaseURL},
+		{"ACV_MASTER_KEY_FILE", keyFile},
+		{"ACV_DEV_API_URL", apiURL},
+		{"ACV_DEV_PROJECT_ID", d.ProjectID},
+		{"ACV_DEV_KEY_ID", d.KeyID},
+	}
+	if cfg.UsesKafka() {
+		vars = append(vars, [2]string{"KAFKA_BROKERS", strings.Join(cfg.KafkaBrokers, ",")})
+	} else {
+		vars = append(vars, [2]string{"ACV_PIPELINE", service.PipelineDirect})
+	}
+	for _, v := range vars {
+		fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error) {

@@ -95,6 +95,78 @@ func TestDevKeepsEveryAcknowledgedLog(t *testing.T) {
 	t.Logf("%s done", since(started))
 }
 
+// A checkout in a directory the postgres user cannot traverse (/root, mode 0700, while working
+// as root) must still run: acv dev keeps the cluster where the server's user reaches it and
+// finds it again on a restart. It also writes .acv/env, which points the acv command at the
+// stack.
+func TestDevRunsInsidePrivateDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds acv and runs acv dev")
+	}
+	work, err := os.MkdirTemp("", "acv-devprivate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(work, "checkout", ".acv")
+	h := &devHarness{t: t, work: work, data: data, bin: filepath.Join(work, "acv")}
+	t.Cleanup(h.cleanup)
+	if out, err := exec.Command("go", "build", "-o", h.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/acv: %v\n%s", err, out)
+	}
+	for run := 1; run <= 2; run++ {
+		dev := h.start()
+		resp, err := http.Get(dev.base + "/healthz")
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("run %d: /healthz answered %d", run, resp.StatusCode)
+		}
+		var d demo
+		b, err := os.ReadFile(filepath.Join(data, "demo.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		cl := &client.Client{BaseURL: dev.base, KeyID: d.KeyID, Secret: d.Secret}
+		if _, err := cl.Project(context.Background(), d.ProjectID); err != nil {
+			t.Fatalf("run %d: read the demo project: %v", run, err)
+		}
+		// .acv/env points the CLI at the stack.
+		env, err := os.ReadFile(filepath.Join(data, "env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"export ACV_REDIS_URL='redis://" + dev.redis + "/0'", "export ACV_DATABASE_URL='" + dev.pgURL + "'",
+			"export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"} {
+			if !strings.Contains(string(env), want) {
+				t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
+			}
+		}
+		sh := exec.Command("bash", "-c", `source "$1" && "$2" project create --name FromEnv`, "bash", filepath.Join(data, "env"), h.bin)
+		sh.Env = devEnv()
+		if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `"FromEnv"`) {
+			t.Errorf("run %d: source .acv/env && acv project create: %v\n%s", run, err, out)
+		}
+		if os.Geteuid() == 0 {
+			// The server runs as postgres, which cannot enter work (0700): the cluster is elsewhere.
+			loc, err := os.ReadFile(filepath.Join(data, "pg.location"))
+			if err != nil || strings.HasPrefix(strings.TrimSpace(string(loc)), work) {
+				t.Errorf("run %d: cluster location %q, %v; want one outside %s", run, loc, err, work)
+			}
+		}
+		if code := h.stop(dev, syscall.SIGTERM); code != 0 {
+			t.Errorf("run %d: acv dev exited with %d after SIGTERM", run, code)
+		}
+	}
+}
+
 func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
 
 // devHarness runs `acv dev` processes on one data directory, one at a time.
@@ -196,7 +268,7 @@ func (h *devHarness) loadUntilSignal(p *devProcess, d demo, codes []string, sig 
 	h.t.Helper()
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
 	defer tr.CloseIdleConnections()
-	cl := &client.Client{BaseURL: p.base, KeyID: d.KeyID, Secret: d.Secret, Nonce: true,
+	cl := &client.Client{BaseURL: p.base, KeyID: d.KeyID, Secret: d.Secret,
 		HTTP: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 	var (
 		mu   sync.Mutex
@@ -359,8 +431,18 @@ func (h *devHarness) cleanup() {
 			}
 		}
 	}
-	for _, pidFile := range []string{filepath.Join(h.data, "redis", "redis.pid"), filepath.Join(h.data, "pg", "postmaster.pid")} {
+	pgDir := filepath.Join(h.data, "pg")
+	external := false
+	if b, err := os.ReadFile(filepath.Join(h.data, "pg.location")); err == nil {
+		pgDir, external = strings.TrimSpace(string(b)), true
+	}
+	for _, pidFile := range []string{filepath.Join(h.data, "redis", "redis.pid"), filepath.Join(pgDir, "postmaster.pid")} {
 		killPidFile(pidFile)
+	}
+	if external && pgDir != "" {
+		if err := os.RemoveAll(pgDir); err != nil {
+			h.t.Logf("remove %s: %v", pgDir, err)
+		}
 	}
 	if err := os.RemoveAll(h.work); err != nil {
 		h.t.Logf("remove %s: %v", h.work, err)

@@ -33,7 +33,7 @@ func main() {
 	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		logs.Close()
-		fmt.Fprintln(os.Stderr, "acv:", err)
+		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))
 		os.Exit(1)
 	}
 }

@@ -5,6 +5,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
@@ -33,7 +34,7 @@ func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (contract
 // SetProjectEnabled enables or disables a project everywhere.
 func (a *Admin) SetProjectEnabled(ctx context.Context, id string, enabled bool) error {
 	if err := a.Store.SetProjectEnabled(ctx, id, enabled); err != nil {
-		return err
+		return notFound(err, "project", id)
 	}
 	return a.republishProject(ctx, id)
 }
@@ -41,7 +42,7 @@ func (a *Admin) SetProjectEnabled(ctx context.Context, id string, enabled bool) 
 // SetProjectExpiry changes a project's expiry (nil: never) everywhere.
 func (a *Admin) SetProjectExpiry(ctx context.Context, id string, expiresAt *int64) error {
 	if err := a.Store.SetProjectExpiry(ctx, id, expiresAt); err != nil {
-		return err
+		return notFound(err, "project", id)
 	}
 	return a.republishProject(ctx, id)
 }
@@ -49,7 +50,7 @@ func (a *Admin) SetProjectExpiry(ctx context.Context, id string, expiresAt *int6
 func (a *Admin) republishProject(ctx context.Context, id string) error {
 	p, err := a.Store.Project(ctx, id)
 	if err != nil {
-		return err
+		return notFound(err, "project", id)
 	}
 	return a.publishProject(ctx, p)
 }
@@ -65,7 +66,13 @@ func (a *Admin) publishProject(ctx context.Context, p contract.Project) error {
 // state (the cache loads the code from Postgres when it does not hold it), then the same
 // snapshot to Postgres, which applies it only if nothing newer arrived.
 func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, disabled bool) error {
+	if _, err := a.Store.Project(ctx, projectID); err != nil {
+		return notFound(err, "project", projectID)
+	}
 	row, err := a.Store.CodeByValue(ctx, projectID, value)
+	if errors.Is(err, contract.ErrNotFound) {
+		return &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+	}
 	if err != nil {
 		return fmt.Errorf("code %q: %w", value, err)
 	}

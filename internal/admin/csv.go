@@ -8,31 +8,68 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
-// ImportResult counts what an import did.
+// ImportResult counts what an import did: Read codes (data rows), of which Inserted were new
+// and Duplicates already in the project (or repeated in the file).
 type ImportResult struct {
 	Read, Inserted, Duplicates int
 }
 
-// ImportCSV reads code values from CSV (column 1: code; optional column 2: expires_at as Unix
-// seconds; a first row "code,..." is a header) and creates the ones the project lacks. A bad
-// row stops the import with its line number; rows before it stay imported.
+// ImportError is a bad row (or unreadable CSV) that stopped an import; the codes of the rows
+// before it are kept (imported), the rest of the file is not read.
+type ImportError struct {
+	Line int   // line of the file, from 1
+	Err  error // what is wrong with it
+	// Kept counts the rows before Line: all imported (new, or already present).
+	Kept ImportResult
+}
+
+func (e *ImportError) Error() string {
+	return fmt.Sprintf("line %d: %v; import stopped there: the %d code(s) before it were kept (%d new, %d already present), "+
+		"the rest of the file was not imported (fix the line and import the file again: codes already present are skipped)",
+		e.Line, e.Err, e.Kept.Read, e.Kept.Inserted, e.Kept.Duplicates)
+}
+
+func (e *ImportError) Unwrap() error { return e.Err }
+
+// ImportCSV reads codes from CSV and creates the ones the project lacks. Columns: code and,
+// optionally, expires_at (Unix seconds or RFC 3339; empty: the project's expiry applies). A
+// first row naming a "code" column is a header, and then the columns are found by name, so the
+// file `acv codes export` writes imports as is (its other columns are ignored: codes are
+// imported unused). Without a header the first column is the code and the second expires_at.
+// A bad row stops the import with an *ImportError naming its line; the rows before it stay
+// imported, in both stores.
 func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, progress func(done int)) (res ImportResult, err error) {
+	if _, err := a.Store.Project(ctx, projectID); err != nil {
+		return res, notFound(err, "project", projectID)
+	}
 	l := a.newLoader(ctx, projectID)
 	defer func() {
-		// Rows before a bad one stay imported, in both stores.
-		if cerr := l.close(); err == nil {
-			err = cerr
+		if cerr := l.close(); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 		if err == nil {
 			err = a.Store.AfterBulkLoad(ctx)
 		}
 	}()
 	return a.importCSV(ctx, l, r, progress)
+}
+
+// parseExpiry reads an expires_at cell: Unix seconds or RFC 3339.
+func parseExpiry(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, fmt.Errorf("expires_at %q: use Unix seconds or RFC 3339 (2027-01-01T00:00:00Z)", s)
+	}
+	return t.Unix(), nil
 }
 
 func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress func(done int)) (ImportResult, error) {
@@ -43,6 +80,9 @@ func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress 
 	batch := make([]store.NewCode, 0, generateBatch)
 	seen := make(map[string]struct{})
 	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
 		n, err := l.insert(ctx, batch)
 		if err != nil {
 			return err
@@ -56,25 +96,50 @@ func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress 
 		}
 		return nil
 	}
-	for line := 1; ; line++ {
+	// bad keeps the rows before the bad one and reports it.
+	bad := func(line int, err error) (ImportResult, error) {
+		if ferr := flush(); ferr != nil {
+			return res, fmt.Errorf("line %d: %v; and writing the rows before it failed: %w", line, err, ferr)
+		}
+		return res, &ImportError{Line: line, Err: err, Kept: res}
+	}
+	codeCol, expCol := 0, 1
+	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return bad(pe.Line, pe.Err)
+			}
 			return res, fmt.Errorf("read csv: %w", err)
 		}
-		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), "code") {
+		line, _ := cr.FieldPos(0)
+		if first && isHeader(rec) {
+			codeCol, expCol = -1, -1
+			for i, h := range rec {
+				switch strings.ToLower(strings.TrimSpace(h)) {
+				case "code":
+					codeCol = i
+				case "expires_at":
+					expCol = i
+				}
+			}
 			continue
 		}
-		c := store.NewCode{Code: rec[0]}
-		if err := contract.ValidateCode(c.Code); err != nil {
-			return res, fmt.Errorf("line %d: %w", line, err)
+		if codeCol >= len(rec) {
+			return bad(line, fmt.Errorf("no code column (the row has %d fields)", len(rec)))
 		}
-		if len(rec) > 1 && strings.TrimSpace(rec[1]) != "" {
-			v, err := strconv.ParseInt(strings.TrimSpace(rec[1]), 10, 64)
+		c := store.NewCode{Code: rec[codeCol]}
+		if err := contract.ValidateCode(c.Code); err != nil {
+			return bad(line, err)
+		}
+		if expCol >= 0 && expCol < len(rec) && strings.TrimSpace(rec[expCol]) != "" {
+			v, err := parseExpiry(strings.TrimSpace(rec[expCol]))
 			if err != nil {
-				return res, fmt.Errorf("line %d: expires_at must be Unix seconds", line)
+				return bad(line, err)
 			}
 			c.ExpiresAt = &v
 		}
@@ -91,19 +156,27 @@ func (a *Admin) importCSV(ctx context.Context, l *loader, r io.Reader, progress 
 			}
 		}
 	}
-	if len(batch) > 0 {
-		if err := flush(); err != nil {
-			return res, err
-		}
+	if err := flush(); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// isHeader tells whether a first row names its columns: one of its cells is "code".
+func isHeader(rec []string) bool {
+	for _, h := range rec {
+		if strings.EqualFold(strings.TrimSpace(h), "code") {
+			return true
+		}
+	}
+	return false
 }
 
 // ExportCSV writes every code of the project with its state as Postgres records it.
 func (a *Admin) ExportCSV(ctx context.Context, projectID string, now int64, w io.Writer) (int, error) {
 	p, err := a.Store.Project(ctx, projectID)
 	if err != nil {
-		return 0, err
+		return 0, notFound(err, "project", projectID)
 	}
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "code", "state", "is_disabled", "expires_at", "verified_at", "verified_by", "created_at"})

@@ -48,6 +48,9 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 	if err := contract.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
 		return 0, fmt.Errorf("prefix, charset or suffix: %w", err)
 	}
+	if _, err := a.Store.Project(ctx, projectID); err != nil {
+		return 0, notFound(err, "project", projectID)
+	}
 	d := newDrawer(alphabet, spec)
 	l := a.newLoader(ctx, projectID)
 	done, err := a.generate(ctx, projectID, spec, d, l, progress)

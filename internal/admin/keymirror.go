@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // The key mirror: every change of an API key goes to Postgres (the record) and to Redis, where
@@ -32,6 +34,9 @@ func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
 		return err
 	}
 	if err := a.Store.RevokeAPIKey(ctx, keyID); err != nil {
+		if errors.Is(err, contract.ErrNotFound) {
+			return &NotFoundError{Kind: "api key", ID: keyID}
+		}
 		return fmt.Errorf("api key %s is revoked in redis, which the service reads, but not yet in postgres (run the command again): %w", keyID, err)
 	}
 	return a.publishKey(ctx, keyID)
@@ -40,7 +45,7 @@ func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
 // SetAPIKeyRateLimit changes a key's token bucket in Postgres and then in the mirror.
 func (a *Admin) SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec float64, burst int) error {
 	if err := a.Store.SetAPIKeyRateLimit(ctx, keyID, ratePerSec, burst); err != nil {
-		return err
+		return notFound(err, "api key", keyID)
 	}
 	return a.publishKey(ctx, keyID)
 }

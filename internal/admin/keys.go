@@ -42,7 +42,7 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 		ID: id, ProjectID: projectID, Secret: sealed, RatePerSec: ratePerSec, Burst: burst,
 	})
 	if err != nil {
-		return contract.APIKey{}, err
+		return contract.APIKey{}, notFound(err, "project", projectID)
 	}
 	if _, err := a.Cache.PutKey(ctx, k); err != nil {
 		return contract.APIKey{}, fmt.Errorf("publish api key %s to redis: %w", k.ID, err)

@@ -90,10 +90,18 @@ func TestContract(t *testing.T) {
 	if err := s.Admin.SetProjectEnabled(ctx, pd.ProjectID, false); err != nil {
 		t.Fatal(err)
 	}
-	pe := s.NewTenant(&past)
+	// Its used codes are verified before the project expires.
+	pe := s.NewTenant(nil)
 	spe := s.Signer(t, base, pe.Key)
-	s.ImportCodes(pe.ProjectID, nil, "PE-1", "PE-2")
-	s.ImportCodes(pe.ProjectID, &future, "PE-OWN")
+	s.ImportCodes(pe.ProjectID, nil, "PE-1", "PE-2", "PE-USED")
+	s.ImportCodes(pe.ProjectID, &future, "PE-OWN", "PE-OWNUSED")
+	s.ImportCodes(pe.ProjectID, &past, "PE-OWNPAST")
+	for _, v := range []string{"PE-USED", "PE-OWNUSED"} {
+		mustOK(spe, testkit.VerifyPath(pe.ProjectID), map[string]any{"code": v})
+	}
+	if err := s.Admin.SetProjectExpiry(ctx, pe.ProjectID, &past); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("Outcomes", func(t *testing.T) {
 		type row struct {
@@ -124,9 +132,15 @@ func TestContract(t *testing.T) {
 			{"reactivate in disabled project", spd, pd.ProjectID, react, map[string]any{"code": "PD-1"}, nil, contract.ProjectDisabled},
 			{"project disabled before code disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-DIS"}, nil, contract.ProjectDisabled},
 			{"unknown before project disabled", spd, pd.ProjectID, verify, map[string]any{"code": "PD-NOPE"}, nil, contract.CodeNotFound},
-			{"verify in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-1"}, nil, contract.ProjectExpired},
-			{"reactivate in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-1"}, nil, contract.ProjectExpired},
-			{"project expiry before own expiry", spe, pe.ProjectID, verify, map[string]any{"code": "PE-OWN"}, nil, contract.ProjectExpired},
+			// A code of an expired project without its own expiry is in state expired: CODE_EXPIRED.
+			{"verify in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-1"}, nil, contract.CodeExpired},
+			{"reactivate unused in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-1"}, nil, contract.CodeAlreadyUnused},
+			{"reactivate used in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-USED"}, nil, contract.CodeExpired},
+			{"verify used in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-USED"}, nil, contract.CodeAlreadyUsed},
+			// PROJECT_EXPIRED only while the code's own later expiry still holds.
+			{"own later expiry in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-OWN"}, nil, contract.ProjectExpired},
+			{"reactivate used with own later expiry in expired project", spe, pe.ProjectID, react, map[string]any{"code": "PE-OWNUSED"}, nil, contract.ProjectExpired},
+			{"own expiry passed in expired project", spe, pe.ProjectID, verify, map[string]any{"code": "PE-OWNPAST"}, nil, contract.CodeExpired},
 		}
 		for _, r := range rows {
 			t.Run(r.name, func(t *testing.T) {
@@ -182,7 +196,8 @@ func TestContract(t *testing.T) {
 			{sa, a.ProjectID, "UNUSED-1", []wantLog{failed("reactivate", contract.CodeAlreadyUnused)}},
 			{sa, a.ProjectID, "EXP-1", []wantLog{failed("verify", contract.CodeExpired)}},
 			{spd, pd.ProjectID, "PD-1", []wantLog{failed("reactivate", contract.ProjectDisabled), failed("verify", contract.ProjectDisabled)}},
-			{spe, pe.ProjectID, "PE-1", []wantLog{failed("reactivate", contract.ProjectExpired), failed("verify", contract.ProjectExpired)}},
+			{spe, pe.ProjectID, "PE-1", []wantLog{failed("reactivate", contract.CodeAlreadyUnused), failed("verify", contract.CodeExpired)}},
+			{spe, pe.ProjectID, "PE-OWN", []wantLog{failed("verify", contract.ProjectExpired)}},
 		}
 		for _, c := range cases {
 			t.Run(c.value, func(t *testing.T) {
@@ -228,13 +243,13 @@ func TestContract(t *testing.T) {
 			t.Fatalf("project %s", resp.Body)
 		}
 		// The expired project stays readable, and counts its codes without an own expiry as expired.
-		waitStats(t, spe, pe.ProjectID, contract.Statistics{TotalCodes: 3, UnusedCodes: 1, ExpiredCodes: 2})
+		waitStats(t, spe, pe.ProjectID, contract.Statistics{TotalCodes: 6, UsedCodes: 2, UnusedCodes: 1, ExpiredCodes: 3})
 		var pp contract.Project
 		spe.With(t).Get(testkit.ProjectPath(pe.ProjectID), "").Decode(t, http.StatusOK, &pp)
 		if !pp.Status || pp.ExpiresAt == nil || *pp.ExpiresAt != past {
 			t.Fatalf("expired project: %+v; want status true (enabled), expires_at %d", pp, past)
 		}
-		if got := testkit.Values(spe.With(t).Page(pe.ProjectID, "status=expired").Items); !slices.Equal(got, testkit.Sorted("PE-1", "PE-2")) {
+		if got := testkit.Values(spe.With(t).Page(pe.ProjectID, "status=expired").Items); !slices.Equal(got, testkit.Sorted("PE-1", "PE-2", "PE-OWNPAST")) {
 			t.Fatalf("expired project, status=expired: %v", got)
 		}
 	})
@@ -289,6 +304,65 @@ func TestContract(t *testing.T) {
 		}
 	})
 
+	t.Run("StatisticsEndpoint", func(t *testing.T) {
+		// Tenant S: the same counts as the project body, usage_rate = round(3 / 14, 4), and its
+		// three used codes newest first (S-DV was disabled, S-R1 reactivated: not used now).
+		want := contract.Statistics{TotalCodes: 14, UsedCodes: 3, UnusedCodes: 5, DisabledCodes: 2, ExpiredCodes: 4}
+		waitStats(t, ss, st.ProjectID, want)
+		got := waitStatsEndpoint(t, ss, st.ProjectID, want, 3)
+		if got.UsageRate != 0.2143 {
+			t.Errorf("usage_rate %v, want 0.2143", got.UsageRate)
+		}
+		if v := recentValues(got); !slices.Equal(v, []string{"S-V2", "S-V1", "S-SOON"}) {
+			t.Errorf("recent_verifications %v, want S-V2, S-V1, S-SOON", v)
+		}
+		for _, r := range got.RecentVerifications {
+			c := ss.With(t).Code(st.ProjectID, r.Code)
+			if c.VerifiedAt == nil || *c.VerifiedAt != r.VerifiedAt || r.VerifiedBy != nil {
+				t.Errorf("recent %+v; the code reads verified_at %s", r, testkit.Show(c.VerifiedAt))
+			}
+		}
+
+		// A fresh tenant: twelve codes verified in turn, the last by "till-9"; at most ten are
+		// listed, newest first. No codes: usage_rate 0 and an empty list.
+		tn := s.NewTenant(nil)
+		sg := s.Signer(t, base, tn.Key)
+		waitStatsEndpoint(t, sg, tn.ProjectID, contract.Statistics{}, 0)
+		var values []string
+		for i := 0; i < 12; i++ {
+			values = append(values, fmt.Sprintf("ST-%02d", i))
+		}
+		s.ImportCodes(tn.ProjectID, nil, append(values, "ST-OPEN")...)
+		for i, v := range values {
+			body := map[string]any{"code": v}
+			if i == 11 {
+				body["verified_by"] = "till-9"
+			}
+			mustOK(sg, testkit.VerifyPath(tn.ProjectID), body)
+		}
+		got = waitStatsEndpoint(t, sg, tn.ProjectID, contract.Statistics{TotalCodes: 13, UsedCodes: 12, UnusedCodes: 1}, 10)
+		if got.UsageRate != 0.9231 {
+			t.Errorf("usage_rate %v, want 0.9231 (12 / 13)", got.UsageRate)
+		}
+		wantRecent := []string{"ST-11", "ST-10", "ST-09", "ST-08", "ST-07", "ST-06", "ST-05", "ST-04", "ST-03", "ST-02"}
+		if v := recentValues(got); !slices.Equal(v, wantRecent) {
+			t.Errorf("recent_verifications %v, want %v", v, wantRecent)
+		}
+		if r := got.RecentVerifications[0]; r.VerifiedBy == nil || *r.VerifiedBy != "till-9" || r.VerifiedAt < start.Unix() || r.VerifiedAt > time.Now().Unix() {
+			t.Errorf("newest recent verification %+v (by %s)", r, testkit.Show(r.VerifiedBy))
+		}
+
+		// The same authentication as the other endpoints.
+		testkit.WantDetail(t, ss.With(t).Get(testkit.ProjectPath(a.ProjectID)+"/statistics", ""), http.StatusForbidden, "project")
+		testkit.WantDetail(t, spd.With(t).Get(testkit.ProjectPath(pd.ProjectID)+"/statistics", ""), http.StatusUnauthorized, "disabled")
+		// An expired project stays readable.
+		var pe2 contract.ProjectStatistics
+		spe.With(t).Get(testkit.ProjectPath(pe.ProjectID)+"/statistics", "").Decode(t, http.StatusOK, &pe2)
+		if pe2.ProjectID != pe.ProjectID || pe2.TotalCodes != 6 {
+			t.Errorf("expired project's statistics %+v", pe2)
+		}
+	})
+
 	t.Run("EveryAttemptOnAnExistingCodeIsLogged", func(t *testing.T) {
 		// Tenant A saw 4 setup verifies, 10 answered attempts on its codes in Outcomes, 2 in
 		// ExpiredAfterUse, and 2 attempts on an unknown code, which leave no log.
@@ -318,6 +392,50 @@ func waitStats(t *testing.T, sg *testkit.Signer, projectID string, want contract
 		}
 		return got == want, fmt.Sprintf("%+v, want %+v", got, want)
 	})
+}
+
+// waitStatsEndpoint waits until GET .../statistics answers the counts want with n recent
+// verifications (the statistics may trail the pipeline), checks every member is present, and
+// returns the body.
+func waitStatsEndpoint(t *testing.T, sg *testkit.Signer, projectID string, want contract.Statistics, n int) contract.ProjectStatistics {
+	t.Helper()
+	var got contract.ProjectStatistics
+	testkit.WaitFor(t, 30*time.Second, "statistics endpoint", func() (bool, string) {
+		resp := sg.With(t).Get(testkit.ProjectPath(projectID)+"/statistics", "")
+		got = contract.ProjectStatistics{}
+		resp.Decode(t, http.StatusOK, &got)
+		m := resp.Fields(t)
+		for _, f := range []string{"project_id", "total_codes", "used_codes", "unused_codes", "disabled_codes", "expired_codes", "usage_rate", "recent_verifications"} {
+			if _, ok := m[f]; !ok {
+				t.Fatalf("member %q missing from %s", f, resp.Body)
+			}
+		}
+		if string(m["recent_verifications"]) == "null" {
+			t.Fatalf("recent_verifications is null: %s", resp.Body)
+		}
+		if got.ProjectID != projectID {
+			t.Fatalf("project_id %q, want %q", got.ProjectID, projectID)
+		}
+		if got.TotalCodes == 0 && got.UsageRate != 0 {
+			t.Fatalf("usage_rate %v without codes", got.UsageRate)
+		}
+		return got.Statistics == want && len(got.RecentVerifications) == n,
+			fmt.Sprintf("%+v with %d recent, want %+v with %d", got.Statistics, len(got.RecentVerifications), want, n)
+	})
+	for i := 1; i < len(got.RecentVerifications); i++ {
+		if got.RecentVerifications[i].VerifiedAt > got.RecentVerifications[i-1].VerifiedAt {
+			t.Errorf("recent_verifications not newest first: %+v", got.RecentVerifications)
+		}
+	}
+	return got
+}
+
+func recentValues(st contract.ProjectStatistics) []string {
+	var out []string
+	for _, r := range st.RecentVerifications {
+		out = append(out, r.Code)
+	}
+	return out
 }
 
 // checkOutcome checks a verify or reactivate answer: HTTP 200 whatever the outcome, every
@@ -355,6 +473,9 @@ func checkOutcome(t *testing.T, s *testkit.Stack, resp testkit.Response, project
 	}
 	wantMsg := map[contract.ErrorCode]string{
 		contract.CodeNotFound: "Code not found", contract.CodeAlreadyUsed: "Code has already been used",
+		contract.CodeAlreadyUnused: "Code is already unused", contract.CodeExpired: "Code is expired",
+		contract.CodeDisabled: "Code is disabled", contract.ProjectDisabled: "Project is disabled",
+		contract.ProjectExpired: "Project is expired",
 	}[want]
 	switch {
 	case want == "" && action == contract.ActionVerify:
@@ -657,8 +778,13 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 				var o testkit.Outcome
 				sg.With(t).Send(r).Decode(t, http.StatusOK, &o) // CODE_ALREADY_UNUSED, logged
 				d := testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "")
-				if d != "Request replayed" {
-					t.Errorf("detail %q, want \"Request replayed\"", d)
+				want := "Request replayed"
+				if nonce == "" {
+					// The signature is the replay identity: the detail says how to repeat a request.
+					want = "Request replayed: to repeat a request within 300 seconds, send each one with its own X-Nonce"
+				}
+				if d != want {
+					t.Errorf("detail %q, want %q", d, want)
 				}
 				// The replay wrote nothing: a later attempt is the code's second log, not third.
 				sg.With(t).Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": value}, nil).Decode(t, http.StatusOK, &o)
@@ -755,11 +881,71 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 				t.Fatalf("by-code A%%2FB%%20C answered %q", c.Code)
 			}
 		}
-		// The path is signed as sent: its decoded form is not the signed one.
+		// The original server signed the percent-decoded path: accepted too (contract).
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		sts := "GET\n" + proj + "/codes/by-code/A/B C\n\n" + contract.EmptyBodySHA256 + "\n" + ts
 		req := sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
+		var c contract.Code
+		testkit.Do(t, sg.HTTP, req).Decode(t, http.StatusOK, &c)
+		if c.Code != "A/B C" {
+			t.Fatalf("decoded path signed: answered %q", c.Code)
+		}
+		// Another spelling of the path is neither the path as sent nor the decoded one.
+		sts = "GET\n" + proj + "/codes/by-code/A%2fB%20C\n\n" + contract.EmptyBodySHA256 + "\n" + ts
+		req = sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
 		testkit.WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "")
+	})
+	t.Run("each SDK's query encoding", func(t *testing.T) {
+		// Searches holding what the encodings treat differently, signed as each SDK signs and
+		// sent as it sends; the answer is the code the search names. Encoders written by hand:
+		// Python's quote_plus (space '+', only _.-~ bare) and JavaScript's encodeURIComponent
+		// (space %20, -_.!~*'() bare).
+		esc := func(s, keep string, plus bool) string {
+			var b strings.Builder
+			for _, c := range []byte(s) {
+				switch {
+				case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte(keep, c) >= 0:
+					b.WriteByte(c)
+				case c == ' ' && plus:
+					b.WriteByte('+')
+				default:
+					fmt.Fprintf(&b, "%%%02X", c)
+				}
+			}
+			return b.String()
+		}
+		py := func(s string) string { return esc(s, "_.-~", true) }
+		js := func(s string) string { return esc(s, "-_.!~*'()", false) }
+		s.ImportCodes(tn.ProjectID, nil, "SDK it's (new)*! 100% + é&=", "SDK other")
+		const search = "it's (new)*! 100% + é&="
+		path := proj + "/codes"
+		for _, f := range []struct{ name, sent, signed string }{
+			{"python", "search=" + py(search) + "&page=1", "page=1&search=" + py(search)},
+			{"typescript", "search=" + strings.ReplaceAll(js(search), "'", "%27") + "&page=1", "page=1&search=" + js(search)},
+			{"as sent", "search=" + js(search) + "&page=1", "page=1&search=" + js(search)},
+			{"original server", "search=" + js(search) + "&page=1", "page=1&search=" + py(search)},
+		} {
+			for _, nonce := range []string{"", testkit.Nonce()} {
+				ts := strconv.FormatInt(time.Now().Unix(), 10)
+				sts := "GET\n" + path + "\n" + f.signed + "\n" + contract.EmptyBodySHA256 + "\n" + ts
+				if nonce != "" {
+					sts += "\n" + nonce
+				}
+				req := sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Query: f.sent, Nonce: nonce, Sig: testkit.Sign(sg.Secret, sts),
+					Header: http.Header{"X-Timestamp": {ts}}})
+				var p contract.CodePage
+				testkit.Do(t, sg.HTTP, req).Decode(t, http.StatusOK, &p)
+				if got := testkit.Values(p.Items); !slices.Equal(got, []string{"SDK it's (new)*! 100% + é&="}) {
+					t.Errorf("%s (nonce %q): sent %q, found %v", f.name, nonce, f.sent, got)
+				}
+				if nonce != "" {
+					// The same signed request in another encoding is the same request: a replay.
+					req = sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Query: "page=1&search=" + py(search), Nonce: nonce,
+						Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
+					testkit.WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "replayed")
+				}
+			}
+		}
 	})
 	t.Run("repeated and encoded query keys", func(t *testing.T) {
 		const query = "status=unused&search=a%25b&page=1&page_size=5&search=x"

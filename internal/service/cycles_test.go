@@ -495,15 +495,28 @@ func TestCodeStateDerivation(t *testing.T) {
 	if err != nil || !p.Status || p.ExpiresAt == nil || *p.ExpiresAt != projectExp {
 		t.Fatalf("expired project reads %+v, %v; want enabled with expires_at %d", p, err, projectExp)
 	}
-	// An expired project refuses verify and reactivate before looking at the code.
-	for _, value := range []string{"open-future-1", "open-none-1", "used-none"} {
-		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
-		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(contract.ProjectExpired) {
-			t.Errorf("verify %s after the project's expiry: %+v %v", value, r, err)
+	// After the project's expiry the checks still run in the contract's order: a code without an
+	// expiry of its own is in state expired and answers CODE_EXPIRED (after the use checks);
+	// PROJECT_EXPIRED is left for a code whose own later expiry still holds.
+	for _, c := range []struct {
+		value              string
+		verify, reactivate contract.ErrorCode
+	}{
+		{"open-none-1", contract.CodeExpired, contract.CodeAlreadyUnused},
+		{"open-future-1", contract.ProjectExpired, contract.CodeAlreadyUnused},
+		{"open-past-2", contract.CodeExpired, contract.CodeAlreadyUnused},
+		{"used-none", contract.CodeAlreadyUsed, contract.CodeExpired},
+		{"used-future", contract.CodeAlreadyUsed, contract.ProjectExpired},
+		{"used-own-expiry", contract.CodeAlreadyUsed, contract.CodeExpired},
+		{"disabled-future", contract.CodeDisabled, contract.CodeDisabled},
+	} {
+		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: c.value}, client.Options{})
+		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(c.verify) {
+			t.Errorf("verify %s after the project's expiry: %+v %v; want %s", c.value, r, err, c.verify)
 		}
-		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value}, client.Options{})
-		if err != nil || rr.Success || testkit.Deref(rr.ErrorCode) != string(contract.ProjectExpired) {
-			t.Errorf("reactivate %s after the project's expiry: %+v %v", value, rr, err)
+		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: c.value}, client.Options{})
+		if err != nil || rr.Success || testkit.Deref(rr.ErrorCode) != string(c.reactivate) {
+			t.Errorf("reactivate %s after the project's expiry: %+v %v; want %s", c.value, rr, err, c.reactivate)
 		}
 	}
 	code, err := tn.Clients[0].CodeByValue(ctx, tn.ProjectID, "open-future-1")

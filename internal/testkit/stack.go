@@ -252,7 +252,7 @@ func (s *Stack) NewTenant(exp *int64, bases ...string) *Tenant {
 // Client is a signing client of base with the key (id and secret, which may be wrong on
 // purpose), on the stack's HTTP client, sending X-Nonce as current SDKs do.
 func (s *Stack) Client(base, keyID, secret string) *client.Client {
-	return &client.Client{BaseURL: base, KeyID: keyID, Secret: secret, HTTP: s.HTTP, Nonce: true}
+	return &client.Client{BaseURL: base, KeyID: keyID, Secret: secret, HTTP: s.HTTP}
 }
 
 // ImportCodes creates codes with the given values (and optional expiry) through the admin path:

@@ -66,8 +66,8 @@ func (b *bench) scale(ctx context.Context) error {
 		return err
 	}
 	defer p.stop()
-	cl := &client.Client{BaseURL: p.base, KeyID: key.ID, Secret: key.Secret, Nonce: true}
-	small := &client.Client{BaseURL: p.base, KeyID: b.keyID, Secret: b.secret, Nonce: true}
+	cl := &client.Client{BaseURL: p.base, KeyID: key.ID, Secret: key.Secret}
+	small := &client.Client{BaseURL: p.base, KeyID: b.keyID, Secret: b.secret}
 
 	// Some of every state: used (verified through the API), disabled (admin).
 	page, err := cl.ListCodes(ctx, big.ID, client.ListParams{Page: 1, PageSize: 100, Status: "unused"})

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/testkit"
+	"github.com/acv/acv/store"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// acvBinary builds the acv command once per test binary.
+func acvBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "acv-clitest-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "acv")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = err
+			builtBin = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build ./cmd/acv: %v\n%s", buildErr, builtBin)
+	}
+	return builtBin
+}
+
+// cli runs acv commands against a fresh Redis and PostgreSQL.
+type cli struct {
+	t   *testing.T
+	bin string
+	env []string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds acv and runs it against real servers")
+	}
+	ctx := context.Background()
+	url := testkit.PostgresDB(t)
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.RedisServer(t, localenv.RedisOptions{})
+	var mk [32]byte
+	_, _ = rand.Read(mk[:])
+	env := append(devEnv(), "ACV_REDIS_URL=redis://"+r.Addr+"/0", "ACV_DATABASE_URL="+url,
+		"ACV_MASTER_KEY=cli:"+hex.EncodeToString(mk[:]), "ACV_MASTER_KEY_FILE=", "ACV_LOG_LEVEL=error")
+	return &cli{t: t, bin: acvBinary(t), env: env}
+}
+
+// run runs acv with args (stdin, when not nil) and returns its stdout, stderr and exit code.
+func (c *cli) run(stdin []byte, args ...string) (string, string, int) {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = c.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// ok runs acv and fails the test unless it exits 0.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errs, code := c.run(nil, args...)
+	if code != 0 {
+		c.t.Fatalf("acv %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// fails runs acv, wants a non-zero exit and a message on stderr that mentions each of want and
+// no database driver text.
+func (c *cli) fails(args []string, want ...string) {
+	c.t.Helper()
+	out, errs, code := c.run(nil, args...)
+	if code == 0 {
+		c.t.Errorf("acv %s exited 0; want an error\nstdout: %s", strings.Join(args, " "), out)
+	}
+	for _, w := range want {
+		if !strings.Contains(errs, w) {
+			c.t.Errorf("acv %s: stderr %q lacks %q", strings.Join(args, " "), errs, w)
+		}
+	}
+	for _, driver := range []string{"no rows", "pgx", "SQLSTATE"} {
+		if strings.Contains(errs, driver) {
+			c.t.Errorf("acv %s: stderr leaks driver text %q: %s", strings.Join(args, " "), driver, errs)
+		}
+	}
+}
+
+func TestCLIUnknownCommandsFail(t *testing.T) {
+	c := &cli{t: t, bin: acvBinary(t), env: devEnv()}
+	c.fails([]string{"bogus"}, "unknown command", "bogus")
+	c.fails([]string{"project", "bogus"}, "unknown command", "bogus", "list")
+	c.fails([]string{"codes"}, "needs a subcommand")
+	c.fails([]string{"key", "lst"}, "unknown command", "lst")
+}
+
+func TestCLIReadsAndReports(t *testing.T) {
+	c := newCLI(t)
+	var p contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "create", "--name", "Shop")), &p); err != nil || p.ID == "" {
+		t.Fatalf("project create: %+v %v", p, err)
+	}
+	missing := contract.NewID()
+	c.fails([]string{"project", "disable", missing}, "project "+missing+" not found")
+	c.fails([]string{"project", "show", missing}, "project "+missing+" not found")
+	c.fails([]string{"key", "list", "--project", missing}, "project "+missing+" not found")
+	c.fails([]string{"codes", "list", "--project", missing}, "not found")
+	c.fails([]string{"key", "create", "--project", missing}, "not found")
+	missingKey := contract.NewKeyID()
+	c.fails([]string{"key", "revoke", missingKey}, "api key "+missingKey+" not found")
+	c.fails([]string{"codes", "disable", "--project", p.ID, "NOPE-1"}, `code "NOPE-1" not found`)
+
+	if out := c.ok("project", "disable", p.ID); !strings.Contains(out, "project "+p.ID+" disabled") {
+		t.Errorf("project disable printed %q", out)
+	}
+	if out := c.ok("project", "enable", p.ID); !strings.Contains(out, "project "+p.ID+" enabled") {
+		t.Errorf("project enable printed %q", out)
+	}
+
+	var k struct {
+		KeyID, Secret string `json:"-"`
+	}
+	var km map[string]interface{}
+	if err := json.Unmarshal([]byte(c.ok("key", "create", "--project", p.ID, "--rate", "5")), &km); err != nil {
+		t.Fatal(err)
+	}
+	k.KeyID, _ = km["key_id"].(string)
+	k.Secret, _ = km["secret"].(string)
+	out := c.ok("key", "list", "--project", p.ID)
+	var keys []map[string]interface{}
+	if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 || keys[0]["key_id"] != k.KeyID {
+		t.Fatalf("key list: %s %v", out, err)
+	}
+	table := c.ok("key", "list", "--project", p.ID, "--output", "table")
+	if !strings.Contains(table, k.KeyID) || !strings.Contains(table, "active") {
+		t.Errorf("key list table:\n%s", table)
+	}
+	if strings.Contains(out+table, k.Secret) || strings.Contains(out+table, "v1:") {
+		t.Errorf("key list prints a secret:\n%s\n%s", out, table)
+	}
+	if out := c.ok("key", "revoke", k.KeyID); !strings.Contains(out, "api key "+k.KeyID+" revoked") {
+		t.Errorf("key revoke printed %q", out)
+	}
+	if table := c.ok("key", "list", "--project", p.ID, "-o", "table"); !strings.Contains(table, "revoked") {
+		t.Errorf("revoked key listed as:\n%s", table)
+	}
+
+	c.ok("codes", "generate", "--project", p.ID, "--count", "5", "--length", "8", "--prefix", "T-")
+	var page contract.CodePage
+	if err := json.Unmarshal([]byte(c.ok("codes", "list", "--project", p.ID)), &page); err != nil || page.Total != 5 || len(page.Items) != 5 {
+		t.Fatalf("codes list: %+v %v", page, err)
+	}
+	code := page.Items[0].Code
+	if out := c.ok("codes", "disable", "--project", p.ID, code); !strings.Contains(out, "code "+code+" disabled") {
+		t.Errorf("codes disable printed %q", out)
+	}
+	if table := c.ok("codes", "list", "--project", p.ID, "--status", "disabled", "--output", "table"); !strings.Contains(table, code) || strings.Count(table, "\n") != 2 {
+		t.Errorf("disabled codes table:\n%s", table)
+	}
+	if err := json.Unmarshal([]byte(c.ok("codes", "list", "--project", p.ID, "--search", code[2:6], "--page", "1")), &page); err != nil || page.Total < 1 {
+		t.Errorf("codes list --search: %+v %v", page, err)
+	}
+	var shown struct {
+		Code             string              `json:"code"`
+		State            string              `json:"state"`
+		VerificationLogs []contract.LogEntry `json:"verification_logs"`
+	}
+	out = c.ok("codes", "show", "--project", p.ID, code)
+	if err := json.Unmarshal([]byte(out), &shown); err != nil || shown.Code != code || shown.State != "disabled" || shown.VerificationLogs == nil {
+		t.Errorf("codes show: %s %v", out, err)
+	}
+	if table := c.ok("codes", "show", "--project", p.ID, code, "-o", "table"); !strings.Contains(table, "verification history") {
+		t.Errorf("codes show table:\n%s", table)
+	}
+	c.fails([]string{"codes", "show", "--project", p.ID, "NOPE-2"}, `code "NOPE-2" not found in project `+p.ID)
+
+	var shownP contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "show", p.ID)), &shownP); err != nil || shownP.Statistics == nil ||
+		shownP.Statistics.TotalCodes != 5 || shownP.Statistics.DisabledCodes != 1 {
+		t.Errorf("project show: %+v %v", shownP, err)
+	}
+	var ps []contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "list")), &ps); err != nil || len(ps) != 1 || ps[0].ID != p.ID {
+		t.Errorf("project list: %+v %v", ps, err)
+	}
+	if table := c.ok("project", "list", "--output", "table"); !strings.Contains(table, p.ID) || !strings.Contains(table, "Shop") {
+		t.Errorf("project list table:\n%s", table)
+	}
+	c.fails([]string{"project", "list", "--output", "yaml"}, "json or table")
+
+	// What export writes, import reads; off a terminal, progress is plain lines with a count.
+	exported := c.ok("codes", "export", "--project", p.ID)
+	if rows, err := csv.NewReader(strings.NewReader(exported)).ReadAll(); err != nil || len(rows) != 6 {
+		t.Fatalf("export: %v\n%s", err, exported)
+	}
+	var q contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "create", "--name", "Copy")), &q); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, rc := c.run([]byte(exported), "codes", "import", "--project", q.ID, "-")
+	if rc != 0 || !strings.Contains(errs, "importing: 5 codes") || !strings.Contains(errs, "read 5 codes: 5 new") {
+		t.Errorf("import of an export: exit %d\n%s", rc, errs)
+	}
+	_, errs, rc = c.run([]byte("code,expires_at\nG1,\nG2,someday\n"), "codes", "import", "--project", q.ID, "-")
+	if rc == 0 || !strings.Contains(errs, "line 3") || !strings.Contains(errs, "1 code(s) before it were kept") {
+		t.Errorf("import of a bad row: exit %d\n%s", rc, errs)
+	}
+	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "3")
+	if rc != 0 || !strings.Contains(errs, "generating: 3 of 3 codes (100%)") || !strings.Contains(errs, "codes/s") {
+		t.Errorf("generate progress: exit %d\n%s", rc, errs)
+	}
+}

@@ -1,0 +1,142 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/store"
+)
+
+// NotFoundError says which thing an operator named does not exist, in words: "project X not
+// found", never the database driver's text. errors.Is(err, contract.ErrNotFound) holds.
+type NotFoundError struct {
+	Kind string // "project", "api key", "code"
+	ID   string
+	In   string // e.g. "project X", for a code; "" when the thing stands alone
+}
+
+func (e *NotFoundError) Error() string {
+	s := fmt.Sprintf("%s %s not found", e.Kind, e.ID)
+	if e.In != "" {
+		s = fmt.Sprintf("%s %q not found in %s", e.Kind, e.ID, e.In)
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, contract.ErrNotFound) hold.
+func (e *NotFoundError) Unwrap() error { return contract.ErrNotFound }
+
+// notFound replaces a not-found error of the stores with one that names what is missing.
+func notFound(err error, kind, id string) error {
+	if err != nil && errors.Is(err, contract.ErrNotFound) {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return nf
+		}
+		return &NotFoundError{Kind: kind, ID: id}
+	}
+	return err
+}
+
+// Projects lists every project, oldest first, without statistics.
+func (a *Admin) Projects(ctx context.Context) ([]contract.Project, error) {
+	ps, err := a.Store.Projects(ctx)
+	if ps == nil && err == nil {
+		ps = []contract.Project{}
+	}
+	return ps, err
+}
+
+// Project reads one project with its statistics at now (Unix seconds).
+func (a *Admin) Project(ctx context.Context, id string, now int64) (contract.Project, error) {
+	p, err := a.Store.Project(ctx, id)
+	if err != nil {
+		return p, notFound(err, "project", id)
+	}
+	st, err := a.Store.Statistics(ctx, id, now)
+	if err != nil {
+		return p, notFound(err, "project", id)
+	}
+	p.Statistics = &st
+	return p, nil
+}
+
+// APIKeys lists a project's API keys without their secrets.
+func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]store.KeyInfo, error) {
+	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)
+	if ks == nil && err == nil {
+		ks = []store.KeyInfo{}
+	}
+	return ks, notFound(err, "project", projectID)
+}
+
+// ListCodes reads one page of a project's codes as PostgreSQL records them (it may trail the
+// hot path by the audit pipeline's lag).
+func (a *Admin) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) (contract.CodePage, error) {
+	if q.Page < 1 {
+		q.Page = 1
+	}
+	if q.PageSize < 1 {
+		q.PageSize = contract.DefaultPageSize
+	}
+	if q.PageSize > contract.MaxPageSize {
+		return contract.CodePage{}, fmt.Errorf("page size must be 1 to %d", contract.MaxPageSize)
+	}
+	p, err := a.Store.Project(ctx, projectID)
+	if err != nil {
+		return contract.CodePage{}, notFound(err, "project", projectID)
+	}
+	rows, total, err := a.Store.ListCodes(ctx, projectID, q, now)
+	if err != nil {
+		return contract.CodePage{}, notFound(err, "project", projectID)
+	}
+	page := contract.CodePage{Items: make([]contract.Code, 0, len(rows)), Total: total, Page: q.Page, PageSize: q.PageSize}
+	page.TotalPages = (total + int64(q.PageSize) - 1) / int64(q.PageSize)
+	for _, r := range rows {
+		page.Items = append(page.Items, r.Resource(p.ExpiresAt, now))
+	}
+	return page, nil
+}
+
+// HistoryLimit is how many verification-log entries Code shows.
+const HistoryLimit = 100
+
+// Code reads one code by its value with its live state (Redis, when it holds the code) and its
+// verification history (newest first, at most HistoryLimit entries).
+func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (CodeWithHistory, error) {
+	p, err := a.Store.Project(ctx, projectID)
+	if err != nil {
+		return CodeWithHistory{}, notFound(err, "project", projectID)
+	}
+	rec, err := a.Store.CodeByValue(ctx, projectID, value)
+	if err != nil {
+		if errors.Is(err, contract.ErrNotFound) {
+			return CodeWithHistory{}, &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+		}
+		return CodeWithHistory{}, err
+	}
+	if live, found, err := a.Cache.LiveCode(ctx, projectID, value); err == nil && found {
+		rec = rec.WithLiveState(live)
+	}
+	c := CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
+	c.State = contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
+	logs, err := a.Store.Logs(ctx, rec.ID, HistoryLimit)
+	if err != nil {
+		return c, err
+	}
+	if logs == nil {
+		logs = []contract.LogEntry{}
+	}
+	c.VerificationLogs = logs
+	return c, nil
+}
+
+// CodeWithHistory is a code with its derived state and its verification history, which it
+// always shows, even empty.
+type CodeWithHistory struct {
+	contract.Code
+	State            contract.State      `json:"state"`
+	VerificationLogs []contract.LogEntry `json:"verification_logs"`
+}

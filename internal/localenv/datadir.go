@@ -1,0 +1,127 @@
+package localenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ExternalPGRoot is where PostgresDataDir keeps a cluster whose data directory the postgres
+// user could not reach inside the checkout.
+var ExternalPGRoot = "/var/lib/acv"
+
+// pgLocationFile, in a data directory, records where its PostgreSQL cluster lives when that is
+// outside it, so every later run finds the same cluster.
+const pgLocationFile = "pg.location"
+
+// PostgresDataDir is the PostgreSQL data directory of the acv data directory home (absolute):
+// home/pg when the server's user can reach it, else a directory of home's own under
+// ExternalPGRoot (pg-<hash of home's path>, falling back to the temporary directory), recorded
+// in home/pg.location so restarts use the same cluster. As root the server runs as the postgres
+// user, which cannot traverse e.g. /root (mode 0700): a checkout there still works.
+func PostgresDataDir(home string) (string, error) {
+	loc := filepath.Join(home, pgLocationFile)
+	if b, err := os.ReadFile(loc); err == nil {
+		if d := strings.TrimSpace(string(b)); d != "" {
+			return d, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	inside := filepath.Join(home, "pg")
+	cred, err := pgCredential()
+	if err != nil {
+		return "", err
+	}
+	if cred == nil || CanTraverse(home, int(cred.Uid), pgGroups()) {
+		return inside, nil
+	}
+	if _, err := os.Stat(filepath.Join(inside, "PG_VERSION")); err == nil {
+		return "", fmt.Errorf("the postgres user cannot reach the cluster in %s: make its parent directories traversable (chmod o+x) or move it", inside)
+	}
+	sum := sha256.Sum256([]byte(home))
+	name := "pg-" + hex.EncodeToString(sum[:8])
+	var dir string
+	for _, root := range []string{ExternalPGRoot, filepath.Join(os.TempDir(), "acv")} {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			continue
+		}
+		if err := os.Chmod(root, 0o755); err != nil {
+			continue
+		}
+		if CanTraverse(root, int(cred.Uid), pgGroups()) {
+			dir = filepath.Join(root, name)
+			break
+		}
+	}
+	if dir == "" {
+		return "", fmt.Errorf("no directory the postgres user can reach for the cluster of %s (tried %s and %s)", home, ExternalPGRoot, filepath.Join(os.TempDir(), "acv"))
+	}
+	if err := os.WriteFile(loc, []byte(dir+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("record the cluster's location: %w", err)
+	}
+	return dir, nil
+}
+
+// pgGroups are the group ids of the postgres user.
+func pgGroups() []int {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil
+	}
+	ids, _ := u.GroupIds()
+	gs := []int{}
+	if g, err := strconv.Atoi(u.Gid); err == nil {
+		gs = append(gs, g)
+	}
+	for _, s := range ids {
+		if g, err := strconv.Atoi(s); err == nil {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// CanTraverse tells whether a user uid in groups may search (x) every directory from / down to
+// and including dir, by the directories' mode bits.
+func CanTraverse(dir string, uid int, groups []int) bool {
+	dir = filepath.Clean(dir)
+	for p := dir; ; p = filepath.Dir(p) {
+		if !searchable(p, uid, groups) {
+			return false
+		}
+		if p == filepath.Dir(p) {
+			return true
+		}
+	}
+}
+
+func searchable(p string, uid int, groups []int) bool {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	owner, group, ok := fileOwner(fi)
+	if !ok {
+		return true
+	}
+	if uid == 0 {
+		return true
+	}
+	mode := fi.Mode().Perm()
+	if owner == uid {
+		return mode&0o100 != 0
+	}
+	for _, g := range groups {
+		if g == group {
+			return mode&0o010 != 0
+		}
+	}
+	return mode&0o001 != 0
+}

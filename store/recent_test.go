@@ -1,0 +1,123 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+)
+
+// TestRecentVerifications: the statistics endpoint's recent_verifications are the project's
+// codes currently used (verified and not disabled), newest verified_at first, at most limit.
+func TestRecentVerifications(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	now := time.Now().Unix()
+	p := mustProject(t, s, nil)
+	other := mustProject(t, s, nil)
+
+	if got, err := s.RecentVerifications(ctx, p.ID, 10); err != nil || len(got) != 0 || got == nil {
+		t.Fatalf("no codes: %v %v, want an empty list", got, err)
+	}
+	var vs []string
+	for i := 0; i < 14; i++ {
+		vs = append(vs, fmt.Sprintf("R-%02d", i))
+	}
+	rows := mustInsert(t, s, p.ID, values(vs...)...)
+	orows := mustInsert(t, s, other.ID, values("O-1")...)
+	snap := func(r contract.CodeRecord, sn contract.CodeRecord) {
+		t.Helper()
+		sn.ID = r.ID
+		if err := s.ApplySnapshot(ctx, sn); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+	}
+	// R-00..R-11 verified one second apart (R-11 newest), R-00..R-05 by "till-N", the rest by
+	// nobody; R-10 then disabled (no longer used), R-12 and R-13 never verified.
+	for i := 0; i < 12; i++ {
+		sn := contract.CodeRecord{VerifiedAtMs: (now-100+int64(i))*1000 + 500, Version: 1}
+		if i < 6 {
+			sn.VerifiedBy = fmt.Sprintf("till-%d", i)
+		}
+		snap(rows[i], sn)
+	}
+	snap(rows[10], contract.CodeRecord{VerifiedAtMs: (now-90)*1000 + 500, Disabled: true, Version: 2})
+	snap(orows[0], contract.CodeRecord{VerifiedAtMs: now * 1000, VerifiedBy: "x", Version: 1}) // another project's, newest
+
+	got, err := s.RecentVerifications(ctx, p.ID, contract.RecentVerificationsLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{11, 9, 8, 7, 6, 5, 4, 3, 2, 1}
+	if len(got) != len(want) {
+		t.Fatalf("%d recent verifications, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		wantBy := ""
+		if w < 6 {
+			wantBy = fmt.Sprintf("till-%d", w)
+		}
+		if g.Code != vs[w] || g.VerifiedAt != now-100+int64(w) || (g.VerifiedBy == nil) != (wantBy == "") ||
+			(g.VerifiedBy != nil && *g.VerifiedBy != wantBy) {
+			t.Errorf("#%d: %+v (by %v), want %s at %d by %q", i, g, g.VerifiedBy, vs[w], now-100+int64(w), wantBy)
+		}
+	}
+	if got, err := s.RecentVerifications(ctx, p.ID, 3); err != nil || len(got) != 3 || got[2].Code != vs[8] {
+		t.Errorf("limit 3: %+v %v", got, err)
+	}
+	// Reactivated codes leave the list.
+	snap(rows[11], contract.CodeRecord{Version: 2})
+	if got, err := s.RecentVerifications(ctx, p.ID, 10); err != nil || len(got) != 10 || got[0].Code != vs[9] || got[9].Code != vs[0] {
+		t.Errorf("after reactivating R-11: %+v %v", got, err)
+	}
+	if got, err := s.RecentVerifications(ctx, contract.NewID(), 10); err != nil || len(got) != 0 {
+		t.Errorf("unknown project: %+v %v", got, err)
+	}
+	if _, err := s.RecentVerifications(ctx, "not-an-id", 10); !errors.Is(err, contract.ErrNotFound) {
+		t.Errorf("malformed project id: %v, want not found", err)
+	}
+}
+
+// TestRecentVerificationsUsesItsIndex: the query reads the partial index in its order, with no
+// sort of the project's used codes, so its cost does not grow with the project.
+func TestRecentVerificationsUsesItsIndex(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	p := mustProject(t, s, nil)
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, `RESET enable_seqscan`) //nolint:errcheck
+	rows, err := conn.Query(ctx, `EXPLAIN SELECT code, verified_at, verified_by
+		 FROM codes
+		 WHERE project_id = $1 AND verified_at IS NOT NULL AND NOT is_disabled
+		 ORDER BY verified_at DESC, id DESC
+		 LIMIT $2`, p.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "codes_recent_used_idx") || strings.Contains(text, "Sort") {
+		t.Errorf("plan does not read codes_recent_used_idx in order:\n%s", text)
+	}
+}
