@@ -2,6 +2,8 @@
 GO      ?= go
 BIN     := bin/acv
 PG_BIN  := /usr/lib/postgresql/15/bin
+PY_TOOLS    := pytest==9.2.0 schemathesis==4.32.5
+TOOLS_STAMP := .tools/stamp-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
 .PHONY: run test build deps test-deps loadtest bench vet fmt clean
 
@@ -14,7 +16,8 @@ run: deps build
 test: deps test-deps
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	$(GO) test -race -count=1 -timeout 20m ./...
+	@mkdir -p .acv && rm -f .acv/test-timings.txt
+	ACV_TEST_TIMINGS=$(CURDIR)/.acv/test-timings.txt $(GO) test -race -count=1 -timeout 20m ./...; s=$$?; cat .acv/test-timings.txt 2>/dev/null; exit $$s
 	./deploy/check.sh
 
 build:
@@ -29,16 +32,29 @@ bench: deps test-deps build
 	$(GO) run ./loadtest/bench -acv $(BIN)
 
 ## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,
-## the live dashboard check) and docker-compose (validates the compose file; no engine needed)
-test-deps:
+## the live dashboard check), docker-compose (validates the compose file; no engine needed), a
+## Python virtual environment in .tools/venv (pytest for the Python SDK, schemathesis against the
+## OpenAPI document) and the TypeScript SDK's npm packages
+test-deps: $(TOOLS_STAMP)
 	@command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
 	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
+	@command -v java >/dev/null || (echo "installing a JDK"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null)
+	@command -v mvn >/dev/null || (echo "installing maven"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null)
 
 ## deps: what the local stack needs on Debian: redis-server, PostgreSQL 15, openssl
 deps:
 	@command -v redis-server >/dev/null || (echo "installing redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null)
 	@test -x $(PG_BIN)/postgres || (echo "installing postgresql-15"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib >/dev/null)
 	@command -v openssl >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null)
+
+
+$(TOOLS_STAMP): api/sdk/typescript/package.json api/sdk/python/pyproject.toml
+	@python3 -c 'import ensurepip' 2>/dev/null || (echo "installing python3-venv"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null)
+	@command -v npm >/dev/null || (echo "installing npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null)
+	rm -rf .tools && python3 -m venv .tools/venv
+	.tools/venv/bin/pip install -q $(PY_TOOLS) -e api/sdk/python
+	cd api/sdk/typescript && npm install --no-audit --no-fund --silent
+	touch $@
 
 vet:
 	$(GO) vet ./...
@@ -49,4 +65,4 @@ fmt:
 ## clean: remove the binary and make run's data, with a PostgreSQL cluster it kept outside .acv
 clean:
 	@if [ -f .acv/pg.location ]; then rm -rf "$$(cat .acv/pg.location)"; fi
-	rm -rf bin .acv
+	rm -rf bin .acv .tools api/sdk/typescript/node_modules

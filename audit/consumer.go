@@ -39,9 +39,13 @@ type ConsumerConfig struct {
 	// MaxWait bounds how long one broker fetch waits for data. Default 500ms.
 	MaxWait time.Duration
 	// HeartbeatInterval, SessionTimeout, RebalanceTimeout and JoinGroupBackoff shape group
-	// membership (kafka-go defaults 3s, 30s, 30s, 5s when zero). Small values make tests and
-	// failover faster; SessionTimeout must be within the broker's allowed range (>= 6s by
-	// default).
+	// membership (kafka-go defaults 3s, 30s, 30s, 5s when zero). SessionTimeout is how long the
+	// coordinator waits for a member that went silent (a killed process) before it hands that
+	// member's partitions to the others: their events wait in Kafka that long. Smaller values
+	// make failover faster; SessionTimeout must be within the broker's allowed range
+	// (group.min.session.timeout.ms, 6s by default). With a SessionTimeout and no
+	// HeartbeatInterval, the heartbeat goes every third of the session timeout, at most every
+	// 3s, so a member that is merely slow is not taken for dead.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration
@@ -74,6 +78,9 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.SessionTimeout > 0 && c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = min(3*time.Second, c.SessionTimeout/3)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

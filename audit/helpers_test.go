@@ -23,8 +23,6 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-const testTopic = "acv.verification-logs.test"
-
 // The tests' outbox layout, like the cache package's: one stream per hash-tag shard, a project's
 // events in its shard's stream. Package audit does not know the layout; the relay is handed the
 // stream names.
@@ -49,25 +47,37 @@ func streamOf(projectID string) string {
 	return outboxStream(int(h.Sum32() % testShards))
 }
 
-// env is one test's Redis server, Kafka broker and topic.
+// env is one test's Redis server, and its topic on a real Kafka broker.
 type env struct {
 	rdb        *redis.Client
+	kafka      *localenv.Kafka
 	brokers    []string
+	topic      string
 	partitions int
 }
 
-func newEnv(t *testing.T, partitions int) *env {
+// eachKafka runs body once per Kafka release (testkit.EachKafka: parallel subtests named
+// after the release), each with an env of its own whose topic has the given partitions.
+func eachKafka(t *testing.T, partitions int, body func(t *testing.T, e *env)) {
+	t.Helper()
+	testkit.EachKafka(t, func(t *testing.T, k *localenv.Kafka) {
+		body(t, newEnv(t, k, partitions))
+	})
+}
+
+// newEnv starts a Redis server for the test and creates a topic of its own on k.
+func newEnv(t *testing.T, k *localenv.Kafka, partitions int) *env {
 	t.Helper()
 	r := testkit.RedisServer(t, localenv.RedisOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
-	k := testkit.KafkaBroker(t, testTopic, partitions)
-	return &env{rdb: rdb, brokers: k.Brokers, partitions: partitions}
+	topic := testkit.KafkaTopic(t, k, partitions)
+	return &env{rdb: rdb, kafka: k, brokers: k.Brokers, topic: topic, partitions: partitions}
 }
 
-// writer is the relay's Kafka writer for the test topic.
+// writer is the relay's Kafka writer for the test's topic.
 func (e *env) writer(t *testing.T) *kafka.Writer {
-	w := audit.NewWriter(e.brokers, testTopic)
+	w := audit.NewWriter(e.brokers, e.topic)
 	t.Cleanup(func() { w.Close() })
 	return w
 }
@@ -144,7 +154,7 @@ func gatherSeries(t *testing.T, reg prometheus.Gatherer, name string, labels ...
 func (e *env) consumerConfig(group string) audit.ConsumerConfig {
 	return audit.ConsumerConfig{
 		Brokers:           e.brokers,
-		Topic:             testTopic,
+		Topic:             e.topic,
 		GroupID:           group,
 		BatchWait:         20 * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond,
@@ -329,14 +339,14 @@ func (e *env) waitOutboxEmpty(t *testing.T) {
 	})
 }
 
-// topicMessages reads every message of the test topic, partition by partition.
+// topicMessages reads every message of the test's topic, partition by partition.
 func (e *env) topicMessages(t *testing.T) []kafka.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out []kafka.Message
 	for p := 0; p < e.partitions; p++ {
-		conn, err := kafka.DialLeader(ctx, "tcp", e.brokers[0], testTopic, p)
+		conn, err := kafka.DialLeader(ctx, "tcp", e.brokers[0], e.topic, p)
 		if err != nil {
 			t.Fatalf("dial partition %d: %v", p, err)
 		}
@@ -348,7 +358,7 @@ func (e *env) topicMessages(t *testing.T) []kafka.Message {
 		if last == 0 {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: testTopic, Partition: p, MaxWait: 100 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: e.topic, Partition: p, MaxWait: 100 * time.Millisecond})
 		for {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
@@ -363,4 +373,22 @@ func (e *env) topicMessages(t *testing.T) []kafka.Message {
 		r.Close()
 	}
 	return out
+}
+
+// logProducer reports how the writer batched the test's events: messages per produce request,
+// and the bytes an event takes as it left the relay (key and value) and as Kafka stored it (the
+// topic's log segments, batch headers and compression included).
+func (e *env) logProducer(t *testing.T, w *kafka.Writer, events int) {
+	t.Helper()
+	st := w.Stats()
+	stored, err := e.kafka.TopicLogBytes(e.topic)
+	if err != nil {
+		t.Fatalf("topic size: %v", err)
+	}
+	if st.Writes == 0 || events == 0 {
+		t.Fatalf("writer stats: %d produce requests for %d events", st.Writes, events)
+	}
+	t.Logf("kafka %s producer: %d messages in %d produce requests (%.1f per request, %d retries); %d bytes per event written, %d stored",
+		e.kafka.Version, st.Messages, st.Writes, float64(st.Messages)/float64(st.Writes), st.Retries,
+		st.Bytes/int64(events), stored/int64(events))
 }

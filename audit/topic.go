@@ -11,27 +11,6 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// NewWriter is the Kafka writer the relay needs: synchronous, acknowledged by all in-sync
-// replicas (an acknowledged event survives a broker loss), keyed by code id through the hash
-// balancer (one code, one partition, one order), and flushing after a few milliseconds so a
-// small batch is not held back. It never creates the topic; EnsureTopic does, with the right
-// partition count.
-func NewWriter(brokers []string, topic string) *kafka.Writer {
-	return &kafka.Writer{
-		Addr:                   kafka.TCP(brokers...),
-		Topic:                  topic,
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchSize:              1000,
-		BatchBytes:             8 << 20,
-		BatchTimeout:           2 * time.Millisecond,
-		MaxAttempts:            3,
-		WriteBackoffMin:        retryMin,
-		WriteBackoffMax:        time.Second,
-		AllowAutoTopicCreation: false,
-	}
-}
-
 // EnsureTopic creates topic with the given partitions when it does not exist yet, so a fresh
 // deployment needs no manual Kafka setup. An existing topic is left as it is. The replication
 // factor is 3, or the number of brokers when fewer. Brokers are tried in turn.

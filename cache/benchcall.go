@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -11,19 +13,44 @@ import (
 // script's source, then the arguments of EVALSHA after the digest (key count, keys, argv).
 // valuePattern and replayPattern hold redis-benchmark's "__rand_int__" placeholder, so every
 // call names a random code and a fresh replay key of one project. It serves the benchmark's
-// Redis ceiling, which must run exactly the hot path's script on exactly its keys.
+// Redis ceiling, which must run exactly the hot path's script on exactly its keys (of an
+// unlimited key: no bucket). redis-benchmark substitutes the placeholder after the keys are
+// named, so every call lands in the shard of valuePattern itself: store the codes with
+// PutBenchmarkCodes, not PutCodes.
 func BenchmarkVerify(projectID, keyID, valuePattern, replayPattern string, now time.Time) (src string, args []string) {
+	s := ShardOf(projectID, valuePattern)
 	keys := []string{
-		codeKey(projectID, valuePattern),
-		projectKey(projectID),
-		outboxKey(shardOf(projectID)),
-		bucketKey(projectID, keyID),
-		replayKey(projectID, keyID, replayPattern),
-		idemKey(projectID, keyID, "none"),
+		codeKeyIn(s, projectID, valuePattern),
+		projectKey(s, projectID),
+		outboxKey(s),
+		replayKey(s, keyID, replayPattern),
+		idemKey(s, keyID, "none"),
 	}
 	args = append([]string{strconv.Itoa(len(keys))}, keys...)
 	args = append(args, string(contract.ActionVerify), strconv.FormatInt(now.UnixMilli(), 10), contract.NewID(),
 		projectID, "bench", "", "127.0.0.1", strconv.FormatInt(int64(ReplayTTL/time.Second), 10), "0", "",
-		strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0", "0", "")
+		strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "")
 	return luaPrelude() + applySrc, args
+}
+
+// PutBenchmarkCodes stores codes where BenchmarkVerify's calls for valuePattern look for them:
+// all in the shard of valuePattern, under the key each value would have there. Codes stored
+// this way are found by the benchmark's calls only, not by Verify (unless a value's own shard
+// happens to be that one).
+func (c *Cache) PutBenchmarkCodes(ctx context.Context, projectID, valuePattern string, codes []contract.CodeRecord) error {
+	s := ShardOf(projectID, valuePattern)
+	if err := putCodeScript.Load(ctx, c.rdb).Err(); err != nil {
+		return fmt.Errorf("load putcode script: %w", translate(err))
+	}
+	pipe := c.rdb.Pipeline()
+	for _, r := range codes {
+		if err := checkCodeID(r); err != nil {
+			return err
+		}
+		putCodeScript.EvalSha(ctx, pipe, []string{codeKeyIn(s, projectID, r.Code)}, putCodeArgs(r)...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("put benchmark codes: %w", translate(err))
+	}
+	return nil
 }

@@ -26,33 +26,48 @@ var (
 	unknownSrc string
 	//go:embed scripts/disable.lua
 	disableSrc string
-	//go:embed scripts/loadproject.lua
-	loadProjectSrc string
+	//go:embed scripts/putproject.lua
+	putProjectSrc string
+	//go:embed scripts/refund.lua
+	refundSrc string
 	//go:embed scripts/putkey.lua
 	putKeySrc string
 	//go:embed scripts/revokekey.lua
 	revokeKeySrc string
+	//go:embed scripts/lease.lua
+	leaseSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
 
-	applyScript       = redis.NewScript(luaPrelude() + applySrc)
-	admitScript       = redis.NewScript(luaPrelude() + admitSrc)
-	putCodeScript     = redis.NewScript(luaPrelude() + putCodeSrc)
-	unknownScript     = redis.NewScript(luaPrelude() + unknownSrc)
-	disableScript     = redis.NewScript(luaPrelude() + disableSrc)
-	loadProjectScript = redis.NewScript(luaPrelude() + loadProjectSrc)
-	putKeyScript      = redis.NewScript(luaPrelude() + putKeySrc)
-	revokeKeyScript   = redis.NewScript(luaPrelude() + revokeKeySrc)
+	applyScript      = redis.NewScript(luaPrelude() + applySrc)
+	admitScript      = redis.NewScript(luaPrelude() + admitSrc)
+	putCodeScript    = redis.NewScript(luaPrelude() + putCodeSrc)
+	unknownScript    = redis.NewScript(luaPrelude() + unknownSrc)
+	disableScript    = redis.NewScript(luaPrelude() + disableSrc)
+	putProjectScript = redis.NewScript(luaPrelude() + putProjectSrc)
+	refundScript     = redis.NewScript(luaPrelude() + refundSrc)
+	putKeyScript     = redis.NewScript(luaPrelude() + putKeySrc)
+	revokeKeyScript  = redis.NewScript(luaPrelude() + revokeKeySrc)
+	leaseScript      = redis.NewScript(luaPrelude() + leaseSrc)
+	releaseScript    = redis.NewScript(luaPrelude() + releaseSrc)
 )
 
-// Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
+// Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit
+// (every call names keys of one slot, so a cluster client routes it to the slot's master).
 type Redis interface {
 	redis.Scripter
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
-	HSet(ctx context.Context, key string, values ...interface{}) *redis.IntCmd
-	Del(ctx context.Context, keys ...string) *redis.IntCmd
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
 	Pipeline() redis.Pipeliner
-	TxPipeline() redis.Pipeliner
 	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+// cluster is what a Redis Cluster client offers beyond Redis: its masters, each as a client of
+// one node (*redis.ClusterClient fits).
+type cluster interface {
+	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
+	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
 }
 
 // Loader reads from the system of record what Redis does not hold yet. The Postgres store
@@ -60,7 +75,9 @@ type Redis interface {
 type Loader interface {
 	// CodeByValue returns contract.ErrNotFound (wrapped) when the project has no such code.
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
-	Project(ctx context.Context, id string) (contract.Project, error)
+	// ProjectState returns a project's flags and the version of its row, which every change
+	// of the row increments (contract.ErrNotFound, wrapped, when no project has the id).
+	ProjectState(ctx context.Context, id string) (p contract.Project, version int64, err error)
 	// APIKey returns contract.ErrNotFound (wrapped) when no key has the id; its Secret is
 	// sealed, as stored.
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
@@ -75,6 +92,7 @@ type Cache struct {
 	wait       replicaWait   // WAIT after hot-path writes; none by default
 	coWorkers  int           // coalescing senders (WithCoalescing)
 	coBatch    int           // calls a coalesced pipeline holds at most
+	limits     *limiter      // this replica's token leases (lease.go)
 }
 
 // Option tunes a Cache.
@@ -92,6 +110,7 @@ func WithCoalescing(workers, maxBatch int) Option {
 // New returns a Cache over rdb.
 func New(rdb Redis, opts ...Option) *Cache {
 	c := &Cache{rdb: rdb, unknownTTL: 5 * time.Minute}
+	c.limits = newLimiter(c)
 	for _, o := range opts {
 		o(c)
 	}
@@ -126,7 +145,7 @@ func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args .
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.
 func (c *Cache) Preload(ctx context.Context) error {
-	for _, s := range []*redis.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript, loadProjectScript, putKeyScript, revokeKeyScript} {
+	for _, s := range []*redis.Script{applyScript, admitScript, refundScript, putCodeScript, unknownScript, disableScript, putProjectScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript} {
 		if err := s.Load(ctx, c.rdb).Err(); err != nil {
 			return fmt.Errorf("load lua script: %w", err)
 		}
@@ -134,8 +153,21 @@ func (c *Cache) Preload(ctx context.Context) error {
 	return nil
 }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers: on a cluster, every master, since every master holds a
+// share of every project's codes.
 func (c *Cache) Ping(ctx context.Context) error {
+	if cl, ok := c.rdb.(cluster); ok {
+		err := cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("%s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ping redis cluster: %w", err)
+		}
+		return nil
+	}
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}

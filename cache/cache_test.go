@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/testkit"
 	"sync"
 	"testing"
 	"time"
@@ -14,14 +13,16 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
-	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
+// Every test of the hot path runs twice (testkit.OnEachRedis): on one redis-server and on a
+// 3-master Redis Cluster, where each script call must name keys of one slot.
 type fixture struct {
 	t     *testing.T
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	c     *cache.Cache
 	pid   string
 	clock time.Time
@@ -29,14 +30,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	t.Helper()
-	srv := testkit.RedisServer(t, localenv.RedisOptions{})
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
-	t.Cleanup(func() { rdb.Close() })
-	return newFixtureOn(t, rdb, opts...)
+	return newFixtureOn(t, testkit.RedisClient(t), opts...)
 }
 
 // newFixtureOn is newFixture on a Redis of the test's choosing.
-func newFixtureOn(t *testing.T, rdb *redis.Client, opts ...cache.Option) *fixture {
+func newFixtureOn(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *fixture {
 	t.Helper()
 	c := cache.New(rdb, opts...)
 	t.Cleanup(c.Close)
@@ -94,18 +92,64 @@ func (f *fixture) live(value string) (contract.CodeRecord, bool) {
 	return r, found
 }
 
-// outboxRaw reads every outbox stream, in stream order.
+// outboxRaw reads every outbox stream, in stream order (one pipeline; on a cluster, one per
+// master).
 func (f *fixture) outboxRaw() []redis.XMessage {
 	f.t.Helper()
+	ctx := context.Background()
+	streams := cache.OutboxStreams()
+	cmds := make([]*redis.XMessageSliceCmd, len(streams))
+	pipe := f.rdb.Pipeline()
+	for i, s := range streams {
+		cmds[i] = pipe.XRange(ctx, s, "-", "+")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		f.t.Fatal(err)
+	}
 	var out []redis.XMessage
-	for _, s := range cache.OutboxStreams() {
-		msgs, err := f.rdb.XRange(context.Background(), s, "-", "+").Result()
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		out = append(out, msgs...)
+	for _, c := range cmds {
+		out = append(out, c.Val()...)
 	}
 	return out
+}
+
+// clearOutbox deletes every outbox stream, one DEL each: on a cluster, one command must not
+// name keys of several slots.
+func (f *fixture) clearOutbox() {
+	f.t.Helper()
+	ctx := context.Background()
+	pipe := f.rdb.Pipeline()
+	for _, s := range cache.OutboxStreams() {
+		pipe.Del(ctx, s)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// codeKeys are the code hashes Redis holds (every test has a Redis of its own, emptied).
+func (f *fixture) codeKeys() []string {
+	f.t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		k, err := c.Keys(ctx, "acv:{*}:c:*").Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	}
+	var err error
+	if cl, ok := f.rdb.(*redis.ClusterClient); ok {
+		err = cl.ForEachMaster(ctx, scan)
+	} else {
+		err = scan(ctx, f.rdb.(*redis.Client))
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return keys
 }
 
 func (f *fixture) outbox() []contract.Event {
@@ -132,8 +176,9 @@ type fakeLoader struct {
 	mu         sync.Mutex
 	codes      map[string]contract.CodeRecord // by project id + "/" + value
 	projects   map[string]contract.Project
-	codeErr    error // returned by CodeByValue when set
-	projectErr error // returned by Project when set
+	versions   map[string]int64 // of the projects: how many times each was added
+	codeErr    error            // returned by CodeByValue when set
+	projectErr error            // returned by ProjectState when set
 	codeLoads  map[string]int
 	projLoads  map[string]int
 	keys       map[string]contract.APIKey
@@ -142,7 +187,7 @@ type fakeLoader struct {
 }
 
 func newFakeLoader() *fakeLoader {
-	return &fakeLoader{codes: map[string]contract.CodeRecord{}, projects: map[string]contract.Project{},
+	return &fakeLoader{codes: map[string]contract.CodeRecord{}, projects: map[string]contract.Project{}, versions: map[string]int64{},
 		codeLoads: map[string]int{}, projLoads: map[string]int{}, keys: map[string]contract.APIKey{}, keyLoads: map[string]int{}}
 }
 
@@ -160,6 +205,7 @@ func (l *fakeLoader) addProject(p contract.Project) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.projects[p.ID] = p
+	l.versions[p.ID]++
 }
 
 func (l *fakeLoader) setErrs(codeErr, projectErr error) {
@@ -194,18 +240,18 @@ func (l *fakeLoader) CodeByValue(_ context.Context, projectID, value string) (co
 	return r, nil
 }
 
-func (l *fakeLoader) Project(_ context.Context, id string) (contract.Project, error) {
+func (l *fakeLoader) ProjectState(_ context.Context, id string) (contract.Project, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.projLoads[id]++
 	if l.projectErr != nil {
-		return contract.Project{}, l.projectErr
+		return contract.Project{}, 0, l.projectErr
 	}
 	p, ok := l.projects[id]
 	if !ok {
-		return contract.Project{}, fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
+		return contract.Project{}, 0, fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
 	}
-	return p, nil
+	return p, l.versions[id], nil
 }
 
 // A code or project Redis misses is loaded through the Loader, once, and the operation then
@@ -213,6 +259,10 @@ func (l *fakeLoader) Project(_ context.Context, id string) (contract.Project, er
 // unknown; a Loader failure is an error that changes nothing. A miss alone never writes an
 // outbox entry.
 func TestMissesAreLoadedThroughTheLoader(t *testing.T) {
+	testkit.OnEachRedis(t, testMissesAreLoadedThroughTheLoader)
+}
+
+func testMissesAreLoadedThroughTheLoader(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("code missing from redis is loaded once, then verified", func(t *testing.T) {
@@ -317,9 +367,9 @@ func TestMissesAreLoadedThroughTheLoader(t *testing.T) {
 			t.Fatal("an unknown value reads as a live code")
 		}
 		// The marker is a negative cache: it must expire.
-		keys, err := f.rdb.Keys(ctx, cache.ShardTag(f.pid)+"c:*").Result()
-		if err != nil || len(keys) != 1 {
-			t.Fatalf("code keys %q, %v: want exactly the unknown marker", keys, err)
+		keys := f.codeKeys()
+		if len(keys) != 1 {
+			t.Fatalf("code keys %q: want exactly the unknown marker", keys)
 		}
 		if ttl, err := f.rdb.TTL(ctx, keys[0]).Result(); err != nil || ttl <= 0 || ttl > 5*time.Minute {
 			t.Fatalf("unknown marker ttl %s, %v: want a positive ttl of at most 5m", ttl, err)
@@ -349,9 +399,8 @@ func TestMissesAreLoadedThroughTheLoader(t *testing.T) {
 		if _, found := f.live("A"); found {
 			t.Fatal("a failed load stored a code")
 		}
-		keys, err := f.rdb.Keys(ctx, cache.ShardTag(f.pid)+"c:*").Result()
-		if err != nil || len(keys) != 0 {
-			t.Fatalf("a failed load left code keys %q (%v): an error is not an unknown value", keys, err)
+		if keys := f.codeKeys(); len(keys) != 0 {
+			t.Fatalf("a failed load left code keys %q: an error is not an unknown value", keys)
 		}
 		// The project's loader failing also changes nothing.
 		f.pid = contract.NewID()
@@ -400,7 +449,9 @@ func TestMissesAreLoadedThroughTheLoader(t *testing.T) {
 	})
 }
 
-func TestOutcomesInContractOrder(t *testing.T) {
+func TestOutcomesInContractOrder(t *testing.T) { testkit.OnEachRedis(t, testOutcomesInContractOrder) }
+
+func testOutcomesInContractOrder(t *testing.T) {
 	past, future := ptr(1_700_000_000), ptr(1_900_000_000)
 	cases := []struct {
 		name      string
@@ -491,6 +542,10 @@ func TestOutcomesInContractOrder(t *testing.T) {
 }
 
 func TestVerifyRecordsVerifierAndReactivateClearsIt(t *testing.T) {
+	testkit.OnEachRedis(t, testVerifyRecordsVerifierAndReactivateClearsIt)
+}
+
+func testVerifyRecordsVerifierAndReactivateClearsIt(t *testing.T) {
 	f := newFixture(t)
 	f.code("C", contract.CodeRecord{})
 	c := f.call(contract.ActionVerify, "C")
@@ -519,6 +574,10 @@ func TestVerifyRecordsVerifierAndReactivateClearsIt(t *testing.T) {
 }
 
 func TestReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
+	testkit.OnEachRedis(t, testReplayRefusedAndRateLimitedRequestCanRetry)
+}
+
+func testReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.code("A", contract.CodeRecord{})
@@ -551,6 +610,10 @@ func TestReplayRefusedAndRateLimitedRequestCanRetry(t *testing.T) {
 }
 
 func TestIdempotencyReplaysFirstOutcome(t *testing.T) {
+	testkit.OnEachRedis(t, testIdempotencyReplaysFirstOutcome)
+}
+
+func testIdempotencyReplaysFirstOutcome(t *testing.T) {
 	f := newFixture(t)
 	f.code("A", contract.CodeRecord{})
 	first := f.call(contract.ActionVerify, "A")
@@ -576,6 +639,10 @@ func TestIdempotencyReplaysFirstOutcome(t *testing.T) {
 }
 
 func TestPutCodeNeverOverwritesNewerState(t *testing.T) {
+	testkit.OnEachRedis(t, testPutCodeNeverOverwritesNewerState)
+}
+
+func testPutCodeNeverOverwritesNewerState(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	if err := f.c.MarkUnknown(ctx, f.pid, "A", time.Minute); err != nil {
@@ -601,7 +668,9 @@ func TestPutCodeNeverOverwritesNewerState(t *testing.T) {
 
 // MarkUnknown without a usable ttl would store nothing (or a marker that never expires): it
 // must refuse instead of silently doing either.
-func TestMarkUnknownRequiresTTL(t *testing.T) {
+func TestMarkUnknownRequiresTTL(t *testing.T) { testkit.OnEachRedis(t, testMarkUnknownRequiresTTL) }
+
+func testMarkUnknownRequiresTTL(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, ttl := range []time.Duration{0, -time.Second, 500 * time.Millisecond} {
@@ -609,12 +678,14 @@ func TestMarkUnknownRequiresTTL(t *testing.T) {
 			t.Fatalf("MarkUnknown with ttl %s: no error", ttl)
 		}
 	}
-	if keys, err := f.rdb.Keys(ctx, cache.ShardTag(f.pid)+"c:*").Result(); err != nil || len(keys) != 0 {
-		t.Fatalf("refused MarkUnknown calls left keys %q (%v)", keys, err)
+	if keys := f.codeKeys(); len(keys) != 0 {
+		t.Fatalf("refused MarkUnknown calls left keys %q", keys)
 	}
 }
 
-func TestSetDisabledBumpsVersion(t *testing.T) {
+func TestSetDisabledBumpsVersion(t *testing.T) { testkit.OnEachRedis(t, testSetDisabledBumpsVersion) }
+
+func testSetDisabledBumpsVersion(t *testing.T) {
 	ctx := context.Background()
 	t.Run("missing code without a loader", func(t *testing.T) {
 		f := newFixture(t)
@@ -662,6 +733,10 @@ func TestSetDisabledBumpsVersion(t *testing.T) {
 }
 
 func TestConcurrentVerifiesRedeemOnce(t *testing.T) {
+	testkit.OnEachRedis(t, testConcurrentVerifiesRedeemOnce)
+}
+
+func testConcurrentVerifiesRedeemOnce(t *testing.T) {
 	t.Run("one round trip each", func(t *testing.T) { concurrentVerifies(t, newFixture(t)) })
 	t.Run("coalesced pipelines", func(t *testing.T) { concurrentVerifies(t, newFixture(t, cache.WithCoalescing(4, 64))) })
 }
@@ -705,6 +780,10 @@ func concurrentVerifies(t *testing.T, f *fixture) {
 // A coalesced pipeline must keep each call's own reply, including refusals, and survive Redis
 // forgetting its scripts.
 func TestCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
+	testkit.OnEachRedis(t, testCoalescedCallsKeepTheirOwnReplies)
+}
+
+func testCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 	f := newFixture(t, cache.WithCoalescing(2, 32))
 	ctx := context.Background()
 	for i := 0; i < 50; i++ {
@@ -747,6 +826,10 @@ func TestCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 // apply.lua treats every action but verify as a reactivation and writes the action and the ids
 // into the event JSON unescaped: Apply must refuse such operations before Redis sees them.
 func TestApplyRefusesMalformedOperations(t *testing.T) {
+	testkit.OnEachRedis(t, testApplyRefusesMalformedOperations)
+}
+
+func testApplyRefusesMalformedOperations(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.code("A", contract.CodeRecord{VerifiedAtMs: 1_750_000_000_000, VerifiedBy: "till-7", Version: 3})
@@ -780,6 +863,10 @@ func TestApplyRefusesMalformedOperations(t *testing.T) {
 // back into the id it replies and logs: another id would break every verify of the code, or log
 // it under another id. PutCode, PutCodes and a load refuse it and store nothing.
 func TestPutCodeRefusesMalformedIDs(t *testing.T) {
+	testkit.OnEachRedis(t, testPutCodeRefusesMalformedIDs)
+}
+
+func testPutCodeRefusesMalformedIDs(t *testing.T) {
 	ctx := context.Background()
 	l := newFakeLoader()
 	f := newFixture(t, cache.WithLoader(l))
@@ -805,8 +892,8 @@ func TestPutCodeRefusesMalformedIDs(t *testing.T) {
 	if _, err := f.c.Apply(ctx, f.call(contract.ActionVerify, "L")); err == nil {
 		t.Error("a loaded code with a malformed id was applied")
 	}
-	if keys, err := f.rdb.Keys(ctx, cache.ShardTag(f.pid)+"c:*").Result(); err != nil || len(keys) != 0 {
-		t.Fatalf("refused codes left keys %q (%v)", keys, err)
+	if keys := f.codeKeys(); len(keys) != 0 {
+		t.Fatalf("refused codes left keys %q", keys)
 	}
 	if n := len(f.outboxRaw()); n != 0 {
 		t.Fatalf("refused codes wrote %d outbox entries", n)
@@ -814,6 +901,10 @@ func TestPutCodeRefusesMalformedIDs(t *testing.T) {
 }
 
 func TestAdmitChecksReplayAndRateLimit(t *testing.T) {
+	testkit.OnEachRedis(t, testAdmitChecksReplayAndRateLimit)
+}
+
+func testAdmitChecksReplayAndRateLimit(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a := contract.Admission{ProjectID: f.pid, KeyID: "k1", ReplayKey: "r1", CheckReplay: true,

@@ -43,7 +43,27 @@ func errNotReplicated(got, want int64) error {
 // sendBatch runs calls in one pipeline and, when w asks for replicas, a WAIT after them on the
 // same connection. A call whose script Redis forgot (NOSCRIPT, after a restart) is loaded and
 // sent again, followed by a WAIT of its own. Each call gets its own reply or error.
+//
+// On a cluster, WAIT counts the replicas of the node it is sent to, over the writes of its
+// connection: the batch is split by the master of each call's slot, and each master gets its
+// calls and its WAIT in a pipeline of its own. A slot that moved meanwhile is answered MOVED,
+// which the caller sees as unavailable (503): the write did not happen, a retry finds the slot.
 func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWait) {
+	if cl, ok := rdb.(cluster); ok && w.replicas > 0 {
+		byMaster := map[*redis.Client][]*scriptCall{}
+		for _, call := range batch {
+			m, err := cl.MasterForKey(ctx, call.keys[0])
+			if err != nil {
+				call.err = err
+				continue
+			}
+			byMaster[m] = append(byMaster[m], call)
+		}
+		for m, calls := range byMaster {
+			sendBatch(ctx, m, calls, w)
+		}
+		return
+	}
 	pending := batch
 	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
 		pipe := rdb.Pipeline()

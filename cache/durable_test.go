@@ -79,13 +79,68 @@ func TestReplicaWait(t *testing.T) {
 		})
 	}
 	t.Run("no replica", func(t *testing.T) {
-		f := newFixture(t, cache.WithReplicaWait(1, 100*time.Millisecond))
-		f.code("LONELY", contract.CodeRecord{})
-		_, err := f.c.Apply(context.Background(), f.call(contract.ActionVerify, "LONELY"))
-		if contract.KindOf(err) != contract.KindUnavailable {
-			t.Fatalf("verify without a replica to acknowledge: %v, want unavailable", err)
-		}
+		testkit.OnEachRedis(t, func(t *testing.T) {
+			f := newFixture(t, cache.WithReplicaWait(1, 100*time.Millisecond))
+			f.code("LONELY", contract.CodeRecord{})
+			_, err := f.c.Apply(context.Background(), f.call(contract.ActionVerify, "LONELY"))
+			if contract.KindOf(err) != contract.KindUnavailable {
+				t.Fatalf("verify without a replica to acknowledge: %v, want unavailable", err)
+			}
+		})
 	})
+}
+
+// On a cluster WAIT counts the replicas of the node it is sent to: each master gets its own
+// calls followed by its own WAIT, and an acknowledged verify is on its master's replica,
+// wherever its shard lives.
+func TestReplicaWaitOnCluster(t *testing.T) {
+	c := testkit.RedisCluster(t, localenv.ClusterOptions{Replicas: 1, AOF: true})
+	master := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 64})
+	// ReadOnly sends reads to a replica of the slot's master.
+	replica := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadOnly: true})
+	t.Cleanup(func() { master.Close(); replica.Close() })
+	for _, co := range []bool{false, true} {
+		t.Run(fmt.Sprintf("coalesced=%v", co), func(t *testing.T) {
+			opts := []cache.Option{cache.WithReplicaWait(1, 2*time.Second)}
+			if co {
+				opts = append(opts, cache.WithCoalescing(2, 16))
+			}
+			f := newFixtureOn(t, master, opts...)
+			onReplica := cache.New(replica)
+			const n = 60
+			masters := map[string]bool{}
+			for i := 0; i < n; i++ {
+				v := fmt.Sprintf("W%d", i)
+				f.code(v, contract.CodeRecord{})
+				m, err := master.MasterForKey(context.Background(), cache.ShardPrefix(cache.ShardOf(f.pid, v)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				masters[m.Options().Addr] = true
+			}
+			if len(masters) != 3 {
+				t.Fatalf("the codes live on %d masters, want all 3", len(masters))
+			}
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				op := f.call(contract.ActionVerify, fmt.Sprintf("W%d", i))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := f.c.Apply(context.Background(), op)
+					if err != nil || !r.Outcome.Success() {
+						t.Errorf("verify %s: %+v %v", op.Code, r, err)
+						return
+					}
+					live, found, err := onReplica.LiveCode(context.Background(), f.pid, op.Code)
+					if err != nil || !found || live.VerifiedAtMs == 0 {
+						t.Errorf("%s acknowledged but its replica shows %+v (found %v, %v)", op.Code, live, found, err)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
 }
 
 // BenchmarkVerifyDurability is the cost of each durability choice for one verify, against the

@@ -11,12 +11,14 @@ import (
 )
 
 // unavailablePrefixes are the Redis error replies that mean "not now" rather than "never": the
-// server is loading its dataset, its master or cluster is down, a slot is migrating, a script
-// holds the server ("BUSY " with its space, so BUSYGROUP and BUSYKEY stay what they are), a
-// failover left this node a replica, or it has no room for one more client. A request refused
-// with one of them may simply be sent again later.
+// server is loading its dataset, its master or cluster is down, a slot is migrating or moved
+// (a cluster client follows MOVED and ASK itself; one reaches here only past its redirect
+// limit, or from a node addressed directly), a script holds the server ("BUSY " with its
+// space, so BUSYGROUP and BUSYKEY stay what they are), a failover left this node a replica, or
+// it has no room for one more client. A request refused with one of them may simply be sent
+// again later.
 var unavailablePrefixes = []string{
-	"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY ", "READONLY", "max number of clients reached",
+	"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MOVED ", "ASK ", "BUSY ", "READONLY", "max number of clients reached",
 }
 
 // translate turns a Redis error that means Redis is unavailable into a refusal of kind

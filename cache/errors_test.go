@@ -34,6 +34,8 @@ func TestTranslateUnavailable(t *testing.T) {
 		{"master down", replyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), true},
 		{"try again", replyError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
 		{"cluster down", replyError("CLUSTERDOWN The cluster is down"), true},
+		{"slot moved", replyError("MOVED 3999 127.0.0.1:6381"), true},
+		{"slot migrating", replyError("ASK 3999 127.0.0.1:6381"), true},
 		{"busy with a script", replyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), true},
 		{"read-only replica", replyError("READONLY You can't write against a read only replica."), true},
 		{"max clients", replyError("ERR max number of clients reached"), true},

@@ -34,34 +34,121 @@ func (c *Cache) Reactivate(ctx context.Context, op contract.Operation) (contract
 	return c.Apply(ctx, op)
 }
 
-// Apply runs one verify or reactivate as one script call: replay check, token bucket,
-// Idempotency-Key, the contract's checks, the transition and the log event, atomically. When
-// the script finds the code or the project missing from Redis, it changed nothing; Apply then
-// loads the entry through the Loader (loads never overwrite what Redis holds, so racing loads
-// are harmless) and calls again. Refusals are contract.ErrReplayed, contract.ErrRateLimited
-// and contract.ErrIdempotencyConflict; a business outcome (used, disabled, …) is no error.
+// Apply runs one verify or reactivate, in this order (the contract's: a replay is 401 before a
+// 429, a 429 before a 409):
+//
+//  1. With an Idempotency-Key, the pre-call (claim.go): one round trip that claims the key in
+//     its own slot and, with X-Nonce, sets the nonce's replay marker in its own slot.
+//  2. For a rate-limited key, a token: from this replica's lease (lease.go), without Redis
+//     unless the lease is empty, or, for a key too slow to lease, from the bucket (admit.lua).
+//  3. A claim holding another request's hash: 409.
+//  4. One script call in the code's shard (apply.lua) runs the replay check (unless step 1
+//     did), the stored outcome of a retried Idempotency-Key, the contract's checks, the
+//     transition and the log event, atomically. When the script finds the code or the shard's
+//     copy of the project missing from Redis, it changed nothing; Apply then loads the entry
+//     through the Loader (loads never overwrite newer state, so racing loads are harmless) and
+//     calls again.
+//
+// Refusals are contract.ErrReplayed, contract.ErrRateLimited and
+// contract.ErrIdempotencyConflict; a business outcome (used, disabled, …) is no error. A
+// request refused, or that fails, gets its token back: only a request the script answered
+// costs a token. A refused request also gets its nonce and a claim it made back (release), so
+// it can be sent again unchanged; one that failed keeps them unless it surely changed nothing.
 func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.OperationResult, error) {
 	if err := checkOperation(op); err != nil {
 		return contract.OperationResult{}, err
 	}
-	for attempt := 0; attempt < maxLoads; attempt++ {
-		r, err := c.applyOnce(ctx, op)
+	shard := ShardOf(op.ProjectID, op.Code)
+	unlimited := contract.RateState{Remaining: -1}
+	var pre precall
+	if op.IdempotencyKey != "" {
+		p, err := c.claim(ctx, op)
 		if err != nil {
 			return contract.OperationResult{}, err
+		}
+		pre = p
+		if pre.replayed {
+			c.release(ctx, op, pre)
+			return contract.OperationResult{Rate: unlimited}, contract.ErrReplayed
+		}
+	}
+	rate := unlimited
+	limited, leased := op.Limit.Rate > 0, false
+	if limited {
+		rs, l, err := c.takeToken(ctx, op.KeyID, op.Limit, op.Now)
+		if err != nil {
+			// A replay is told it is one even when the bucket is empty: 401 before 429.
+			if errors.Is(err, contract.ErrRateLimited) && c.shardReplayed(ctx, shard, op, pre) {
+				err, rs = contract.ErrReplayed, unlimited
+			}
+			c.release(ctx, op, pre)
+			return contract.OperationResult{Rate: rs}, err
+		}
+		rate, leased = rs, l
+	}
+	if pre.claim == claimConflict {
+		err := contract.ErrIdempotencyConflict
+		res := contract.OperationResult{Rate: rate}
+		if c.shardReplayed(ctx, shard, op, pre) {
+			err, res.Rate = contract.ErrReplayed, unlimited
+		}
+		if limited {
+			c.returnToken(ctx, op.KeyID, op.Limit, leased)
+		}
+		c.release(ctx, op, pre)
+		return res, err
+	}
+	res, unchanged, err := c.applyLoading(ctx, shard, op, shardReplayTTL(pre))
+	res.Rate = rate
+	if errors.Is(err, contract.ErrReplayed) {
+		// The replay check runs before the bucket: the refusal says so with Remaining -1.
+		res.Rate = unlimited
+	}
+	if err != nil {
+		if limited {
+			c.returnToken(ctx, op.KeyID, op.Limit, leased)
+		}
+		if unchanged {
+			c.release(ctx, op, pre)
+		}
+	}
+	return res, err
+}
+
+// shardReplayed tells, on a refusal's path only, whether a request whose replay marker lives
+// in its code's shard was seen before: one EXISTS. A request whose marker the pre-call set
+// was checked there.
+func (c *Cache) shardReplayed(ctx context.Context, shard int, op contract.Operation, pre precall) bool {
+	if pre.nonceSet {
+		return false
+	}
+	n, err := c.rdb.Exists(ctx, replayKey(shard, op.KeyID, op.ReplayKey)).Result()
+	return err == nil && n == 1
+}
+
+// applyLoading runs apply.lua, loading what it misses, until it answers. unchanged is true
+// when the call surely changed nothing: a refusal, or a failure to load what the script missed
+// (a script call that failed may have run).
+func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operation, replayTTL int64) (res contract.OperationResult, unchanged bool, err error) {
+	for attempt := 0; attempt < maxLoads; attempt++ {
+		r, err := c.applyOnce(ctx, shard, op, replayTTL)
+		if err != nil {
+			return contract.OperationResult{}, false, err
 		}
 		switch r.status {
 		case statusCodeMiss:
 			err = c.loadCode(ctx, op.ProjectID, op.Code)
 		case statusProjectMiss:
-			err = c.loadProject(ctx, op.ProjectID)
+			err = c.loadProject(ctx, shard, op.ProjectID)
 		default:
-			return r.result(op)
+			res, err := r.result(op)
+			return res, err != nil, err
 		}
 		if err != nil {
-			return contract.OperationResult{}, err
+			return contract.OperationResult{}, true, err
 		}
 	}
-	return contract.OperationResult{}, errors.New("code state did not settle in redis after loading")
+	return contract.OperationResult{}, true, errors.New("code state did not settle in redis after loading")
 }
 
 // checkOperation refuses what apply.lua would misread: it treats every action but verify as a
@@ -79,23 +166,22 @@ func checkOperation(op contract.Operation) error {
 	return nil
 }
 
-func (c *Cache) applyOnce(ctx context.Context, op contract.Operation) (applyReply, error) {
+func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation, replayTTL int64) (applyReply, error) {
 	idem := "0"
 	if op.IdempotencyKey != "" {
 		idem = "1"
 	}
 	keys := []string{
-		codeKey(op.ProjectID, op.Code),
-		projectKey(op.ProjectID),
-		outboxKey(shardOf(op.ProjectID)),
-		bucketKey(op.ProjectID, op.KeyID),
-		replayKey(op.ProjectID, op.KeyID, op.ReplayKey),
-		idemKey(op.ProjectID, op.KeyID, op.IdempotencyKey),
+		codeKeyIn(shard, op.ProjectID, op.Code),
+		projectKey(shard, op.ProjectID),
+		outboxKey(shard),
+		replayKey(shard, op.KeyID, op.ReplayKey),
+		idemKey(shard, op.KeyID, op.IdempotencyKey),
 	}
 	v, err := c.eval(ctx, applyScript, keys,
 		string(op.Action), op.Now.UnixMilli(), op.EventID, op.ProjectID, op.By, op.Reason, op.IP,
-		int64(ReplayTTL/time.Second), idem, op.RequestHash, int64(IdempotencyTTL/time.Second),
-		strconv.FormatFloat(op.Limit.Rate, 'f', -1, 64), op.Limit.Burst, op.TraceParent,
+		replayTTL, idem, op.RequestHash, int64(IdempotencyTTL/time.Second),
+		op.TraceParent,
 	)
 	if err != nil {
 		return applyReply{}, fmt.Errorf("run apply script: %w", err)
@@ -105,9 +191,7 @@ func (c *Cache) applyOnce(ctx context.Context, op contract.Operation) (applyRepl
 
 // result turns the script's reply into the domain's answer.
 func (r applyReply) result(op contract.Operation) (contract.OperationResult, error) {
-	res := contract.OperationResult{Rate: contract.RateState{
-		Remaining: int(r.rlRemaining), Wait: time.Duration(r.rlWaitMs) * time.Millisecond,
-	}}
+	var res contract.OperationResult
 	switch r.status {
 	case statusOK, statusIdemReplayed:
 		res.Replayed = r.status == statusIdemReplayed
@@ -116,8 +200,6 @@ func (r applyReply) result(op contract.Operation) (contract.OperationResult, err
 		return res, nil
 	case statusReplayed:
 		return res, contract.ErrReplayed
-	case statusRateLimited:
-		return res, contract.ErrRateLimited
 	case statusIdemConflict:
 		return res, contract.ErrIdempotencyConflict
 	}
@@ -140,28 +222,45 @@ func (c *Cache) loadCode(ctx context.Context, projectID, value string) error {
 	return err
 }
 
-// loadProject copies a project's state from the Loader into Redis.
-func (c *Cache) loadProject(ctx context.Context, projectID string) error {
-	if c.loader == nil {
-		return errors.New("project not in redis and no loader configured")
+// Admit applies the replay check and the token bucket of a request outside verify and
+// reactivate in one round trip, in the API key's own slot. Refusals are contract.ErrReplayed
+// and contract.ErrRateLimited.
+func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateState, error) {
+	if a.Limit.Rate > 0 && leaseMax(a.Limit) >= minLease {
+		return c.admitLeased(ctx, a)
 	}
-	p, err := c.loader.Project(ctx, projectID)
-	if err != nil {
-		return fmt.Errorf("load project: %w", err)
-	}
-	return c.LoadProject(ctx, p)
+	return c.admit(ctx, bucketKey(a.KeyID), keyReplayKey(a.KeyID, a.ReplayKey), a.CheckReplay, a.Limit, a.Now)
 }
 
-// Admit applies the replay check and the token bucket of a request outside verify and
-// reactivate in one round trip. Refusals are contract.ErrReplayed and contract.ErrRateLimited.
-func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateState, error) {
+// admitLeased admits a request of a key whose tokens are leased: the token from the lease,
+// the replay check (when asked) with admit.lua in the key's slot, only after a token was found
+// (a replay still 401 before 429: an empty lease looks for the marker).
+func (c *Cache) admitLeased(ctx context.Context, a contract.Admission) (contract.RateState, error) {
+	replay := keyReplayKey(a.KeyID, a.ReplayKey)
+	rs, err := c.limits.take(ctx, a.KeyID, a.Limit, a.Now)
+	if errors.Is(err, contract.ErrRateLimited) && a.CheckReplay {
+		if n, xerr := c.rdb.Exists(ctx, replay).Result(); xerr == nil && n == 1 {
+			return contract.RateState{Remaining: -1}, contract.ErrReplayed
+		}
+	}
+	if err != nil || !a.CheckReplay {
+		return rs, err
+	}
+	if prs, err := c.admit(ctx, bucketKey(a.KeyID), replay, true, contract.RateLimit{}, a.Now); err != nil {
+		c.limits.giveBack(a.KeyID)
+		return prs, err
+	}
+	return rs, nil
+}
+
+// admit runs admit.lua on a key's bucket and, when checkReplay, a replay marker.
+func (c *Cache) admit(ctx context.Context, bucket, replay string, checkReplay bool, limit contract.RateLimit, now time.Time) (contract.RateState, error) {
 	check := "0"
-	if a.CheckReplay {
+	if checkReplay {
 		check = "1"
 	}
-	keys := []string{bucketKey(a.ProjectID, a.KeyID), replayKey(a.ProjectID, a.KeyID, a.ReplayKey)}
-	v, err := c.eval(ctx, admitScript, keys, a.Now.UnixMilli(), check, int64(ReplayTTL/time.Second),
-		strconv.FormatFloat(a.Limit.Rate, 'f', -1, 64), a.Limit.Burst)
+	v, err := c.eval(ctx, admitScript, []string{bucket, replay}, now.UnixMilli(), check, int64(ReplayTTL/time.Second),
+		strconv.FormatFloat(limit.Rate, 'f', -1, 64), limit.Burst)
 	if err != nil {
 		return contract.RateState{}, fmt.Errorf("run admit script: %w", err)
 	}

@@ -114,11 +114,12 @@ func keyFromHash(id string, m map[string]string) (contract.APIKey, error) {
 	return k, nil
 }
 
-// projectState reads the project's enabled flag and expiry from Redis, loading it when Redis
-// lacks it.
+// projectState reads the project's enabled flag and expiry from its home shard's copy,
+// loading it when Redis lacks it.
 func (c *Cache) projectState(ctx context.Context, projectID string) (contract.Project, error) {
+	home := homeShard(projectID)
 	for attempt := 0; attempt < 2; attempt++ {
-		v, err := c.rdb.HMGet(ctx, projectKey(projectID), fEnabled, fExpiresAt).Result()
+		v, err := c.rdb.HMGet(ctx, projectKey(home, projectID), fEnabled, fExpiresAt).Result()
 		if err != nil {
 			return contract.Project{}, fmt.Errorf("read project state: %w", translate(err))
 		}
@@ -133,7 +134,7 @@ func (c *Cache) projectState(ctx context.Context, projectID string) (contract.Pr
 			}
 			return p, nil
 		}
-		if err := c.loadProject(ctx, projectID); err != nil {
+		if err := c.loadProject(ctx, home, projectID); err != nil {
 			return contract.Project{}, err
 		}
 	}

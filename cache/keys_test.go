@@ -7,6 +7,7 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/testkit"
 )
 
 func keyOf(pid string, version int64) contract.APIKey {
@@ -16,6 +17,10 @@ func keyOf(pid string, version int64) contract.APIKey {
 // A mirrored key is read from Redis alone, with its project's state, and an older write never
 // replaces a newer one.
 func TestKeyMirrorNewestVersionWins(t *testing.T) {
+	testkit.OnEachRedis(t, testKeyMirrorNewestVersionWins)
+}
+
+func testKeyMirrorNewestVersionWins(t *testing.T) {
 	l := newFakeLoader()
 	f := newFixture(t, cache.WithLoader(l))
 	ctx := context.Background()
@@ -48,7 +53,9 @@ func TestKeyMirrorNewestVersionWins(t *testing.T) {
 }
 
 // Revocation happens in Redis first and is for good: no later write, however new, clears it.
-func TestRevokeKeyIsSticky(t *testing.T) {
+func TestRevokeKeyIsSticky(t *testing.T) { testkit.OnEachRedis(t, testRevokeKeyIsSticky) }
+
+func testRevokeKeyIsSticky(t *testing.T) {
 	l := newFakeLoader()
 	f := newFixture(t, cache.WithLoader(l))
 	ctx := context.Background()
@@ -83,7 +90,9 @@ func TestRevokeKeyIsSticky(t *testing.T) {
 
 // Key ids that fail the checksum never reach the Loader; ids that pass but name no key reach
 // it once, then Redis remembers them as unknown.
-func TestUnknownKeysCostNoLoads(t *testing.T) {
+func TestUnknownKeysCostNoLoads(t *testing.T) { testkit.OnEachRedis(t, testUnknownKeysCostNoLoads) }
+
+func testUnknownKeysCostNoLoads(t *testing.T) {
 	l := newFakeLoader()
 	f := newFixture(t, cache.WithLoader(l))
 	ctx := context.Background()
@@ -118,7 +127,9 @@ func TestUnknownKeysCostNoLoads(t *testing.T) {
 
 // A key Redis lacks (issued before the mirror, or lost with Redis) is loaded once, with its
 // project when Redis lacks that too; a loader failure is an error, not "unknown".
-func TestKeyLoadedOnMiss(t *testing.T) {
+func TestKeyLoadedOnMiss(t *testing.T) { testkit.OnEachRedis(t, testKeyLoadedOnMiss) }
+
+func testKeyLoadedOnMiss(t *testing.T) {
 	l := newFakeLoader()
 	f := newFixture(t, cache.WithLoader(l))
 	ctx := context.Background()

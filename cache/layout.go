@@ -3,7 +3,6 @@ package cache
 import (
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/acv/acv/api/contract"
@@ -13,35 +12,93 @@ import (
 // script replies. The Lua scripts get the field names and status numbers from luaPrelude,
 // so each is written once, here.
 
-// Shards is the number of hash-tag shards. Every key of one project lives in the shard of its
-// project id, so one Lua call touches one Redis Cluster slot and the relay reads a known,
-// fixed set of outbox streams. Changing it moves every key: it is part of the data format.
-const Shards = 16
+//go:generate go run ./internal/gentags -shards 256 -o shardtags.go
 
-// shardOf is the hash-tag shard of a project: FNV-1a of its id, modulo Shards.
-func shardOf(projectID string) int {
-	h := fnv.New32a()
-	h.Write([]byte(projectID))
-	return int(h.Sum32() % Shards)
+// The keys of one code — its hash, the replay markers and idempotency records of the requests
+// that name it, and the outbox stream its events go to — share the hash tag of the code's
+// virtual shard, so one Lua call touches one Redis Cluster slot and a project's codes spread
+// over every master. Shards and their tags are generated (shardtags.go): shard i's tag lies in
+// the i-th equal slice of the 16384 slots, so the equal slot ranges of `redis-cli --cluster
+// create` give every master an equal number of shards.
+
+// ShardOf is the virtual shard of a code: FNV-1a (64 bits) of the project id as its 16 raw
+// bytes followed by the value, finished with MurmurHash3's 64-bit mixer (FNV-1a alone leaves
+// its high bits nearly blind to the last bytes, where code values differ: CODE-0001,
+// CODE-0002, …), and mapped onto [0, Shards) by its high 32 bits. It allocates nothing: it
+// runs on every verify.
+func ShardOf(projectID, value string) int {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	if isHexID(projectID) {
+		for i := 0; i < len(projectID); i += 2 {
+			h ^= uint64(unhex(projectID[i])<<4 | unhex(projectID[i+1]))
+			h *= prime
+		}
+	} else {
+		for i := 0; i < len(projectID); i++ {
+			h ^= uint64(projectID[i])
+			h *= prime
+		}
+	}
+	for i := 0; i < len(value); i++ {
+		h ^= uint64(value[i])
+		h *= prime
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int((h >> 32) * Shards >> 32)
 }
 
-// shardTag is the prefix of every key of a shard, hash tag included: "acv:{NN}:".
-func shardTag(shard int) string {
-	return fmt.Sprintf("acv:{%02d}:", shard)
+// isHexID tells whether rawID turns id into 16 bytes: 32 hex digits.
+func isHexID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if unhex(id[i]) > 15 {
+			return false
+		}
+	}
+	return true
 }
 
-// ShardTag is the key prefix of the shard holding a project's keys, for tools that address
-// Redis directly (the benchmark's ceilings).
-func ShardTag(projectID string) string { return shardTag(shardOf(projectID)) }
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 255
+}
 
-// outboxKey names a shard's outbox stream. It shares the shard's hash tag, so a script can
-// change a code and append its event atomically on Redis Cluster.
-func outboxKey(shard int) string { return shardTag(shard) + "outbox" }
+// homeShard is the shard whose copy of a project's state authentication reads (the GET
+// endpoints' 401 for a disabled project). Every shard holds the same state once an operator
+// command returned; this one is merely fixed per project.
+func homeShard(projectID string) int { return ShardOf(projectID, "") }
 
-// OutboxStream names the outbox stream that receives a project's events.
-func OutboxStream(projectID string) string { return outboxKey(shardOf(projectID)) }
+// ShardHashTag is shard s's hash tag, without its braces.
+func ShardHashTag(s int) string { return shardTags[s*tagWidth : (s+1)*tagWidth] }
 
-// OutboxStreams names every outbox stream; the wiring hands them to the relay.
+// ShardPrefix is the prefix of every key of shard s, hash tag included: "acv:{tag}:".
+func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }
+
+// outboxKey names a shard's outbox stream. It shares the shard's hash tag, so the verify
+// script changes a code and appends its event atomically on Redis Cluster.
+func outboxKey(s int) string { return ShardPrefix(s) + "outbox" }
+
+// OutboxStreamOf names the outbox stream that receives a code's events.
+func OutboxStreamOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
+
+// OutboxStreams names every outbox stream, one a shard; the wiring hands them to the relay.
 func OutboxStreams() []string {
 	out := make([]string, Shards)
 	for s := range out {
@@ -50,28 +107,44 @@ func OutboxStreams() []string {
 	return out
 }
 
-// codeKey names a code's hash. The project id is written as its 16 raw bytes, not 32 hex
-// characters: with millions of codes a project, the key is most of what a code costs Redis.
-// The fixed width keeps the key unambiguous without a separator.
+// codeKey names a code's hash, in the code's shard. The project id is written as its 16 raw
+// bytes, not 32 hex characters: with millions of codes a project, the key is most of what a
+// code costs Redis. The fixed width keeps the key unambiguous without a separator.
 func codeKey(projectID, value string) string {
-	return ShardTag(projectID) + "c:" + rawID(projectID) + value
+	return codeKeyIn(ShardOf(projectID, value), projectID, value)
+}
+
+func codeKeyIn(s int, projectID, value string) string {
+	return ShardPrefix(s) + "c:" + rawID(projectID) + value
+}
+
+// projectKey names shard s's copy of a project's state. Every shard holds its own copy, so
+// the verify script reads the project's flag and expiry in the code's slot.
+func projectKey(s int, projectID string) string { return ShardPrefix(s) + "p:" + projectID }
+
+// replayKey names the replay marker of a verify or reactivate, in the shard of the code it
+// names: a replayed request is the same request, so it names the same code.
+func replayKey(s int, keyID, replay string) string {
+	return ShardPrefix(s) + "rp:" + keyID + ":" + replay
+}
+
+// idemKey names an idempotency record, in the shard of the code the request names: a retry
+// sends the same body, so it names the same code.
+func idemKey(s int, keyID, idem string) string {
+	return ShardPrefix(s) + "ik:" + keyID + ":" + idem
 }
 
 // apiKeyKey names an API key's mirror. Each key has a slot of its own: authentication reads
 // it alone, never in a script with other keys.
 func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 
-func projectKey(projectID string) string { return ShardTag(projectID) + "p:" + projectID }
+// bucketKey names an API key's token bucket, in the key's own slot: one bucket for all of the
+// key's requests, whichever shards their codes live in.
+func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
 
-func bucketKey(projectID, keyID string) string { return ShardTag(projectID) + "rl:" + keyID }
-
-func replayKey(projectID, keyID, replay string) string {
-	return ShardTag(projectID) + "rp:" + keyID + ":" + replay
-}
-
-func idemKey(projectID, keyID, idem string) string {
-	return ShardTag(projectID) + "ik:" + keyID + ":" + idem
-}
+// keyReplayKey names the replay marker of a request that names no code (a GET with X-Nonce, a
+// request refused before reaching a code), in the API key's own slot beside its bucket.
+func keyReplayKey(keyID, replay string) string { return "acv:rp:{" + keyID + "}:" + replay }
 
 // rawID is a 32-hex-character id as 16 bytes; anything else is kept as it is (it names nothing
 // that exists, so it only has to stay distinct).
@@ -102,9 +175,10 @@ const (
 	fVerifiedAt = "t" // unix ms; absent = unused
 	fVerifiedBy = "b" // absent = none
 	fDisabled   = "d" // "1" when disabled
-	fVersion    = "n" // incremented by every state change
+	fVersion    = "n" // incremented by every state change (a project copy: its row's version)
 	fUnknown    = "z" // "1" on a negative entry
-	// A project's hash: fEnabled and fExpiresAt.
+	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion, the version of
+	// the projects row it was copied from (0: written without one, by PutProject).
 	fEnabled = "en" // "1" / "0"
 	// A key's token bucket.
 	fTokens   = "tk" // tokens left, a decimal
@@ -204,17 +278,15 @@ type applyReply struct {
 	codeID       string
 	verifiedAtMs int64
 	atMs         int64
-	rlRemaining  int64
-	rlWaitMs     int64
 }
 
 func decodeApply(v interface{}) (applyReply, error) {
-	r, err := newReply("apply.lua", v, 7)
+	r, err := newReply("apply.lua", v, 5)
 	if err != nil {
 		return applyReply{}, err
 	}
 	a := applyReply{status: status(r.int(0)), errorCode: r.str(1), codeID: r.str(2),
-		verifiedAtMs: r.int(3), atMs: r.int(4), rlRemaining: r.int(5), rlWaitMs: r.int(6)}
+		verifiedAtMs: r.int(3), atMs: r.int(4)}
 	return a, r.err
 }
 

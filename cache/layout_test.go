@@ -28,10 +28,10 @@ func TestReplyDecodersAreStrict(t *testing.T) {
 		{
 			name:   "apply.lua",
 			decode: func(v interface{}) (interface{}, error) { return decodeApply(v) },
-			good:   []interface{}{int64(6), "CODE_ALREADY_USED", "0123abcd", int64(1_750_000_000_123), int64(1_800_000_000_001), int64(-1), int64(250)},
+			good:   []interface{}{int64(6), "CODE_ALREADY_USED", "0123abcd", int64(1_750_000_000_123), int64(1_800_000_000_001)},
 			want: applyReply{status: statusIdemReplayed, errorCode: "CODE_ALREADY_USED", codeID: "0123abcd",
-				verifiedAtMs: 1_750_000_000_123, atMs: 1_800_000_000_001, rlRemaining: -1, rlWaitMs: 250},
-			kinds: "issiiii",
+				verifiedAtMs: 1_750_000_000_123, atMs: 1_800_000_000_001},
+			kinds: "issii",
 		},
 		{
 			name:   "admit.lua",
@@ -126,8 +126,9 @@ func asInt(v interface{}) int64 { n, _ := v.(int64); return n }
 func embeddedScripts() map[string]string {
 	return map[string]string{
 		"apply.lua": applySrc, "admit.lua": admitSrc, "putcode.lua": putCodeSrc,
-		"unknown.lua": unknownSrc, "disable.lua": disableSrc, "loadproject.lua": loadProjectSrc,
-		"putkey.lua": putKeySrc, "revokekey.lua": revokeKeySrc,
+		"unknown.lua": unknownSrc, "disable.lua": disableSrc, "putproject.lua": putProjectSrc,
+		"putkey.lua": putKeySrc, "revokekey.lua": revokeKeySrc, "refund.lua": refundSrc,
+		"lease.lua": leaseSrc, "release.lua": releaseSrc,
 	}
 }
 
@@ -189,8 +190,9 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 	}
 	for name, s := range map[string]*redis.Script{
 		"apply.lua": applyScript, "admit.lua": admitScript, "putcode.lua": putCodeScript,
-		"unknown.lua": unknownScript, "disable.lua": disableScript, "loadproject.lua": loadProjectScript,
-		"putkey.lua": putKeyScript, "revokekey.lua": revokeKeyScript,
+		"unknown.lua": unknownScript, "disable.lua": disableScript, "putproject.lua": putProjectScript,
+		"putkey.lua": putKeyScript, "revokekey.lua": revokeKeyScript, "refund.lua": refundScript,
+		"lease.lua": leaseScript, "release.lua": releaseScript,
 	} {
 		if s.Hash() != redis.NewScript(luaPrelude()+embeddedScripts()[name]).Hash() {
 			t.Errorf("%s does not run as the prelude followed by its embedded source", name)

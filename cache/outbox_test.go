@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/testkit"
 )
 
 // eventKeys are the JSON keys of contract.Event this test asserts. If Event gains a field, this
@@ -24,6 +24,10 @@ var eventKeys = []string{"id", "code_id", "project_id", "action", "result", "rea
 // relay and the consumer read it: the stream entry's fields, and the event JSON decoded
 // strictly into contract.Event, field by field.
 func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
+	testkit.OnEachRedis(t, testOutboxEntriesDecodeIntoEvent)
+}
+
+func testOutboxEntriesDecodeIntoEvent(t *testing.T) {
 	const (
 		trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		prior = int64(1_750_000_000_123) // an earlier verification, unix ms
@@ -116,9 +120,7 @@ func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f.t = t
-			if err := f.rdb.Del(ctx, cache.OutboxStreams()...).Err(); err != nil {
-				t.Fatal(err)
-			}
+			f.clearOutbox()
 			f.pid = contract.NewID()
 			f.project(tc.projOn, tc.projExp)
 			codeID := f.code("C", tc.code)
@@ -218,9 +220,7 @@ func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
 	// CODE_NOT_FOUND is the one business outcome that writes no entry: there is no code to log.
 	t.Run("CODE_NOT_FOUND writes no entry", func(t *testing.T) {
 		f.t = t
-		if err := f.rdb.Del(ctx, cache.OutboxStreams()...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		f.clearOutbox()
 		if err := f.c.MarkUnknown(ctx, f.pid, "NOPE", time.Minute); err != nil {
 			t.Fatal(err)
 		}

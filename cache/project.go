@@ -2,47 +2,91 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/redis/go-redis/v9"
 )
 
-// PutProject writes a project's state; admin changes call it so they reach the hot path at once.
-func (c *Cache) PutProject(ctx context.Context, p contract.Project) error {
-	pipe := c.rdb.TxPipeline()
-	key := projectKey(p.ID)
-	pipe.Del(ctx, key)
-	pipe.HSet(ctx, key, projectFields(p)...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("put project: %w", translate(err))
+// Every shard holds its own copy of each project's state (enabled flag, expiry), so the
+// verify script reads it in the code's slot. The copies carry the version of the projects row
+// they were taken from, and a copy is never replaced by an older one (putproject.lua): an
+// operator command writes every shard and returns only once each holds the new state or a
+// newer one; a shard that lacks a copy loads it from Postgres when a verify first needs it.
+
+// PublishProject writes a project's state, as of version of its row, to every shard, pipelined
+// (a cluster client sends each master its shards in one round trip). It returns once every
+// shard holds that version or a newer one, so every verify that starts after it returned sees
+// the new state. Operator commands call it after changing the row.
+func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version int64) error {
+	args := projectArgs(p, version)
+	if err := putProjectScript.Load(ctx, c.rdb).Err(); err != nil {
+		return fmt.Errorf("publish project: load script: %w", translate(err))
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, Shards)
+	for s := range cmds {
+		cmds[s] = putProjectScript.EvalSha(ctx, pipe, []string{projectKey(s, p.ID)}, args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	var errs []error
+	for s, cmd := range cmds {
+		v, err := cmd.Result()
+		if err != nil {
+			// A node that forgot the script (restarted, failed over) is sent it again.
+			v, err = putProjectScript.Run(ctx, c.rdb, []string{projectKey(s, p.ID)}, args...).Result()
+		}
+		if err == nil {
+			_, err = decodeStored("putproject.lua", v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", s, translate(err)))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("publish project %s to %d of %d shards: %w", p.ID, len(errs), Shards, errors.Join(errs...))
 	}
 	return nil
 }
 
-// LoadProject stores a project's state read from Postgres unless Redis already holds one.
-func (c *Cache) LoadProject(ctx context.Context, p contract.Project) error {
-	exp := ""
+// PutProject writes a project's state to every shard as version 0: any copy loaded from a
+// versioned row replaces it. It serves tests and benchmarks that build a project in Redis
+// alone; operator commands use PublishProject with the row's version.
+func (c *Cache) PutProject(ctx context.Context, p contract.Project) error {
+	return c.PublishProject(ctx, p, 0)
+}
+
+// storeProject writes one shard's copy of a project's state unless the shard holds a newer one.
+func (c *Cache) storeProject(ctx context.Context, shard int, p contract.Project, version int64) error {
+	v, err := putProjectScript.Run(ctx, c.rdb, []string{projectKey(shard, p.ID)}, projectArgs(p, version)...).Result()
+	if err != nil {
+		return fmt.Errorf("store project: %w", translate(err))
+	}
+	_, err = decodeStored("putproject.lua", v)
+	return err
+}
+
+// loadProject copies a project's state from the Loader into one shard.
+func (c *Cache) loadProject(ctx context.Context, shard int, projectID string) error {
+	if c.loader == nil {
+		return errors.New("project not in redis and no loader configured")
+	}
+	p, version, err := c.loader.ProjectState(ctx, projectID)
+	if err != nil {
+		return fmt.Errorf("load project: %w", err)
+	}
+	return c.storeProject(ctx, shard, p, version)
+}
+
+func projectArgs(p contract.Project, version int64) []interface{} {
+	en, exp := "0", ""
+	if p.Status {
+		en = "1"
+	}
 	if p.ExpiresAt != nil {
 		exp = strconv.FormatInt(*p.ExpiresAt, 10)
 	}
-	if err := loadProjectScript.Run(ctx, c.rdb, []string{projectKey(p.ID)}, enabledFlag(p), exp).Err(); err != nil {
-		return fmt.Errorf("load project: %w", translate(err))
-	}
-	return nil
-}
-
-func enabledFlag(p contract.Project) string {
-	if p.Status {
-		return "1"
-	}
-	return "0"
-}
-
-func projectFields(p contract.Project) []interface{} {
-	f := []interface{}{fEnabled, enabledFlag(p)}
-	if p.ExpiresAt != nil {
-		f = append(f, fExpiresAt, *p.ExpiresAt)
-	}
-	return f
+	return []interface{}{en, exp, version}
 }

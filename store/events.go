@@ -47,7 +47,8 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 }
 
 // ApplyEvents is the audit consumer's sink. In one transaction it inserts a verification log
-// per event, keyed by the event id so a redelivered event writes nothing, and applies the state
+// per event, keyed by the event id and its time (the partition key: a redelivered event carries
+// the same ts, so it lands in the same partition and writes nothing), and applies the state
 // snapshot of every event with Changed set to its code when newer than the stored version (of
 // several events of one code, the highest version wins). It returns how many log rows were
 // newly inserted; len(events) minus that is the number of duplicates skipped.
@@ -112,7 +113,7 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 			             $7::text[], $8::text[], $9::bigint[])
 			      AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts)
 			 ORDER BY e.id
-			 ON CONFLICT (id) DO NOTHING`,
+			 ON CONFLICT (id, verified_at) DO NOTHING`,
 			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts)
 		if err != nil {
 			return fmt.Errorf("insert verification logs: %w", err)

@@ -59,8 +59,8 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
 	}
 
-	offset := (int64(q.Page) - 1) * int64(q.PageSize)
-	if offset >= total {
+	offset, ok := pageOffset(q.Page, q.PageSize, total)
+	if !ok {
 		return []contract.CodeRecord{}, total, nil
 	}
 	limit, off := arg(q.PageSize), arg(offset)
@@ -91,6 +91,18 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, translate(err))
 	}
 	return out, total, nil
+}
+
+// pageOffset is the number of matching rows before page (1-based) of size pageSize, and
+// whether that page starts before the end of total rows. It compares in pages, never
+// multiplying past the end, so a page however deep (up to math.MaxInt) cannot overflow into a
+// negative OFFSET: a page past the end is simply not there.
+func pageOffset(page, pageSize int, total int64) (int64, bool) {
+	before := int64(page) - 1 // pages before this one; page >= 1, so no overflow
+	if total <= 0 || before > (total-1)/int64(pageSize) {
+		return 0, false
+	}
+	return before * int64(pageSize), true // at most total - 1
 }
 
 // sparseRows is how many matching codes a filtered page may collect and sort instead of

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -146,6 +147,14 @@ func TestListCodes(t *testing.T) {
 		}
 	}
 
+	countOf := func(t *testing.T, q contract.ListQuery) int64 {
+		t.Helper()
+		_, n, err := s.ListCodes(ctx, p.ID, contract.ListQuery{State: q.State, Search: q.Search, PageSize: 1}, now)
+		if err != nil {
+			t.Fatalf("count %+v: %v", q, err)
+		}
+		return n
+	}
 	t.Run("page past the end", func(t *testing.T) {
 		rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{Page: 9, PageSize: 5}, now)
 		if err != nil || rows == nil || len(rows) != 0 || total != 14 {
@@ -154,6 +163,27 @@ func TestListCodes(t *testing.T) {
 		rows, total, err = s.ListCodes(ctx, p.ID, contract.ListQuery{Page: 2, PageSize: 5, Search: "n"}, now)
 		if err != nil || len(rows) != 0 || total != 4 {
 			t.Errorf("search past end: rows %v, total %d, err %v; want empty, 4", codesOf(rows), total, err)
+		}
+	})
+	t.Run("page overflow", func(t *testing.T) {
+		// (page-1) × page_size past int64: every such page is past the end, with the totals.
+		for _, q := range []contract.ListQuery{
+			{Page: math.MaxInt, PageSize: 100},
+			{Page: math.MaxInt, PageSize: math.MaxInt},
+			{Page: math.MaxInt / 2, PageSize: 3},
+			{Page: 2, PageSize: math.MaxInt},
+			{Page: math.MaxInt, PageSize: 100, State: contract.StateUnused},
+			{Page: math.MaxInt, PageSize: 100, Search: "n"},
+		} {
+			rows, total, err := s.ListCodes(ctx, p.ID, q, now)
+			if err != nil || rows == nil || len(rows) != 0 || total != countOf(t, q) {
+				t.Errorf("%+v: rows %v, total %d, err %v; want empty, %d", q, codesOf(rows), total, err, countOf(t, q))
+			}
+		}
+		// The first page of a page size past int64's reach still lists every code.
+		rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{Page: 1, PageSize: math.MaxInt}, now)
+		if err != nil || len(rows) != 14 || total != 14 {
+			t.Errorf("page 1 of size MaxInt: %d rows, total %d, err %v; want 14, 14", len(rows), total, err)
 		}
 	})
 	t.Run("defaults", func(t *testing.T) {

@@ -63,13 +63,34 @@ func (s *Store) Project(ctx context.Context, id string) (contract.Project, error
 	return p, nil
 }
 
-// SetProjectEnabled enables or disables a project. The caller also updates Redis: verify reads
-// the flag there.
+// ProjectState reads a project's flags (enabled, expiry) and the version of its row, which
+// every change of the flags increments: the hot path keeps copies of the flags in Redis, and a
+// copy is replaced only by one of a newer version.
+func (s *Store) ProjectState(ctx context.Context, id string) (contract.Project, int64, error) {
+	if err := checkID("project", id); err != nil {
+		return contract.Project{}, 0, err
+	}
+	var (
+		p         = contract.Project{ID: id}
+		expiresAt *time.Time
+		version   int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT enabled, expires_at, version FROM projects WHERE id = $1`, id).
+		Scan(&p.Status, &expiresAt, &version)
+	if err != nil {
+		return contract.Project{}, 0, fmt.Errorf("select project %s: %w", id, translate(err))
+	}
+	p.ExpiresAt = toUnix(expiresAt)
+	return p, version, nil
+}
+
+// SetProjectEnabled enables or disables a project, as a new version of its row. The caller
+// also updates Redis: verify reads the flag there.
 func (s *Store) SetProjectEnabled(ctx context.Context, id string, enabled bool) error {
 	if err := checkID("project", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE projects SET enabled = $2 WHERE id = $1`, id, enabled)
+	tag, err := s.pool.Exec(ctx, `UPDATE projects SET enabled = $2, version = version + 1 WHERE id = $1`, id, enabled)
 	if err != nil {
 		return fmt.Errorf("update project %s enabled: %w", id, err)
 	}
@@ -79,13 +100,13 @@ func (s *Store) SetProjectEnabled(ctx context.Context, id string, enabled bool) 
 	return nil
 }
 
-// SetProjectExpiry sets (or, with nil, clears) a project's expiry. Statistics need no update:
-// they apply the project's expiry to open codes at read time.
+// SetProjectExpiry sets (or, with nil, clears) a project's expiry, as a new version of its row.
+// Statistics need no update: they apply the project's expiry to open codes at read time.
 func (s *Store) SetProjectExpiry(ctx context.Context, id string, expiresAt *int64) error {
 	if err := checkID("project", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE projects SET expires_at = $2 WHERE id = $1`, id, toTime(expiresAt))
+	tag, err := s.pool.Exec(ctx, `UPDATE projects SET expires_at = $2, version = version + 1 WHERE id = $1`, id, toTime(expiresAt))
 	if err != nil {
 		return fmt.Errorf("update project %s expiry: %w", id, err)
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -34,8 +35,10 @@ func server(t *testing.T, got *[]seen) *client.Client {
 		path, query, _ := strings.Cut(r.RequestURI, "?")
 		if r.Header.Get("X-API-Key") != keyID || !contract.NewVerifier(secret).Verify(r.Header.Get("X-Signature"),
 			r.Method, path, query, contract.BodySHA256(body), r.Header.Get("X-Timestamp"), r.Header.Get("X-Nonce")) {
+			// The service's answer: the sentence, then the string to sign it built.
 			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"detail":"Invalid API key or signature"}`))
+			_ = json.NewEncoder(w).Encode(contract.ErrorBody{Detail: "Invalid API key or signature: " + contract.ExplainSignature(
+				r.Method, path, query, contract.BodySHA256(body), r.Header.Get("X-Timestamp"), r.Header.Get("X-Nonce"))})
 			return
 		}
 		if r.Header.Get("X-Nonce") == "" {
@@ -121,7 +124,9 @@ func TestClientReturnsTheDetail(t *testing.T) {
 	c.Secret = strings.Repeat("b", 64) // the server refuses the signature
 	_, err := c.Project(context.Background(), pid)
 	var e *client.Error
-	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Detail != "Invalid API key or signature" {
+	// The detail arrives whole: its quotes and \n escapes survive the JSON decoding.
+	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || !strings.HasPrefix(e.Detail, "Invalid API key or signature: X-Signature must be") ||
+		!strings.Contains(e.Detail, `of "GET\n/api/v1/projects/`+pid+`\n\n`+contract.EmptyBodySHA256+`\n`) {
 		t.Fatalf("error %v, want HTTP 401 with the detail", err)
 	}
 	if len(got) != 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,6 +46,39 @@ func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P
 		b = append(b, nonce...)
 	}
 	return b
+}
+
+// maxExplained bounds how many bytes of PATH and of QUERY ExplainSignature shows, so a refusal
+// stays a readable sentence whatever the request line held (net/http allows 32 KiB of it).
+const maxExplained = 2048
+
+// ExplainSignature says, for the detail of a refused signature, what X-Signature must be for this
+// request: the HMAC of the string to sign the server built from it, in the contract's own form
+// (PATH and QUERY as sent, pairs sorted by key), quoted with its line breaks written \n, and
+// which lines it holds, saying whether the sixth (X-Nonce) is among them. A client compares it
+// with the string it signed to see which line differs.
+//
+// Everything in it comes from the request itself; it holds no secret, no expected MAC and not
+// the signature sent. So it reads the same for an unknown key id and for a known key with a
+// wrong signature, and tells nobody which key ids exist. PATH and QUERY are cut at
+// maxExplained bytes, which the text then says.
+func ExplainSignature(method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) string {
+	query := CanonicalQuery(rawQuery)
+	cut := len(rawPath) > maxExplained || len(query) > maxExplained
+	rawPath, query = rawPath[:min(len(rawPath), maxExplained)], query[:min(len(query), maxExplained)]
+	var b strings.Builder
+	b.WriteString("X-Signature must be the lowercase hex HMAC-SHA256, keyed with the API secret, of ")
+	b.WriteString(strconv.Quote(string(appendStringToSign(nil, method, rawPath, query, bodySHA256Hex, timestamp, nonce))))
+	b.WriteString(" (METHOD, PATH as sent, QUERY as sent with its pairs sorted by key, SHA-256 hex of the body, X-Timestamp")
+	if nonce != "" {
+		b.WriteString(", X-Nonce)")
+	} else {
+		b.WriteString("; no X-Nonce line, as none was sent)")
+	}
+	if cut {
+		b.WriteString("; PATH and QUERY are shown up to " + strconv.Itoa(maxExplained) + " bytes each")
+	}
+	return b.String()
 }
 
 // CanonicalQuery sorts the key=value pairs of a raw query by key (then value, so repeated keys

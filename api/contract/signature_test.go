@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/acv/acv/api/contract"
@@ -70,5 +71,36 @@ func TestValidNonce(t *testing.T) {
 		if got := contract.ValidNonce(n); got != want {
 			t.Errorf("ValidNonce(%q) = %v", n, got)
 		}
+	}
+}
+
+// TestExplainSignature pins the words a refused signature's detail uses after "Invalid API key
+// or signature: ": the string to sign quoted with its line breaks as \n, its lines named, the
+// nonce line present exactly when X-Nonce was sent, and nothing that depends on a secret.
+func TestExplainSignature(t *testing.T) {
+	const legend = " (METHOD, PATH as sent, QUERY as sent with its pairs sorted by key, SHA-256 hex of the body, X-Timestamp"
+	const head = "X-Signature must be the lowercase hex HMAC-SHA256, keyed with the API secret, of "
+	bodyHash := contract.BodySHA256([]byte(`{"code":"ABC"}`))
+	cases := []struct {
+		name, method, path, query, nonce, want string
+	}{
+		{"POST without a nonce", "POST", "/api/v1/projects/p1/codes/verify", "", "",
+			head + `"POST\n/api/v1/projects/p1/codes/verify\n\n` + bodyHash + `\n1700000000"` + legend + "; no X-Nonce line, as none was sent)"},
+		{"GET with a query and a nonce, method in lower case", "get", "/api/v1/projects/p1/codes", "status=used&search=a%20b&page=2", "nonce-1234567890abcdef",
+			head + `"GET\n/api/v1/projects/p1/codes\npage=2&search=a%20b&status=used\n` + bodyHash + `\n1700000000\nnonce-1234567890abcdef"` + legend + ", X-Nonce)"},
+		{"a quote and a raw byte in the path are escaped", "GET", "/a\"b\xff", "", "",
+			head + `"GET\n/a\"b\xff\n\n` + bodyHash + `\n1700000000"` + legend + "; no X-Nonce line, as none was sent)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := contract.ExplainSignature(tc.method, tc.path, tc.query, bodyHash, "1700000000", tc.nonce); got != tc.want {
+				t.Errorf("ExplainSignature\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+	// A request line far past what a sentence should hold is cut, and the text says so.
+	long := contract.ExplainSignature("GET", "/"+strings.Repeat("p", 5000), "q="+strings.Repeat("x", 5000), bodyHash, "1", "")
+	if len(long) > 4096+len(head)+300 || !strings.HasSuffix(long, "; PATH and QUERY are shown up to 2048 bytes each") {
+		t.Errorf("a 10 KB request line explained in %d bytes: ...%s", len(long), long[len(long)-120:])
 	}
 }

@@ -50,10 +50,23 @@ type authFailure struct {
 func (e *authFailure) Error() string { return e.err.Message }
 func (e *authFailure) Unwrap() error { return e.err }
 
-// badCredentials is the one answer to an unknown or malformed key id and to a bad signature:
-// telling them apart would tell an attacker which key ids exist. The access log and
-// acv_auth_failures_total keep the difference (unknown_key, bad_signature).
+// badCredentials starts the one answer to an unknown or malformed key id and to a bad
+// signature: telling them apart would tell an attacker which key ids exist. The access log and
+// acv_auth_failures_total keep the difference (unknown_key, bad_signature). Clients match the
+// sentence's start, so it stays.
 const badCredentials = "Invalid API key or signature"
+
+// refuseCredentials answers an unknown or malformed key id and a bad signature alike. The
+// detail goes on to show the string to sign the server built from the request
+// (contract.ExplainSignature), so a client whose signature is refused can see which line it
+// signed differently; it is built from the request alone, with no secret and no MAC, so it is
+// the same whether the key exists or not. It is built only here, on the refusal: the accepted
+// path allocates nothing for it.
+func refuseCredentials(why AuthFailure, r *http.Request, body []byte, ts, nonce string) error {
+	rawPath, rawQuery := splitRequestURI(r)
+	explained := contract.ExplainSignature(r.Method, rawPath, rawQuery, contract.BodySHA256(body), ts, nonce)
+	return unauthorized(why, badCredentials+": "+explained)
+}
 
 func unauthorized(why AuthFailure, detail string) error {
 	return &authFailure{reason: why, err: &contract.Error{Kind: contract.KindUnauthorized, Message: detail}}
@@ -89,20 +102,20 @@ func (s *Server) authenticate(c *gin.Context) error {
 		return unauthorized(AuthMalformed, "X-Nonce must be 16 to 64 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	if !contract.ValidID(keyID) {
-		return unauthorized(AuthUnknownKey, badCredentials)
+		return refuseCredentials(AuthUnknownKey, c.Request, body, ts, nonce)
 	}
 	entry, err := s.keys.get(c.Request.Context(), keyID)
 	if err != nil {
 		return err
 	}
 	if !entry.found {
-		return unauthorized(AuthUnknownKey, badCredentials)
+		return refuseCredentials(AuthUnknownKey, c.Request, body, ts, nonce)
 	}
 	key := entry.key
 	rawPath, rawQuery := splitRequestURI(c.Request)
 	bodyHash := contract.BodySHA256(body)
 	if !entry.verify(sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
-		return unauthorized(AuthBadSignature, badCredentials)
+		return refuseCredentials(AuthBadSignature, c.Request, body, ts, nonce)
 	}
 	if key.Revoked {
 		return unauthorized(AuthRevoked, "API key has been revoked")

@@ -385,3 +385,72 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 	t.Fatalf("no series %s{%s=%q}", name, label, value)
 	return 0
 }
+
+// TestBadCredentialsShowTheStringToSign: the 401 of an unknown key id, a malformed one and a bad
+// signature goes on to show the string to sign the server built from the request, so a client
+// can see which line it signed differently. For the same request the detail is the same to the
+// byte whichever of the three it was, and it holds no secret, no expected MAC, not the
+// signature sent and not the key id.
+func TestBadCredentialsShowTheStringToSign(t *testing.T) {
+	ts := strconv.FormatInt(now, 10)
+	unknown := contract.APIKey{ID: unknownK, Secret: secretOf('u')}
+	for _, base := range []struct {
+		name string
+		r    req
+		// sts is the string to sign the detail must show, written out by hand.
+		sts string
+		// lines is how the detail names the lines after X-Timestamp.
+		lines string
+	}{
+		{"GET with a query and a nonce", req{path: projectPath(projectA) + "/codes", query: "status=used&search=a%20b&page=2", nonce: "detail-nonce-0123456789"},
+			"GET\n" + projectPath(projectA) + "/codes\npage=2&search=a%20b&status=used\n" + contract.EmptyBodySHA256 + "\n" + ts + "\ndetail-nonce-0123456789",
+			", X-Nonce)"},
+		{"POST verify without a nonce", req{method: http.MethodPost, path: verifyPath(projectA), body: []byte(`{"code":"ABC"}`)},
+			"POST\n" + verifyPath(projectA) + "\n\n" + contract.BodySHA256([]byte(`{"code":"ABC"}`)) + "\n" + ts,
+			"; no X-Nonce line, as none was sent)"},
+	} {
+		t.Run(base.name, func(t *testing.T) {
+			e := newEnv(t)
+			good := contract.Sign(keyA.Secret, base.sts)
+			variants := []struct {
+				name string
+				f    func(*req)
+			}{
+				{"unknown key", func(r *req) { r.key = &unknown }},
+				{"malformed key id", func(r *req) { r.header = map[string]string{"X-API-Key": "not-a-key-id"} }},
+				{"signature made with another secret", func(r *req) { r.sig = contract.Sign(secretOf('z'), base.sts) }},
+				{"signature one bit off", func(r *req) { r.sig = good[:63] + string("10"[good[63]&1]) }},
+				{"signature not hex", func(r *req) { r.sig = strings.Repeat("zz", 32) }},
+			}
+			var first string
+			for _, v := range variants {
+				r := base.r
+				v.f(&r)
+				built := r.build()
+				sent := built.Header.Get("X-Signature")
+				w := httptest.NewRecorder()
+				e.srv.ServeHTTP(w, built)
+				detail := wantDetail(t, w, http.StatusUnauthorized, badCredentials)
+				want := badCredentials + ": X-Signature must be the lowercase hex HMAC-SHA256, keyed with the API secret, of " +
+					strconv.Quote(base.sts) + " (METHOD, PATH as sent, QUERY as sent with its pairs sorted by key, SHA-256 hex of the body, X-Timestamp" + base.lines
+				if detail != want {
+					t.Errorf("%s: detail\n%s\nwant\n%s", v.name, detail, want)
+				}
+				if first == "" {
+					first = w.Body.String()
+				} else if w.Body.String() != first {
+					t.Errorf("%s: body %s differs from the unknown key's %s", v.name, w.Body, first)
+				}
+				for what, s := range map[string]string{
+					"the key's secret": keyA.Secret, "the unknown key's secret": unknown.Secret, "the other secret": secretOf('z'),
+					"the expected MAC": good, "the signature sent": sent, "the key id": keyA.ID, "the unknown key id": unknownK,
+				} {
+					if strings.Contains(w.Body.String(), s) || strings.Contains(detail, s) {
+						t.Errorf("%s: the detail shows %s: %s", v.name, what, detail)
+					}
+				}
+			}
+			wantNoOperation(t, e)
+		})
+	}
+}

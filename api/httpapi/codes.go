@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,7 +30,7 @@ func (s *Server) listCodes(c *gin.Context) error {
 	}
 	key := keyOf(c)
 	now := s.cfg.Now().Unix()
-	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, q, now)
+	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, addressable(q), now)
 	if err != nil {
 		return fmt.Errorf("list codes: %w", err)
 	}
@@ -40,6 +41,17 @@ func (s *Server) listCodes(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, page)
 	return nil
+}
+
+// addressable caps a page so deep that its offset, (page-1) × page_size, would overflow an
+// int64 at the deepest page the store can address: both are past the end of any project, so
+// the store answers the same empty page with the right total, where the overflowed offset
+// was negative and the database refused it (a 500). The answer still names the page asked for.
+func addressable(q contract.ListQuery) contract.ListQuery {
+	if deepest := math.MaxInt64 / int64(q.PageSize); int64(q.Page) > deepest {
+		q.Page = int(deepest)
+	}
+	return q
 }
 
 func parseListQuery(c *gin.Context) (contract.ListQuery, string) {

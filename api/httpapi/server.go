@@ -1,6 +1,6 @@
-// Package httpapi is the Gin HTTP layer of the contract: authentication, the six endpoints under
-// /api/v1, health and readiness, and the error mapping. It holds no state of its own beyond a
-// short-lived API-key cache, so any number of replicas can serve side by side.
+// Package httpapi is the Gin HTTP layer of the contract: authentication, the endpoints under
+// /api/v1, health and readiness, the OpenAPI document, and the error mapping. It holds no state
+// of its own beyond a short-lived API-key cache, so any number of replicas can serve side by side.
 package httpapi
 
 import (
@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,7 +59,7 @@ type Config struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// KeyCacheTTL bounds how long a key's lookup is reused: revocation and project disable take
-	// effect within it. Default 5 s.
+	// effect within it. Default 1 s.
 	KeyCacheTTL time.Duration
 	// KeyCacheStale is how old a key lookup may be served while the stores cannot be reached to
 	// refresh it. Default 10 min.
@@ -87,7 +89,7 @@ func (c *Config) defaults() error {
 		c.Now = time.Now
 	}
 	if c.KeyCacheTTL <= 0 {
-		c.KeyCacheTTL = 5 * time.Second
+		c.KeyCacheTTL = time.Second
 	}
 	if c.KeyCacheStale <= 0 {
 		c.KeyCacheStale = 10 * time.Minute
@@ -141,10 +143,29 @@ func New(cfg Config) (*Server, error) {
 	}
 	e.Use(s.recovery, s.accessLog)
 	e.NoRoute(s.handle(func(*gin.Context) error { return contract.Errorf(contract.KindNotFound, "Not found") }))
-	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
+	e.NoMethod(s.handle(func(c *gin.Context) error {
+		// A method gin knows no tree for lists, in Allow, the methods postOnly answers; on
+		// those two paths the one method allowed is POST.
+		if postOnlyPath(c.Request.URL.EscapedPath()) {
+			return postOnly(c)
+		}
+		return errMethodNotAllowed
+	}))
 	e.GET("/healthz", healthz)
+	// The API's own OpenAPI document, without authentication: clients and tools fetch it to
+	// learn the API before they hold a key.
+	doc := api.OpenAPI()
+	e.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, api.OpenAPIContentType, doc) })
 	if cfg.Ready != nil {
 		e.GET("/readyz", gin.WrapH(cfg.Ready))
+	}
+	// Verify and reactivate answer POST only. Every other method is registered on their paths
+	// before authentication, so GET …/codes/verify is a 405 like DELETE, rather than the
+	// code-by-id endpoint asked for the id "verify".
+	for _, path := range []string{"/api/v1/projects/:project_id/codes/verify", "/api/v1/projects/:project_id/codes/reactivate"} {
+		for _, m := range notPost {
+			e.Handle(m, path, s.handle(postOnly))
+		}
 	}
 	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate))
 	p.GET("", s.handle(s.getProject))
@@ -156,6 +177,29 @@ func New(cfg Config) (*Server, error) {
 	p.POST("/codes/reactivate", s.handle(s.reactivate))
 	s.engine = e
 	return s, nil
+}
+
+// notPost is every standard method but POST: the methods postOnly answers on the verify and
+// reactivate paths.
+var notPost = []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete,
+	http.MethodOptions, http.MethodConnect, http.MethodTrace}
+
+// postOnly answers a method other than POST on the verify and reactivate paths: 405 with
+// Allow: POST.
+func postOnly(c *gin.Context) error {
+	c.Header("Allow", http.MethodPost)
+	return errMethodNotAllowed
+}
+
+// postOnlyPath tells whether a request path, as routed (escaped), names verify or reactivate:
+// /api/v1/projects/<id>/codes/verify or …/reactivate, one segment for the id.
+func postOnlyPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v1/projects/")
+	if !ok {
+		return false
+	}
+	id, op, ok := strings.Cut(rest, "/codes/")
+	return ok && id != "" && !strings.Contains(id, "/") && (op == "verify" || op == "reactivate")
 }
 
 // ServeHTTP answers one request; a Server is an http.Handler.

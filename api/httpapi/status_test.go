@@ -294,7 +294,6 @@ func TestNotFound(t *testing.T) {
 		{"code id too short", projectPath(projectA) + "/codes/0190c0c", false},
 		{"code id in upper case", projectPath(projectA) + "/codes/" + strings.ToUpper(codeID2), false},
 		{"code id not hex", projectPath(projectA) + "/codes/" + strings.Repeat("g", 32), false},
-		{"GET on the verify path", projectPath(projectA) + "/codes/verify", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -333,8 +332,16 @@ func TestNotFound(t *testing.T) {
 
 func TestMethodNotAllowed(t *testing.T) {
 	for _, tc := range []struct{ method, path, allow string }{
-		{"DELETE", verifyPath(projectA), "GET, POST"},
-		{"PUT", reactPath(projectA), "GET, POST"},
+		{"DELETE", verifyPath(projectA), "POST"},
+		{"PUT", reactPath(projectA), "POST"},
+		{"GET", verifyPath(projectA), "POST"},
+		{"GET", reactPath(projectA), "POST"},
+		{"HEAD", verifyPath(projectA), "POST"},
+		{"OPTIONS", reactPath(projectA), "POST"},
+		{"PATCH", verifyPath(projectA), "POST"},
+		{"TRACE", reactPath(projectA), "POST"},
+		{"PROPFIND", verifyPath(projectA), "POST"},
+		{"GET", verifyPath(projectB), "POST"},
 		{"PUT", projectPath(projectA), "GET"},
 		{"POST", projectPath(projectA), "GET"},
 		{"DELETE", projectPath(projectA) + "/codes/" + codeID1, "GET"},

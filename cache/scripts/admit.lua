@@ -1,10 +1,12 @@
--- admit.lua: admission of a request that is not a verify or reactivate (or that is refused
--- before reaching one): the replay check and the per-key token bucket, in one round trip.
+-- admit.lua: admission in the API key's own slot. For a request that names no code (a GET, or
+-- a request refused before reaching one): the replay check and the per-key token bucket, in
+-- one round trip. For a verify or reactivate of a rate-limited key: the token alone (ARGV[2]
+-- "0"), taken before apply.lua runs in the code's shard.
 -- Read checks run first and the replay marker and spent token are written only when the
 -- request is admitted, so a rate-limited request can be retried unchanged.
 --
--- KEYS[1] token bucket   acv:{NN}:rl:<key id>
--- KEYS[2] replay marker  acv:{NN}:rp:<key id>:<replay key>
+-- KEYS[1] token bucket   acv:rl:{<key id>}
+-- KEYS[2] replay marker  acv:rp:{<key id>}:<replay key>
 --
 -- ARGV[1] now, unix ms
 -- ARGV[2] "1" to replay-check this request

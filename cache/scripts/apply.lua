@@ -1,20 +1,23 @@
 -- apply.lua: one verify or reactivate, atomically.
 --
--- Runs, in this order, with every key in one hash-tag slot:
+-- Runs, in this order, with every key in the hash-tag slot of the code's virtual shard:
 --   1. code/project presence (a miss asks the caller to load from Postgres; nothing written);
---   2. replay check of (key id, replay key);
---   3. per-key token bucket;
---   4. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts;
---   5. the contract's checks in order (not found, project disabled, code disabled, used /
+--   2. replay check of (key id, replay key), unless the caller set the request's marker in
+--      its nonce's own slot before (ARGV[8] "0": a request with X-Nonce and Idempotency-Key);
+--   3. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts
+--      (the caller claimed the key in its own slot first, so a key reused with another code
+--      is refused there; this record is what a retry gets back);
+--   4. the contract's checks in order (not found, project disabled, code disabled, used /
 --      unused, code expired, project expired), the state transition, and the verification-log event
 --      appended to the shard's outbox stream — together, or not at all.
+-- The per-key token bucket lives in the API key's own slot: the caller takes a token (from its
+-- lease, lease.lua, or admit.lua) before this script, and gives it back when this script refuses.
 --
--- KEYS[1] code hash      acv:{NN}:c:<project, 16 raw bytes><value>
--- KEYS[2] project hash   acv:{NN}:p:<project>
--- KEYS[3] outbox stream  acv:{NN}:outbox
--- KEYS[4] token bucket   acv:{NN}:rl:<key id>
--- KEYS[5] replay marker  acv:{NN}:rp:<key id>:<replay key>
--- KEYS[6] idempotency    acv:{NN}:ik:<key id>:<idempotency key>
+-- KEYS[1] code hash      acv:{T}:c:<project, 16 raw bytes><value>
+-- KEYS[2] project copy   acv:{T}:p:<project>
+-- KEYS[3] outbox stream  acv:{T}:outbox
+-- KEYS[4] replay marker  acv:{T}:rp:<key id>:<replay key>
+-- KEYS[5] idempotency    acv:{T}:ik:<key id>:<idempotency key>
 --
 -- ARGV[1]  action: "verify" | "reactivate"
 -- ARGV[2]  now, unix ms
@@ -23,19 +26,15 @@
 -- ARGV[5]  verified_by / reactivated_by ("" = none)
 -- ARGV[6]  reason of a reactivation ("" = none)
 -- ARGV[7]  client ip
--- ARGV[8]  replay marker ttl, seconds
+-- ARGV[8]  replay marker ttl, seconds; "0": no replay check or marker here
 -- ARGV[9]  "1" when an Idempotency-Key was sent
 -- ARGV[10] request hash (idempotency)
 -- ARGV[11] idempotency ttl, seconds
--- ARGV[12] rate, tokens per second ("0" = unlimited)
--- ARGV[13] burst
--- ARGV[14] trace context to carry to Kafka ("" = none)
+-- ARGV[12] trace context to carry to Kafka ("" = none)
 --
--- Reply: { status, error_code, code_id, verified_at_ms, at_ms, rl_remaining, rl_wait_ms }
---   status S_OK (error_code "" = success), S_CODE_MISS, S_PROJECT_MISS,
---          S_RATE_LIMITED (rl_wait_ms = time until a token), S_REPLAYED,
+-- Reply: { status, error_code, code_id, verified_at_ms, at_ms }
+--   status S_OK (error_code "" = success), S_CODE_MISS, S_PROJECT_MISS, S_REPLAYED,
 --          S_IDEM_CONFLICT, S_IDEM_REPLAYED (a stored outcome).
---   rl_remaining is -1 when the key is unlimited.
 --
 -- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
 
@@ -45,66 +44,45 @@ local now = tonumber(ARGV[2])
 -- 1. presence: a code entry always has its id (F_ID) or the unknown marker (F_UNKNOWN)
 local c = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_ID, F_EXP, F_VAT, F_BY, F_DIS, F_VER)
 if c[1] == false and c[2] == false then
-  return {S_CODE_MISS, '', '', 0, 0, -1, 0}
+  return {S_CODE_MISS, '', '', 0, 0}
 end
 local unknown = c[1] == '1'
 local p = nil
 if not unknown then
   p = redis.call('HMGET', KEYS[2], F_EN, F_EXP)
   if p[1] == false then
-    return {S_PROJECT_MISS, '', '', 0, 0, -1, 0}
+    return {S_PROJECT_MISS, '', '', 0, 0}
   end
 end
 
 -- 2. replay
-if redis.call('EXISTS', KEYS[5]) == 1 then
-  return {S_REPLAYED, '', '', 0, 0, -1, 0}
+local replay_ttl = tonumber(ARGV[8])
+if replay_ttl > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
+  return {S_REPLAYED, '', '', 0, 0}
 end
 
--- 3. token bucket (read; written below only when the request is admitted)
-local rate = tonumber(ARGV[12])
-local burst = tonumber(ARGV[13])
-local remaining = -1
-local tokens = 0
-if rate > 0 then
-  local b = redis.call('HMGET', KEYS[4], F_TOKENS, F_REFILLED)
-  tokens = burst
-  if b[1] then
-    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
-  end
-  if tokens < 1 then
-    return {S_RATE_LIMITED, '', '', 0, 0, 0, math.ceil((1 - tokens) * 1000 / rate)}
-  end
-  tokens = tokens - 1
-  remaining = math.floor(tokens)
-end
-
--- 4. idempotency (read)
+-- 3. idempotency (read)
 local idem = ARGV[9] == '1'
 if idem then
-  local s = redis.call('HMGET', KEYS[6], F_REQ_HASH, F_REPLY)
+  local s = redis.call('HMGET', KEYS[5], F_REQ_HASH, F_REPLY)
   if s[1] then
     if s[1] ~= ARGV[10] then
-      return {S_IDEM_CONFLICT, '', '', 0, 0, remaining, 0}
+      return {S_IDEM_CONFLICT, '', '', 0, 0}
     end
-    if rate > 0 then
-      redis.call('HSET', KEYS[4], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[2])
-      redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
+    if replay_ttl > 0 then
+      redis.call('SET', KEYS[4], '1', 'EX', replay_ttl)
     end
-    redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
     local err, id, vat, at = string.match(s[2], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-    return {S_IDEM_REPLAYED, err, id, tonumber(vat), tonumber(at), remaining, 0}
+    return {S_IDEM_REPLAYED, err, id, tonumber(vat), tonumber(at)}
   end
 end
 
--- admitted: record the replay marker and the spent token
-redis.call('SET', KEYS[5], '1', 'EX', tonumber(ARGV[8]))
-if rate > 0 then
-  redis.call('HSET', KEYS[4], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[2])
-  redis.call('PEXPIRE', KEYS[4], math.ceil(burst / rate * 1000) + 1000)
+-- admitted: record the replay marker
+if replay_ttl > 0 then
+  redis.call('SET', KEYS[4], '1', 'EX', replay_ttl)
 end
 
--- 5. the contract's checks, in order
+-- 4. the contract's checks, in order
 local err = ''
 local code_id = ''
 local vat = 0
@@ -182,8 +160,8 @@ if not unknown then
     ',"verified_at":' .. string.format('%d', vat) ..
     ',"state_verified_by":' .. cjson.encode(state_by) ..
     ',"disabled":' .. tostring(c[6] == '1') .. '}'
-  if ARGV[14] ~= '' then
-    redis.call('XADD', KEYS[3], '*', F_EVENT, ev, F_TRACEPARENT, ARGV[14])
+  if ARGV[12] ~= '' then
+    redis.call('XADD', KEYS[3], '*', F_EVENT, ev, F_TRACEPARENT, ARGV[12])
   else
     redis.call('XADD', KEYS[3], '*', F_EVENT, ev)
   end
@@ -191,8 +169,8 @@ end
 
 if idem then
   local packed = err .. '|' .. code_id .. '|' .. string.format('%d', vat) .. '|' .. ARGV[2]
-  redis.call('HSET', KEYS[6], F_REQ_HASH, ARGV[10], F_REPLY, packed)
-  redis.call('EXPIRE', KEYS[6], tonumber(ARGV[11]))
+  redis.call('HSET', KEYS[5], F_REQ_HASH, ARGV[10], F_REPLY, packed)
+  redis.call('EXPIRE', KEYS[5], tonumber(ARGV[11]))
 end
 
-return {S_OK, err, code_id, vat, now, remaining, 0}
+return {S_OK, err, code_id, vat, now}

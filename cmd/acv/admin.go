@@ -117,7 +117,7 @@ func projectCmd() *cobra.Command {
 		},
 	}
 	setExp.Flags().StringVar(&expiry, "at", "", "expiry (Unix seconds or RFC 3339); empty clears")
-	cmd.AddCommand(create, toggle("disable", false), toggle("enable", true), setExp, projectListCmd(), projectShowCmd())
+	cmd.AddCommand(create, toggle("disable", false), toggle("enable", true), setExp, projectListCmd(), projectShowCmd(), projectStatsCmd())
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
@@ -54,6 +55,7 @@ type cli struct {
 	t   *testing.T
 	bin string
 	env []string
+	db  string // the PostgreSQL URL the commands use
 }
 
 func newCLI(t *testing.T) *cli {
@@ -71,7 +73,7 @@ func newCLI(t *testing.T) *cli {
 	_, _ = rand.Read(mk[:])
 	env := append(devEnv(), "ACV_REDIS_URL=redis://"+r.Addr+"/0", "ACV_DATABASE_URL="+url,
 		"ACV_MASTER_KEY=cli:"+hex.EncodeToString(mk[:]), "ACV_MASTER_KEY_FILE=", "ACV_LOG_LEVEL=error")
-	return &cli{t: t, bin: acvBinary(t), env: env}
+	return &cli{t: t, bin: acvBinary(t), env: env, db: url}
 }
 
 // run runs acv with args (stdin, when not nil) and returns its stdout, stderr and exit code.
@@ -247,4 +249,91 @@ func TestCLIReadsAndReports(t *testing.T) {
 	if rc != 0 || !strings.Contains(errs, "generating: 3 of 3 codes (100%)") || !strings.Contains(errs, "codes/s") {
 		t.Errorf("generate progress: exit %d\n%s", rc, errs)
 	}
+}
+
+// TestCLIProjectStats: acv project stats prints what the API's statistics endpoint answers
+// (the same JSON body), counts that agree with project show, and a table with the usage rate
+// and the codes used most recently, newest first. Codes are verified here as the audit
+// pipeline records a verify in PostgreSQL, which is what the statistics read.
+func TestCLIProjectStats(t *testing.T) {
+	c := newCLI(t)
+	ctx := context.Background()
+	var p contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "create", "--name", "Stats")), &p); err != nil || p.ID == "" {
+		t.Fatalf("project create: %+v %v", p, err)
+	}
+	var empty contract.ProjectStatistics
+	if err := json.Unmarshal([]byte(c.ok("project", "stats", p.ID)), &empty); err != nil || empty.ProjectID != p.ID ||
+		empty.TotalCodes != 0 || empty.UsageRate != 0 || empty.RecentVerifications == nil {
+		t.Errorf("stats of a project without codes: %+v %v", empty, err)
+	}
+
+	c.ok("codes", "generate", "--project", p.ID, "--count", "4", "--length", "8", "--prefix", "S-")
+	var page contract.CodePage
+	if err := json.Unmarshal([]byte(c.ok("codes", "list", "--project", p.ID)), &page); err != nil || len(page.Items) != 4 {
+		t.Fatalf("codes list: %+v %v", page, err)
+	}
+	c.ok("codes", "disable", "--project", p.ID, page.Items[0].Code)
+	st, err := store.Open(ctx, c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	older, newer := page.Items[1], page.Items[2]
+	verifiedAt := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var events []contract.Event
+	for i, v := range []struct {
+		code contract.Code
+		by   string
+	}{{older, "till-7"}, {newer, ""}} {
+		at := verifiedAt.Add(time.Duration(i) * time.Minute).UnixMilli()
+		events = append(events, contract.Event{
+			ID: contract.NewID(), CodeID: v.code.ID, ProjectID: p.ID, Action: contract.ActionVerify, Result: contract.ResultSuccess,
+			VerifiedBy: v.by, IP: "192.0.2.1", TS: at, Version: 1 << 20, Changed: true, VerifiedAt: at, StateBy: v.by,
+		})
+	}
+	if _, err := st.ApplyEvents(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+
+	var stats contract.ProjectStatistics
+	out := c.ok("project", "stats", p.ID)
+	if err := json.Unmarshal([]byte(out), &stats); err != nil {
+		t.Fatalf("project stats: %v\n%s", err, out)
+	}
+	want := contract.Statistics{TotalCodes: 4, UsedCodes: 2, UnusedCodes: 1, DisabledCodes: 1}
+	if stats.ProjectID != p.ID || stats.Statistics != want || stats.UsageRate != 0.5 {
+		t.Errorf("project stats: %+v, want %+v and usage rate 0.5", stats, want)
+	}
+	if r := stats.RecentVerifications; len(r) != 2 || r[0].Code != newer.Code || r[1].Code != older.Code ||
+		r[1].VerifiedAt != verifiedAt.Unix() || r[0].VerifiedBy != nil || r[1].VerifiedBy == nil || *r[1].VerifiedBy != "till-7" {
+		t.Errorf("recent verifications, newest first: %+v", r)
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(out), &fields)
+	for _, f := range []string{"project_id", "total_codes", "used_codes", "unused_codes", "disabled_codes", "expired_codes", "usage_rate", "recent_verifications"} {
+		if fields[f] == nil {
+			t.Errorf("project stats JSON lacks %s, a field of the statistics endpoint: %s", f, out)
+		}
+	}
+	var shown contract.Project
+	if err := json.Unmarshal([]byte(c.ok("project", "show", p.ID)), &shown); err != nil || shown.Statistics == nil || *shown.Statistics != stats.Statistics {
+		t.Errorf("project show counts %+v, project stats %+v", shown.Statistics, stats.Statistics)
+	}
+
+	table := c.ok("project", "stats", p.ID, "--output", "table")
+	for _, w := range []string{"usage_rate", "0.5 (50.00% used)", "used_codes", "recent verifications (2 codes currently used, newest first)", "till-7"} {
+		if !strings.Contains(table, w) {
+			t.Errorf("project stats table lacks %q:\n%s", w, table)
+		}
+	}
+	if i, j := strings.Index(table, newer.Code), strings.Index(table, older.Code); i < 0 || j < 0 || i > j {
+		t.Errorf("project stats table does not list %s before %s:\n%s", newer.Code, older.Code, table)
+	}
+
+	missing := contract.NewID()
+	c.fails([]string{"project", "stats", missing}, "project "+missing+" not found")
+	c.fails([]string{"project", "stats", "not-an-id"}, "project not-an-id not found")
+	c.fails([]string{"project", "stats"}, "accepts 1 arg")
+	c.fails([]string{"project", "stats", p.ID, "-o", "yaml"}, "json or table")
 }

@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,18 +33,26 @@ type demo struct {
 }
 
 func devCmd() *cobra.Command {
-	var dir, addr string
+	var dir, addr, kafkaMode string
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, or through the Kafka of KAFKA_BROKERS)",
+		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, through a local Apache Kafka with --kafka real, or through the Kafka of KAFKA_BROKERS)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), dir, addr)
+			if kafkaMode != "" && kafkaMode != devKafkaReal {
+				return fmt.Errorf("--kafka (ACV_DEV_KAFKA): unknown broker %q (real, or empty for none)", kafkaMode)
+			}
+			return runDev(cmd.Context(), dir, addr, kafkaMode == devKafkaReal)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")
 	cmd.Flags().StringVar(&addr, "addr", envOr("ACV_HTTP_ADDR", "127.0.0.1:8080"), "API listen address (a free port is picked when busy)")
+	cmd.Flags().StringVar(&kafkaMode, "kafka", os.Getenv("ACV_DEV_KAFKA"),
+		"real: run the logs through a one-node Apache Kafka "+localenv.Kafka4+" started on loopback, its storage fresh in <dir>/kafka on every start (needs java and mvn; the jars are fetched once from Maven Central); empty: no broker (default: $ACV_DEV_KAFKA)")
 	return cmd
 }
+
+// devKafkaReal is the --kafka value (and ACV_DEV_KAFKA) that runs a real Apache Kafka.
+const devKafkaReal = "real"
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -51,7 +61,7 @@ func envOr(name, def string) string {
 	return def
 }
 
-func runDev(ctx context.Context, dir, addr string) error {
+func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	log := slog.Default()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -101,6 +111,21 @@ func runDev(ctx context.Context, dir, addr string) error {
 	}
 	cfg.RedisURL = "redis://" + rds.Addr + "/0"
 	cfg.DatabaseURL = pg.URL("acv")
+	kafkaNote := ""
+	if realKafka {
+		if len(cfg.KafkaBrokers) > 0 {
+			return errors.New("--kafka real starts a broker of its own: unset KAFKA_BROKERS, or drop --kafka (ACV_DEV_KAFKA) to use that Kafka")
+		}
+		k, err := startDevKafka(ctx, filepath.Join(dir, "kafka"))
+		if err != nil {
+			return err
+		}
+		// Closed after the service stopped (deferred after it returns), before Redis and
+		// PostgreSQL.
+		defer k.Close()
+		cfg.KafkaBrokers, cfg.Pipeline = k.Brokers, service.PipelineKafka
+		kafkaNote = " (Apache Kafka " + k.Version + ", fresh storage in " + k.Dir + ")"
+	}
 	// Without KAFKA_BROKERS the relay writes the logs straight to PostgreSQL (the direct
 	// pipeline) and deletes an outbox entry only once PostgreSQL committed its event; with it,
 	// the relay and the consumer go through that Kafka (service.Run creates the topic).
@@ -132,7 +157,7 @@ func runDev(ctx context.Context, dir, addr string) error {
 	}
 	kafka := "none: the relay writes the logs to PostgreSQL"
 	if cfg.UsesKafka() {
-		kafka = strings.Join(cfg.KafkaBrokers, ",")
+		kafka = strings.Join(cfg.KafkaBrokers, ",") + kafkaNote
 	}
 	envFile := filepath.Join(dir, "env")
 	if err := writeDevEnv(envFile, cfg, keyFile, "http://"+ln.Addr().String(), d); err != nil {
@@ -147,6 +172,52 @@ func runDev(ctx context.Context, dir, addr string) error {
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
 	fmt.Println()
 	return runTraced(ctx, cfg, ln)
+}
+
+// startDevKafka starts a one-node Apache Kafka (the newest line) with its storage in dir,
+// formatted afresh: a new cluster on every start. Its JVM dies with acv dev; one that a killed
+// acv dev left running anyway is killed first. Events the relay had published and the consumer
+// had not yet written when acv dev died are in the old storage and are not carried over: the
+// outbox keeps only what Kafka had not acknowledged.
+func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
+	killStaleKafka(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", dir, err)
+	}
+	slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4, "dir", dir)
+	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4})
+	if err != nil {
+		return nil, fmt.Errorf("start kafka: %w", err)
+	}
+	// The log writer then joins its group at once instead of retrying while the broker creates
+	// its offsets topic.
+	if err := k.WaitGroupCoordinator(ctx, time.Minute); err != nil {
+		k.Close()
+		return nil, fmt.Errorf("start kafka: %w", err)
+	}
+	slog.Info("Apache Kafka started", "version", k.Version, "brokers", k.Brokers, "took", k.Started.Round(time.Millisecond))
+	return k, nil
+}
+
+// killStaleKafka kills the JVM of each node under dir that a killed acv dev left running: its
+// pid file names a java process whose command line names the node's directory.
+func killStaleKafka(dir string) {
+	pids, _ := filepath.Glob(filepath.Join(dir, "node-*", "kafka.pid"))
+	for _, f := range pids {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), "java") || !strings.Contains(string(cmdline), filepath.Dir(f)) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // writeDevEnv writes the shell file that points the acv command at this dev stack:

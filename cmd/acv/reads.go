@@ -138,24 +138,30 @@ func projectShowCmd() *cobra.Command {
 					return err
 				}
 				return render(out, p, func() [][]string {
-					s := p.Statistics
-					return [][]string{
+					return append([][]string{
 						{"FIELD", "VALUE"},
 						{"id", p.ID}, {"name", p.Name}, {"description", p.Description},
 						{"status", enabledWord(p.Status)}, {"expires_at", fmtTime(p.ExpiresAt)},
 						{"created_at", fmtUnix(p.CreatedAt)},
-						{"total_codes", strconv.FormatInt(s.TotalCodes, 10)},
-						{"unused_codes", strconv.FormatInt(s.UnusedCodes, 10)},
-						{"used_codes", strconv.FormatInt(s.UsedCodes, 10)},
-						{"disabled_codes", strconv.FormatInt(s.DisabledCodes, 10)},
-						{"expired_codes", strconv.FormatInt(s.ExpiredCodes, 10)},
-					}
+					}, statisticsRows(*p.Statistics)...)
 				})
 			})
 		},
 	}
 	outputFlag(cmd, &out)
 	return cmd
+}
+
+// statisticsRows are the table rows of a project's counts by state, shared by project show and
+// project stats so both print them alike.
+func statisticsRows(s contract.Statistics) [][]string {
+	return [][]string{
+		{"total_codes", strconv.FormatInt(s.TotalCodes, 10)},
+		{"unused_codes", strconv.FormatInt(s.UnusedCodes, 10)},
+		{"used_codes", strconv.FormatInt(s.UsedCodes, 10)},
+		{"disabled_codes", strconv.FormatInt(s.DisabledCodes, 10)},
+		{"expired_codes", strconv.FormatInt(s.ExpiredCodes, 10)},
+	}
 }
 
 func keyListCmd() *cobra.Command {
@@ -289,7 +295,11 @@ func codesShowCmd() *cobra.Command {
 						return err
 					}
 					fmt.Println()
-					fmt.Printf("verification history (%d entries, newest first)\n", len(c.VerificationLogs))
+					noun := "entries"
+					if len(c.VerificationLogs) == 1 {
+						noun = "entry"
+					}
+					fmt.Printf("verification history (%d %s, newest first)\n", len(c.VerificationLogs), noun)
 					rows := [][]string{{"AT", "ACTION", "RESULT", "BY", "IP", "REASON"}}
 					for _, l := range c.VerificationLogs {
 						rows = append(rows, []string{fmtUnix(l.VerifiedAt), l.Action, l.Result, fmtStr(l.VerifiedBy), l.IPAddress, fmtStr(l.Reason)})

@@ -28,10 +28,14 @@ func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (contract
 	if err != nil {
 		return contract.Project{}, err
 	}
-	return proj, a.publishProject(ctx, proj)
+	return proj, a.republishProject(ctx, proj.ID)
 }
 
-// SetProjectEnabled enables or disables a project everywhere.
+// SetProjectEnabled enables or disables a project everywhere: it returns once PostgreSQL and
+// every shard of the hot path hold the change, so every verify that starts afterwards, on any
+// replica, answers PROJECT_DISABLED. (The GET endpoints answer 401 once the replicas' key
+// caches refresh, within ACV_KEY_CACHE_TTL.) When it fails, run it again: shards that missed
+// the change keep their previous copy until then.
 func (a *Admin) SetProjectEnabled(ctx context.Context, id string, enabled bool) error {
 	if err := a.Store.SetProjectEnabled(ctx, id, enabled); err != nil {
 		return notFound(err, "project", id)
@@ -47,16 +51,15 @@ func (a *Admin) SetProjectExpiry(ctx context.Context, id string, expiresAt *int6
 	return a.republishProject(ctx, id)
 }
 
+// republishProject copies a project's flags, as PostgreSQL holds them now, with their row's
+// version, to every shard of the hot path. Two operators changing one project at once each
+// publish what they read; the copies keep the newest version, which is PostgreSQL's.
 func (a *Admin) republishProject(ctx context.Context, id string) error {
-	p, err := a.Store.Project(ctx, id)
+	p, version, err := a.Store.ProjectState(ctx, id)
 	if err != nil {
 		return notFound(err, "project", id)
 	}
-	return a.publishProject(ctx, p)
-}
-
-func (a *Admin) publishProject(ctx context.Context, p contract.Project) error {
-	if err := a.Cache.PutProject(ctx, p); err != nil {
+	if err := a.Cache.PublishProject(ctx, p, version); err != nil {
 		return fmt.Errorf("publish project %s to redis: %w", p.ID, err)
 	}
 	return nil

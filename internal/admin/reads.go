@@ -63,6 +63,27 @@ func (a *Admin) Project(ctx context.Context, id string, now int64) (contract.Pro
 	return p, nil
 }
 
+// Statistics reads a project's statistics as the API's statistics endpoint answers them: the
+// counts by derived state at now (Unix seconds), the usage rate and the codes most recently
+// used, newest first. Like every list it reads PostgreSQL, so it may trail the hot path by the
+// audit pipeline's lag.
+func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (contract.ProjectStatistics, error) {
+	st, err := a.Store.Statistics(ctx, projectID, now)
+	if err != nil {
+		return contract.ProjectStatistics{}, notFound(err, "project", projectID)
+	}
+	recent, err := a.Store.RecentVerifications(ctx, projectID, contract.RecentVerificationsLimit)
+	if err != nil {
+		return contract.ProjectStatistics{}, notFound(err, "project", projectID)
+	}
+	if recent == nil {
+		recent = []contract.RecentVerification{}
+	}
+	return contract.ProjectStatistics{
+		ProjectID: projectID, Statistics: st, UsageRate: contract.UsageRate(st), RecentVerifications: recent,
+	}, nil
+}
+
 // APIKeys lists a project's API keys without their secrets.
 func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]store.KeyInfo, error) {
 	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)

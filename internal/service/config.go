@@ -14,6 +14,7 @@ import (
 
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/secrets"
+	"github.com/acv/acv/store"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -56,6 +57,15 @@ type Config struct {
 	RelayClaimIdle  time.Duration
 	RelayClaimEvery time.Duration
 
+	// KafkaSessionTimeout is how long the group coordinator waits for a consumer that stopped
+	// heartbeating (a killed process) before it gives that consumer's partitions to the others
+	// (ACV_KAFKA_SESSION_TIMEOUT); the consumer then heartbeats every third of it, at most every
+	// 3s. Zero takes kafka-go's 30s.
+	KafkaSessionTimeout time.Duration
+	// LogRetentionDays is how many days of verification logs the relay and consumer processes
+	// keep (whole day partitions past it are dropped); 0 keeps every day.
+	LogRetentionDays int
+
 	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
 	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
 	// Empty picks kafka when KafkaBrokers is set, else direct (see UsesKafka).
@@ -83,6 +93,8 @@ func (c Config) Validate() error {
 		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles of the kafka pipeline")
 	case !c.UsesKafka() && c.Roles.Consumer && !c.Roles.API && !c.Roles.Relay:
 		return errors.New("a consumer-only process needs the kafka pipeline (KAFKA_BROKERS): in the direct pipeline the relay writes the logs itself")
+	case c.KafkaSessionTimeout < 0:
+		return errors.New("ACV_KAFKA_SESSION_TIMEOUT must not be negative")
 	case !c.Roles.API && !c.Roles.Relay && !c.Roles.Consumer:
 		return errors.New("ACV_ROLES names no role (api, relay, consumer)")
 	case c.Roles.API && c.MasterKeys == nil:
@@ -115,29 +127,31 @@ type Setting struct {
 // Settings lists every environment variable the service reads.
 var Settings = []Setting{
 	{"ACV_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on"},
-	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0"},
+	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0; a Redis Cluster: redis-cluster://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes, the others are discovered; rediss-cluster:// with TLS)"},
 	{"ACV_DATABASE_URL", "", "PostgreSQL URL, e.g. postgres://acv@127.0.0.1:5432/acv"},
 	{"KAFKA_BROKERS", "", "comma-separated Kafka bootstrap addresses"},
 	{"ACV_PIPELINE", "", "how the relay delivers log events: kafka (to KAFKA_BROKERS; the consumer role writes PostgreSQL) or direct (the relay writes PostgreSQL itself, the consumer role is skipped); unset: kafka when KAFKA_BROKERS is set, else direct"},
 	{"ACV_KAFKA_TOPIC", audit.Topic, "topic of the verification-log events"},
 	{"ACV_KAFKA_PARTITIONS", "8", "partitions when the topic is created"},
 	{"ACV_CONSUMER_GROUP", "acv-log-writer", "Kafka consumer group of the log writers"},
+	{"ACV_KAFKA_SESSION_TIMEOUT", "30s", "how long Kafka waits for a silent log writer (a killed process) before its partitions go to the other members of the group; its logs wait in Kafka that long. Heartbeats go every third of it (at most 3s). The brokers must allow it: group.min.session.timeout.ms and group.max.session.timeout.ms, 6s to 30m by default"},
 	{"ACV_ROLES", "api,relay,consumer", "parts this process runs"},
 	{"ACV_INSTANCE", "host name", "this replica's name (relay consumer name)"},
-	{"ACV_KEY_CACHE_TTL", "5s", "how long an API-key lookup is reused; revocation takes effect within it"},
+	{"ACV_KEY_CACHE_TTL", "1s", "how long an API-key lookup is reused: a revocation or a project disable reaches every replica within it"},
 	{"ACV_REQUEST_TIMEOUT", "10s", "bound on one request's work"},
 	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
 	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
 	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated kid:hex entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
 	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one kid:hex (or hex) a line, the first line sealing; # starts a comment"},
-	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process"},
+	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node); the relay role adds one per outbox stream"},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
 	{"ACV_REDIS_WAIT_REPLICAS", "0", "Redis replicas that must hold a verify or reactivate before it is answered (WAIT); 0 answers once the master applied it"},
 	{"ACV_REDIS_WAIT_TIMEOUT", "100ms", "how long a write waits for those replicas; a shortfall is answered 503"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
 	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
 	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
+	{"ACV_LOG_RETENTION", "400", "days of verification logs kept: the relay and consumer processes (hourly) and acv logs maintain drop the day partitions of verification_logs wholly older than that; 400d is accepted too; 0 keeps every day"},
 	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
 	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
@@ -196,6 +210,17 @@ func FromEnv() (Config, error) {
 
 		RelayClaimIdle:  dur("ACV_RELAY_CLAIM_IDLE"),
 		RelayClaimEvery: dur("ACV_RELAY_CLAIM_EVERY"),
+
+		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
+	}
+	retention := get(LogRetentionEnv)
+	if retention == "" {
+		retention = strconv.Itoa(store.DefaultLogRetentionDays)
+	}
+	if days, err := ParseLogRetention(retention); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.LogRetentionDays = days
 	}
 	for _, r := range list(get("ACV_ROLES")) {
 		switch r {

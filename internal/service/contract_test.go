@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
 )
 
@@ -25,7 +26,13 @@ import (
 // the bytes an original SDK sends are accepted, independently of the api and client packages.
 
 func TestContract(t *testing.T) {
-	s := testkit.NewStack(t)
+	testkit.EachKafka(t, testContract)
+}
+
+// testContract is TestContract with the verification logs going through a real Kafka broker of
+// one release (k), as in production.
+func testContract(t *testing.T, k *localenv.Kafka) {
+	s := testkit.NewStackWith(t, testkit.StackOptions{Kafka: k})
 	base := s.StartAPI()
 	s.StartPipeline("relay")
 	ctx := context.Background()
@@ -696,21 +703,28 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		}
 	})
 	// An unknown key id, a malformed one and a bad signature of a key that exists get the same
-	// answer to the byte, so the answers do not tell which key ids exist.
+	// answer to the byte, so the answers do not tell which key ids exist. The answer goes on to
+	// show the string to sign the server built from the request, never a secret or a MAC.
 	const badCredentials = "Invalid API key or signature"
 	t.Run("unknown key and bad signature look alike", func(t *testing.T) {
-		good := sg.Build(testkit.Request{Method: http.MethodGet, Path: proj})
+		// One timestamp for the three, as the detail shows it.
+		ts := time.Now().Unix()
+		good := sg.Build(testkit.Request{Method: http.MethodGet, Path: proj, TS: ts})
 		sig := []byte(good.Header.Get("X-Signature"))
 		sig[0] ^= 1
 		var first testkit.Response
 		for i, r := range []testkit.Request{
-			{Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {contract.NewID()}}},
-			{Method: http.MethodGet, Path: proj, Header: http.Header{"X-Api-Key": {"not-a-key"}}},
-			{Method: http.MethodGet, Path: proj, Sig: string(sig)},
+			{Method: http.MethodGet, Path: proj, TS: ts, Header: http.Header{"X-Api-Key": {contract.NewID()}}},
+			{Method: http.MethodGet, Path: proj, TS: ts, Header: http.Header{"X-Api-Key": {"not-a-key"}}},
+			{Method: http.MethodGet, Path: proj, TS: ts, Sig: string(sig)},
 		} {
 			resp := sg.With(t).Send(r)
-			if d := testkit.WantDetail(t, resp, http.StatusUnauthorized, ""); d != badCredentials {
-				t.Errorf("request %d: detail %q, want %q", i, d, badCredentials)
+			d := testkit.WantDetail(t, resp, http.StatusUnauthorized, "")
+			if want := badCredentials + ": X-Signature must be the lowercase hex HMAC-SHA256, keyed with the API secret, of \"GET\\n" + proj + "\\n"; !strings.HasPrefix(d, want) {
+				t.Errorf("request %d: detail %q, want it to start %q", i, d, want)
+			}
+			if strings.Contains(d, sg.Secret) || strings.Contains(d, good.Header.Get("X-Signature")) || strings.Contains(d, string(sig)) {
+				t.Errorf("request %d: detail %q shows a secret or a signature", i, d)
 			}
 			if i == 0 {
 				first = resp
@@ -746,7 +760,9 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 	})
 	t.Run("timestamp window", func(t *testing.T) {
 		now := time.Now().Unix()
-		for _, skew := range []int64{-301, 301, -3600} {
+		// Past the 300 s window by more than a loaded machine's request takes, so the answer does
+		// not depend on how long the request was in flight.
+		for _, skew := range []int64{-330, 330, -3600} {
 			r := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj, Nonce: testkit.Nonce(), TS: now + skew})
 			d := testkit.WantDetail(t, r, http.StatusUnauthorized, "server time")
 			ok := false

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -20,9 +21,10 @@ import (
 // Deps are the clients of the three stores, shared by the parts of one process.
 type Deps struct {
 	Config Config
-	Redis  *redis.Client
-	Cache  *cache.Cache
-	Store  *store.Store
+	// Redis is a *redis.Client, or a *redis.ClusterClient when ACV_REDIS_URL names a cluster.
+	Redis redis.UniversalClient
+	Cache *cache.Cache
+	Store *store.Store
 	// Registry holds every metric of the process; Audit the pipeline's part of them.
 	Registry *prometheus.Registry
 	Audit    *audit.Metrics
@@ -33,12 +35,19 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opt, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+	pool := cfg.RedisPoolSize
+	if cfg.Roles.Relay {
+		// The relay keeps one connection per outbox stream in a blocking read; on a cluster
+		// the pool is per node, and one node may hold every stream. The rest of the process
+		// keeps what it was given (go-redis's default when unset).
+		if pool <= 0 {
+			pool = 10 * runtime.GOMAXPROCS(0)
+		}
+		pool += len(cache.OutboxStreams()) + 8
 	}
-	if cfg.RedisPoolSize > 0 {
-		opt.PoolSize = cfg.RedisPoolSize
+	rdb, err := NewRedisClient(cfg.RedisURL, pool)
+	if err != nil {
+		return nil, err
 	}
 	var opts []store.Option
 	if cfg.Tracer != nil {
@@ -46,9 +55,9 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	}
 	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns), opts...)
 	if err != nil {
+		rdb.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	rdb := redis.NewClient(opt)
 	// The cache loads codes and projects Redis has not seen from Postgres.
 	c := cache.New(rdb, cache.WithLoader(st), cache.WithCoalescing(cfg.RedisCoalesce, 128),
 		cache.WithReplicaWait(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout))
@@ -65,6 +74,48 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 		d.Registry.MustRegister(&audit.LagCollector{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic, Group: cfg.ConsumerGroup})
 	}
 	return d, nil
+}
+
+// NewRedisClient connects to the Redis that rawURL names (ACV_REDIS_URL):
+//
+//   - redis://[user:password@]host:port[/db][?option=value…], rediss:// with TLS: one Redis
+//     (go-redis's ParseURL and its options);
+//   - redis-cluster://[user:password@]host:port[?addr=host:port&addr=…&option=value…],
+//     rediss-cluster:// with TLS: a Redis Cluster, found from any of the nodes named (name
+//     several, so a client starts while one is down); the options are go-redis's
+//     ParseClusterURL's;
+//   - redis://host:port?addr=host:port…, go-redis's own cluster form: with an addr option, a
+//     redis:// URL names a cluster too.
+//
+// poolSize, when above 0, is the most connections of the client (on a cluster: to each node).
+func NewRedisClient(rawURL string, poolSize int) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	scheme, isCluster := strings.CutSuffix(u.Scheme, "-cluster")
+	if isCluster || u.Query().Has("addr") {
+		if p := strings.TrimPrefix(u.Path, "/"); p != "" && p != "0" {
+			return nil, fmt.Errorf("parse redis url: a cluster has database 0 only, not %q", p)
+		}
+		u.Scheme, u.Path = scheme, ""
+		opt, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("parse redis cluster url: %w", err)
+		}
+		if poolSize > 0 {
+			opt.PoolSize = poolSize
+		}
+		return redis.NewClusterClient(opt), nil
+	}
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	if poolSize > 0 {
+		opt.PoolSize = poolSize
+	}
+	return redis.NewClient(opt), nil
 }
 
 // withPoolSize sets pgxpool's pool_max_conns on the URL unless the URL sets it already.

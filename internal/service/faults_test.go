@@ -255,8 +255,13 @@ func newTraffic(t *testing.T, s *testkit.Stack, nCodes int) *traffic {
 	bases := s.StartAPIs(3)
 	tn := s.NewTenant(nil, bases...)
 	f := &traffic{t: t, tn: tn}
-	for i := 0; i < nCodes; i++ {
-		f.values = append(f.values, fmt.Sprintf("FAULT-%02d", i))
+	// Every code in one shard, so every event goes to one outbox stream, which the fault
+	// scenarios inspect (the relay's hook names entry ids, not their stream).
+	for i := 0; len(f.values) < nCodes; i++ {
+		v := fmt.Sprintf("FAULT-%02d", i)
+		if len(f.values) == 0 || cache.ShardOf(tn.ProjectID, v) == cache.ShardOf(tn.ProjectID, f.values[0]) {
+			f.values = append(f.values, v)
+		}
 	}
 	s.ImportCodes(tn.ProjectID, nil, f.values...)
 	return f
@@ -410,7 +415,7 @@ func runFaults(t *testing.T, sc faultScenario) {
 		s.Config.RelayClaimIdle, s.Config.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
 	}
 	f := newTraffic(t, s, 12)
-	stream := cache.OutboxStream(f.tn.ProjectID)
+	stream := cache.OutboxStreamOf(f.tn.ProjectID, f.values[0])
 	ctx := context.Background()
 
 	relayHooks, consumerHooks := testkit.NoHooks, testkit.NoHooks

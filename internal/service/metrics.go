@@ -66,7 +66,7 @@ var (
 
 // poolCollector reads the client pools' own counters at scrape time.
 type poolCollector struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	pg  *pgxpool.Pool
 }
 
@@ -95,7 +95,7 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // outboxCollector reads the outbox depth and age at scrape time, from whichever replica is
 // scraped: the outbox is shared, so every replica reports the same numbers.
 type outboxCollector struct {
-	rdb     *redis.Client
+	rdb     redis.Cmdable
 	streams []string
 }
 

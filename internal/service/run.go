@@ -67,7 +67,7 @@ func RunConsumer(ctx context.Context, d *Deps) error {
 	c := audit.NewConsumer(audit.ConsumerConfig{
 		Brokers: d.Config.KafkaBrokers, Topic: d.Config.KafkaTopic, GroupID: d.Config.ConsumerGroup,
 		Logger: d.Config.Logger, BeforeCommit: d.Config.Hooks.ConsumerBeforeCommit, Metrics: d.Audit,
-		Tracer: d.Config.Tracer,
+		Tracer: d.Config.Tracer, SessionTimeout: d.Config.KafkaSessionTimeout,
 	}, d.Store)
 	defer c.Close()
 	return c.Run(ctx)
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		pipeWG.Wait()
 	}
 	defer shutdown()
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	start := func(wg *sync.WaitGroup, name string, c context.Context, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -144,6 +144,9 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	}
 	if cfg.Roles.Consumer && cfg.UsesKafka() {
 		start(&pipeWG, "consumer", pipeCtx, func(c context.Context) error { return RunConsumer(c, d) })
+	}
+	if cfg.Roles.Relay || cfg.Roles.Consumer {
+		start(&pipeWG, "log maintenance", pipeCtx, func(c context.Context) error { return RunLogMaintenance(c, d) })
 	}
 	if cfg.DebugAddr != "" {
 		start(&apiWG, "debug", apiCtx, func(c context.Context) error { return serveDebug(c, cfg.DebugAddr, d) })

@@ -30,15 +30,19 @@ type shared struct {
 
 var suite shared
 
-// Main runs a package's tests and stops every server they started, so a test binary leaves no
-// process or data directory behind. Call it from TestMain.
+// Main runs a package's tests and stops every server they started (the real Kafka brokers
+// too), so a test binary leaves no process or data directory behind. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	if !stopKafkas() && code == 0 {
+		code = 1
+	}
 	suite.mu.Lock()
 	for _, r := range suite.rds {
 		r.Stop(5 * time.Second)
 	}
 	suite.mu.Unlock()
+	stopRedisClusters()
 	suite.pg.Stop()
 	if suite.dir != "" {
 		os.RemoveAll(suite.dir)

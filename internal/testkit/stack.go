@@ -12,7 +12,6 @@ import (
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/localenv/localkafka"
@@ -32,10 +31,13 @@ type Stack struct {
 	Config service.Config
 	Deps   *service.Deps
 	Admin  *admin.Admin
-	Kafka  *localkafka.Broker
+	Kafka  *localkafka.Broker // the in-process broker; nil on a real one (StackOptions.Kafka)
 	Redis  *localenv.Redis
+	// RedisCluster is the Redis Cluster the stack runs on instead of Redis (nil on one Redis).
+	RedisCluster *localenv.RedisCluster
 	// HTTP is shared by every client of the test, with enough idle connections for thousands
-	// of concurrent requests.
+	// of concurrent requests. It checks every response to a request api/openapi.yaml describes
+	// against the document (OpenAPICheck); a mismatch fails the test.
 	HTTP *http.Client
 	// Logs holds every log line of the parts; it fails the test on a line carrying a secret.
 	Logs *LogSink
@@ -60,17 +62,38 @@ func NewStack(t *testing.T) *Stack {
 // PostgreSQL server of its own (StartOwnPostgres).
 func NewStackOn(t *testing.T, pgURL string) *Stack {
 	t.Helper()
+	return NewStackWith(t, StackOptions{PostgresURL: pgURL})
+}
+
+// StackOptions choose the servers a Stack runs on.
+type StackOptions struct {
+	// PostgresURL is the database to run on; empty creates a fresh one (PostgresDB).
+	PostgresURL string
+	// Kafka is a real Apache Kafka (RealKafka) to run the pipeline on, with a topic and a
+	// consumer group of the stack's own; nil starts an in-process kfake broker for the stack.
+	Kafka *localenv.Kafka
+	// RedisCluster runs the stack on the shared 3-master Redis Cluster instead of one
+	// redis-server; so does a test marked with UseRedisCluster.
+	RedisCluster bool
+}
+
+// NewStackWith is NewStack on the servers o chooses.
+func NewStackWith(t *testing.T, o StackOptions) *Stack {
+	t.Helper()
+	pgURL := o.PostgresURL
+	if pgURL == "" {
+		pgURL = PostgresDB(t)
+	}
 	ctx := context.Background()
-	// DEBUG is allowed from loopback so a test can make Redis reload (LoadRedis).
-	r := RedisServer(t, localenv.RedisOptions{AOF: true, Debug: true})
+	r, rc, redisURL := stackRedis(t, o.RedisCluster)
 	if err := store.Migrate(ctx, pgURL); err != nil {
 		t.Fatal(err)
 	}
-	k := KafkaBroker(t, audit.Topic, 4)
+	k, kc := stackKafka(t, o.Kafka, 4)
 	logs, logger := NewLogSink(t)
 	cfg := service.Config{
-		RedisURL: "redis://" + r.Addr + "/0", DatabaseURL: pgURL, KafkaBrokers: k.Brokers,
-		KafkaTopic: audit.Topic, Partitions: 4, ConsumerGroup: "acv-test", Instance: "test",
+		RedisURL: redisURL, DatabaseURL: pgURL, KafkaBrokers: kc.brokers,
+		KafkaTopic: kc.topic, Partitions: kc.partitions, ConsumerGroup: kc.group, Instance: "test",
 		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
 		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger, MasterKeys: MasterKeys(t, "test"),
 	}
@@ -81,8 +104,8 @@ func NewStackOn(t *testing.T, pgURL string) *Stack {
 	t.Cleanup(d.Close)
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &Stack{T: t, Config: cfg, Deps: d, Admin: &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys}, Kafka: k, Redis: r,
-		HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}, Logs: logs}
+	return &Stack{T: t, Config: cfg, Deps: d, Admin: &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys}, Kafka: k, Redis: r, RedisCluster: rc,
+		HTTP: &http.Client{Transport: NewOpenAPICheck(t, tr), Timeout: 30 * time.Second}, Logs: logs}
 }
 
 // Part is a running service.Run, one process of the deployment, that a test may stop early.

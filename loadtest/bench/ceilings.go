@@ -49,7 +49,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		for i := start; i < start+10_000; i++ {
 			recs = append(recs, contract.CodeRecord{ID: contract.NewID(), Code: fmt.Sprintf("%012d", i)})
 		}
-		if err := c.PutCodes(ctx, pid, recs); err != nil {
+		if err := c.PutBenchmarkCodes(ctx, pid, "__rand_int__", recs); err != nil {
 			return err
 		}
 	}

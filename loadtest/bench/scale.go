@@ -195,7 +195,7 @@ func (b *bench) addLatency(name string, lat []time.Duration, note string) {
 	b.rows = append(b.rows, row{name: name, p50: ms(0.5), p99: ms(0.99), note: note})
 }
 
-func usedMemory(ctx context.Context, rdb *redis.Client) int64 {
+func usedMemory(ctx context.Context, rdb redis.UniversalClient) int64 {
 	info, err := rdb.Info(ctx, "memory").Result()
 	if err != nil {
 		return 0

@@ -1,0 +1,19 @@
+-- refund.lua: give back the token admit.lua took for a verify or reactivate that apply.lua then
+-- refused (a replay, an Idempotency-Key used with another request) or that failed (a load from
+-- Postgres, Redis itself), so such a request costs its key nothing and can be sent again; or
+-- the unused tokens of a replica's lease (lease.lua) once it lapsed.
+--
+-- KEYS[1] token bucket acv:rl:{<key id>}
+-- ARGV[1] burst
+-- ARGV[2] tokens to give back (absent: 1)
+--
+-- Reply: 1 refunded, 0 no bucket (it expired: it is full anyway).
+--
+-- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+
+local t = redis.call('HGET', KEYS[1], F_TOKENS)
+if not t then
+  return 0
+end
+redis.call('HSET', KEYS[1], F_TOKENS, tostring(math.min(tonumber(ARGV[1]), tonumber(t) + tonumber(ARGV[2] or '1'))))
+return 1

@@ -1,0 +1,305 @@
+package localenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// KafkaNode is one node of a Kafka cluster: a JVM running broker and controller, that a fault
+// test may kill, stop and start again. Its ports and data stay the same across restarts, so
+// clients reconnect to the address they were given.
+type KafkaNode struct {
+	// ID is the node id (node.id), 1-based.
+	ID int
+	// Addr is the client listener ("127.0.0.1:port"); ControllerAddr the KRaft controller's.
+	Addr, ControllerAddr string
+	// Dir holds server.properties, the data (data/) and the log.
+	Dir string
+	// LogFile is where the node logs, appended to across restarts.
+	LogFile string
+
+	k    *Kafka
+	mu   sync.Mutex
+	proc *Process
+	log  *os.File
+	// stopped says the current process was killed or stopped on purpose: its exit is no
+	// failure to start.
+	stopped bool
+}
+
+// javaBinary finds java: $JAVA_HOME/bin/java, else the PATH.
+func javaBinary() (string, error) {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		if p := filepath.Join(h, "bin", "java"); isExecutable(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("java not installed (apt-get install default-jdk-headless): %w", err)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// serverProperties is the node's configuration. Everything listens on 127.0.0.1 only. Topics
+// are created explicitly, never by a producer. A cluster of three replicates every topic (and
+// the offsets topic) three times and needs two in-sync replicas for an acks=all write, as
+// production would. The rest is tuned for tests on a small machine: no initial rebalance delay,
+// small segments and few partitions for the internal topics, few threads, a small cleaner
+// buffer (the default 128 MiB would not fit the heap), and a dead broker fenced after 3 s
+// instead of 9 so partition leadership moves quickly when a fault test kills one.
+func (n *KafkaNode) serverProperties(voters string) string {
+	nodes := len(n.k.Nodes)
+	rf := min(3, nodes)
+	isr := min(2, rf)
+	props := []string{
+		"process.roles=broker,controller",
+		"node.id=" + strconv.Itoa(n.ID),
+		"controller.quorum.voters=" + voters,
+		"listeners=PLAINTEXT://" + n.Addr + ",CONTROLLER://" + n.ControllerAddr,
+		"advertised.listeners=PLAINTEXT://" + n.Addr,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"controller.listener.names=CONTROLLER",
+		"inter.broker.listener.name=PLAINTEXT",
+		"log.dirs=" + filepath.Join(n.Dir, "data"),
+		"auto.create.topics.enable=false",
+		"delete.topic.enable=true",
+		"unclean.leader.election.enable=false",
+		"num.partitions=1",
+		"default.replication.factor=" + strconv.Itoa(rf),
+		"min.insync.replicas=" + strconv.Itoa(isr),
+		"offsets.topic.replication.factor=" + strconv.Itoa(rf),
+		"offsets.topic.num.partitions=4",
+		"transaction.state.log.replication.factor=" + strconv.Itoa(rf),
+		"transaction.state.log.min.isr=" + strconv.Itoa(isr),
+		"transaction.state.log.num.partitions=4",
+		"group.initial.rebalance.delay.ms=0",
+		"group.min.session.timeout.ms=1000",
+		"log.segment.bytes=1048576",
+		"num.network.threads=2",
+		"num.io.threads=4",
+		"background.threads=4",
+		"num.recovery.threads.per.data.dir=1",
+		"num.replica.fetchers=1",
+		"log.cleaner.threads=1",
+		"log.cleaner.dedupe.buffer.size=8388608",
+		"broker.heartbeat.interval.ms=500",
+		"broker.session.timeout.ms=3000",
+		"replica.lag.time.max.ms=10000",
+	}
+	if major(n.k.Version) != "3" {
+		// Internal topics of 4.x (share groups), created only when used.
+		props = append(props,
+			"share.coordinator.state.topic.replication.factor="+strconv.Itoa(rf),
+			"share.coordinator.state.topic.min.isr="+strconv.Itoa(isr))
+	}
+	return strings.Join(props, "\n") + "\n"
+}
+
+// log4j configurations, one per major version, sending everything to the console, which the
+// node's log file receives.
+const (
+	log4jProperties = `log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+`
+	log4j2Properties = `status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.state.name = state.change.logger
+logger.state.level = warn
+`
+)
+
+// writeConfig writes the node's server.properties and logging configuration.
+func (n *KafkaNode) writeConfig(voters string) error {
+	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
+		return fmt.Errorf("kafka node %d: %w", n.ID, err)
+	}
+	files := map[string]string{"server.properties": n.serverProperties(voters)}
+	if major(n.k.Version) == "3" {
+		files["log4j.properties"] = log4jProperties
+	} else {
+		files["log4j2.properties"] = log4j2Properties
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("kafka node %d: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+// jvmArgs are the java arguments before the main class: a small heap and the serial collector
+// and client compiler, which start fastest and leave the two cores of a test machine to the
+// tests, the logging configuration, and KafkaOptions.JVMOptions.
+func (n *KafkaNode) jvmArgs(heapMB int) []string {
+	args := []string{
+		fmt.Sprintf("-Xmx%dm", heapMB), fmt.Sprintf("-Xms%dm", min(heapMB, 64)),
+		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+		"-Dkafka.logs.dir=" + n.Dir,
+	}
+	if major(n.k.Version) == "3" {
+		args = append(args, "-Dlog4j.configuration=file:"+filepath.Join(n.Dir, "log4j.properties"))
+	} else {
+		args = append(args, "-Dlog4j2.configurationFile="+filepath.Join(n.Dir, "log4j2.properties"))
+	}
+	args = append(args, n.k.opts.JVMOptions...)
+	return append(args, "-cp", filepath.Join(n.k.Dist.Libs, "*"))
+}
+
+// format formats the node's storage with the release's own tool, for the cluster's id and its
+// static quorum (controller.quorum.voters): the same command on 3.x and 4.x.
+func (n *KafkaNode) format(ctx context.Context) error {
+	java, err := javaBinary()
+	if err != nil {
+		return err
+	}
+	args := append(n.jvmArgs(128), "kafka.tools.StorageTool", "format",
+		"--config", filepath.Join(n.Dir, "server.properties"), "--cluster-id", n.k.clusterID)
+	cmd := exec.CommandContext(ctx, java, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("format kafka node %d storage: %w: %s", n.ID, err, lastChars(string(out), 4000))
+	}
+	return nil
+}
+
+// pidFile records the node's JVM, so a start on the same directory first stops one a run that
+// died left behind.
+func (n *KafkaNode) pidFile() string { return filepath.Join(n.Dir, "kafka.pid") }
+
+// launch starts the node's JVM without waiting for it to answer.
+func (n *KafkaNode) launch() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc != nil && !n.proc.Exited() {
+		return nil
+	}
+	if err := stopStale(n.pidFile(), "java", syscall.SIGKILL, 10*time.Second); err != nil {
+		return err
+	}
+	java, err := javaBinary()
+	if err != nil {
+		return err
+	}
+	if n.log != nil {
+		n.log.Close()
+	}
+	n.log, err = os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("kafka node %d log: %w", n.ID, err)
+	}
+	fmt.Fprintf(n.log, "=== acv localenv: starting kafka %s node %d at %s\n", n.k.Version, n.ID, time.Now().Format(time.RFC3339Nano))
+	args := append(n.jvmArgs(n.k.opts.HeapMB), "kafka.Kafka", filepath.Join(n.Dir, "server.properties"))
+	cmd := exec.Command(java, args...)
+	out := &lockedBuffer{}
+	w := io.MultiWriter(n.log, out)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Dir = n.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start kafka node %d: %w", n.ID, err)
+	}
+	p := &Process{Name: fmt.Sprintf("kafka-%d", n.ID), cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	n.proc, n.stopped = p, false
+	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("kafka node %d pid file: %w", n.ID, err)
+	}
+	return nil
+}
+
+// Start starts the node again after Kill or Stop, on the same ports and data, and waits until
+// the cluster answers with every running node; a running node is left alone.
+func (n *KafkaNode) Start(ctx context.Context) error {
+	if err := n.launch(); err != nil {
+		return err
+	}
+	return n.k.WaitReady(ctx, kafkaStartWithin)
+}
+
+// Kill ends the node's JVM with SIGKILL, as a crash or an OOM kill would: no controlled
+// shutdown, no flush. It returns once the process is gone.
+func (n *KafkaNode) Kill() {
+	n.mu.Lock()
+	p := n.proc
+	n.stopped = true
+	n.mu.Unlock()
+	p.Kill()
+}
+
+// Stop shuts the node down cleanly (SIGTERM: leadership moves away first, the logs are
+// closed), and kills it when that takes longer than 30 s, which it may when it is the last node
+// of a quorum that cannot elect a controller any more.
+func (n *KafkaNode) Stop() {
+	n.mu.Lock()
+	p := n.proc
+	n.stopped = true
+	n.mu.Unlock()
+	p.Stop(30 * time.Second)
+}
+
+// Running tells whether the node's JVM runs (it may not answer yet).
+func (n *KafkaNode) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc != nil && !n.proc.Exited()
+}
+
+// Pid is the node's JVM process id, 0 when it does not run.
+func (n *KafkaNode) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.Exited() {
+		return 0
+	}
+	return n.proc.Pid()
+}
+
+// LogTail is the last lines of the node's log file.
+func (n *KafkaNode) LogTail(lines int) string {
+	b, err := os.ReadFile(n.LogFile)
+	if err != nil {
+		return err.Error()
+	}
+	b = bytes.TrimRight(b, "\n")
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			lines--
+			if lines == 0 {
+				return string(b[i+1:])
+			}
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,58 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/store"
+)
+
+// LogRetentionEnv names the setting of how many days of verification logs are kept.
+const LogRetentionEnv = "ACV_LOG_RETENTION"
+
+// LogMaintenanceEvery is how often a relay or consumer process keeps the log partitions: the
+// days ahead are created 7 days early, so hourly runs leave a wide margin for failed ones.
+const LogMaintenanceEvery = time.Hour
+
+// ParseLogRetention reads a retention in whole days: "400", "400d", or "0" to keep every day.
+func ParseLogRetention(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "d"))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want a number of days (e.g. 400 or 400d; 0 keeps every day)", LogRetentionEnv, v)
+	}
+	return n, nil
+}
+
+// LogPolicy is the partition policy of the verification logs: the configured retention
+// (ACV_LOG_RETENTION), with store.DefaultLogPolicy's days created ahead.
+func LogPolicy(cfg Config) store.LogPolicy {
+	p := store.DefaultLogPolicy()
+	p.RetentionDays = cfg.LogRetentionDays
+	return p
+}
+
+// RunLogMaintenance keeps the partitions of verification_logs (days ahead created, days past
+// the retention dropped) every LogMaintenanceEvery until ctx ends. Every relay and consumer
+// process runs it; an advisory lock in Postgres makes them take turns, and a failed run (a lock
+// not obtained within its timeout, Postgres down) is logged and retried at the next tick.
+func RunLogMaintenance(ctx context.Context, d *Deps) error {
+	log := d.Config.Logger
+	policy := LogPolicy(d.Config)
+	d.Store.MaintainLogsEvery(ctx, LogMaintenanceEvery, policy, func(res store.LogMaintenance, err error) {
+		switch {
+		case err != nil:
+			log.Warn("verification-log partition maintenance failed; retried at the next run",
+				"err", err, "created", res.Created, "dropped", res.Dropped)
+		case res.Busy:
+			log.Debug("verification-log partition maintenance: another process is running it")
+		case len(res.Created)+len(res.Dropped) > 0 || res.Moved+res.Purged > 0:
+			log.Info("verification-log partitions maintained", "created", res.Created, "dropped", res.Dropped,
+				"moved_from_default", res.Moved, "purged_from_default", res.Purged,
+				"retention_days", policy.RetentionDays)
+		}
+	})
+	return nil
+}

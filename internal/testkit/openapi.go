@@ -1,0 +1,189 @@
+package testkit
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/acv/acv/api"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	"github.com/pb33f/libopenapi-validator/paths"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+)
+
+// The document is the one the service embeds and serves (api.OpenAPI), so the suites check
+// the responses against exactly what clients are given. libopenapi-validator validates
+// OpenAPI 3.1 with a JSON Schema 2020-12 validator and caches each compiled schema, so a
+// response costs tens of microseconds: every response of the end-to-end suites (thousands in
+// the contention tests) can be checked without slowing them. kin-openapi v0.153 validates 3.1
+// too, but compiles the schema again for every response (about 1 ms each, 2 ms under -race).
+
+// openAPI is the validator of api/openapi.yaml, built once per test binary: building the model
+// takes tens of milliseconds, and its schema cache then serves every stack of the binary.
+var openAPI struct {
+	once  sync.Once
+	v     validator.Validator
+	model *v3.Document
+	err   error
+}
+
+func openAPIValidator() (validator.Validator, *v3.Document, error) {
+	openAPI.once.Do(func() {
+		doc, err := libopenapi.NewDocument(api.OpenAPI())
+		if err != nil {
+			openAPI.err = fmt.Errorf("parse api/openapi.yaml: %w", err)
+			return
+		}
+		m, err := doc.BuildV3Model()
+		if err != nil {
+			openAPI.err = fmt.Errorf("build the model of api/openapi.yaml: %w", err)
+			return
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			openAPI.err = fmt.Errorf("validator of api/openapi.yaml: %v", errs)
+			return
+		}
+		openAPI.v, openAPI.model = v, &m.Model
+	})
+	return openAPI.v, openAPI.model, openAPI.err
+}
+
+// OpenAPICheck is an http.RoundTripper that validates the response to every request the
+// document describes (status, headers, content type, body) against api/openapi.yaml and
+// records each mismatch. Responses to requests outside the document (another path such as
+// /metrics or /readyz, or a method the path does not have) pass unchecked. It reads a checked
+// response's body whole before handing it on; the caller reads the same bytes.
+type OpenAPICheck struct {
+	next  http.RoundTripper
+	v     validator.Validator
+	model *v3.Document
+	opts  *config.ValidationOptions
+
+	checked  atomic.Int64
+	mu       sync.Mutex
+	failures []string
+}
+
+// NewOpenAPICheck wraps next (http.DefaultTransport when nil). When tb ends, each recorded
+// mismatch fails it: the test that got a response the document does not describe fails,
+// wherever in it the request was made (a subtest, a goroutine, a client library).
+func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
+	tb.Helper()
+	v, model, err := openAPIValidator()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c := &OpenAPICheck{next: next, v: v, model: model, opts: config.NewValidationOptions()}
+	tb.Cleanup(func() {
+		tb.Logf("%d responses checked against api/openapi.yaml", c.Checked())
+		for _, f := range c.Failures() {
+			tb.Errorf("response does not match api/openapi.yaml: %s", f)
+		}
+	})
+	return c
+}
+
+// Checked is how many responses were validated, for a test that wants to know the check ran.
+func (c *OpenAPICheck) Checked() int64 { return c.checked.Load() }
+
+// Failures are the mismatches recorded so far, one line each.
+func (c *OpenAPICheck) Failures() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.failures...)
+}
+
+// RoundTrip sends the request with the wrapped transport and checks the response.
+func (c *OpenAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || req.Method == http.MethodHead {
+		return resp, err
+	}
+	vreq, ok := c.described(req)
+	if !ok {
+		return resp, nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		// The caller gets what arrived and then the same error; a torn body says nothing
+		// about the document.
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		return resp, nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	c.check(vreq, resp, body)
+	return resp, nil
+}
+
+// described returns the request as the validator reads it when the document describes its
+// path and method. A request built with an opaque URL (Signer.Build: the path exactly as sent)
+// has no Path; the validator reads the path from a copy that has it, encoding untouched.
+func (c *OpenAPICheck) described(req *http.Request) (*http.Request, bool) {
+	vreq := req
+	if req.URL.Opaque != "" {
+		u, err := url.ParseRequestURI(req.URL.Opaque)
+		if err != nil {
+			return nil, false
+		}
+		u.Scheme, u.Host, u.RawQuery = req.URL.Scheme, req.URL.Host, req.URL.RawQuery
+		vreq = req.Clone(req.Context())
+		vreq.URL = u
+	}
+	item, errs, _ := paths.FindPath(vreq, c.model, c.opts)
+	return vreq, item != nil && len(errs) == 0
+}
+
+// check validates one response whose body was read and records any mismatch.
+func (c *OpenAPICheck) check(req *http.Request, resp *http.Response, body []byte) {
+	c.checked.Add(1)
+	copied := &http.Response{
+		StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Request: req,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}
+	ok, errs := c.v.ValidateHttpResponse(req, copied)
+	if ok {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s answered %d:", req.Method, req.URL.RequestURI(), resp.StatusCode)
+	for _, e := range errs {
+		fmt.Fprintf(&b, " [%s: %s", e.Message, e.Reason)
+		for _, s := range e.SchemaValidationErrors {
+			if s.FieldPath != "" {
+				fmt.Fprintf(&b, "; %s at %s", s.Reason, s.FieldPath)
+			} else {
+				fmt.Fprintf(&b, "; %s", s.Reason)
+			}
+		}
+		b.WriteString("]")
+	}
+	fmt.Fprintf(&b, "; headers %v; body %s", resp.Header, truncate(body, 2048))
+	c.mu.Lock()
+	c.failures = append(c.failures, b.String())
+	c.mu.Unlock()
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

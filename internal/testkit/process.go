@@ -1,0 +1,410 @@
+package testkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/internal/localenv"
+)
+
+// The fault tests run the service as an operator does: `acv serve` child processes, configured
+// by the environment, that a test kills with SIGKILL and starts again. A Stack's parts run
+// in-process (service.Run in a goroutine) and cannot be killed like that.
+
+// acvBinary is cmd/acv built once per test binary.
+var acvBinary struct {
+	once sync.Once
+	path string
+	took time.Duration
+	err  error
+}
+
+// ACVBinary is cmd/acv of this checkout, built with `go build` on first use into the test
+// binary's temporary directory (which Main removes), so every test of the binary runs the
+// same build.
+func ACVBinary(tb testing.TB) string {
+	tb.Helper()
+	acvBinary.once.Do(func() {
+		if acvBinary.err = suite.init(); acvBinary.err != nil {
+			return
+		}
+		start := time.Now()
+		acvBinary.path = filepath.Join(suite.dir, "bin", "acv")
+		cmd := exec.Command("go", "build", "-o", acvBinary.path, "./cmd/acv")
+		cmd.Dir = RepoRoot(tb)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			acvBinary.err = fmt.Errorf("go build ./cmd/acv: %w\n%s", err, out)
+			return
+		}
+		acvBinary.took = time.Since(start)
+	})
+	if acvBinary.err != nil {
+		tb.Fatal(acvBinary.err)
+	}
+	return acvBinary.path
+}
+
+// ACVBuildTime is how long ACVBinary's build took (zero before it ran).
+func ACVBuildTime() time.Duration { return acvBinary.took }
+
+// Service is one `acv serve` child process. Its listeners stay on the same addresses across
+// restarts, so clients keep pointing at it, and its output goes to LogFile (appended to across
+// restarts). It dies with the test binary (Pdeathsig) and is stopped when the test ends; a test
+// that failed shows the end of its log.
+type Service struct {
+	// Name identifies the process in messages; it is also its ACV_INSTANCE unless the settings
+	// name one.
+	Name string
+	// HTTPAddr is the API listener (ACV_HTTP_ADDR), DebugAddr the debug listener
+	// (ACV_DEBUG_ADDR: /metrics, /healthz, /readyz), each "127.0.0.1:port".
+	HTTPAddr, DebugAddr string
+	// LogFile holds what the process printed.
+	LogFile string
+	// Starts counts how often the process was started.
+	Starts int
+
+	t    testing.TB
+	bin  string
+	env  []string
+	api  bool
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartService runs `acv serve` with settings (environment variable → value: ACV_ROLES,
+// ACV_REDIS_URL and so on) on top of the test's environment stripped of every ACV_*, KAFKA_*
+// and OTEL_* variable, and waits until it serves: its debug listener answers /healthz and,
+// with the API role, so does its API. ACV_HTTP_ADDR and ACV_DEBUG_ADDR get free loopback
+// ports unless settings name them; ACV_INSTANCE defaults to name.
+func StartService(tb testing.TB, name string, settings map[string]string) *Service {
+	tb.Helper()
+	s := &Service{Name: name, t: tb, bin: ACVBinary(tb), LogFile: filepath.Join(tb.TempDir(), name+".log")}
+	set := map[string]string{"ACV_INSTANCE": name, "ACV_LOG_LEVEL": "info"}
+	for k, v := range settings {
+		set[k] = v
+	}
+	for _, k := range []string{"ACV_HTTP_ADDR", "ACV_DEBUG_ADDR"} {
+		if set[k] == "" {
+			port, err := localenv.FreePort()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			set[k] = fmt.Sprintf("127.0.0.1:%d", port)
+		}
+	}
+	s.HTTPAddr, s.DebugAddr = set["ACV_HTTP_ADDR"], set["ACV_DEBUG_ADDR"]
+	roles := set["ACV_ROLES"]
+	s.api = roles == "" || strings.Contains(roles, "api")
+	s.env = serviceEnv(set)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("--- %s: end of %s:\n%s", s.Name, s.LogFile, s.Tail(40))
+		}
+		s.stop(10 * time.Second)
+	})
+	s.Start()
+	return s
+}
+
+// serviceEnv is the test's environment without the settings that would point a child
+// elsewhere, plus set.
+func serviceEnv(set map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "ACV_") || strings.HasPrefix(name, "KAFKA_") || strings.HasPrefix(name, "OTEL_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+// Start starts the process (again, after Kill or Stop) and waits up to a minute until it
+// serves; it fails the test when the process exits first or does not answer.
+func (s *Service) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	if s.cmd != nil && !isDone(s.done) {
+		s.mu.Unlock()
+		s.t.Fatalf("%s: started while running", s.Name)
+	}
+	f, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.mu.Unlock()
+		s.t.Fatal(err)
+	}
+	s.Starts++
+	fmt.Fprintf(f, "=== testkit: start %d of %s at %s\n", s.Starts, s.Name, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(s.bin, "serve")
+	cmd.Env = s.env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		s.mu.Unlock()
+		s.t.Fatalf("start %s: %v", s.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if isDone(done) {
+			s.t.Fatalf("%s exited before it served (%s):\n%s", s.Name, cmd.ProcessState, s.Tail(40))
+		}
+		if s.serving() {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s does not serve a minute after its start:\n%s", s.Name, s.Tail(40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serving tells whether the debug listener, and with the API role the API, answer /healthz.
+func (s *Service) serving() bool {
+	urls := []string{"http://" + s.DebugAddr + "/healthz"}
+	if s.api {
+		urls = append(urls, "http://"+s.HTTPAddr+"/healthz")
+	}
+	for _, u := range urls {
+		code, _, err := fetchURL(u, time.Second)
+		if err != nil || code != http.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// Running tells whether the process runs.
+func (s *Service) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && !isDone(s.done)
+}
+
+// Pid is the process id of the current run.
+func (s *Service) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Kill ends the process with SIGKILL, as a crash or the OOM killer would: no drain, no flush,
+// nothing acknowledged that was in flight. It returns once the process is gone.
+func (s *Service) Kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil || isDone(done) {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Stop ends the process with SIGTERM, as an orchestrator does (drain, flush, leave the
+// consumer group), and fails the test when it has not exited within a minute or exited with
+// an error.
+func (s *Service) Stop() {
+	s.t.Helper()
+	if code, ok := s.stop(time.Minute); !ok {
+		s.t.Errorf("%s did not stop within a minute of SIGTERM:\n%s", s.Name, s.Tail(40))
+	} else if code != 0 {
+		s.t.Errorf("%s exited with %d after SIGTERM:\n%s", s.Name, code, s.Tail(40))
+	}
+}
+
+// stop sends SIGTERM and waits up to grace, then kills the process; it returns the exit code
+// and whether the process ended within grace.
+func (s *Service) stop(grace time.Duration) (code int, ok bool) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return 0, true
+	}
+	if isDone(done) {
+		return cmd.ProcessState.ExitCode(), true
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode(), true
+	case <-time.After(grace):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		return -1, false
+	}
+}
+
+// Tail is the last n lines the process printed.
+func (s *Service) Tail(n int) string {
+	b, err := os.ReadFile(s.LogFile)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LogLines are the lines of the process's output that contain substr.
+func (s *Service) LogLines(substr string) []string {
+	b, err := os.ReadFile(s.LogFile)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Readiness is what /readyz of the debug listener answered: its status and each
+// dependency's check ("ok" or "unavailable").
+type Readiness struct {
+	Status int
+	Checks map[string]string
+}
+
+// Ready asks the debug listener's /readyz.
+func (s *Service) Ready() (Readiness, error) {
+	code, body, err := fetchURL("http://"+s.DebugAddr+"/readyz", 5*time.Second)
+	if err != nil {
+		return Readiness{}, err
+	}
+	r := Readiness{Status: code}
+	var v struct {
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return r, fmt.Errorf("%s /readyz: %w: %s", s.Name, err, body)
+	}
+	r.Checks = v.Checks
+	return r, nil
+}
+
+// Metrics scrapes the debug listener's /metrics.
+func (s *Service) Metrics() (Metrics, error) {
+	code, body, err := fetchURL("http://"+s.DebugAddr+"/metrics", 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("%s /metrics: HTTP %d", s.Name, code)
+	}
+	return ParseMetrics(string(body)), nil
+}
+
+// Metrics are the samples of a Prometheus text exposition, by series as exposed: the metric
+// name with its labels as the registry writes them (sorted by label name), e.g.
+// `acv_dependency_up{dependency="kafka"}`.
+type Metrics map[string]float64
+
+// ParseMetrics reads the samples of a Prometheus text exposition; comments and lines that
+// are not samples are skipped.
+func ParseMetrics(text string) Metrics {
+	m := Metrics{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i <= 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[line[:i]] = v
+	}
+	return m
+}
+
+// Has tells whether any series of the metric name was exposed.
+func (m Metrics) Has(name string) bool {
+	for series := range m {
+		if series == name || strings.HasPrefix(series, name+"{") {
+			return true
+		}
+	}
+	return false
+}
+
+// Sum adds every series of the metric name, whatever its labels.
+func (m Metrics) Sum(name string) float64 {
+	var sum float64
+	for series, v := range m {
+		if series == name || strings.HasPrefix(series, name+"{") {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// fetchURL fetches url and returns its status and body.
+func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,338 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// verification_logs is range-partitioned by verified_at into UTC days (migration 00008). The
+// functions here keep the days ahead created and drop the days past the retention.
+
+const (
+	// DefaultLogPartitionsAhead is how many days after today get their partition in advance: a
+	// maintenance run that stops for less than that leaves no day without one.
+	DefaultLogPartitionsAhead = 7
+	// DefaultLogRetentionDays is how many days of logs the retention keeps (ACV_LOG_RETENTION).
+	DefaultLogRetentionDays = 400
+
+	logsDefaultPartition = "verification_logs_default"
+	// logMaintenanceLock is the advisory lock key one maintenance run holds, so concurrent runs
+	// (several relays or consumers, an operator's `acv logs maintain`) take turns: "acvlogs\0".
+	logMaintenanceLock int64 = 0x6163766c6f677300
+	// partitionLockTimeout bounds how long a run waits for the logs' locks: a partition's DDL
+	// waiting behind a long query would stall every write and read queued behind it.
+	partitionLockTimeout = "2s"
+)
+
+// LogPolicy says which partitions a maintenance run keeps.
+type LogPolicy struct {
+	// Ahead is how many days after today's get a partition (negative: none; today's always does).
+	Ahead int
+	// RetentionDays drops a day's partition once all of it is older than that many days; 0
+	// keeps every day.
+	RetentionDays int
+}
+
+// DefaultLogPolicy is the policy of the service unless configured otherwise.
+func DefaultLogPolicy() LogPolicy {
+	return LogPolicy{Ahead: DefaultLogPartitionsAhead, RetentionDays: DefaultLogRetentionDays}
+}
+
+// LogPartition is one partition of verification_logs and its range [From, To); the default
+// partition has zero times.
+type LogPartition struct {
+	Name     string
+	From, To time.Time
+	Default  bool
+}
+
+// LogMaintenance is what one run did.
+type LogMaintenance struct {
+	// Busy is true when another process held the maintenance lock: this run did nothing.
+	Busy bool
+	// Created and Dropped name the partitions made and removed.
+	Created, Dropped []string
+	// Moved counts the rows taken out of the default partition into new day partitions; Purged
+	// those deleted from it because they were older than the retention.
+	Moved, Purged int64
+}
+
+// partitionName is the name of the day partition starting at day (UTC midnight).
+func partitionName(day time.Time) string {
+	return "verification_logs_p" + day.UTC().Format("20060102")
+}
+
+// utcDay is the UTC midnight starting t's day.
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// boundLiteral renders a partition bound as a SQL literal (DDL takes no parameters).
+func boundLiteral(t time.Time) string {
+	return "'" + t.UTC().Format("2006-01-02T15:04:05Z") + "'"
+}
+
+// LogPartitions lists the partitions of verification_logs in range order, the default last.
+func (s *Store) LogPartitions(ctx context.Context) ([]LogPartition, error) {
+	return logPartitions(ctx, s.pool)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
+	// pg_get_expr renders the bounds in the session's time zone with its offset, e.g.
+	// FOR VALUES FROM ('2025-01-02 00:00:00+00') TO ('2025-01-03 00:00:00+00'); cast back,
+	// they are exact.
+	rows, err := q.Query(ctx,
+		`SELECT c.relname::text, b.def = 'DEFAULT',
+		        (regexp_match(b.def, 'FROM \(''([^'']+)''\)'))[1]::timestamptz,
+		        (regexp_match(b.def, 'TO \(''([^'']+)''\)'))[1]::timestamptz
+		 FROM pg_inherits i
+		 JOIN pg_class c ON c.oid = i.inhrelid
+		 CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS def) b
+		 WHERE i.inhparent = 'verification_logs'::regclass`)
+	if err != nil {
+		return nil, fmt.Errorf("list log partitions: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogPartition, error) {
+		var (
+			p        LogPartition
+			from, to *time.Time
+		)
+		if err := r.Scan(&p.Name, &p.Default, &from, &to); err != nil {
+			return p, err
+		}
+		if from != nil {
+			p.From = from.UTC()
+		}
+		if to != nil {
+			p.To = to.UTC()
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list log partitions: %w", translate(err))
+	}
+	slices.SortFunc(out, func(a, b LogPartition) int {
+		if a.Default != b.Default {
+			if a.Default {
+				return 1
+			}
+			return -1
+		}
+		return a.From.Compare(b.From)
+	})
+	return out, nil
+}
+
+// MaintainLogPartitions makes verification_logs match policy at time now: every day from
+// today to policy.Ahead days after has its partition, and so has every day the default
+// partition holds rows of (they are moved into it); the partitions wholly older than
+// policy.RetentionDays days are dropped, and the default partition's rows that old deleted.
+//
+// One run at a time: a run that finds another's advisory lock held does nothing and reports
+// Busy. Each partition is created or dropped in its own short transaction that waits at most
+// 2 s for the table's locks; a run that fails part-way leaves a consistent table and the next
+// run finishes the work.
+func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy LogPolicy) (LogMaintenance, error) {
+	var res LogMaintenance
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("maintain log partitions: %w", translate(err))
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, logMaintenanceLock).Scan(&locked); err != nil {
+		return res, fmt.Errorf("maintain log partitions: lock: %w", translate(err))
+	}
+	if !locked {
+		res.Busy = true
+		return res, nil
+	}
+	defer func() {
+		// A session lock outlives the call on a pooled connection: release it, or close the
+		// connection (which releases it) when that fails.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, logMaintenanceLock); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+	}()
+
+	parts, err := logPartitions(ctx, conn)
+	if err != nil {
+		return res, err
+	}
+	today := utcDay(now)
+	want := map[time.Time]bool{}
+	for i := 0; i <= max(policy.Ahead, 0); i++ {
+		want[today.AddDate(0, 0, i)] = true
+	}
+	var cutoff time.Time
+	if policy.RetentionDays > 0 {
+		cutoff = today.AddDate(0, 0, -policy.RetentionDays)
+	}
+	// Days the default partition holds rows of, newer than the retention: each gets its
+	// partition, so the default stays (nearly) empty and history reads stay index seeks.
+	rows, err := conn.Query(ctx,
+		`SELECT DISTINCT date_trunc('day', verified_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+		 FROM `+logsDefaultPartition+` WHERE $1::timestamptz IS NULL OR verified_at >= $1`,
+		nullTime(cutoff))
+	if err != nil {
+		return res, fmt.Errorf("maintain log partitions: days in the default partition: %w", translate(err))
+	}
+	strays, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return res, fmt.Errorf("maintain log partitions: days in the default partition: %w", translate(err))
+	}
+	for _, d := range strays {
+		want[d.UTC()] = true
+	}
+	days := make([]time.Time, 0, len(want))
+	for d := range want {
+		if !covered(parts, d) {
+			days = append(days, d)
+		}
+	}
+	slices.SortFunc(days, time.Time.Compare)
+	for _, d := range days {
+		moved, err := createDayPartition(ctx, conn, d)
+		if err != nil {
+			return res, err
+		}
+		res.Created = append(res.Created, partitionName(d))
+		res.Moved += moved
+	}
+	if cutoff.IsZero() {
+		return res, nil
+	}
+	for _, p := range parts {
+		if p.Default || p.To.IsZero() || p.To.After(cutoff) {
+			continue
+		}
+		if err := inLockedTx(ctx, conn, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `DROP TABLE `+pgx.Identifier{p.Name}.Sanitize())
+			return err
+		}); err != nil {
+			return res, fmt.Errorf("maintain log partitions: drop %s: %w", p.Name, translate(err))
+		}
+		res.Dropped = append(res.Dropped, p.Name)
+	}
+	tag, err := conn.Exec(ctx, `DELETE FROM `+logsDefaultPartition+` WHERE verified_at < $1`, cutoff)
+	if err != nil {
+		return res, fmt.Errorf("maintain log partitions: purge the default partition: %w", translate(err))
+	}
+	res.Purged = tag.RowsAffected()
+	return res, nil
+}
+
+// covered tells whether one of parts (the default aside) holds day d.
+func covered(parts []LogPartition, d time.Time) bool {
+	for _, p := range parts {
+		if !p.Default && !p.From.After(d) && p.To.After(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// createDayPartition makes the partition of day d, [d, d+1 day), moving into it the rows of
+// that day the default partition holds, and returns how many it moved. The table is built
+// apart and attached, which takes only a SHARE UPDATE EXCLUSIVE lock on verification_logs
+// (writes and reads go on); the default partition is locked first, so no row of the day can
+// arrive in it between the move and the attach.
+func createDayPartition(ctx context.Context, conn txBeginner, d time.Time) (int64, error) {
+	name := partitionName(d)
+	ident := pgx.Identifier{name}.Sanitize()
+	var moved int64
+	err := inLockedTx(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+logsDefaultPartition+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx,
+			`CREATE TABLE `+ident+` (LIKE verification_logs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx,
+			`WITH m AS (DELETE FROM `+logsDefaultPartition+` WHERE verified_at >= $1 AND verified_at < $2 RETURNING *)
+			 INSERT INTO `+ident+` SELECT * FROM m`, d, d.AddDate(0, 0, 1))
+		if err != nil {
+			return err
+		}
+		moved = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `ALTER TABLE verification_logs ATTACH PARTITION `+ident+
+			` FOR VALUES FROM (`+boundLiteral(d)+`) TO (`+boundLiteral(d.AddDate(0, 0, 1))+`)`)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("maintain log partitions: create %s: %w", name, translate(err))
+	}
+	return moved, nil
+}
+
+type txBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// inLockedTx runs fn in a transaction whose lock waits end after partitionLockTimeout.
+func inLockedTx(ctx context.Context, conn txBeginner, fn func(pgx.Tx) error) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// nullTime is t, or NULL when t is zero.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// LockTimedOut tells whether err is a maintenance step that gave up waiting for a lock
+// (SQLSTATE 55P03): the next run retries it.
+func LockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,
+// handing each outcome to report (which may be nil). Every process that writes logs may run it:
+// the advisory lock makes the runs take turns.
+func (s *Store) MaintainLogsEvery(ctx context.Context, every time.Duration, policy LogPolicy,
+	report func(LogMaintenance, error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := s.MaintainLogPartitions(ctx, time.Now(), policy)
+		if ctx.Err() != nil {
+			return
+		}
+		if report != nil {
+			report(res, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
