@@ -28,37 +28,30 @@ import (
 var acvBinary struct {
 	once sync.Once
 	path string
-	took time.Duration
 	err  error
 }
 
 // ACVBinary is cmd/acv of this checkout, built with `go build` on first use into the test
-// binary's temporary directory (which Main removes), so every test of the binary runs the
-// same build.
+// binary's temporary directory (which Main removes; preparing it starts the binary's shared
+// PostgreSQL), so every test of the binary runs the same build.
 func ACVBinary(tb testing.TB) string {
 	tb.Helper()
 	acvBinary.once.Do(func() {
 		if acvBinary.err = suite.init(); acvBinary.err != nil {
 			return
 		}
-		start := time.Now()
 		acvBinary.path = filepath.Join(suite.dir, "bin", "acv")
 		cmd := exec.Command("go", "build", "-o", acvBinary.path, "./cmd/acv")
 		cmd.Dir = RepoRoot(tb)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			acvBinary.err = fmt.Errorf("go build ./cmd/acv: %w\n%s", err, out)
-			return
 		}
-		acvBinary.took = time.Since(start)
 	})
 	if acvBinary.err != nil {
 		tb.Fatal(acvBinary.err)
 	}
 	return acvBinary.path
 }
-
-// ACVBuildTime is how long ACVBinary's build took (zero before it ran).
-func ACVBuildTime() time.Duration { return acvBinary.took }
 
 // Service is one `acv serve` child process. Its listeners stay on the same addresses across
 // restarts, so clients keep pointing at it, and its output goes to LogFile (appended to across
@@ -206,23 +199,6 @@ func (s *Service) serving() bool {
 	return true
 }
 
-// Running tells whether the process runs.
-func (s *Service) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil && !isDone(s.done)
-}
-
-// Pid is the process id of the current run.
-func (s *Service) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
-
 // Kill ends the process with SIGKILL, as a crash or the OOM killer would: no drain, no flush,
 // nothing acknowledged that was in flight. It returns once the process is gone.
 func (s *Service) Kill() {
@@ -282,21 +258,6 @@ func (s *Service) Tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// LogLines are the lines of the process's output that contain substr.
-func (s *Service) LogLines(substr string) []string {
-	b, err := os.ReadFile(s.LogFile)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // Readiness is what /readyz of the debug listener answered: its status and each
