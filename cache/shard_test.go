@@ -13,31 +13,15 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/cache/internal/keyslot"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
 )
 
-// crc16 is Redis Cluster's key hash, CRC16-XMODEM, written here again so the generated table
-// is checked by a second implementation (and by Redis itself, below).
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
 // Shard i's hash tag lies in the i-th equal slice of the 16384 slots, so equal slot ranges
 // hold equal numbers of shards; tags are distinct, two characters, and never hold a brace.
 func TestShardTagsFallInTheirSlice(t *testing.T) {
-	if crc16("123456789") != 0x31c3 {
+	if keyslot.CRC16("123456789") != 0x31c3 {
 		t.Fatal("crc16 is not CRC16-XMODEM")
 	}
 	per := 16384 / cache.Shards
@@ -54,7 +38,7 @@ func TestShardTagsFallInTheirSlice(t *testing.T) {
 			t.Fatalf("shards %d and %d share the tag %q", other, s, tag)
 		}
 		seen[tag] = s
-		if slot := int(crc16(tag) % 16384); slot < s*per || slot >= (s+1)*per {
+		if slot := keyslot.Of(tag); slot < s*per || slot >= (s+1)*per {
 			t.Errorf("shard %d: tag %q is in slot %d, outside [%d, %d)", s, tag, slot, s*per, (s+1)*per)
 		}
 		if p := cache.ShardPrefix(s); p != "acv:{"+tag+"}:" {
@@ -131,7 +115,7 @@ func TestShardsSpreadEvenlyOverAnyMasterCount(t *testing.T) {
 		starts := masterStarts(n)
 		held := make([]int, n)
 		for s := 0; s < cache.Shards; s++ {
-			slot := int(crc16(cache.ShardHashTag(s)) % 16384)
+			slot := keyslot.Of(cache.ShardHashTag(s))
 			m := sort.SearchInts(starts, slot+1) - 1
 			held[m]++
 		}

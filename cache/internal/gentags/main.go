@@ -15,10 +15,9 @@ import (
 	"log"
 	"math"
 	"os"
-)
 
-// slots is the number of Redis Cluster hash slots.
-const slots = 16384
+	"github.com/acv/acv/cache/internal/keyslot"
+)
 
 // maxMasters is the largest cluster whose masters the tags are placed for.
 const maxMasters = 30
@@ -31,8 +30,8 @@ func main() {
 	shards := flag.Int("shards", 256, "number of virtual shards (a divisor of 16384)")
 	out := flag.String("o", "shardtags.go", "file to write")
 	flag.Parse()
-	if *shards <= 0 || slots%*shards != 0 {
-		log.Fatalf("shards %d: want a divisor of %d", *shards, slots)
+	if *shards <= 0 || keyslot.Slots%*shards != 0 {
+		log.Fatalf("shards %d: want a divisor of %d", *shards, keyslot.Slots)
 	}
 	tags, err := find(*shards)
 	if err != nil {
@@ -76,7 +75,7 @@ func main() {
 // shard's slice among those on the centre's side of every master boundary (first in alphabet
 // order on a tie).
 func find(shards int) ([]string, error) {
-	per := slots / shards
+	per := keyslot.Slots / shards
 	var starts [][]int
 	for n := 1; n <= maxMasters; n++ {
 		starts = append(starts, masterStarts(n))
@@ -86,7 +85,7 @@ func find(shards int) ([]string, error) {
 	for _, a := range alphabet {
 		for _, c := range alphabet {
 			t := string(a) + string(c)
-			slot := int(crc16(t) % slots)
+			slot := keyslot.Of(t)
 			s := slot / per
 			centre := s*per + per/2
 			if !sameSide(starts, slot, centre) {
@@ -130,13 +129,13 @@ func owner(starts []int, slot int) int {
 // assigns them (clusterManagerCommandCreate in redis-cli.c): n contiguous ranges of
 // 16384/n slots, each ending at the rounded running total.
 func masterStarts(n int) []int {
-	per := float64(slots) / float64(n)
+	per := float64(keyslot.Slots) / float64(n)
 	first, cursor := 0, 0.0
 	out := make([]int, 0, n)
 	for i := 0; i < n; i++ {
 		last := int(math.Round(cursor + per - 1))
-		if last > slots || i == n-1 {
-			last = slots - 1
+		if last > keyslot.Slots || i == n-1 {
+			last = keyslot.Slots - 1
 		}
 		if last < first {
 			last = first
@@ -146,20 +145,4 @@ func masterStarts(n int) []int {
 		cursor += per
 	}
 	return out
-}
-
-// crc16 is Redis Cluster's key hash: CRC16-XMODEM (polynomial 0x1021, initial value 0).
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
