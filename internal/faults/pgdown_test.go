@@ -1,0 +1,77 @@
+package faults_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/acv/acv/internal/testkit"
+)
+
+// 6. PostgreSQL is killed (as `pg_ctl stop -m immediate` or a crash does) under load, kept down
+// for 30 s, and started again. Verifies keep succeeding: they need Redis only (the codes and the
+// API keys' mirror are there). The relay keeps publishing to Kafka, so the outbox stays small;
+// the log writer's batches fail and are retried, the events waiting in Kafka (the group's lag
+// grows). The worker says so: /readyz 503 naming postgres, acv_dependency_up{dependency=
+// "postgres"} 0, and write errors with nothing written (AcvPostgresUnreachable's expression).
+// When PostgreSQL is back the writer catches up and every acknowledged verify is logged once.
+func TestPostgresDown(t *testing.T) { eachKafka(t, testPostgresDown) }
+
+func testPostgresDown(t *testing.T, version string) {
+	pg := testkit.StartOwnPostgres(t)
+	d := newDeployment(t, testkit.RealKafka(t, version), pg.URL(), 40_000)
+	api := d.start("api", "api")
+	worker := d.start("worker", "relay,consumer")
+	d.waitGroup(1, time.Now(), time.Minute)
+	w := watchOutbox(t, d)
+	l := startLoad(t, d, d.clients(api))
+	l.waitAcked(1500, 30*time.Second)
+	p := startProber(t, worker, api)
+	l.run(3 * time.Second)
+	p.waitReady(t, worker)
+
+	down := time.Now()
+	pg.Kill()
+	ackedAtDown := l.ackedN.Load()
+	time.Sleep(outage)
+	ackedDuringOutage := l.ackedN.Load() - ackedAtDown
+	starting := time.Now()
+	pg.Start()
+	back := time.Now()
+	l.cover()
+	ackedAtReturn := l.ackedSoFar()
+	l.run(5 * time.Second)
+	l.finish()
+	caught := d.waitLogged(ackedAtReturn, back, 2*time.Minute)
+	p.halt()
+
+	f := d.settle(l)
+	l.requireAllSucceeded("the PostgreSQL outage")
+	peak, _ := w.max()
+
+	during := p.of(worker, down, starting)
+	if _, ok := p.first(worker, down, starting, unready("postgres")); !ok {
+		t.Errorf("the worker's /readyz never said postgres was unavailable during the outage: %s", readiness(during))
+	}
+	if _, ok := p.first(worker, down, starting, depDown("postgres")); !ok {
+		t.Errorf("the worker's acv_dependency_up{dependency=\"postgres\"} never went to 0 during the outage")
+	}
+	// AcvPostgresUnreachable's second sign: write errors rising while nothing is written.
+	const written, writeErrs, lag = "acv_consumer_events_written_total", `acv_consumer_errors_total{stage="write"}`, "acv_consumer_lag_messages"
+	stalled := false
+	if len(during) > 1 {
+		a, b := during[0].Metrics, during[len(during)-1].Metrics
+		stalled = b[writeErrs] > a[writeErrs] && b[written] == a[written]
+	}
+	if !stalled {
+		t.Errorf("the log writer's write errors did not rise with nothing written during the outage")
+	}
+	if _, ok := p.first(worker, back, time.Now(), ready); !ok {
+		t.Errorf("the worker's /readyz did not answer 200 after PostgreSQL returned: %s", readiness(p.of(worker, back, time.Now())))
+	}
+	report(t, "PostgreSQL killed, down %s, started again in %s; %d verifies acknowledged during the outage, none failed; "+
+		"consumer lag peak %.0f messages, outbox peak %d; everything acknowledged before its return logged %s after it, "+
+		"the pipeline drained %s after it (load stopped 5 s after it); worker /readyz %s; API replica /readyz %s; %s",
+		starting.Sub(down).Round(time.Millisecond), back.Sub(starting).Round(time.Millisecond), ackedDuringOutage,
+		maxOf(during, lag), peak, caught.Round(time.Millisecond), f.DrainedAt.Sub(back).Round(time.Millisecond),
+		readiness(p.of(worker, down.Add(-time.Second), time.Now())), readiness(p.of(api, down.Add(-time.Second), time.Now())), f)
+}
