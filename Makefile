@@ -5,12 +5,12 @@ PG_BIN  := /usr/lib/postgresql/15/bin
 PY_TOOLS    := pytest==9.2.0 schemathesis==4.32.5
 TOOLS_STAMP := .tools/stamp-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
-.PHONY: run test build deps test-deps loadtest bench vet fmt clean
+.PHONY: run test build deps test-deps kafka-deps loadtest bench vet fmt clean
 
 ## run: start Redis, PostgreSQL, the API and the relay locally (logs straight to PostgreSQL;
-## through Kafka only when KAFKA_BROKERS names one)
-run: deps build
-	./$(BIN) dev
+## through Kafka when KAFKA_BROKERS names one, or KAFKA=real starts a one-node Apache Kafka)
+run: deps build $(if $(filter real,$(KAFKA)),kafka-deps)
+	ACV_DEV_KAFKA=$(KAFKA) ./$(BIN) dev
 
 ## test: every test, against real Redis and PostgreSQL started on free loopback ports
 test: deps test-deps
@@ -35,9 +35,13 @@ bench: deps test-deps build
 ## the live dashboard check), docker-compose (validates the compose file; no engine needed), a
 ## Python virtual environment in .tools/venv (pytest for the Python SDK, schemathesis against the
 ## OpenAPI document) and the TypeScript SDK's npm packages
-test-deps: $(TOOLS_STAMP)
+test-deps: kafka-deps $(TOOLS_STAMP)
 	@command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
 	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
+
+## kafka-deps: what real Apache Kafka needs (tests, `make run KAFKA=real`): a JDK, and Maven to
+## fetch the broker's jars from Maven Central once into ~/.cache/acv
+kafka-deps:
 	@command -v java >/dev/null || (echo "installing a JDK"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null)
 	@command -v mvn >/dev/null || (echo "installing maven"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null)
 

@@ -70,6 +70,7 @@ func testKafkaClusterDown(t *testing.T, version string) {
 	if _, ok := p.first(worker, stopping, starting, unready("kafka")); !ok {
 		t.Errorf("the worker's /readyz never said kafka was unavailable during the outage: %s", readiness(during))
 	}
+	p.stayedReady(t, api, down, starting, "kafka")
 	if _, ok := p.first(worker, down, starting, depDown("kafka")); !ok {
 		t.Errorf("the worker's acv_dependency_up{dependency=\"kafka\"} never went to 0 during the outage")
 	}

@@ -52,6 +52,7 @@ func testPostgresDown(t *testing.T, version string) {
 	if _, ok := p.first(worker, down, starting, unready("postgres")); !ok {
 		t.Errorf("the worker's /readyz never said postgres was unavailable during the outage: %s", readiness(during))
 	}
+	p.stayedReady(t, api, down, starting, "postgres")
 	if _, ok := p.first(worker, down, starting, depDown("postgres")); !ok {
 		t.Errorf("the worker's acv_dependency_up{dependency=\"postgres\"} never went to 0 during the outage")
 	}

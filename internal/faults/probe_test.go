@@ -111,6 +111,25 @@ func unready(dep string) func(probe) bool {
 // ready tells whether a probe's /readyz answered 200.
 func ready(pr probe) bool { return pr.Ready.Status == 200 }
 
+// stayedReady checks that every probe of an API replica in [from, to) answered 200, and that
+// at least one said dep was unavailable: the replica reports the shared dependency it can
+// serve verifies without, and the load balancer keeps it.
+func (p *prober) stayedReady(t *testing.T, s *testkit.Service, from, to time.Time, dep string) {
+	t.Helper()
+	probes := p.of(s, from, to)
+	sawDown := false
+	for _, pr := range probes {
+		if pr.Ready.Status != 200 {
+			t.Errorf("%s's /readyz answered %d while only %s was down: %s", s.Name, pr.Ready.Status, dep, readiness(probes))
+			return
+		}
+		sawDown = sawDown || pr.Ready.Checks[dep] == "unavailable"
+	}
+	if !sawDown {
+		t.Errorf("%s's /readyz never reported %s unavailable during its outage (%d probes)", s.Name, dep, len(probes))
+	}
+}
+
 // depDown tells whether a probe's acv_dependency_up of dep was 0.
 func depDown(dep string) func(probe) bool {
 	return func(pr probe) bool {

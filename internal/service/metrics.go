@@ -36,7 +36,7 @@ var depUpDesc = prometheus.NewDesc("acv_dependency_up", "1 when the dependency a
 // dependencyCollector probes Redis, Postgres and Kafka at scrape time, so an unreachable
 // dependency is a series of its own, not an inference from errors.
 type dependencyCollector struct {
-	checks map[string]check
+	checks map[string]probe
 }
 
 func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depUpDesc }
@@ -44,9 +44,9 @@ func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depUp
 func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	for name, check := range c.checks {
+	for name, p := range c.checks {
 		up := 1.0
-		if check(ctx) != nil {
+		if p.check(ctx) != nil {
 			up = 0
 		}
 		ch <- prometheus.MustNewConstMetric(depUpDesc, prometheus.GaugeValue, up, name)

@@ -8,25 +8,37 @@ import (
 	"time"
 )
 
-// check is one readiness probe of a dependency.
-type check func(ctx context.Context) error
+// probe is one readiness check of a dependency. A gating probe that fails makes the process
+// unready (503); a failing probe that does not gate only marks it degraded (200), because
+// taking the process out of the load balancer would not help: the dependency is shared.
+type probe struct {
+	check func(ctx context.Context) error
+	gates bool
+}
 
-// readyChecks are the dependencies a process needs to be ready: Redis, Postgres, and Kafka
-// when the log events go through it (the direct pipeline never asks Kafka).
-func readyChecks(d *Deps) map[string]check {
-	ready := map[string]check{
-		"redis":    d.Cache.Ping,
-		"postgres": d.Store.Ping,
+// readyChecks are the dependencies a process reports, and which of them its roles cannot work
+// without. An API replica needs Redis alone for verify and reactivate; with PostgreSQL down
+// its lists and history fail, but every replica shares that PostgreSQL, so a 503 would only
+// make the load balancer pull the replicas that still redeem codes. The relay needs Redis and
+// Kafka (or PostgreSQL, writing logs itself in the direct pipeline); the consumer needs Kafka
+// and PostgreSQL.
+func readyChecks(d *Deps) map[string]probe {
+	r := d.Config.Roles
+	kafka := d.Config.UsesKafka()
+	ready := map[string]probe{
+		"redis":    {d.Cache.Ping, r.API || r.Relay},
+		"postgres": {d.Store.Ping, r.Consumer || (r.Relay && !kafka)},
 	}
-	if d.Config.UsesKafka() && len(d.Config.KafkaBrokers) > 0 {
-		ready["kafka"] = KafkaReady(d.Config.KafkaBrokers)
+	if kafka && len(d.Config.KafkaBrokers) > 0 {
+		ready["kafka"] = probe{KafkaReady(d.Config.KafkaBrokers), r.Relay || r.Consumer}
 	}
 	return ready
 }
 
 // readyHandler answers /readyz, on the API port and on the debug listener alike: 200 when
-// every dependency answers its probe, 503 naming the ones that did not, so a load balancer
-// stops sending the replica traffic.
+// every dependency the process's roles need answers its probe ("status": "degraded" when one
+// it can work without does not), 503 naming the ones that did not, so a load balancer stops
+// sending the replica traffic only when the replica cannot serve it.
 func readyHandler(d *Deps) http.Handler {
 	checks := readyChecks(d)
 	names := make([]string, 0, len(checks))
@@ -38,21 +50,25 @@ func readyHandler(d *Deps) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		status := map[string]string{}
-		ok := true
+		unready, degraded := false, false
 		for _, n := range names {
-			if err := checks[n](ctx); err != nil {
-				d.Config.Logger.WarnContext(ctx, "readiness check failed", "check", n, "err", err)
+			if err := checks[n].check(ctx); err != nil {
+				d.Config.Logger.WarnContext(ctx, "readiness check failed", "check", n, "gates", checks[n].gates, "err", err)
 				status[n] = "unavailable"
-				ok = false
+				unready = unready || checks[n].gates
+				degraded = true
 				continue
 			}
 			status[n] = "ok"
 		}
 		body := map[string]any{"status": "ok", "checks": status}
 		code := http.StatusOK
-		if !ok {
+		switch {
+		case unready:
 			body = map[string]any{"detail": "A dependency is unavailable", "checks": status}
 			code = http.StatusServiceUnavailable
+		case degraded:
+			body["status"] = "degraded"
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(code)
