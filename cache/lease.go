@@ -40,17 +40,8 @@ const (
 	leaseCallTimeout = time.Second
 )
 
-// leasesOn switches the leases on. They are off: through 3 replicas at about R offered, a
-// leased key admitted 0.09 to 0.40 of R per second (TestRateLimitAcrossReplicas), so every
-// rate-limited request takes its token from the bucket (admit.lua), exact, one round trip to
-// the key's slot before the verify, until that is found and fixed.
-const leasesOn = false
-
 // leaseMax is the largest lease of a key's bucket; under minLease the key is not leased.
 func leaseMax(l contract.RateLimit) int {
-	if !leasesOn {
-		return 0
-	}
 	return min(int(l.Rate/leaseShare), l.Burst)
 }
 

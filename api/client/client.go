@@ -32,6 +32,18 @@ type Client struct {
 	NoNonce bool
 	// Now is the clock used for X-Timestamp; time.Now when nil.
 	Now func() time.Time
+	// Retries is how many times a call is sent again after a transport error or a 502, 503 or
+	// 504 answer (0: never), waiting RetryBackoff, then twice that, and so on (a 503's
+	// Retry-After when longer). Every attempt is signed afresh, with a new timestamp and nonce.
+	// A verify or reactivate is retried only under an Idempotency-Key, the call's own or one the
+	// client draws for the call when Options names none: a retry of a request the server did
+	// run answers its stored outcome (Idempotent-Replayed: true) instead of running it again.
+	Retries int
+	// RetryBackoff is the wait before the first retry; 100 ms when zero.
+	RetryBackoff time.Duration
+	// OnRetry, when set, is told of every retry: the attempt about to be sent (1 for the first
+	// retry) and what the previous one got.
+	OnRetry func(method, path string, attempt int, err error)
 }
 
 // Error is a non-2xx answer.
@@ -57,9 +69,7 @@ func (c *Client) Sign(req *http.Request, body []byte) {
 	ts := strconv.FormatInt(now().Unix(), 10)
 	nonce := ""
 	if !c.NoNonce {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		nonce = hex.EncodeToString(b[:])
+		nonce = randomHex()
 		req.Header.Set("X-Nonce", nonce)
 	}
 	sts := contract.StringToSign(req.Method, req.URL.EscapedPath(), req.URL.RawQuery, contract.BodySHA256(body), ts, nonce)
@@ -107,14 +117,24 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out 
 			return nil, fmt.Errorf("encode body: %w", err)
 		}
 	}
+	if c.Retries > 0 && method == http.MethodPost && hdr.Get("Idempotency-Key") == "" {
+		hdr = http.Header{"Idempotency-Key": {randomHex()}}
+	}
 	resp, b, err := c.Do(ctx, method, pathAndQuery, body, hdr)
+	for attempt := 1; attempt <= c.Retries && retryable(ctx, resp, err); attempt++ {
+		if c.OnRetry != nil {
+			c.OnRetry(method, pathAndQuery, attempt, answerError(resp, b, err))
+		}
+		if werr := c.backoff(ctx, attempt, resp); werr != nil {
+			break
+		}
+		resp, b, err = c.Do(ctx, method, pathAndQuery, body, hdr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb contract.ErrorBody
-		_ = json.Unmarshal(b, &eb)
-		return resp.Header, &Error{Status: resp.StatusCode, Detail: eb.Detail, Header: resp.Header}
+		return resp.Header, answerError(resp, b, nil)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return resp.Header, fmt.Errorf("decode answer of %s %s: %w", method, pathAndQuery, err)
@@ -194,4 +214,66 @@ func (o Options) header() http.Header {
 		return nil
 	}
 	return http.Header{"Idempotency-Key": {o.IdempotencyKey}}
+}
+
+// randomHex is 16 random bytes in hex: a nonce, or an Idempotency-Key the client draws.
+func randomHex() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// retryable tells whether an attempt may be sent again while the caller still waits: it got
+// no answer (a lost connection, the HTTP client's own timeout), or a 502, 503 or 504, which a
+// replica, a proxy or a dependency gives while it is briefly unavailable.
+func retryable(ctx context.Context, resp *http.Response, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// answerError is what an attempt got, as the error a caller sees.
+func answerError(resp *http.Response, body []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	var eb contract.ErrorBody
+	_ = json.Unmarshal(body, &eb)
+	return &Error{Status: resp.StatusCode, Detail: eb.Detail, Header: resp.Header}
+}
+
+// backoff waits before retry attempt: RetryBackoff doubled for each earlier retry, or the
+// answer's Retry-After when longer; without a nonce, past the second of the last attempt, since
+// an identical five-line signature within it would be refused as a replay.
+func (c *Client) backoff(ctx context.Context, attempt int, resp *http.Response) error {
+	d := c.RetryBackoff
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	d <<= attempt - 1
+	if resp != nil {
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && time.Duration(s)*time.Second > d {
+			d = time.Duration(s) * time.Second
+		}
+	}
+	if c.NoNonce {
+		now := time.Now()
+		d = max(d, now.Truncate(time.Second).Add(time.Second).Sub(now))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
@@ -169,5 +172,111 @@ func TestClientNonceByDefault(t *testing.T) {
 	}
 	if len(nonces) != 1 || nonces[0] != "" {
 		t.Fatalf("NoNonce client sent %q; want no X-Nonce (five-line signature)", nonces)
+	}
+}
+
+// With Retries, a verify that lost its connection, then got a 503, is sent a third time: every
+// attempt re-signed with a fresh nonce, all under the one Idempotency-Key the client drew, so
+// the server can answer a retry of a request it ran with the stored outcome. A GET is retried
+// without one; a 4xx is final.
+func TestClientRetriesUnderOneIdempotencyKey(t *testing.T) {
+	type attempt struct{ idem, nonce, path string }
+	var (
+		mu       sync.Mutex // the handler's goroutines and the test share what follows
+		attempts []attempt
+		drop     = 1 // connections to drop before answering
+		busy     = 1 // 503s to answer after that
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		path, query, _ := strings.Cut(r.RequestURI, "?")
+		if !contract.NewVerifier(secret).Verify(r.Header.Get("X-Signature"), r.Method, path, query,
+			contract.BodySHA256(body), r.Header.Get("X-Timestamp"), r.Header.Get("X-Nonce")) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, attempt{r.Header.Get("Idempotency-Key"), r.Header.Get("X-Nonce"), path})
+		switch {
+		case strings.HasSuffix(path, "/missing"):
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"detail":"Code not found"}`))
+		case drop > 0:
+			drop--
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // the answer is lost
+			}
+		case busy > 0:
+			busy--
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"detail":"Service temporarily unavailable"}`))
+		default:
+			_, _ = w.Write([]byte(`{"success":true,"code_id":"c1","code":"A","verified_at":1,"message":"ok","error_code":null}`))
+		}
+	}))
+	defer srv.Close()
+	// got is what the server received so far; reset clears it and drops the next n connections.
+	got := func() []attempt {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(attempts)
+	}
+	reset := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts, drop = nil, n
+	}
+	var told []int
+	c := &client.Client{BaseURL: srv.URL, KeyID: keyID, Secret: secret, HTTP: srv.Client(),
+		Retries: 3, RetryBackoff: time.Millisecond,
+		OnRetry: func(_, _ string, n int, err error) { told = append(told, n) }}
+	ctx := context.Background()
+	res, _, err := c.Verify(ctx, pid, contract.VerifyRequest{Code: "A"}, client.Options{})
+	if err != nil || !res.Success {
+		t.Fatalf("verify after a lost answer and a 503: %+v, %v", res, err)
+	}
+	if len(got()) != 3 || len(told) != 2 {
+		t.Fatalf("%d attempts, %d retries told; want 3 and 2", len(got()), len(told))
+	}
+	for i, a := range got() {
+		if a.idem == "" || a.idem != got()[0].idem {
+			t.Errorf("attempt %d sent Idempotency-Key %q, want one key for the call (%q)", i, a.idem, got()[0].idem)
+		}
+		for _, b := range got()[:i] {
+			if a.nonce == b.nonce {
+				t.Errorf("attempt %d reused the nonce %s", i, a.nonce)
+			}
+		}
+	}
+	// The caller's own key is kept.
+	reset(1)
+	if _, _, err := c.Verify(ctx, pid, contract.VerifyRequest{Code: "A"}, client.Options{IdempotencyKey: "order-42"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got()) != 2 || got()[0].idem != "order-42" || got()[1].idem != "order-42" {
+		t.Errorf("attempts %+v, want two under order-42", got())
+	}
+	// A GET is retried as it is; a 404 is an answer, not retried.
+	reset(1)
+	if _, err := c.Project(ctx, pid); err != nil {
+		t.Fatal(err)
+	}
+	if len(got()) != 2 || got()[1].idem != "" {
+		t.Errorf("GET attempts %+v, want two without an Idempotency-Key", got())
+	}
+	reset(0)
+	_, err = c.CodeByValue(ctx, pid, "missing")
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusNotFound || len(got()) != 1 {
+		t.Errorf("404: %v after %d attempts, want the 404 after one", err, len(got()))
+	}
+	// Without Retries nothing is sent twice.
+	c.Retries = 0
+	reset(1)
+	if _, _, err := c.Verify(ctx, pid, contract.VerifyRequest{Code: "A"}, client.Options{}); err == nil || len(got()) != 1 || got()[0].idem != "" {
+		t.Errorf("no retries: %v after %d attempts (%+v), want the lost answer's error after one without a key", err, len(got()), got())
 	}
 }

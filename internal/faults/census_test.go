@@ -254,7 +254,9 @@ type figures struct {
 	// Acked verifies were answered success=true; Unanswered were sent without an answer, of
 	// which Redis redeemed Redeemed (their success rows are owed too).
 	Acked, Unanswered, Redeemed int
-	Once                        onceResult
+	// Retries are the attempts the clients sent again (no answer, or a 503).
+	Retries int64
+	Once    onceResult
 	// Unapplied are logged codes whose row in codes has no verified_at.
 	Unapplied int
 	// KafkaMessages are the messages on the topic (all consumed: the group's lag is 0 once
@@ -268,8 +270,8 @@ type figures struct {
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("acked %d, unanswered %d (redeemed %d), success rows %d, logged once %d, duplicate rows %d, missing %d; kafka messages %d for %d events (%d published twice, removed by the sink); drained %s after the load",
-		f.Acked, f.Unanswered, f.Redeemed, f.Once.Rows, f.Once.Logged, len(f.Once.Duplicated), len(f.Once.Missing),
+	return fmt.Sprintf("acked %d, unanswered %d (redeemed %d), client retries %d, success rows %d, logged once %d, duplicate rows %d, missing %d; kafka messages %d for %d events (%d published twice, removed by the sink); drained %s after the load",
+		f.Acked, f.Unanswered, f.Redeemed, f.Retries, f.Once.Rows, f.Once.Logged, len(f.Once.Duplicated), len(f.Once.Missing),
 		f.KafkaMessages, f.KafkaEvents, f.KafkaMessages-f.KafkaEvents, f.Drained.Round(time.Millisecond))
 }
 
@@ -290,7 +292,7 @@ func (d *deployment) settle(l *load) figures {
 	for _, v := range acked {
 		want[d.codeIDs[v]] = true
 	}
-	f.Acked, f.Unanswered = len(acked), len(unanswered)
+	f.Acked, f.Unanswered, f.Retries = len(acked), len(unanswered), d.retries.Load()
 	for _, v := range unanswered {
 		rec, found, err := d.s.Deps.Cache.LiveCode(ctx, d.projectID, v)
 		if err != nil {

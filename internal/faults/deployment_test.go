@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/internal/localenv"
-	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
@@ -39,6 +38,8 @@ type deployment struct {
 	codes   []string
 	codeIDs map[string]string
 	http    *http.Client
+	// retries counts the attempts the clients sent again.
+	retries atomic.Int64
 }
 
 // newDeployment sets up servers and data for a test: Redis, the database at pgURL (empty: a
@@ -50,17 +51,8 @@ func newDeployment(t *testing.T, k *localenv.Kafka, pgURL string, n int) *deploy
 	ctx := context.Background()
 	start := time.Now()
 	s := testkit.NewStackWith(t, testkit.StackOptions{PostgresURL: pgURL, Kafka: k})
-	// The processes get the master key through ACV_MASTER_KEY, so the stack's operator must
-	// seal the key's secret with that one.
-	mk, err := secrets.GenerateKey("faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.New(mk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Config.MasterKeys, s.Admin.Keys = keys, keys
+	settings := s.ProcessSettings(t)
+	settings["ACV_KAFKA_SESSION_TIMEOUT"] = sessionTimeout.String()
 	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "faults"})
 	if err != nil {
 		t.Fatal(err)
@@ -71,23 +63,8 @@ func newDeployment(t *testing.T, k *localenv.Kafka, pgURL string, n int) *deploy
 	}
 	d := &deployment{
 		t: t, s: s, kafka: k, projectID: p.ID, keyID: key.ID, secret: key.Secret,
-		codeIDs: make(map[string]string, n),
-		settings: map[string]string{
-			"ACV_REDIS_URL":             s.Config.RedisURL,
-			"ACV_DATABASE_URL":          s.Config.DatabaseURL,
-			"KAFKA_BROKERS":             strings.Join(s.Config.KafkaBrokers, ","),
-			"ACV_KAFKA_TOPIC":           s.Config.KafkaTopic,
-			"ACV_KAFKA_PARTITIONS":      strconv.Itoa(s.Config.Partitions),
-			"ACV_CONSUMER_GROUP":        s.Config.ConsumerGroup,
-			"ACV_KAFKA_SESSION_TIMEOUT": sessionTimeout.String(),
-			"ACV_MASTER_KEY":            mk.Line(),
-			// Several tests' processes share one PostgreSQL server and two cores.
-			"ACV_PG_MAX_CONNS":    "8",
-			"ACV_REDIS_POOL_SIZE": "64",
-			"ACV_SHUTDOWN_DRAIN":  "5s",
-			// Not a line per request: the processes' logs are read when a test fails.
-			"ACV_LOG_LEVEL": "warn",
-		},
+		codeIDs:  make(map[string]string, n),
+		settings: settings,
 		http: &http.Client{
 			Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512},
 			Timeout:   10 * time.Second,
@@ -142,7 +119,11 @@ func (d *deployment) start(name, roles string, extra ...string) *testkit.Service
 func (d *deployment) clients(apis ...*testkit.Service) []*client.Client {
 	out := make([]*client.Client, len(apis))
 	for i, a := range apis {
-		out[i] = &client.Client{BaseURL: "http://" + a.HTTPAddr, KeyID: d.keyID, Secret: d.secret, HTTP: d.http}
+		// As a checkout system calls: a verify that got no answer, or a 503, is sent again under
+		// the call's Idempotency-Key (a replayed outcome when the first attempt ran).
+		out[i] = &client.Client{BaseURL: "http://" + a.HTTPAddr, KeyID: d.keyID, Secret: d.secret, HTTP: d.http,
+			Retries: 2, RetryBackoff: 100 * time.Millisecond,
+			OnRetry: func(string, string, int, error) { d.retries.Add(1) }}
 	}
 	return out
 }

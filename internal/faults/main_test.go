@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -39,16 +38,8 @@ func eachKafka(t *testing.T, fn func(t *testing.T, version string)) {
 	}
 }
 
-// report logs a figure line of a test, and appends it to the timings file `make test` prints
-// (testkit.TimingsEnv), since go test shows a passing test's log only with -v.
+// report logs a figure line of a fault test and keeps it for `make test`'s summary.
 func report(t testing.TB, format string, args ...any) {
 	t.Helper()
-	line := fmt.Sprintf(format, args...)
-	t.Log(line)
-	if f := os.Getenv(testkit.TimingsEnv); f != "" {
-		if w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			fmt.Fprintf(w, "faults: %s: %s\n", t.Name(), line)
-			w.Close()
-		}
-	}
+	testkit.Report(t, "faults: "+format, args...)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/secrets"
 )
 
 // The fault tests run the service as an operator does: `acv serve` child processes, configured
@@ -368,4 +369,40 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// ProcessSettings are the settings of `acv serve` processes that share the stack's servers
+// (Redis or the Redis Cluster, PostgreSQL, Kafka when the stack has a broker) with a master key
+// of their own: the processes get it through ACV_MASTER_KEY, so from then on the stack's
+// operator seals the API keys it creates with it. Create the keys the processes must read
+// after this call.
+func (s *Stack) ProcessSettings(tb testing.TB) map[string]string {
+	tb.Helper()
+	mk, err := secrets.GenerateKey("process")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keys, err := secrets.New(mk)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.Config.MasterKeys, s.Admin.Keys = keys, keys
+	set := map[string]string{
+		"ACV_REDIS_URL":    s.Config.RedisURL,
+		"ACV_DATABASE_URL": s.Config.DatabaseURL,
+		"ACV_MASTER_KEY":   mk.Line(),
+		// Several tests' processes share one PostgreSQL server and two cores.
+		"ACV_PG_MAX_CONNS":    "8",
+		"ACV_REDIS_POOL_SIZE": "64",
+		"ACV_SHUTDOWN_DRAIN":  "5s",
+		// Not a line per request: the processes' logs are read when a test fails.
+		"ACV_LOG_LEVEL": "warn",
+	}
+	if len(s.Config.KafkaBrokers) > 0 {
+		set["KAFKA_BROKERS"] = strings.Join(s.Config.KafkaBrokers, ",")
+		set["ACV_KAFKA_TOPIC"] = s.Config.KafkaTopic
+		set["ACV_KAFKA_PARTITIONS"] = strconv.Itoa(s.Config.Partitions)
+		set["ACV_CONSUMER_GROUP"] = s.Config.ConsumerGroup
+	}
+	return set
 }
