@@ -106,6 +106,15 @@ type ProjectStatistics struct {
 	RecentVerifications []RecentVerification `json:"recent_verifications"`
 }
 
+// NewProjectStatistics assembles the statistics endpoint's body from a project's counts and its
+// most recently used codes (none: an empty list, never null).
+func NewProjectStatistics(projectID string, st Statistics, recent []RecentVerification) ProjectStatistics {
+	if recent == nil {
+		recent = []RecentVerification{}
+	}
+	return ProjectStatistics{ProjectID: projectID, Statistics: st, UsageRate: UsageRate(st), RecentVerifications: recent}
+}
+
 // RecentVerification is one code currently used, as the statistics endpoint lists it.
 type RecentVerification struct {
 	Code       string  `json:"code"`

@@ -44,11 +44,6 @@ func (s *Server) getStatistics(c *gin.Context) error {
 	if err != nil {
 		return fmt.Errorf("read recent verifications: %w", err)
 	}
-	if recent == nil {
-		recent = []contract.RecentVerification{}
-	}
-	c.JSON(http.StatusOK, contract.ProjectStatistics{
-		ProjectID: pid, Statistics: st, UsageRate: contract.UsageRate(st), RecentVerifications: recent,
-	})
+	c.JSON(http.StatusOK, contract.NewProjectStatistics(pid, st, recent))
 	return nil
 }

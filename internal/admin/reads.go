@@ -76,12 +76,7 @@ func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (co
 	if err != nil {
 		return contract.ProjectStatistics{}, notFound(err, "project", projectID)
 	}
-	if recent == nil {
-		recent = []contract.RecentVerification{}
-	}
-	return contract.ProjectStatistics{
-		ProjectID: projectID, Statistics: st, UsageRate: contract.UsageRate(st), RecentVerifications: recent,
-	}, nil
+	return contract.NewProjectStatistics(projectID, st, recent), nil
 }
 
 // APIKeys lists a project's API keys without their secrets.
