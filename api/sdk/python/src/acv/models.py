@@ -4,7 +4,7 @@ newer service stays readable."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, List, Mapping, Optional
 
 __all__ = [
@@ -114,11 +114,7 @@ class ProjectStatistics:
     def from_json(cls, d: Mapping[str, Any]) -> "ProjectStatistics":
         return cls(
             project_id=str(d.get("project_id") or ""),
-            total_codes=int(d.get("total_codes", 0)),
-            used_codes=int(d.get("used_codes", 0)),
-            unused_codes=int(d.get("unused_codes", 0)),
-            disabled_codes=int(d.get("disabled_codes", 0)),
-            expired_codes=int(d.get("expired_codes", 0)),
+            **asdict(Statistics.from_json(d)),  # the counts, side by side with the rest
             usage_rate=float(d.get("usage_rate", 0)),
             recent_verifications=[
                 RecentVerification.from_json(r) for r in (d.get("recent_verifications") or [])
