@@ -27,8 +27,10 @@ build:
 loadtest: deps build
 	./loadtest/run-k6.sh
 
-## bench: the same-run benchmark table (ceilings, plain PostgreSQL, acv hot path and sustained)
-bench: deps test-deps build
+## bench: the same-run benchmark tables (ceilings, plain PostgreSQL, acv hot path on one Redis and
+## on a 3-master Redis Cluster, sustained through a real one-node Kafka 4.4.0; CPU per verify of
+## each process); Kafka needs a JDK and Maven (kafka-deps), nothing else of test-deps
+bench: deps kafka-deps build
 	$(GO) run ./loadtest/bench -acv $(BIN)
 
 ## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,

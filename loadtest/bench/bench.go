@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -36,7 +33,7 @@ type bench struct {
 	dir   string
 	redis *localenv.Redis
 	pg    *localenv.Postgres
-	kafka *kafkaProc
+	kafka *localenv.Kafka
 	cfg   service.Config
 	deps  *service.Deps
 
@@ -46,6 +43,12 @@ type bench struct {
 	rows                []row
 	hot, sust, halfRate loadgen.Report
 	halfHot             loadgen.Report
+	costs               []costRow
+	idle                cpuSample // CPU seconds per part over idleWindow, pipeline running, no load
+	clusterRep          loadgen.Report
+	masters             []masterShare // the cluster phase's per-master distribution
+	storage             storageFigures
+	loadAvg             [2]string // the machine's load averages when the run started and ended
 }
 
 // row is one line of the table.
@@ -63,7 +66,9 @@ func (b *bench) cleanup() {
 	if b.deps != nil {
 		b.deps.Close()
 	}
-	b.kafka.Close()
+	if b.kafka != nil {
+		b.kafka.Close()
+	}
 	if b.pg != nil {
 		b.pg.Stop()
 	}
@@ -86,6 +91,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"http", "http ceiling", b.httpCeiling},
 		{"redis", "redis ceiling", b.redisCeiling},
 		{"hot", "acv hot path", b.hotPath},
+		{"cluster", "acv hot path on a 3-master Redis Cluster", b.clusterHotPath},
 		{"sustained", "acv sustained", b.sustained},
 		// Last: pgbench leaves a million updated rows for autovacuum, which would take CPU from
 		// any phase after it.
@@ -104,9 +110,10 @@ func (b *bench) run(ctx context.Context) error {
 	return nil
 }
 
-// start brings up Redis (AOF everysec, as in production), a durable PostgreSQL and a Kafka
-// broker, and prepares a project, a key and the codes.
-func (b *bench) start(ctx context.Context) error {
+// start brings up Redis (AOF everysec, as in production), a durable PostgreSQL and, when a
+// phase runs the pipeline, a real one-node Apache Kafka (started while the codes are
+// generated), and prepares a project, a key and the codes.
+func (b *bench) start(ctx context.Context) (err error) {
 	dir, err := os.MkdirTemp("", "acv-bench-")
 	if err != nil {
 		return err
@@ -124,9 +131,17 @@ func (b *bench) start(ctx context.Context) error {
 	if err := b.pg.CreateDatabase(ctx, "acv"); err != nil {
 		return err
 	}
-	if b.kafka, err = startKafka(); err != nil {
-		return err
+	kafkaUp := make(chan error, 1)
+	if b.runs("sustained") || b.runs("scale") {
+		go func() { kafkaUp <- b.startKafka(ctx) }()
+	} else {
+		kafkaUp <- nil
 	}
+	defer func() {
+		if kerr := <-kafkaUp; err == nil {
+			err = kerr
+		}
+	}()
 	// The master key the acv processes seal and open API-key secrets with, in a key file.
 	mk, err := secrets.GenerateKey("bench")
 	if err != nil {
@@ -140,8 +155,8 @@ func (b *bench) start(ctx context.Context) error {
 		return err
 	}
 	b.cfg = service.Config{
-		RedisURL: "redis://" + b.redis.Addr + "/0", DatabaseURL: b.pg.URL("acv"), KafkaBrokers: b.kafka.Brokers,
-		KafkaTopic: audit.Topic, Partitions: 8, ConsumerGroup: "acv-log-writer", Instance: "bench",
+		RedisURL: "redis://" + b.redis.Addr + "/0", DatabaseURL: b.pg.URL("acv"),
+		KafkaTopic: audit.Topic, Partitions: kafkaPartitions, ConsumerGroup: "acv-log-writer", Instance: "bench",
 		RedisPoolSize: 64, PGMaxConns: 16, MasterKeys: keys, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if err := store.Migrate(ctx, b.cfg.DatabaseURL); err != nil {
@@ -170,6 +185,14 @@ func (b *bench) start(ctx context.Context) error {
 		b.pool = append(b.pool, r.Code)
 		return nil
 	})
+}
+
+// runs tells whether phase key is part of this run.
+func (b *bench) runs(key string) bool {
+	if b.phases == nil {
+		return key != "scale"
+	}
+	return b.phases[key]
 }
 
 // take hands out n unused codes.
@@ -215,15 +238,18 @@ func (b *bench) httpCeiling(ctx context.Context) error {
 	}
 	// The ceiling changes no state, so it may reuse codes: put them back afterwards.
 	codes := b.take(len(b.pool))
-	cpu0, busy0 := pidCPU(cmd.Process.Pid), machineBusy()
+	m := meter{partAPI: func() float64 { return pidCPU(cmd.Process.Pid) }, partLoadgen: selfCPU}
+	cpu0, busy0 := m.sample(), machineBusy()
 	rep := loadgen.Run(ctx, loadgen.Config{BaseURL: "http://" + addr, KeyID: b.keyID, Secret: b.secret, ProjectID: b.projectID,
 		Codes: codes, Concurrency: b.conc, Duration: b.dur})
+	cpu, busy := m.sample().since(cpu0), machineBusy()-busy0
 	b.pool = codes
 	share := func(sec float64) float64 { return 100 * sec / (rep.Seconds * float64(numCPU())) }
+	b.costs = append(b.costs, newCostRow(costCeiling, rep, cpu, busy, "the handler process in the API column; answers success:true without any store"))
 	b.rows = append(b.rows, row{name: "HTTP ceiling: bare Gin handler, verify route shape", rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms,
 		errors: rep.Errors, genCPU: genShare(rep), isCeiling: true,
 		note: fmt.Sprintf("same load generator, signing included; CPU of the machine: handler %.0f%%, all %.0f%%",
-			share(pidCPU(cmd.Process.Pid)-cpu0), share(machineBusy()-busy0))})
+			share(cpu[partAPI]), share(busy))})
 	return nil
 }
 
@@ -240,51 +266,5 @@ func waitHTTP(ctx context.Context, url, method string) error {
 			return fmt.Errorf("%s not answering: %w", url, err)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// kafkaProc is the broker, run by this binary in a process of its own.
-type kafkaProc struct {
-	cmd     *exec.Cmd
-	Brokers []string
-}
-
-func startKafka() (*kafkaProc, error) {
-	port, err := localenv.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "-kafka-server", strconv.Itoa(port))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	k := &kafkaProc{cmd: cmd, Brokers: []string{addr}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return k, nil
-		}
-		if time.Now().After(deadline) {
-			k.Close()
-			return nil, fmt.Errorf("kafka broker not up: %w", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Close stops the broker.
-func (k *kafkaProc) Close() {
-	if k != nil {
-		_ = k.cmd.Process.Kill()
-		_ = k.cmd.Wait()
 	}
 }

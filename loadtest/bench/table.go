@@ -2,12 +2,27 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
 )
 
 func numCPU() int { return runtime.NumCPU() }
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages, as /proc/loadavg gives them: work
+// of other processes than the run's shows there.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
 
 // table renders the run as markdown, each row with its ratios to the ceilings of the same run.
 func (b *bench) table() string {
@@ -54,6 +69,10 @@ func (b *bench) table() string {
 	}
 	fmt.Fprintf(&sb, "\nTargets (same run): hot path ≥ 0.45 × HTTP ceiling → %s; sustained ≥ 3 × plain PostgreSQL → %s; p99 ≤ 5 ms at half the max rate → %s ms (relay paused), %s ms (pipeline running).\n",
 		ratio(b.hot.RPS, httpCeil), ratio(b.sust.RPS, plainPG), ms(b.halfHot.P99Ms), ms(b.halfRate.P99Ms))
-	fmt.Fprintf(&sb, "Machine: %d CPUs shared by the load generator, acv, Redis, PostgreSQL and the Kafka broker.\n", numCPU())
+	fmt.Fprintf(&sb, "Machine: %d CPUs shared by the load generator, acv, Redis, PostgreSQL and the Kafka broker; load average (1, 5, 15 min) %s at the start, %s at the end.\n",
+		numCPU(), b.loadAvg[0], b.loadAvg[1])
+	sb.WriteString(b.costTable())
+	sb.WriteString(b.clusterTable())
+	sb.WriteString(b.storageText())
 	return sb.String()
 }
