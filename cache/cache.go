@@ -68,6 +68,8 @@ type Redis interface {
 type cluster interface {
 	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
 	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+	// ReloadState asks for the slot map to be read again (in the background).
+	ReloadState(ctx context.Context)
 }
 
 // Loader reads from the system of record what Redis does not hold yet. The Postgres store
@@ -129,18 +131,54 @@ func (c *Cache) Close() {
 
 // eval runs a hot-path script, through the coalescer when there is one. An unavailable Redis
 // is reported as contract.KindUnavailable (translate).
+//
+// While a cluster moves slots (resharding), a script is refused when its slot moved (MOVED)
+// or is being migrated (ASK, TRYAGAIN: its keys are split between two nodes until the last one
+// moved, and a script naming keys of both runs on neither). go-redis follows such answers
+// only a few times within some 100 ms (MaxRedirects), and not at all for a call of a batch
+// (sendBatch). A refused script did not run, so eval sends it again, after asking the client
+// to reload its slot map (MOVED) or while the slot is in migration, after a pause growing from
+// 5 to 80 ms, for up to slotMotionWait (or the caller's deadline); only then is it a 503.
 func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		v, err := c.evalOnce(ctx, s, keys, args...)
+		moved, inMotion := slotInMotion(err)
+		if !inMotion || time.Since(start) >= slotMotionWait {
+			return v, translate(err)
+		}
+		if cl, ok := c.rdb.(cluster); ok && moved {
+			cl.ReloadState(ctx)
+		}
+		pause := time.NewTimer(min(slotMotionPause<<min(attempt, 4), slotMotionWait-time.Since(start)))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return v, translate(err)
+		case <-pause.C:
+		}
+	}
+}
+
+// How long eval waits for a slot in motion: the first pause before a refused call is sent
+// again (each next one doubles, up to 16 times it), and the longest wait in all. A slot migrates in milliseconds to
+// seconds, depending on the keys it holds (redis-cli moves them 10 to a MIGRATE).
+const (
+	slotMotionPause = 5 * time.Millisecond
+	slotMotionWait  = 5 * time.Second
+)
+
+// evalOnce sends a script call once.
+func (c *Cache) evalOnce(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
-		v, err := c.co.run(ctx, s, keys, args...)
-		return v, translate(err)
+		return c.co.run(ctx, s, keys, args...)
 	}
 	if c.wait.replicas > 0 {
 		call := &scriptCall{script: s, keys: keys, args: args}
 		sendBatch(ctx, c.rdb, []*scriptCall{call}, c.wait)
-		return call.reply, translate(call.err)
+		return call.reply, call.err
 	}
-	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
-	return v, translate(err)
+	return s.Run(ctx, c.rdb, keys, args...).Result()
 }
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.

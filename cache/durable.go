@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,12 +45,17 @@ func errNotReplicated(got, want int64) error {
 // same connection. A call whose script Redis forgot (NOSCRIPT, after a restart) is loaded and
 // sent again, followed by a WAIT of its own. Each call gets its own reply or error.
 //
-// On a cluster, WAIT counts the replicas of the node it is sent to, over the writes of its
-// connection: the batch is split by the master of each call's slot, and each master gets its
-// calls and its WAIT in a pipeline of its own. A slot that moved meanwhile is answered MOVED,
-// which the caller sees as unavailable (503): the write did not happen, a retry finds the slot.
+// On a cluster the batch is split by the master of each call's slot, and each master gets its
+// calls (and its WAIT) in a pipeline of its own, on a connection to that node. WAIT counts the
+// replicas of the node it is sent to, over the writes of its connection. And go-redis's own
+// cluster pipeline is not safe for scripts while slots move: when the first command it sent a
+// node is answered TRYAGAIN (a multi-key script in a slot being migrated) it sends that node's
+// whole batch again, so the scripts of the batch that had run run a second time (a verify
+// without Idempotency-Key is then refused as its own replay, though it redeemed the code). A
+// call whose slot moved or is moving is answered MOVED, ASK or TRYAGAIN here and did not run;
+// Cache.eval sends it again.
 func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWait) {
-	if cl, ok := rdb.(cluster); ok && w.replicas > 0 {
+	if cl, ok := rdb.(cluster); ok {
 		byMaster := map[*redis.Client][]*scriptCall{}
 		for _, call := range batch {
 			m, err := cl.MasterForKey(ctx, call.keys[0])
@@ -59,9 +65,15 @@ func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWai
 			}
 			byMaster[m] = append(byMaster[m], call)
 		}
+		var wg sync.WaitGroup
 		for m, calls := range byMaster {
-			sendBatch(ctx, m, calls, w)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sendBatch(ctx, m, calls, w)
+			}()
 		}
+		wg.Wait()
 		return
 	}
 	pending := batch

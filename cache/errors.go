@@ -12,8 +12,8 @@ import (
 
 // unavailablePrefixes are the Redis error replies that mean "not now" rather than "never": the
 // server is loading its dataset, its master or cluster is down, a slot is migrating or moved
-// (a cluster client follows MOVED and ASK itself; one reaches here only past its redirect
-// limit, or from a node addressed directly), a script holds the server ("BUSY " with its
+// (a cluster client follows MOVED and ASK itself, and Cache.eval sends a refused script again
+// for a while; one reaches here only after that), a script holds the server ("BUSY " with its
 // space, so BUSYGROUP and BUSYKEY stay what they are), a failover left this node a replica, or
 // it has no room for one more client. A request refused with one of them may simply be sent
 // again later.
@@ -29,6 +29,21 @@ func translate(err error) error {
 		return err
 	}
 	return contract.Unavailable(err)
+}
+
+// slotInMotion tells whether err refuses a command because its slot is served by another node
+// now (MOVED: moved says so) or is being migrated to one (ASK, TRYAGAIN). Such a command did
+// not run.
+func slotInMotion(err error) (moved, inMotion bool) {
+	switch {
+	case err == nil:
+		return false, false
+	case redis.HasErrorPrefix(err, "MOVED "):
+		return true, true
+	case redis.HasErrorPrefix(err, "ASK "), redis.HasErrorPrefix(err, "TRYAGAIN"):
+		return false, true
+	}
+	return false, false
 }
 
 // redisUnavailable tells whether err says Redis cannot answer now: one of the replies above, no

@@ -143,7 +143,10 @@ func (c *RedisCluster) startNode(bin, dir string, used map[int]bool) (*ClusterNo
 		"--cluster-port", strconv.Itoa(ports[1]),
 		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
 		// A replica fails over however long it was out of touch: tests kill masters on purpose.
-		"--cluster-replica-validity-factor", "0"}
+		"--cluster-replica-validity-factor", "0",
+		// A replica's full sync starts at once, not 5 s later in case more replicas come: a
+		// test waits for it when the cluster starts and when a killed master rejoins.
+		"--repl-diskless-sync-delay", "0"}
 	if o.Debug {
 		args = append(args, "--enable-debug-command", "local")
 	}
@@ -302,6 +305,24 @@ func (c *RedisCluster) readIDs() error {
 			return fmt.Errorf("cluster id of %s: %w", n.Addr, err)
 		}
 		n.ID = strings.TrimSpace(id)
+	}
+	return nil
+}
+
+// Reshard moves slots slots from master from to master to with `redis-cli --cluster reshard`,
+// as an operator scales a cluster out: one slot at a time, the source marked MIGRATING and the
+// target IMPORTING, its keys moved with MIGRATE in batches while clients keep using them (ASK
+// and TRYAGAIN meanwhile), then the slot assigned to its new master everywhere (MOVED after).
+func (c *RedisCluster) Reshard(from, to *ClusterNode, slots int) error {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return fmt.Errorf("redis-cli not installed (apt-get install redis-tools): %w", err)
+	}
+	out, err := exec.Command(cli, "--cluster", "reshard", from.Addr, "--cluster-from", from.ID,
+		"--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(slots), "--cluster-yes").CombinedOutput()
+	if err != nil {
+		// It prints a line per slot: the end says what went wrong.
+		return fmt.Errorf("redis-cli --cluster reshard %d slots %s → %s: %w: %s", slots, from.Addr, to.Addr, err, out[max(0, len(out)-2000):])
 	}
 	return nil
 }

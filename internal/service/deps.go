@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
@@ -76,6 +77,10 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	return d, nil
 }
 
+// clusterStateReload is how old a cluster client's slot map may grow before it is read again:
+// it bounds how long calls still go to a master that died after its replica took over.
+const clusterStateReload = time.Second
+
 // NewRedisClient connects to the Redis that rawURL names (ACV_REDIS_URL):
 //
 //   - redis://[user:password@]host:port[/db][?option=value…], rediss:// with TLS: one Redis
@@ -106,6 +111,11 @@ func NewRedisClient(rawURL string, poolSize int) (redis.UniversalClient, error) 
 		if poolSize > 0 {
 			opt.PoolSize = poolSize
 		}
+		// The slot map is read again when a node answers MOVED or ASK, and otherwise once it is
+		// older than this. A master that died never answers MOVED: until the map is read again
+		// every call for its slots goes to its address, also long after its replica took over
+		// (go-redis's default is a minute). Reading CLUSTER SLOTS once a second costs little.
+		opt.ClusterStateReloadInterval = clusterStateReload
 		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(rawURL)
