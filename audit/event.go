@@ -20,21 +20,35 @@ const Topic = "acv.verification-logs"
 // share the work and an entry delivered to a replica that died can be claimed by another.
 const RelayGroup = "relay"
 
-// toMessage turns an outbox entry into a Kafka message. ok is false when the entry holds no
-// event field at all (nothing to publish). malformed is true when the event is published but
-// its JSON does not name a code id, so it goes without a key.
+// toMessage turns an outbox entry into a Kafka message whose value is the event's JSON. ok is
+// false when the entry holds no event field at all (nothing to publish). malformed is true when
+// the event does not decode or names no code id: it is published as it is, without a key, and
+// the consumer skips it. An entry of the compact form (contract.DecodeOutboxEntry) carries its
+// trace context inside; an entry written as JSON carries it in header fields.
 func toMessage(e redis.XMessage) (msg kafka.Message, ok, malformed bool) {
 	raw, found := e.Values[contract.EventField]
 	if !found {
 		return kafka.Message{}, false, true
 	}
-	msg.Value = []byte(fmt.Sprint(raw)) // go-redis hands stream values over as strings
-	// The code id is the Kafka key: every event of one code lands in one partition, in order.
-	var ev contract.Event
-	if err := json.Unmarshal(msg.Value, &ev); err != nil || ev.CodeID == "" {
+	s := fmt.Sprint(raw) // go-redis hands stream values over as strings
+	ev, traceParent, err := contract.DecodeOutboxEntry(s)
+	switch {
+	case err != nil || ev.CodeID == "":
 		malformed = true
-	} else {
+		msg.Value = []byte(s)
+	case s[0] == '{':
+		msg.Value = []byte(s)
+	default:
+		if msg.Value, err = json.Marshal(ev); err != nil {
+			return kafka.Message{Value: []byte(s)}, true, true
+		}
+	}
+	if !malformed {
+		// The code id is the Kafka key: every event of one code lands in one partition, in order.
 		msg.Key = []byte(ev.CodeID)
+	}
+	if traceParent != "" {
+		msg.Headers = append(msg.Headers, kafka.Header{Key: "traceparent", Value: []byte(traceParent)})
 	}
 	for _, field := range slices.Sorted(maps.Keys(e.Values)) {
 		name, isHeader := strings.CutPrefix(field, contract.HeaderFieldPrefix)

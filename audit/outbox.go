@@ -72,16 +72,54 @@ func claimEntries(ctx context.Context, rdb redis.Cmdable, key, consumer, start s
 	return msgs, next, nil
 }
 
-// removeEntries acknowledges and deletes entries in one transaction, so an entry is never left
-// acknowledged but still in the stream (or the reverse) by a crash between the two.
+// removeEntries acknowledges entries and drops from the stream every entry the relays are done
+// with, in one transaction: XACK, then trimScript, which deletes with one XTRIM MINID whatever
+// lies below the oldest entry still pending in the group (or, when none is, up to the last one
+// delivered). For Redis that costs a fraction of deleting each id (XDEL finds every id by
+// scanning its node of the stream; the trim drops whole nodes). An entry is never deleted
+// unacknowledged: every entry below the bound was delivered and none is pending, and an entry
+// that is not pending never becomes so again. An acknowledged entry may stay a while behind an
+// older one another relay has not acknowledged yet: the acknowledgement of that one removes
+// both. The stream must have no consumer group but the relay's.
 func removeEntries(ctx context.Context, rdb redis.Cmdable, key string, ids []string) error {
+	var ack *redis.IntCmd
+	var trim *redis.Cmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, key, RelayGroup, ids...)
-		p.XDel(ctx, key, ids...)
+		ack = p.XAck(ctx, key, RelayGroup, ids...)
+		trim = trimScript.EvalSha(ctx, p, []string{key}, RelayGroup)
 		return nil
 	})
+	if ack != nil && ack.Err() == nil && trim != nil && redis.HasErrorPrefix(trim.Err(), "NOSCRIPT") {
+		// Redis forgot the script (a restart): the entries are acknowledged, the trim runs
+		// alone (it holds no state of this batch), sending the script's source.
+		err = trimScript.Run(ctx, rdb, []string{key}, RelayGroup).Err()
+	}
 	if err != nil {
-		return fmt.Errorf("xack+xdel %d entries of %s: %w", len(ids), key, err)
+		return fmt.Errorf("xack+trim %d entries of %s: %w", len(ids), key, err)
 	}
 	return nil
 }
+
+// trimScript trims a stream to the entries its consumer group is not done with.
+//
+// KEYS[1] the stream; ARGV[1] its consumer group. Reply: the number of entries deleted.
+var trimScript = redis.NewScript(`
+local p = redis.call('XPENDING', KEYS[1], ARGV[1])
+local bound = p[2]
+if not bound then
+  local last
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    local name, ld
+    for i = 1, #g, 2 do
+      if g[i] == 'name' then name = g[i + 1] elseif g[i] == 'last-delivered-id' then ld = g[i + 1] end
+    end
+    if name == ARGV[1] then last = ld end
+  end
+  if not last then
+    return 0
+  end
+  local ms, seq = string.match(last, '^(%d+)%-(%d+)$')
+  bound = ms .. '-' .. (seq + 1)
+end
+return redis.call('XTRIM', KEYS[1], 'MINID', bound)
+`)

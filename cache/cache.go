@@ -39,6 +39,9 @@ var (
 	//go:embed scripts/release.lua
 	releaseSrc string
 
+	// applyFn is the verify script as Verify sends it, a Redis Function (function.go);
+	// applyScript is the same script for EVALSHA (BenchmarkVerify, MeasureVerifyCPU).
+	applyFn          = newFunction("acv_apply", luaPrelude(), applySrc)
 	applyScript      = redis.NewScript(luaPrelude() + applySrc)
 	admitScript      = redis.NewScript(luaPrelude() + admitSrc)
 	putCodeScript    = redis.NewScript(luaPrelude() + putCodeSrc)
@@ -95,6 +98,7 @@ type Cache struct {
 	coWorkers  int           // coalescing senders (WithCoalescing)
 	coBatch    int           // calls a coalesced pipeline holds at most
 	limits     *limiter      // this replica's token leases (lease.go)
+	applyCall  ApplyCall     // how the verify script is sent: FCALL but in MeasureVerifyCPU
 }
 
 // Option tunes a Cache.
@@ -139,7 +143,7 @@ func (c *Cache) Close() {
 // (sendBatch). A refused script did not run, so eval sends it again, after asking the client
 // to reload its slot map (MOVED) or while the slot is in migration, after a pause growing from
 // 5 to 80 ms, for up to slotMotionWait (or the caller's deadline); only then is it a 503.
-func (c *Cache) eval(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
+func (c *Cache) eval(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		v, err := c.evalOnce(ctx, s, keys, args...)
@@ -169,7 +173,7 @@ const (
 )
 
 // evalOnce sends a script call once.
-func (c *Cache) evalOnce(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
+func (c *Cache) evalOnce(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
 		return c.co.run(ctx, s, keys, args...)
 	}
@@ -183,7 +187,7 @@ func (c *Cache) evalOnce(ctx context.Context, s *redis.Script, keys []string, ar
 
 // Preload loads every script into Redis so the first requests do not pay for EVAL.
 func (c *Cache) Preload(ctx context.Context) error {
-	for _, s := range []*redis.Script{applyScript, admitScript, refundScript, putCodeScript, unknownScript, disableScript, putProjectScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript} {
+	for _, s := range []script{applyFn, admitScript, refundScript, putCodeScript, unknownScript, disableScript, putProjectScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript} {
 		if err := s.Load(ctx, c.rdb).Err(); err != nil {
 			return fmt.Errorf("load lua script: %w", err)
 		}

@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -160,9 +159,9 @@ func (f *fixture) outbox() []contract.Event {
 		if !ok {
 			f.t.Fatalf("outbox entry %v has no event field %q", m.Values, contract.EventField)
 		}
-		var e contract.Event
-		if err := json.Unmarshal([]byte(s), &e); err != nil {
-			f.t.Fatalf("outbox entry %v: %v", m.Values, err)
+		e, _, err := contract.DecodeOutboxEntry(s)
+		if err != nil {
+			f.t.Fatalf("outbox entry %q: %v", s, err)
 		}
 		out = append(out, e)
 	}

@@ -22,7 +22,7 @@ type coalescer struct {
 }
 
 type scriptCall struct {
-	script *redis.Script
+	script script
 	keys   []string
 	args   []interface{}
 	reply  interface{}
@@ -44,7 +44,7 @@ func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer
 
 // run queues one call and waits for its reply or the caller's context. A call whose caller gave
 // up may still run: like a command already on the wire, its effect stands.
-func (c *coalescer) run(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (interface{}, error) {
+func (c *coalescer) run(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
 	call := &scriptCall{script: s, keys: keys, args: args, done: make(chan struct{})}
 	select {
 	case c.calls <- call:

@@ -42,8 +42,9 @@ func errNotReplicated(got, want int64) error {
 }
 
 // sendBatch runs calls in one pipeline and, when w asks for replicas, a WAIT after them on the
-// same connection. A call whose script Redis forgot (NOSCRIPT, after a restart) is loaded and
-// sent again, followed by a WAIT of its own. Each call gets its own reply or error.
+// same connection. A call whose script Redis forgot (NOSCRIPT after a restart; "Function not
+// found" on a node without the library) is loaded and sent again, followed by a WAIT of its
+// own. Each call gets its own reply or error.
 //
 // On a cluster the batch is split by the master of each call's slot, and each master gets its
 // calls (and its WAIT) in a pipeline of its own, on a connection to that node. WAIT counts the
@@ -91,7 +92,7 @@ func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWai
 		var again []*scriptCall
 		for i, call := range pending {
 			call.reply, call.err = cmds[i].Result()
-			if call.err != nil && redis.HasErrorPrefix(call.err, "NOSCRIPT") && attempt == 0 {
+			if scriptMissing(call.err) && attempt == 0 {
 				if err := call.script.Load(ctx, rdb).Err(); err == nil {
 					again = append(again, call)
 					continue

@@ -167,26 +167,34 @@ func checkOperation(op contract.Operation) error {
 }
 
 func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation, replayTTL int64) (applyReply, error) {
-	idem := "0"
+	if c.applyCall == ApplyV1 {
+		return c.applyOnceV1(ctx, shard, op, replayTTL)
+	}
+	keys := make([]string, 3, 5)
+	keys[0] = codeKeyIn(shard, op.ProjectID, op.Code)
+	keys[1] = projectKey(shard, op.ProjectID)
+	keys[2] = outboxKey(shard)
+	if replayTTL > 0 {
+		keys = append(keys, replayKey(shard, op.KeyID, op.ReplayKey))
+	}
+	head, err := contract.AppendEventHead(make([]byte, 0, contract.EventHeadSize(op)), op)
+	if err != nil {
+		return applyReply{}, fmt.Errorf("apply: %w", err)
+	}
+	args := []interface{}{head}
 	if op.IdempotencyKey != "" {
-		idem = "1"
+		keys = append(keys, idemKey(shard, op.KeyID, op.IdempotencyKey))
+		args = append(args, op.RequestHash)
 	}
-	keys := []string{
-		codeKeyIn(shard, op.ProjectID, op.Code),
-		projectKey(shard, op.ProjectID),
-		outboxKey(shard),
-		replayKey(shard, op.KeyID, op.ReplayKey),
-		idemKey(shard, op.KeyID, op.IdempotencyKey),
+	var s script = applyFn
+	if c.applyCall == ApplyEvalSha {
+		s = applyScript
 	}
-	v, err := c.eval(ctx, applyScript, keys,
-		string(op.Action), op.Now.UnixMilli(), op.EventID, op.ProjectID, op.By, op.Reason, op.IP,
-		replayTTL, idem, op.RequestHash, int64(IdempotencyTTL/time.Second),
-		op.TraceParent,
-	)
+	v, err := c.eval(ctx, s, keys, args...)
 	if err != nil {
 		return applyReply{}, fmt.Errorf("run apply script: %w", err)
 	}
-	return decodeApply(v)
+	return decodeApply(v, op)
 }
 
 // result turns the script's reply into the domain's answer.

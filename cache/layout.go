@@ -2,8 +2,11 @@ package cache
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -180,6 +183,9 @@ const (
 	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion, the version of
 	// the projects row it was copied from (0: written without one, by PutProject).
 	fEnabled = "en" // "1" / "0"
+	// fProjectState holds fEnabled and fExpiresAt in one value, "1"/"0" followed by the expiry
+	// if any, so apply.lua reads the copy with one HGET: no reply array to build.
+	fProjectState = "s"
 	// A key's token bucket.
 	fTokens   = "tk" // tokens left, a decimal
 	fRefilled = "ts" // unix ms of the last refill
@@ -189,7 +195,8 @@ const (
 	fKeyRate    = "kr" // tokens per second, "0" = unlimited
 	fKeyBurst   = "kb" // bucket size
 	fKeyRevoked = "kx" // "1" once revoked, for good
-	// An idempotency record.
+	// An idempotency record of the previous format, a hash (apply.lua reads such records while
+	// they live; it writes a string, request hash and outcome).
 	fRequestHash = "h" // hash of the request the key was first used with
 	fStoredReply = "r" // the first outcome, packed as error|code id|verified at ms|at ms
 )
@@ -216,8 +223,9 @@ func luaPrelude() string {
 	for _, f := range [][2]string{
 		{"F_ID", fCodeID}, {"F_EXP", fExpiresAt}, {"F_VAT", fVerifiedAt}, {"F_BY", fVerifiedBy},
 		{"F_DIS", fDisabled}, {"F_VER", fVersion}, {"F_UNKNOWN", fUnknown}, {"F_EN", fEnabled},
+		{"F_PSTATE", fProjectState},
 		{"F_TOKENS", fTokens}, {"F_REFILLED", fRefilled}, {"F_REQ_HASH", fRequestHash},
-		{"F_REPLY", fStoredReply}, {"F_EVENT", eventField}, {"F_TRACEPARENT", traceparentField},
+		{"F_REPLY", fStoredReply}, {"F_EVENT", eventField},
 		{"F_KEY_PROJECT", fKeyProject}, {"F_KEY_SECRET", fKeySecret}, {"F_KEY_RATE", fKeyRate},
 		{"F_KEY_BURST", fKeyBurst}, {"F_KEY_REVOKED", fKeyRevoked},
 	} {
@@ -233,6 +241,8 @@ func luaPrelude() string {
 	} {
 		fmt.Fprintf(&b, "local %s = %d\n", s.name, s.v)
 	}
+	// TTLs in seconds, as strings: Redis formats a number passed to redis.call on every call.
+	fmt.Fprintf(&b, "local T_REPLAY = '%d'\nlocal T_IDEM = '%d'\n", int64(ReplayTTL/time.Second), int64(IdempotencyTTL/time.Second))
 	return b.String()
 }
 
@@ -275,19 +285,95 @@ func (r *reply) str(i int) string {
 type applyReply struct {
 	status       status
 	errorCode    string
-	codeID       string
+	codeID       string // 32 hex characters, "" when the code does not exist
 	verifiedAtMs int64
 	atMs         int64
 }
 
-func decodeApply(v interface{}) (applyReply, error) {
-	r, err := newReply("apply.lua", v, 5)
-	if err != nil {
-		return applyReply{}, err
+// decodeApply reads apply.lua's reply to op (see its header): an integer status; a string,
+// this call's outcome (the code id as 16 raw bytes, then "error code|verified_at" unless it
+// succeeded; "" when the code does not exist); or an array of one string, the outcome stored by
+// the first request with its Idempotency-Key.
+func decodeApply(v interface{}, op contract.Operation) (applyReply, error) {
+	switch r := v.(type) {
+	case int64:
+		switch st := status(r); st {
+		case statusCodeMiss, statusProjectMiss, statusReplayed, statusIdemConflict:
+			return applyReply{status: st}, nil
+		}
+		return applyReply{}, fmt.Errorf("apply.lua replied status %d, which it never sends alone", r)
+	case []interface{}:
+		if s, ok := firstString(r); ok {
+			a, err := decodeStoredOutcome(s)
+			a.status = statusIdemReplayed
+			return a, err
+		}
+	case string:
+		a := applyReply{status: statusOK, atMs: op.Now.UnixMilli()}
+		if r == "" {
+			a.errorCode = string(contract.CodeNotFound)
+			return a, nil
+		}
+		if len(r) < 16 {
+			return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q", r)
+		}
+		a.codeID = hexID(r[:16])
+		if rest := r[16:]; rest != "" {
+			code, vat, ok := strings.Cut(rest, "|")
+			if !ok || code == "" {
+				return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q", r)
+			}
+			a.errorCode = code
+			if vat != "" {
+				var err error
+				if a.verifiedAtMs, err = parseMillis(vat); err != nil {
+					return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q: %w", r, err)
+				}
+			}
+		} else if op.Action == contract.ActionVerify {
+			a.verifiedAtMs = a.atMs
+		}
+		return a, nil
 	}
-	a := applyReply{status: status(r.int(0)), errorCode: r.str(1), codeID: r.str(2),
-		verifiedAtMs: r.int(3), atMs: r.int(4)}
-	return a, r.err
+	return applyReply{}, fmt.Errorf("apply.lua replied %#v (%T), want an integer, a string or one string in an array", v, v)
+}
+
+func firstString(v []interface{}) (string, bool) {
+	if len(v) != 1 {
+		return "", false
+	}
+	s, ok := v[0].(string)
+	return s, ok
+}
+
+// decodeStoredOutcome reads the outcome an idempotency record holds: "verified_at|at|error
+// code|code id (16 raw bytes)", or "error code|code id (hex)|verified_at|at" as the previous
+// format stored it.
+func decodeStoredOutcome(s string) (applyReply, error) {
+	var a applyReply
+	var vat, at string
+	if s != "" && s[0] >= '0' && s[0] <= '9' {
+		if f := strings.SplitN(s, "|", 4); len(f) == 4 && (f[3] == "" || len(f[3]) == 16) {
+			vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], hexID(f[3])
+		}
+	} else if f := strings.Split(s, "|"); len(f) == 4 && (f[1] == "" || contract.ValidID(f[1])) {
+		a.errorCode, a.codeID, vat, at = f[0], f[1], f[2], f[3]
+	}
+	var err1, err2 error
+	a.verifiedAtMs, err1 = parseMillis(vat)
+	a.atMs, err2 = parseMillis(at)
+	if err := errors.Join(err1, err2); err != nil {
+		return applyReply{}, fmt.Errorf("apply.lua replied a malformed stored outcome %q: %w", s, err)
+	}
+	return a, nil
+}
+
+// parseMillis reads a time the scripts write: decimal digits, nothing else.
+func parseMillis(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a decimal time", s)
+	}
+	return strconv.ParseInt(s, 10, 64)
 }
 
 // admitReply is admit.lua's reply.
@@ -332,8 +418,6 @@ func decodeStored(script string, v interface{}) (bool, error) {
 	return n == 1, nil
 }
 
-// Outbox entry fields: the event JSON and the trace context the relay turns into a header.
-const (
-	eventField       = contract.EventField
-	traceparentField = contract.HeaderFieldPrefix + "traceparent"
-)
+// eventField is the outbox entry's one field: the event, in contract.DecodeOutboxEntry's
+// compact form (the trace context inside).
+const eventField = contract.EventField

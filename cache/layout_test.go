@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,14 +26,6 @@ func TestReplyDecodersAreStrict(t *testing.T) {
 		kinds  string // per element: 'i' integer, 's' string
 	}
 	decoders := []decoder{
-		{
-			name:   "apply.lua",
-			decode: func(v interface{}) (interface{}, error) { return decodeApply(v) },
-			good:   []interface{}{int64(6), "CODE_ALREADY_USED", "0123abcd", int64(1_750_000_000_123), int64(1_800_000_000_001)},
-			want: applyReply{status: statusIdemReplayed, errorCode: "CODE_ALREADY_USED", codeID: "0123abcd",
-				verifiedAtMs: 1_750_000_000_123, atMs: 1_800_000_000_001},
-			kinds: "issii",
-		},
 		{
 			name:   "admit.lua",
 			decode: func(v interface{}) (interface{}, error) { return decodeAdmit(v) },
@@ -160,7 +153,7 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 		"F_ID": fCodeID, "F_EXP": fExpiresAt, "F_VAT": fVerifiedAt, "F_BY": fVerifiedBy,
 		"F_DIS": fDisabled, "F_VER": fVersion, "F_UNKNOWN": fUnknown, "F_EN": fEnabled,
 		"F_TOKENS": fTokens, "F_REFILLED": fRefilled, "F_REQ_HASH": fRequestHash,
-		"F_REPLY": fStoredReply, "F_EVENT": eventField, "F_TRACEPARENT": traceparentField,
+		"F_REPLY": fStoredReply, "F_EVENT": eventField, "F_PSTATE": fProjectState,
 		"F_KEY_PROJECT": fKeyProject, "F_KEY_SECRET": fKeySecret, "F_KEY_RATE": fKeyRate,
 		"F_KEY_BURST": fKeyBurst, "F_KEY_REVOKED": fKeyRevoked,
 	}
@@ -171,12 +164,14 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 	} {
 		want[name] = strconv.FormatInt(int64(s), 10)
 	}
+	want["T_REPLAY"] = strconv.FormatInt(int64(ReplayTTL/time.Second), 10)
+	want["T_IDEM"] = strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("prelude locals\n%v\nwant\n%v", got, want)
 	}
 	// Two fields with one name would overwrite each other; two statuses with one number could
 	// not be told apart.
-	for _, prefix := range []string{"F_", "S_"} {
+	for _, prefix := range []string{"F_", "S_", "T_"} {
 		by := map[string]string{}
 		for name, v := range got {
 			if !strings.HasPrefix(name, prefix) {
@@ -197,6 +192,16 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 		if s.Hash() != redis.NewScript(luaPrelude()+embeddedScripts()[name]).Hash() {
 			t.Errorf("%s does not run as the prelude followed by its embedded source", name)
 		}
+	}
+	// The verify script's Redis Function: its library runs the prelude, then registers the
+	// embedded source as the function's body, under a name that changes with the source.
+	wantLib := "#!lua name=" + applyFn.name + "\n" + luaPrelude() + "redis.register_function('" + applyFn.name +
+		"', function(KEYS, ARGV)\n" + applySrc + "\nend)\n"
+	if applyFn.lib != wantLib || !strings.HasPrefix(applyFn.name, "acv_apply_") {
+		t.Errorf("the verify function's library is not the prelude and apply.lua:\n%s", applyFn.lib)
+	}
+	if other := newFunction("acv_apply", luaPrelude(), applySrc+"\n"); other.name == applyFn.name {
+		t.Error("another source gives the verify function the same name")
 	}
 }
 
@@ -233,8 +238,8 @@ func TestScriptsUseOnlyPreludeNames(t *testing.T) {
 
 	names, values := preludeLocals(t)
 	used := map[string]bool{}
-	ident := regexp.MustCompile(`\b[FS]_[A-Za-z0-9_]+\b`)
-	redefined := regexp.MustCompile(`\blocal\s+[FS]_`)
+	ident := regexp.MustCompile(`\b[FST]_[A-Za-z0-9_]+\b`)
+	redefined := regexp.MustCompile(`\blocal\s+[FST]_`)
 	fieldValues := map[string]bool{}
 	for name, v := range values {
 		if strings.HasPrefix(name, "F_") {
@@ -250,7 +255,7 @@ func TestScriptsUseOnlyPreludeNames(t *testing.T) {
 			used[id] = true
 		}
 		if redefined.MatchString(src) {
-			t.Errorf("%s defines its own F_/S_ local", name)
+			t.Errorf("%s defines its own F_/S_/T_ local", name)
 		}
 		lits, err := luaStringLiterals(src)
 		if err != nil {

@@ -1,176 +1,165 @@
--- apply.lua: one verify or reactivate, atomically.
+-- apply.lua: one verify or reactivate, atomically. It runs on every verify, so it is written
+-- for Redis CPU (docs/design.md, "Redis CPU per verify"): five commands on the success path and
+-- four on a refusal, no JSON, no hex, no number formatting it can avoid, and a one-string reply.
+-- The caller encodes in Go what it knows before the call (the event's head) and decodes the
+-- reply and the outbox entry; every argument and reply element costs Redis a Lua string.
 --
 -- Runs, in this order, with every key in the hash-tag slot of the code's virtual shard:
 --   1. code/project presence (a miss asks the caller to load from Postgres; nothing written);
---   2. replay check of (key id, replay key), unless the caller set the request's marker in
---      its nonce's own slot before (ARGV[8] "0": a request with X-Nonce and Idempotency-Key);
+--   2. replay check and marker of (key id, replay key) in one SET NX, unless the caller set the
+--      request's marker in its nonce's own slot before (a request with X-Nonce and
+--      Idempotency-Key passes no replay key);
 --   3. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts
 --      (the caller claimed the key in its own slot first, so a key reused with another code
 --      is refused there; this record is what a retry gets back);
 --   4. the contract's checks in order (not found, project disabled, code disabled, used /
---      unused, code expired, project expired), the state transition, and the verification-log event
---      appended to the shard's outbox stream — together, or not at all.
+--      unused, code expired, project expired), the state transition, and the verification-log
+--      event appended to the shard's outbox stream — together, or not at all.
 -- The per-key token bucket lives in the API key's own slot: the caller takes a token (from its
 -- lease, lease.lua, or admit.lua) before this script, and gives it back when this script refuses.
 --
 -- KEYS[1] code hash      acv:{T}:c:<project, 16 raw bytes><value>
 -- KEYS[2] project copy   acv:{T}:p:<project>
 -- KEYS[3] outbox stream  acv:{T}:outbox
--- KEYS[4] replay marker  acv:{T}:rp:<key id>:<replay key>
--- KEYS[5] idempotency    acv:{T}:ik:<key id>:<idempotency key>
+-- then each only when used, so #KEYS is 3, 4 or 5:
+-- KEYS[4] replay marker  acv:{T}:rp:<key id>:<replay key>       (absent: no replay check here)
+-- KEYS[#] idempotency    acv:{T}:ik:<key id>:<idempotency key>  (present exactly with ARGV[2])
 --
--- ARGV[1]  action: "verify" | "reactivate"
--- ARGV[2]  now, unix ms
--- ARGV[3]  event id (32 hex)
--- ARGV[4]  project id
--- ARGV[5]  verified_by / reactivated_by ("" = none)
--- ARGV[6]  reason of a reactivation ("" = none)
--- ARGV[7]  client ip
--- ARGV[8]  replay marker ttl, seconds; "0": no replay check or marker here
--- ARGV[9]  "1" when an Idempotency-Key was sent
--- ARGV[10] request hash (idempotency)
--- ARGV[11] idempotency ttl, seconds
--- ARGV[12] trace context to carry to Kafka ("" = none)
+-- ARGV[1] the event's head (contract.AppendEventHead), of which this script reads the action
+--         (byte 2: "v" verify, "r" reactivate), now (bytes 3-15: unix ms, 13 digits) and
+--         verified_by (from byte 16: its length plus one as a uvarint of one or two bytes, then
+--         its bytes)
+-- ARGV[2] request hash, only when an Idempotency-Key was sent
 --
--- Reply: { status, error_code, code_id, verified_at_ms, at_ms }
---   status S_OK (error_code "" = success), S_CODE_MISS, S_PROJECT_MISS, S_REPLAYED,
---          S_IDEM_CONFLICT, S_IDEM_REPLAYED (a stored outcome).
+-- Reply:
+--   an integer: S_CODE_MISS, S_PROJECT_MISS, S_REPLAYED or S_IDEM_CONFLICT;
+--   a string, this call's outcome (S_OK to the caller): "" when the code does not exist, else
+--     the code id (16 raw bytes) followed, unless the operation succeeded, by error code "|"
+--     verified_at (unix ms, "" = unused);
+--   an array of one string (S_IDEM_REPLAYED to the caller): the outcome the first request
+--     with this Idempotency-Key stored, verified_at "|" at "|" error code "|" code id (16 raw
+--     bytes or ""), or as the previous format stored it, error code "|" code id (hex) "|"
+--     verified_at "|" at.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- Outbox entry: one field, F_EVENT = head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
+-- error code "|" version before the operation "|" verified_at ("" = unused) "|" state's
+-- verified_by (contract.DecodeOutboxEntry).
+--
+-- Idempotency record: a string, request hash .. " " .. stored outcome, for T_IDEM seconds.
+-- (A record of the previous format is a hash {F_REQ_HASH, F_REPLY}: read, never written.)
+--
+-- Hash field names (F_*), statuses (S_*) and TTLs (T_*) are locals that cache/layout.go prepends.
 
-local action = ARGV[1]
-local now = tonumber(ARGV[2])
-
--- 1. presence: a code entry always has its id (F_ID) or the unknown marker (F_UNKNOWN)
-local c = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_ID, F_EXP, F_VAT, F_BY, F_DIS, F_VER)
-if c[1] == false and c[2] == false then
-  return {S_CODE_MISS, '', '', 0, 0}
-end
-local unknown = c[1] == '1'
-local p = nil
-if not unknown then
-  p = redis.call('HMGET', KEYS[2], F_EN, F_EXP)
-  if p[1] == false then
-    return {S_PROJECT_MISS, '', '', 0, 0}
+-- 1. presence. A code entry always has its id: one without is the unknown marker, or nothing.
+local c = redis.call('HMGET', KEYS[1], F_ID, F_EXP, F_VAT, F_BY, F_DIS, F_VER)
+local id = c[1]
+local ps
+if id then
+  -- The project copy's state: "1" or "0" (enabled), followed by its expiry (unix s) if any.
+  ps = redis.call('HGET', KEYS[2], F_PSTATE)
+  if not ps then
+    return S_PROJECT_MISS
   end
+elseif redis.call('EXISTS', KEYS[1]) == 0 then
+  return S_CODE_MISS
 end
 
--- 2. replay
-local replay_ttl = tonumber(ARGV[8])
-if replay_ttl > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
-  return {S_REPLAYED, '', '', 0, 0}
+-- 2. replay: the check and the marker in one command (nil: it was not there, now it is)
+local nk = #KEYS
+local req = ARGV[2]
+local marker = nk == 5 or (nk == 4 and not req)
+if marker and redis.call('SET', KEYS[4], '1', 'NX', 'GET', 'EX', T_REPLAY) then
+  return S_REPLAYED
 end
 
 -- 3. idempotency (read)
-local idem = ARGV[9] == '1'
-if idem then
-  local s = redis.call('HMGET', KEYS[5], F_REQ_HASH, F_REPLY)
-  if s[1] then
-    if s[1] ~= ARGV[10] then
-      return {S_IDEM_CONFLICT, '', '', 0, 0}
-    end
-    if replay_ttl > 0 then
-      redis.call('SET', KEYS[4], '1', 'EX', replay_ttl)
-    end
-    local err, id, vat, at = string.match(s[2], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-    return {S_IDEM_REPLAYED, err, id, tonumber(vat), tonumber(at)}
+local head = ARGV[1]
+local now = string.sub(head, 3, 15)
+if req then
+  local s = redis.pcall('GET', KEYS[nk])
+  if type(s) == 'table' then
+    -- WRONGTYPE: a record of the previous format, a hash.
+    local h = redis.call('HMGET', KEYS[nk], F_REQ_HASH, F_REPLY)
+    s = h[1] and (h[1] .. ' ' .. h[2])
   end
-end
-
--- admitted: record the replay marker
-if replay_ttl > 0 then
-  redis.call('SET', KEYS[4], '1', 'EX', replay_ttl)
+  if s then
+    local sp = string.find(s, ' ', 1, true)
+    if string.sub(s, 1, sp - 1) ~= req then
+      if marker then redis.call('DEL', KEYS[4]) end
+      return S_IDEM_CONFLICT
+    end
+    return {string.sub(s, sp + 1)}
+  end
 end
 
 -- 4. the contract's checks, in order
+if not id then
+  if req then
+    redis.call('SET', KEYS[nk], req .. ' 0|' .. now .. '|CODE_NOT_FOUND|', 'EX', T_IDEM)
+  end
+  return ''
+end
+local verify = string.byte(head, 2) == 118 -- "v"
+local vat = c[3]
+local enabled = ps == '1'
+local pexp
+if not enabled and ps ~= '0' then
+  enabled = string.byte(ps) == 49 -- "1"
+  pexp = string.sub(ps, 2)
+end
+-- The effective expiry is the code's own, or the project's when the code has none: a code of
+-- an expired project without an expiry of its own is in state expired (CODE_EXPIRED).
+-- PROJECT_EXPIRED is left for a project expiry passed while the code's own has not. An expiry
+-- is unix seconds: it has passed once now (ms) reaches it times 1000.
+local expiry = c[2] or pexp
 local err = ''
-local code_id = ''
-local vat = 0
-if unknown then
-  err = 'CODE_NOT_FOUND'
-else
-  -- The id is stored as 16 raw bytes; the outcome and the event carry its hex form.
-  code_id = string.format('%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x', string.byte(c[2], 1, 16))
-  if c[4] then vat = tonumber(c[4]) end
-  local now_s = math.floor(now / 1000)
-  -- The effective expiry is the code's own, or the project's when the code has none: a code
-  -- of an expired project without an expiry of its own is in state expired (CODE_EXPIRED).
-  -- PROJECT_EXPIRED is left for a project expiry passed while the code's own has not.
-  local expiry = c[3] or p[2]
-  if p[1] ~= '1' then
-    err = 'PROJECT_DISABLED'
-  elseif c[6] == '1' then
-    err = 'CODE_DISABLED'
-  elseif action == 'verify' and c[4] then
-    err = 'CODE_ALREADY_USED'
-  elseif action == 'reactivate' and not c[4] then
-    err = 'CODE_ALREADY_UNUSED'
-  elseif expiry and now_s >= tonumber(expiry) then
-    err = 'CODE_EXPIRED'
-  elseif p[2] and now_s >= tonumber(p[2]) then
-    err = 'PROJECT_EXPIRED'
-  end
+if not enabled then
+  err = 'PROJECT_DISABLED'
+elseif c[5] == '1' then
+  err = 'CODE_DISABLED'
+elseif verify and vat then
+  err = 'CODE_ALREADY_USED'
+elseif not verify and not vat then
+  err = 'CODE_ALREADY_UNUSED'
+elseif expiry and tonumber(now) >= expiry * 1000 then
+  err = 'CODE_EXPIRED'
+elseif pexp and tonumber(now) >= pexp * 1000 then
+  err = 'PROJECT_EXPIRED'
 end
-
-local version = tonumber(c[7] or '0')
-local by = ARGV[5]
-if not unknown then
-  local changed = err == ''
-  local state_by = c[5] or ''
-  if changed then
-    version = version + 1
-    if action == 'verify' then
-      vat = now
-      state_by = by
-      if by ~= '' then
-        redis.call('HSET', KEYS[1], F_VAT, ARGV[2], F_BY, by, F_VER, version)
-      else
-        redis.call('HSET', KEYS[1], F_VAT, ARGV[2], F_VER, version)
-        if c[5] then redis.call('HDEL', KEYS[1], F_BY) end
-      end
+local by = c[4] or ''
+if err == '' then
+  -- The new version goes to Redis as a number; the event carries the version before, and its
+  -- reader adds the one this change made.
+  if verify then
+    vat = now
+    -- verified_by's length plus one, a uvarint of one or two bytes, then verified_by
+    local b = string.byte(head, 16)
+    if b < 128 then
+      by = string.sub(head, 17, 15 + b)
     else
-      vat = 0
-      state_by = ''
-      redis.call('HSET', KEYS[1], F_VER, version)
-      redis.call('HDEL', KEYS[1], F_VAT, F_BY)
+      by = string.sub(head, 18, 16 + b - 128 + string.byte(head, 17) * 128)
     end
-  end
-  local result = 'failed'
-  local reason = err
-  if changed then
-    if action == 'verify' then
-      result = 'success'
+    if by ~= '' then
+      redis.call('HSET', KEYS[1], F_VAT, vat, F_BY, by, F_VER, (c[6] or 0) + 1)
     else
-      result = 'reactivated'
-      reason = ARGV[6]
+      redis.call('HSET', KEYS[1], F_VAT, vat, F_VER, (c[6] or 0) + 1)
+      if c[4] then redis.call('HDEL', KEYS[1], F_BY) end
     end
-  end
-  -- Ids are hex and the action and result are constants: only caller text needs escaping.
-  local ev = '{"id":"' .. ARGV[3] ..
-    '","code_id":"' .. code_id ..
-    '","project_id":"' .. ARGV[4] ..
-    '","action":"' .. action ..
-    '","result":"' .. result .. '"' ..
-    ',"reason":' .. cjson.encode(reason) ..
-    ',"verified_by":' .. cjson.encode(by) ..
-    ',"ip":' .. cjson.encode(ARGV[7]) ..
-    ',"ts":' .. ARGV[2] ..
-    ',"version":' .. string.format('%d', version) ..
-    ',"state_changed":' .. tostring(changed) ..
-    ',"verified_at":' .. string.format('%d', vat) ..
-    ',"state_verified_by":' .. cjson.encode(state_by) ..
-    ',"disabled":' .. tostring(c[6] == '1') .. '}'
-  if ARGV[12] ~= '' then
-    redis.call('XADD', KEYS[3], '*', F_EVENT, ev, F_TRACEPARENT, ARGV[12])
   else
-    redis.call('XADD', KEYS[3], '*', F_EVENT, ev)
+    vat = ''
+    by = ''
+    redis.call('HSET', KEYS[1], F_VER, (c[6] or 0) + 1)
+    redis.call('HDEL', KEYS[1], F_VAT, F_BY)
   end
+else
+  vat = vat or ''
 end
+redis.call('XADD', KEYS[3], '*', F_EVENT, head .. id .. (c[5] or '0') .. err .. '|' .. (c[6] or '0') .. '|' .. vat .. '|' .. by)
 
-if idem then
-  local packed = err .. '|' .. code_id .. '|' .. string.format('%d', vat) .. '|' .. ARGV[2]
-  redis.call('HSET', KEYS[5], F_REQ_HASH, ARGV[10], F_REPLY, packed)
-  redis.call('EXPIRE', KEYS[5], tonumber(ARGV[11]))
+if req then
+  redis.call('SET', KEYS[nk], req .. ' ' .. (vat == '' and '0' or vat) .. '|' .. now .. '|' .. err .. '|' .. id, 'EX', T_IDEM)
 end
-
-return {S_OK, err, code_id, vat, now}
+if err == '' then
+  return id
+end
+return id .. err .. '|' .. vat

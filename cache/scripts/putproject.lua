@@ -18,9 +18,10 @@ if v and tonumber(v) > tonumber(ARGV[3]) then
   return 0
 end
 redis.call('DEL', KEYS[1])
+-- F_EN and F_EXP for readers of the fields (authentication), F_PSTATE, both in one, for apply.lua.
 if ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[1], F_EN, ARGV[1], F_EXP, ARGV[2], F_VER, ARGV[3])
+  redis.call('HSET', KEYS[1], F_EN, ARGV[1], F_EXP, ARGV[2], F_PSTATE, ARGV[1] .. ARGV[2], F_VER, ARGV[3])
 else
-  redis.call('HSET', KEYS[1], F_EN, ARGV[1], F_VER, ARGV[3])
+  redis.call('HSET', KEYS[1], F_EN, ARGV[1], F_PSTATE, ARGV[1], F_VER, ARGV[3])
 end
 return 1

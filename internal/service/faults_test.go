@@ -298,8 +298,8 @@ func changesState(s *testkit.Stack, stream string, ids []string) bool {
 		if err != nil || len(msgs) != 1 {
 			continue
 		}
-		var ev contract.Event
-		if json.Unmarshal([]byte(fmt.Sprint(msgs[0].Values[contract.EventField])), &ev) == nil && ev.Changed {
+		ev, _, err := contract.DecodeOutboxEntry(fmt.Sprint(msgs[0].Values[contract.EventField]))
+		if err == nil && ev.Changed {
 			return true
 		}
 	}

@@ -1,0 +1,202 @@
+package contract
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// An outbox entry's EventField holds one Event in a compact form that costs the Redis script
+// writing it next to nothing: the script appends the few bytes only it knows (the code's id and
+// state) to a head the API encoded before the call, and the relay decodes the whole into an
+// Event, which it publishes as JSON. Entries written before this form hold the Event's JSON,
+// with the trace context in the field HeaderFieldPrefix+"traceparent"; DecodeOutboxEntry reads
+// both.
+//
+//	entry = head tail
+//	head  = 0x01                         format
+//	        action        1 byte         'v' verify, 'r' reactivate
+//	        ts            13 digits      unix ms of the operation
+//	        verified_by                  the caller's verified_by or reactivated_by
+//	        event id      16 bytes       the raw form of the 32-hex id
+//	        project id    16 bytes
+//	        reason, ip, traceparent
+//	tail  = code id       16 bytes
+//	        disabled      1 byte         '0' / '1'
+//	        error code "|" version "|" verified_at "|" state's verified_by
+//
+// Each text of the head is its length plus one as a uvarint (so never a NUL byte: the head
+// holds none outside the raw ids), then its bytes; verified_by is at most 16382 bytes, so its
+// length takes one or two bytes. The script reads the action, ts and verified_by at their
+// fixed offsets (cache/scripts/apply.lua). In the tail, the error code is empty when the
+// operation changed the code's state, version is the one before the operation (a change adds
+// one: the script formats no number), verified_at is decimal unix ms or empty (unused), and
+// the state's verified_by is the rest of the entry, so it may hold any byte.
+const outboxFormat = 0x01
+
+// ts is written with exactly this many digits: unix ms from 2001-09-09 to 2286-11-20.
+const (
+	tsDigits = 13
+	minTS    = 1_000_000_000_000
+	maxTS    = 9_999_999_999_999
+)
+
+// maxByLen bounds verified_by in the head: its length plus one fits two uvarint bytes.
+const maxByLen = 1<<14 - 2
+
+// EventHeadSize is the length of op's event head.
+func EventHeadSize(op Operation) int {
+	n := 1 + 1 + tsDigits + 16 + 16
+	for _, s := range [...]string{op.By, op.Reason, op.IP, op.TraceParent} {
+		n += uvarintLen(uint64(len(s)+1)) + len(s)
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// AppendEventHead appends the head of op's outbox entry: what the API knows of the event before
+// the script runs. It refuses what the script or the reader would misread: an action other
+// than verify and reactivate, ids that are not 32 lowercase hex characters, a time outside the
+// 13-digit range, a verified_by over 16382 bytes.
+func AppendEventHead(dst []byte, op Operation) ([]byte, error) {
+	var a byte
+	switch op.Action {
+	case ActionVerify:
+		a = 'v'
+	case ActionReactivate:
+		a = 'r'
+	default:
+		return dst, fmt.Errorf("event head: action %q is neither %s nor %s", op.Action, ActionVerify, ActionReactivate)
+	}
+	if !ValidID(op.EventID) || !ValidID(op.ProjectID) {
+		return dst, fmt.Errorf("event head: event id %q and project id %q must be 32 lowercase hex characters", op.EventID, op.ProjectID)
+	}
+	ts := op.Now.UnixMilli()
+	if ts < minTS || ts > maxTS {
+		return dst, fmt.Errorf("event head: time %s is outside the years 2001 to 2286", op.Now)
+	}
+	if len(op.By) > maxByLen {
+		return dst, fmt.Errorf("event head: verified_by of %d bytes", len(op.By))
+	}
+	dst = append(dst, outboxFormat, a)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = appendText(dst, op.By)
+	dst, _ = hex.AppendDecode(dst, []byte(op.EventID)) // both valid: checked above
+	dst, _ = hex.AppendDecode(dst, []byte(op.ProjectID))
+	for _, s := range [...]string{op.Reason, op.IP, op.TraceParent} {
+		dst = appendText(dst, s)
+	}
+	return dst, nil
+}
+
+func appendText(dst []byte, s string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(s)+1)), s...)
+}
+
+// readText reads one text of the head off the front of rest.
+func readText(rest string) (text, after string, ok bool) {
+	n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	if w <= 0 || n == 0 || n-1 > uint64(len(rest)-w) {
+		return "", "", false
+	}
+	end := w + int(n-1)
+	return rest[w:end], rest[end:], true
+}
+
+// errEntry is the cause of every malformed compact entry.
+var errEntry = errors.New("malformed outbox entry")
+
+// DecodeOutboxEntry reads an outbox entry's EventField: the compact form, or the Event's JSON
+// of an entry written before it. traceParent is the compact form's trace context (a JSON
+// entry carries its own in a header field). A compact entry is read strictly: anything out of
+// place is an error.
+func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
+	if raw != "" && raw[0] == '{' {
+		err = json.Unmarshal([]byte(raw), &ev)
+		return ev, "", err
+	}
+	const fixed = 1 + 1 + tsDigits
+	if len(raw) < fixed || raw[0] != outboxFormat {
+		return Event{}, "", fmt.Errorf("%w: no compact head", errEntry)
+	}
+	switch raw[1] {
+	case 'v':
+		ev.Action = ActionVerify
+	case 'r':
+		ev.Action = ActionReactivate
+	default:
+		return Event{}, "", fmt.Errorf("%w: action %q", errEntry, raw[1])
+	}
+	if ev.TS, err = parseDigits(raw[2:fixed]); err != nil {
+		return Event{}, "", fmt.Errorf("%w: ts: %v", errEntry, err)
+	}
+	by, rest, ok := readText(raw[fixed:])
+	if !ok || len(rest) < 32 {
+		return Event{}, "", fmt.Errorf("%w: short head", errEntry)
+	}
+	ev.VerifiedBy = by
+	ev.ID = hex.EncodeToString([]byte(rest[:16]))
+	ev.ProjectID = hex.EncodeToString([]byte(rest[16:32]))
+	rest = rest[32:]
+	var texts [3]string
+	for i := range texts {
+		if texts[i], rest, ok = readText(rest); !ok {
+			return Event{}, "", fmt.Errorf("%w: head text %d", errEntry, i+2)
+		}
+	}
+	reason, traceParent := texts[0], texts[2]
+	ev.IP = texts[1]
+	if len(rest) < 17 {
+		return Event{}, "", fmt.Errorf("%w: no tail", errEntry)
+	}
+	ev.CodeID = hex.EncodeToString([]byte(rest[:16]))
+	switch rest[16] {
+	case '0':
+	case '1':
+		ev.Disabled = true
+	default:
+		return Event{}, "", fmt.Errorf("%w: disabled %q", errEntry, rest[16])
+	}
+	f := strings.SplitN(rest[17:], "|", 4)
+	if len(f) != 4 {
+		return Event{}, "", fmt.Errorf("%w: tail %q", errEntry, rest[17:])
+	}
+	if ev.Version, err = parseDigits(f[1]); err != nil {
+		return Event{}, "", fmt.Errorf("%w: version: %v", errEntry, err)
+	}
+	if f[2] != "" {
+		if ev.VerifiedAt, err = parseDigits(f[2]); err != nil {
+			return Event{}, "", fmt.Errorf("%w: verified_at: %v", errEntry, err)
+		}
+	}
+	ev.StateBy = f[3]
+	ev.Changed = f[0] == ""
+	switch {
+	case !ev.Changed:
+		ev.Result, ev.Reason = ResultFailed, f[0]
+	case ev.Action == ActionVerify:
+		ev.Result, ev.Version = ResultSuccess, ev.Version+1
+	default:
+		ev.Result, ev.Reason, ev.Version = ResultReactivated, reason, ev.Version+1
+	}
+	return ev, traceParent, nil
+}
+
+// parseDigits reads a non-negative decimal of digits only (no sign, no space).
+func parseDigits(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a decimal", s)
+	}
+	return strconv.ParseInt(s, 10, 64)
+}

@@ -1,0 +1,388 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// MeasureVerifyCPU measures what Redis spends on each verify, the figure the scale-out target
+// names ("Redis CPU per verify"): it stores codes, runs verifies through Verify (the calls the
+// API makes), then lets the outbox relay move their events, and reads INFO commandstats after
+// each of the two phases. Per verify it reports the script calls' time and the relay's
+// commands' time, each the sum of the usec of its top-level commands (a command run inside a
+// script or a MULTI is timed inside its caller too, so it is listed, not added), and Redis's
+// own CPU time (INFO cpu), which also holds reading and writing the sockets and the
+// append-only file. The cache tests and the benchmark (loadtest/bench) call it.
+
+// ApplyCall chooses how MeasureVerifyCPU's verifies send the verify script.
+type ApplyCall int
+
+const (
+	// ApplyFCall is what Verify sends: FCALL of the script's Redis Function.
+	ApplyFCall ApplyCall = iota
+	// ApplyEvalSha sends the same script by EVALSHA.
+	ApplyEvalSha
+	// ApplyV1 is the hot path before the lean script: the previous format's script
+	// (testdata/apply_v1.lua) by EVALSHA, and its relay's commands (XREADGROUP, then XACK and
+	// XDEL of each batch in a MULTI), replayed by MeasureVerifyCPU itself: the "before".
+	ApplyV1
+)
+
+func (a ApplyCall) String() string {
+	switch a {
+	case ApplyFCall:
+		return "FCALL"
+	case ApplyEvalSha:
+		return "EVALSHA"
+	case ApplyV1:
+		return "EVALSHA, previous script"
+	}
+	return "ApplyCall(" + strconv.Itoa(int(a)) + ")"
+}
+
+// CPURun is one measurement.
+type CPURun struct {
+	Codes       int // codes stored, each verified once; default 100,000
+	Concurrency int // verifies in flight; default 16
+	Call        ApplyCall
+	// Relay runs the outbox relay (audit.Relay over OutboxStreams) until its context ends:
+	// MeasureVerifyCPU starts it after the verifies and ends it once the outbox is empty.
+	// Required, except for ApplyV1, whose relay commands MeasureVerifyCPU sends itself.
+	Relay func(ctx context.Context) error
+}
+
+// CommandCPU is one line of INFO commandstats in one phase.
+type CommandCPU struct {
+	Phase  string // "verify" or "relay"
+	Name   string
+	Calls  int64
+	Usec   int64
+	Nested bool // run inside a script or a MULTI of the phase: its time is in its caller's too
+}
+
+// VerifyCPU is what Redis spent per verify.
+type VerifyCPU struct {
+	Call     ApplyCall
+	Verifies int
+	Script   float64 // µs per verify in the script calls
+	Relay    float64 // µs per verify in the relay's commands
+	Process  float64 // µs per verify of redis-server's CPU time (user and system), both phases
+	Batches  int64   // XREADGROUP calls of the relay phase
+	Commands []CommandCPU
+}
+
+// PerVerify is the target's figure: the script and the relay's share.
+func (v VerifyCPU) PerVerify() float64 { return v.Script + v.Relay }
+
+// String is the measurement with its commands, one a line.
+func (v VerifyCPU) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
+		v.Call, v.PerVerify(), v.Script, v.Relay, v.Verifies, v.Batches, v.Process)
+	for _, c := range v.Commands {
+		nested := ""
+		if c.Nested {
+			nested = " (inside its caller)"
+		}
+		fmt.Fprintf(&b, "\n    %-6s %-14s %9d calls %8.2f µs per verify%s", c.Phase, c.Name, c.Calls,
+			float64(c.Usec)/float64(v.Verifies), nested)
+	}
+	return b.String()
+}
+
+// Nested commands: what the hot-path scripts call (timed inside FCALL or EVALSHA), what the
+// relay sends inside MULTI (timed inside EXEC) and what its trim script calls. MeasureVerifyCPU's
+// own probes (XLEN, INFO) are left out altogether.
+var (
+	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "set": true, "get": true,
+		"hset": true, "hdel": true, "del": true, "expire": true, "xadd": true}
+	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "evalsha": true, "xpending": true,
+		"xinfo|groups": true, "xtrim": true}
+	probes = map[string]bool{"xlen": true, "info": true, "config|resetstat": true, "hello": true,
+		"ping": true, "client|setinfo": true}
+)
+
+// MeasureVerifyCPU runs one measurement on rdb, a Redis of its own: it is flushed first.
+func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
+	if run.Codes <= 0 {
+		run.Codes = 100_000
+	}
+	if run.Concurrency <= 0 {
+		run.Concurrency = 16
+	}
+	if run.Relay == nil && run.Call != ApplyV1 {
+		return VerifyCPU{}, errors.New("measure verify cpu: no relay")
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return VerifyCPU{}, fmt.Errorf("measure verify cpu: flush: %w", err)
+	}
+	c := New(rdb)
+	c.applyCall = run.Call
+	if err := c.Preload(ctx); err != nil {
+		return VerifyCPU{}, err
+	}
+	for _, s := range []*redis.Script{applyScript, applyV1Script} {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return VerifyCPU{}, fmt.Errorf("load script: %w", err)
+		}
+	}
+	pid := contract.NewID()
+	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+		return VerifyCPU{}, err
+	}
+	codes := make([]contract.CodeRecord, run.Codes)
+	for i := range codes {
+		codes[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: pid, Code: fmt.Sprintf("CPU-%09d", i)}
+	}
+	if err := c.PutCodes(ctx, pid, codes); err != nil {
+		return VerifyCPU{}, err
+	}
+
+	cpu0, err := redisCPUTime(ctx, rdb)
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := verifyAll(ctx, c, pid, codes, run.Concurrency); err != nil {
+		return VerifyCPU{}, err
+	}
+	verify, err := commandStats(ctx, rdb, "verify")
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		return VerifyCPU{}, err
+	}
+	if run.Call == ApplyV1 {
+		err = relayV1(ctx, rdb)
+	} else {
+		err = relayUntilEmpty(ctx, rdb, run.Relay)
+	}
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	relay, err := commandStats(ctx, rdb, "relay")
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	cpu1, err := redisCPUTime(ctx, rdb)
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+
+	n := float64(run.Codes)
+	out := VerifyCPU{Call: run.Call, Verifies: run.Codes, Process: (cpu1 - cpu0).Seconds() * 1e6 / n}
+	for _, s := range append(verify, relay...) {
+		if probes[s.Name] {
+			continue
+		}
+		if s.Phase == "verify" {
+			s.Nested = nestedInVerify[s.Name]
+		} else {
+			s.Nested = nestedInRelay[s.Name]
+		}
+		out.Commands = append(out.Commands, s)
+		switch {
+		case s.Nested:
+		case s.Phase == "verify":
+			out.Script += float64(s.Usec) / n
+		default:
+			out.Relay += float64(s.Usec) / n
+			if s.Name == "xreadgroup" {
+				out.Batches = s.Calls
+			}
+		}
+	}
+	return out, nil
+}
+
+// verifyAll verifies every code once, concurrency at a time, each with a replay key of its own
+// and no Idempotency-Key (as the load generator sends them); every one must succeed.
+func verifyAll(ctx context.Context, c *Cache, pid string, codes []contract.CodeRecord, concurrency int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrency)
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(codes) || ctx.Err() != nil {
+					return
+				}
+				res, err := c.Verify(ctx, contract.Operation{ProjectID: pid, KeyID: "cpu", Code: codes[i].Code,
+					IP: "127.0.0.1", ReplayKey: "n:" + contract.NewID(), EventID: contract.NewID(), Now: time.Now()})
+				if err == nil && !res.Outcome.Success() {
+					err = fmt.Errorf("verify %s: %s", codes[i].Code, res.Outcome.Error)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// relayUntilEmpty runs relay until every outbox stream is empty.
+func relayUntilEmpty(ctx context.Context, rdb *redis.Client, relay func(context.Context) error) error {
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay(rctx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("relay stopped before the outbox was empty: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		n, err := outboxLen(ctx, rdb)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("outbox still holds %d entries", n)
+		}
+	}
+}
+
+func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, Shards)
+	for s := range cmds {
+		cmds[s] = pipe.XLen(ctx, outboxKey(s))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("outbox length: %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// relayV1 sends, stream by stream, the commands the relay sent before the lean script: the
+// group's creation, one XAUTOCLAIM, a read of its own pending entries, then XREADGROUP of up to
+// 500 entries and XACK+XDEL of them in a MULTI until the stream is empty.
+func relayV1(ctx context.Context, rdb *redis.Client) error {
+	const group, consumer = "relay", "cpu"
+	for s := 0; s < Shards; s++ {
+		key := outboxKey(s)
+		if err := rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+			return err
+		}
+		if err := rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: group, Consumer: consumer,
+			MinIdle: 30 * time.Second, Start: "0-0", Count: 500}).Err(); err != nil {
+			return err
+		}
+		for id := "0"; ; id = ">" {
+			streams, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: consumer,
+				Streams: []string{key, id}, Count: 500, Block: -1}).Result()
+			if errors.Is(err, redis.Nil) {
+				if id == ">" {
+					break
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			var ids []string
+			for _, st := range streams {
+				for _, m := range st.Messages {
+					ids = append(ids, m.ID)
+				}
+			}
+			if len(ids) == 0 {
+				if id == ">" {
+					break
+				}
+				continue
+			}
+			if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.XAck(ctx, key, group, ids...)
+				p.XDel(ctx, key, ids...)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commandStats reads INFO commandstats.
+func commandStats(ctx context.Context, rdb *redis.Client, phase string) ([]CommandCPU, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("info commandstats: %w", err)
+	}
+	var out []CommandCPU
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		s := CommandCPU{Phase: phase, Name: strings.TrimPrefix(name, "cmdstat_")}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				s.Calls, err = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				s.Usec, err = strconv.ParseInt(v, 10, 64)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("commandstats line %q: %w", line, err)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Usec > out[j].Usec })
+	return out, nil
+}
+
+// redisCPUTime is redis-server's CPU time so far (INFO cpu: used_cpu_sys + used_cpu_user).
+func redisCPUTime(ctx context.Context, rdb *redis.Client) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("info cpu: %w", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("info cpu %s: %w", k, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
