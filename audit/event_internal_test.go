@@ -47,3 +47,20 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 		t.Fatalf("a cut entry: ok %v, malformed %v, key %q, value %q", ok, malformed, msg.Key, msg.Value)
 	}
 }
+
+// nextID is the id just after the highest of a batch's, whatever their order.
+func TestNextID(t *testing.T) {
+	for _, tc := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"5-0"}, "5-1"},
+		{[]string{"1700000000000-3", "1700000000001-0", "1699999999999-9"}, "1700000000001-1"},
+		{[]string{"7-2", "7-10", "7-9"}, "7-11"},
+		{[]string{"7-18446744073709551615"}, "8-0"},
+	} {
+		if got := nextID(tc.ids); got != tc.want {
+			t.Errorf("nextID(%q) = %s, want %s", tc.ids, got, tc.want)
+		}
+	}
+}

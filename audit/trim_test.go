@@ -13,18 +13,22 @@ import (
 	"github.com/acv/acv/internal/testkit"
 )
 
-// The relay removes what it relayed by trimming the stream below the oldest entry still
-// pending: entries another consumer holds stay, with every entry after them, until they are
-// relayed too; then the stream is empty, and every event was stored once.
-func TestTrimKeepsEntriesOthersHold(t *testing.T) {
+// A large batch is removed by trimming the stream when no older entry is pending, and id by id
+// when another consumer holds one: entries that consumer holds stay until they are relayed too,
+// nothing acknowledged stays behind, and every event is stored once.
+func TestLargeBatchesTrimAroundEntriesOthersHold(t *testing.T) {
 	rdb := directRedis(t)
 	ctx := context.Background()
 	project := contract.NewID()
 	stream := streamOf(project)
-	var evs []contract.Event
-	for i := 0; i < 30; i++ {
-		evs = append(evs, newEvent(project, contract.NewID(), 1))
+	batch := func(n int) []contract.Event {
+		var evs []contract.Event
+		for i := 0; i < n; i++ {
+			evs = append(evs, newEvent(project, contract.NewID(), 1))
+		}
+		return evs
 	}
+	evs := batch(40)
 	xaddAll(t, rdb, evs)
 	// A consumer that then dies holds the first five.
 	if err := rdb.XGroupCreateMkStream(ctx, stream, audit.RelayGroup, "0").Err(); err != nil {
@@ -39,22 +43,22 @@ func TestTrimKeepsEntriesOthersHold(t *testing.T) {
 	cfg := relayConfig("r1")
 	cfg.ClaimIdle, cfg.ClaimEvery = 3*time.Second, 200*time.Millisecond
 	start(t, audit.NewRelay(rdb, &audit.SinkPublisher{Sink: sink}, cfg).Run)
-	waitRows(t, sink, 25)
-	if n := outboxLen(t, rdb); n != 30 {
-		t.Fatalf("outbox holds %d entries while the dead consumer holds the first 5, want all 30", n)
-	}
-	// Once the dead consumer's entries are claimed and relayed, nothing is left.
-	waitRows(t, sink, 30)
-	waitOutboxEmpty(t, rdb)
-	sink.checkRows(t, evs)
-
-	// Entries appended later are relayed and removed as well.
-	more := []contract.Event{newEvent(project, contract.NewID(), 1), newEvent(project, contract.NewID(), 1)}
-	xaddAll(t, rdb, more)
-	waitRows(t, sink, 32)
-	waitOutboxEmpty(t, rdb)
-	testkit.WaitFor(t, 5*time.Second, "nothing pending", func() (bool, string) {
-		p, err := rdb.XPending(ctx, stream, audit.RelayGroup).Result()
-		return err == nil && p.Count == 0, fmt.Sprintf("%+v %v", p, err)
+	waitRows(t, sink, 35)
+	testkit.WaitFor(t, 5*time.Second, "the relayed 35 removed, the dead consumer's 5 kept", func() (bool, string) {
+		n := outboxLen(t, rdb)
+		return n == 5, fmt.Sprintf("%d entries", n)
 	})
+	// Once the dead consumer's entries are claimed and relayed, nothing is left.
+	waitRows(t, sink, 40)
+	waitOutboxEmpty(t, rdb)
+
+	// A large batch with nothing older pending is trimmed away.
+	more := batch(30)
+	xaddAll(t, rdb, more)
+	waitRows(t, sink, 70)
+	waitOutboxEmpty(t, rdb)
+	sink.checkRows(t, append(evs, more...))
+	if p, err := rdb.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Count != 0 {
+		t.Fatalf("pending after the relay removed everything: %+v %v", p, err)
+	}
 }

@@ -21,7 +21,7 @@ import (
 // trimming), and logs the figures by command. Each figure is the least of ACV_CPU_ROUNDS runs
 // (default 2) of ACV_CPU_VERIFIES verifies (default 20,000), each on a fresh redis-server with
 // its append-only file, as production runs it. The machine is shared, so it checks a ratio, not
-// a figure: after is under 0.75 of before (about 0.55 on an idle machine).
+// a figure: after is under 0.8 of before (0.65 measured: docs/design.md, "Redis CPU per verify").
 //
 //	ACV_CPU_VERIFIES=100000 go test -run TestRedisCPUPerVerify -v ./cache/
 func TestRedisCPUPerVerify(t *testing.T) {
@@ -51,8 +51,8 @@ func TestRedisCPUPerVerify(t *testing.T) {
 		t.Log(best[call])
 	}
 	before, after := best[cache.ApplyV1].PerVerify(), best[cache.ApplyFCall].PerVerify()
-	if after > 0.75*before {
-		t.Errorf("Redis CPU per verify %.1f µs after, %.1f µs before: want at most 0.75 of before", after, before)
+	if after > 0.8*before {
+		t.Errorf("Redis CPU per verify %.1f µs after, %.1f µs before: want at most 0.8 of before", after, before)
 	}
 }
 

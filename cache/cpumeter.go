@@ -15,15 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MeasureVerifyCPU measures what Redis spends on each verify, the figure the scale-out target
-// names ("Redis CPU per verify"): it stores codes, runs verifies through Verify (the calls the
-// API makes), then lets the outbox relay move their events, and reads INFO commandstats after
-// each of the two phases. Per verify it reports the script calls' time and the relay's
-// commands' time, each the sum of the usec of its top-level commands (a command run inside a
-// script or a MULTI is timed inside its caller too, so it is listed, not added), and Redis's
-// own CPU time (INFO cpu), which also holds reading and writing the sockets and the
-// append-only file. The cache tests and the benchmark (loadtest/bench) call it.
-
 // ApplyCall chooses how MeasureVerifyCPU's verifies send the verify script.
 type ApplyCall int
 
@@ -100,19 +91,26 @@ func (v VerifyCPU) String() string {
 	return b.String()
 }
 
-// Nested commands: what the hot-path scripts call (timed inside FCALL or EVALSHA), what the
-// relay sends inside MULTI (timed inside EXEC) and what its trim script calls. MeasureVerifyCPU's
-// own probes (XLEN, INFO) are left out altogether.
+// Nested commands: what the hot-path scripts call (timed inside FCALL or EVALSHA), and what
+// the relay sends inside MULTI (timed inside EXEC) or its removal script calls (timed inside
+// EVALSHA). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
 var (
 	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "set": true, "get": true,
 		"hset": true, "hdel": true, "del": true, "expire": true, "xadd": true}
-	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "evalsha": true, "xpending": true,
-		"xinfo|groups": true, "xtrim": true}
-	probes = map[string]bool{"xlen": true, "info": true, "config|resetstat": true, "hello": true,
+	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "xpending": true, "xtrim": true}
+	probes        = map[string]bool{"xlen": true, "info": true, "config|resetstat": true, "hello": true,
 		"ping": true, "client|setinfo": true}
 )
 
-// MeasureVerifyCPU runs one measurement on rdb, a Redis of its own: it is flushed first.
+// MeasureVerifyCPU measures what Redis spends on each verify, the figure the scale-out target
+// names ("Redis CPU per verify"): it stores codes, runs verifies through Verify (the calls the
+// API makes), then lets the outbox relay move their events, and reads INFO commandstats after
+// each of the two phases. Per verify it reports the script calls' time and the relay's
+// commands' time, each the sum of the usec of its top-level commands (a command run inside a
+// script or a MULTI is timed inside its caller too, so it is listed, not added), and Redis's
+// own CPU time (INFO cpu), which also holds reading and writing the sockets and the
+// append-only file. The cache tests and the benchmark (loadtest/bench) call it, on rdb, a
+// Redis of their own: it is flushed first.
 func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
 	if run.Codes <= 0 {
 		run.Codes = 100_000

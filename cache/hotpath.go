@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -151,8 +152,9 @@ func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operati
 	return contract.OperationResult{}, true, errors.New("code state did not settle in redis after loading")
 }
 
-// checkOperation refuses what apply.lua would misread: it treats every action but verify as a
-// reactivation, and writes the action and both ids into the event JSON without escaping.
+// checkOperation refuses, before any Redis call, what the event's head cannot carry (an action
+// but verify and reactivate, ids that are not 32 hex characters: contract.AppendEventHead) and
+// a request hash with a space, which ends it in the idempotency record apply.lua writes.
 func checkOperation(op contract.Operation) error {
 	if op.Action != contract.ActionVerify && op.Action != contract.ActionReactivate {
 		return fmt.Errorf("apply: action %q is neither %s nor %s", op.Action, contract.ActionVerify, contract.ActionReactivate)
@@ -163,9 +165,15 @@ func checkOperation(op contract.Operation) error {
 	if !contract.ValidID(op.EventID) {
 		return fmt.Errorf("apply: event id %q is not an id", op.EventID)
 	}
+	if strings.Contains(op.RequestHash, " ") {
+		return fmt.Errorf("apply: request hash %q holds a space", op.RequestHash)
+	}
 	return nil
 }
 
+// applyOnce sends apply.lua once (FCALL): the code's, project copy's and outbox's keys, the
+// replay marker's when replayTTL asks for the check here, the idempotency record's when the
+// request has a key; one argument, the event's head, and the request hash with a key.
 func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation, replayTTL int64) (applyReply, error) {
 	if c.applyCall == ApplyV1 {
 		return c.applyOnceV1(ctx, shard, op, replayTTL)

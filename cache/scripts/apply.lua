@@ -1,6 +1,7 @@
 -- apply.lua: one verify or reactivate, atomically. It runs on every verify, so it is written
--- for Redis CPU (docs/design.md, "Redis CPU per verify"): five commands on the success path and
--- four on a refusal, no JSON, no hex, no number formatting it can avoid, and a one-string reply.
+-- for Redis CPU (docs/design.md, "Redis CPU per verify"): five commands for a verify that
+-- succeeds, four for one refused, no JSON, no hex, no number formatting it can avoid, and a
+-- one-string reply.
 -- The caller encodes in Go what it knows before the call (the event's head) and decodes the
 -- reply and the outbox entry; every argument and reply element costs Redis a Lua string.
 --

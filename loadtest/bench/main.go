@@ -28,7 +28,7 @@ func main() {
 	codes := flag.Int("codes", 700_000, "codes generated for the run")
 	out := flag.String("o", "", "also write the markdown table to this file")
 	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
-	only := flag.String("only", "", "comma-separated phases to run (http, redis, pg, hot, cluster, sustained, scale); all but scale when empty")
+	only := flag.String("only", "", "comma-separated phases to run (http, redis, rediscpu, pg, hot, cluster, sustained, scale); all but scale when empty")
 	flag.Parse()
 	if *ceiling != "" {
 		if err := serveCeiling(*ceiling); err != nil {
