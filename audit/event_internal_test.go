@@ -23,9 +23,9 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	}
 	const codeID = "0123456789abcdef0123456789abcdef"
 	raw := string(head) + "\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef" + "0|0|1800000000123|till-7"
-	msg, ok, malformed := toMessage(redis.XMessage{ID: "1-1", Values: map[string]interface{}{contract.EventField: raw}})
-	if !ok || malformed {
-		t.Fatalf("toMessage: ok %v, malformed %v", ok, malformed)
+	msg, malformed := toMessage(raw)
+	if malformed {
+		t.Fatal("toMessage: malformed")
 	}
 	var ev contract.Event
 	if err := json.Unmarshal(msg.Value, &ev); err != nil {
@@ -42,25 +42,52 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	}
 
 	cut := raw[:len(raw)-30]
-	msg, ok, malformed = toMessage(redis.XMessage{ID: "1-2", Values: map[string]interface{}{contract.EventField: cut}})
-	if !ok || !malformed || string(msg.Value) != cut || msg.Key != nil {
-		t.Fatalf("a cut entry: ok %v, malformed %v, key %q, value %q", ok, malformed, msg.Key, msg.Value)
+	msg, malformed = toMessage(cut)
+	if !malformed || string(msg.Value) != cut || msg.Key != nil {
+		t.Fatalf("a cut entry: malformed %v, key %q, value %q", malformed, msg.Key, msg.Value)
+	}
+	for _, bad := range []string{"", "\x00", "{not json"} {
+		if msg, malformed := toMessage(bad); !malformed || string(msg.Value) != bad {
+			t.Errorf("entry %q: malformed %v, value %q", bad, malformed, msg.Value)
+		}
+	}
+
+	// The previous format's stream entry: the same event in its field, published the same way.
+	msg, ok, malformed := legacyMessage(redis.XMessage{ID: "1-1", Values: map[string]interface{}{contract.EventField: raw}})
+	if !ok || malformed || string(msg.Key) != codeID || len(msg.Headers) != 1 {
+		t.Fatalf("legacy entry: ok %v, malformed %v, key %q, headers %v", ok, malformed, msg.Key, msg.Headers)
+	}
+	if _, ok, malformed := legacyMessage(redis.XMessage{ID: "1-2", Values: map[string]interface{}{"x": "1"}}); ok || !malformed {
+		t.Fatalf("legacy entry without an event: ok %v, malformed %v", ok, malformed)
 	}
 }
 
-// nextID is the id just after the highest of a batch's, whatever their order.
-func TestNextID(t *testing.T) {
-	for _, tc := range []struct {
-		ids  []string
-		want string
-	}{
-		{[]string{"5-0"}, "5-1"},
-		{[]string{"1700000000000-3", "1700000000001-0", "1699999999999-9"}, "1700000000001-1"},
-		{[]string{"7-2", "7-10", "7-9"}, "7-11"},
-		{[]string{"7-18446744073709551615"}, "8-0"},
-	} {
-		if got := nextID(tc.ids); got != tc.want {
-			t.Errorf("nextID(%q) = %s, want %s", tc.ids, got, tc.want)
+// Rendezvous assignment: every outbox has one preferred relay whatever the order of the names;
+// with three relays each prefers about a third of 256 outboxes; when one leaves, only its
+// outboxes change hands.
+func TestPreferredRelaySpreadsAndMovesOnlyTheLeaversShare(t *testing.T) {
+	outboxes := make([]string, 256)
+	for i := range outboxes {
+		outboxes[i] = "acv:{" + string(rune('A'+i%26)) + string(rune('a'+i/26)) + "}:events"
+	}
+	three := []string{"relay-a", "relay-b", "relay-c"}
+	count := map[string]int{}
+	for _, k := range outboxes {
+		p := preferredRelay(three, k)
+		if q := preferredRelay([]string{"relay-c", "relay-a", "relay-b"}, k); q != p {
+			t.Fatalf("%s: %s or %s depending on the order", k, p, q)
 		}
+		count[p]++
+		if left := preferredRelay([]string{"relay-a", "relay-c"}, k); p != "relay-b" && left != p {
+			t.Fatalf("%s moved from %s to %s when relay-b left", k, p, left)
+		}
+	}
+	for _, n := range three {
+		if count[n] < 256/3-25 || count[n] > 256/3+25 {
+			t.Errorf("relay %s prefers %d of 256 outboxes: %v", n, count[n], count)
+		}
+	}
+	if nameOf(newToken("relay/7")) != "relay/7" {
+		t.Error("a name with a slash does not survive its token")
 	}
 }

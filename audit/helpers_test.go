@@ -2,10 +2,12 @@ package audit_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,28 +25,44 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-// The tests' outbox layout, like the cache package's: one stream per hash-tag shard, a project's
-// events in its shard's stream. Package audit does not know the layout; the relay is handed the
-// stream names.
+// The tests' outbox layout, like the cache package's: one outbox list per hash-tag shard (and
+// one stream of the previous format), a project's events in its shard's. Package audit does not
+// know the layout; the relay is handed the names.
 const testShards = 8
 
-// outboxStream names a shard's outbox stream.
-func outboxStream(shard int) string { return fmt.Sprintf("acv:{%02d}:outbox", shard) }
+// outboxKey names a shard's outbox; legacyStream its stream of the previous format.
+func outboxKey(shard int) string    { return fmt.Sprintf("acv:{%02d}:events", shard) }
+func legacyStream(shard int) string { return fmt.Sprintf("acv:{%02d}:outbox", shard) }
 
-// testStreams are the streams the tests write to and the relays read.
-var testStreams = func() []string {
+// testOutboxes and testLegacy are what the tests write to and the relays read.
+var (
+	testOutboxes = shardNames(outboxKey)
+	testLegacy   = shardNames(legacyStream)
+)
+
+func shardNames(name func(int) string) []string {
 	out := make([]string, testShards)
 	for s := range out {
-		out[s] = outboxStream(s)
+		out[s] = name(s)
 	}
 	return out
-}()
+}
 
-// streamOf is the outbox stream of a project's shard.
-func streamOf(projectID string) string {
+// shardOf is a project's shard.
+func shardOf(projectID string) int {
 	h := fnv.New32a()
 	h.Write([]byte(projectID))
-	return outboxStream(int(h.Sum32() % testShards))
+	return int(h.Sum32() % testShards)
+}
+
+// outboxLen is the number of entries the test outboxes and streams hold.
+func outboxLen(t *testing.T, rdb redis.Cmdable) int64 {
+	t.Helper()
+	n, _, err := audit.OutboxLen(context.Background(), rdb, testOutboxes, testLegacy)
+	if err != nil {
+		t.Fatalf("outbox length: %v", err)
+	}
+	return n
 }
 
 // env is one test's Redis server, and its topic on a real Kafka broker.
@@ -82,9 +100,10 @@ func (e *env) writer(t *testing.T) *kafka.Writer {
 	return w
 }
 
-// relayConfig is a relay of the test streams tuned for tests: short blocking reads.
+// relayConfig is a relay of the test outboxes tuned for tests: short pauses, quick trims.
 func relayConfig(name string) audit.RelayConfig {
-	return audit.RelayConfig{Streams: testStreams, Name: name, Block: 20 * time.Millisecond}
+	return audit.RelayConfig{Outboxes: testOutboxes, LegacyStreams: testLegacy, Name: name,
+		Poll: 5 * time.Millisecond, IdlePoll: 20 * time.Millisecond, TrimEvery: 50 * time.Millisecond}
 }
 
 // newMetrics is a Metrics of its own registry, to read one relay's or consumer's series.
@@ -242,23 +261,61 @@ func spreadEvents(n, projects int) []contract.Event {
 	return evs
 }
 
-// xadd appends ev to its shard's outbox as the cache package's script does, with extra fields.
+// push appends ev to its shard's outbox, as its JSON (which the relay reads beside the compact
+// form the cache package's script writes: see compactEntry).
+func push(ctx context.Context, rdb redis.Cmdable, ev contract.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return rdb.RPush(ctx, outboxKey(shardOf(ev.ProjectID)), string(b)).Err()
+}
+
+func pushAll(t *testing.T, rdb redis.Cmdable, evs []contract.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := push(context.Background(), rdb, ev); err != nil {
+			t.Fatalf("push: %v", err)
+		}
+	}
+}
+
+// pushCompact appends a verify's event in the compact form the cache's verify script writes
+// (head from the API, then what the script appends), with trace context, and returns the
+// event it holds.
+func pushCompact(t *testing.T, rdb redis.Cmdable, traceParent string) contract.Event {
+	t.Helper()
+	op := contract.Operation{Action: contract.ActionVerify, ProjectID: contract.NewID(), EventID: contract.NewID(),
+		By: "till-7", IP: "127.0.0.1", TraceParent: traceParent, Now: time.Now()}
+	head, err := contract.AppendEventHead(nil, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codeID, err := hex.DecodeString(contract.NewID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := strconv.FormatInt(op.Now.UnixMilli(), 10)
+	raw := string(head) + string(codeID) + "0" + "|0|" + ts + "|till-7"
+	ev, tp, err := contract.DecodeOutboxEntry(raw)
+	if err != nil || tp != traceParent || !ev.Changed {
+		t.Fatalf("compact entry decodes to %+v, %q, %v", ev, tp, err)
+	}
+	if err := rdb.RPush(context.Background(), outboxKey(shardOf(op.ProjectID)), raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// xadd appends ev to its shard's stream of the previous format, as an API replica of the
+// previous version did: the event's JSON, with extra fields (trace headers).
 func xadd(ctx context.Context, rdb redis.Cmdable, ev contract.Event, extra ...any) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	vals := append([]any{contract.EventField, string(b)}, extra...)
-	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: streamOf(ev.ProjectID), Values: vals}).Err()
-}
-
-func xaddAll(t *testing.T, rdb redis.Cmdable, evs []contract.Event) {
-	t.Helper()
-	for _, ev := range evs {
-		if err := xadd(context.Background(), rdb, ev); err != nil {
-			t.Fatalf("xadd: %v", err)
-		}
-	}
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: legacyStream(shardOf(ev.ProjectID)), Values: vals}).Err()
 }
 
 // memSink is the Postgres sink reduced to its contract: one row per event id, redeliveries
@@ -327,11 +384,11 @@ func waitRows(t *testing.T, s *memSink, n int) {
 	})
 }
 
-// waitOutboxEmpty waits until every outbox stream is empty.
+// waitOutboxEmpty waits until every outbox is empty.
 func (e *env) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
 	testkit.WaitFor(t, 10*time.Second, "outbox empty", func() (bool, string) {
-		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testStreams)
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes, testLegacy)
 		if err != nil {
 			t.Fatalf("outbox len: %v", err)
 		}

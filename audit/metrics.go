@@ -15,7 +15,9 @@ type Metrics struct {
 	relayErrors    *prometheus.CounterVec
 	relayed        prometheus.Counter
 	removed        prometheus.Counter
-	claimed        prometheus.Counter
+	trimsRefused   prometheus.Counter
+	held           prometheus.Gauge
+	relays         prometheus.Gauge
 	lastPublish    prometheus.Gauge
 	writeLatency   prometheus.Histogram
 	delay          prometheus.Histogram
@@ -36,16 +38,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "acv_relay_batch_size", Help: "Outbox entries per relay batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		relayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_relay_errors_total", Help: "Relay failures by stage (publish, remove, read, claim, decode); all but decode (an outbox entry that is not a well-formed event) are retried.",
+			Name: "acv_relay_errors_total", Help: "Relay failures by stage (publish, remove, read, lease, decode); all but decode (an outbox entry that is not a well-formed event) are retried.",
 		}, []string{"stage"}),
 		relayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acv_relay_published_total", Help: "Outbox entries published to Kafka (a re-publish after a crash counts again).",
 		}),
 		removed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acv_relay_removed_total", Help: "Outbox entries acknowledged and deleted after Kafka acknowledged them.",
+			Name: "acv_relay_removed_total", Help: "Outbox entries removed after Kafka acknowledged them.",
 		}),
-		claimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acv_relay_claimed_total", Help: "Outbox entries taken over from a relay consumer that left them unacknowledged longer than the claim idle time.",
+		trimsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acv_relay_trims_refused_total", Help: "Published outbox prefixes not removed because the outbox changed under another relay (a lease handed over); they are read and published again.",
+		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acv_relay_outboxes_held", Help: "Outboxes whose lease this relay holds, as of its last lease round.",
+		}),
+		relays: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acv_relay_live_relays", Help: "Live relays this relay saw at its last lease round; they share the outboxes.",
 		}),
 		lastPublish: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "acv_relay_last_publish_timestamp_seconds", Help: "When Kafka last acknowledged a relay batch.",
@@ -69,9 +77,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "acv_consumer_last_commit_timestamp_seconds", Help: "When the consumer last committed offsets: a batch that keeps failing stops it moving.",
 		}),
 	}
-	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.removed, m.claimed,
-		m.lastPublish, m.writeLatency, m.delay, m.applied, m.duplicates, m.consumerErrors, m.lastCommit)
-	for _, s := range []string{"publish", "remove", "read", "claim", "decode"} {
+	reg.MustRegister(m.publishLatency, m.batchSize, m.relayErrors, m.relayed, m.removed, m.trimsRefused,
+		m.held, m.relays, m.lastPublish, m.writeLatency, m.delay, m.applied, m.duplicates, m.consumerErrors, m.lastCommit)
+	for _, s := range []string{"publish", "remove", "read", "lease", "decode"} {
 		m.relayErrors.WithLabelValues(s)
 	}
 	for _, s := range []string{"fetch", "write", "commit", "decode"} {
@@ -104,17 +112,25 @@ func (m *Metrics) publishedBatch(n, entries int, took time.Duration, at time.Tim
 	m.lastPublish.Set(float64(at.UnixNano()) / 1e9)
 }
 
-// removedEntries records n outbox entries acknowledged and deleted.
+// removedEntries records n outbox entries removed after Kafka acknowledged them.
 func (m *Metrics) removedEntries(n int) {
 	if m != nil {
 		m.removed.Add(float64(n))
 	}
 }
 
-// claimedEntries records n outbox entries taken over from idle consumers.
-func (m *Metrics) claimedEntries(n int) {
+// trimRefused records a published prefix left in its outbox because another relay changed it.
+func (m *Metrics) trimRefused() {
 	if m != nil {
-		m.claimed.Add(float64(n))
+		m.trimsRefused.Inc()
+	}
+}
+
+// heldOutboxes records this relay's share after a lease round.
+func (m *Metrics) heldOutboxes(n int, relays int64) {
+	if m != nil {
+		m.held.Set(float64(n))
+		m.relays.Set(float64(relays))
 	}
 }
 

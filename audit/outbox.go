@@ -4,154 +4,141 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// ensureGroup creates the relay consumer group on a stream, and the stream itself when no
-// event was written yet. It starts at id 0, not $, so entries appended before the first relay
-// ever ran are delivered too. A group that already exists is fine.
-func ensureGroup(ctx context.Context, rdb redis.Cmdable, key string) error {
-	err := rdb.XGroupCreateMkStream(ctx, key, RelayGroup, "0").Err()
-	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-		return fmt.Errorf("create group %s on %s: %w", RelayGroup, key, err)
-	}
-	return nil
+// An outbox is a Redis list per shard: the verify script appends each event (RPUSH, the
+// cheapest write Redis has for it), and the relay that holds the outbox's lease reads a prefix
+// (LRANGE), publishes it, and only then removes it (trimScript). Nothing else changes the list:
+// appends at the tail, trims at the head. So an entry's index only moves when a trim removed
+// entries before it, and an entry, which carries its unique event id, is never written twice.
+
+// scriptCall is one script run of a pipeline.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
 }
 
-// isNoGroup tells whether err says the stream or its group is gone (someone deleted the key),
-// which the relay repairs by creating them again.
-func isNoGroup(err error) bool {
-	return redis.HasErrorPrefix(err, "NOGROUP")
-}
-
-// readEntries reads up to count entries of a stream for consumer. id ">" asks for new entries,
-// waiting up to block; id "0" re-reads the consumer's own pending entries, without waiting.
-// No entry is not an error.
-func readEntries(ctx context.Context, rdb redis.Cmdable, key, consumer, id string, count int, block time.Duration) ([]redis.XMessage, error) {
-	args := &redis.XReadGroupArgs{
-		Group:    RelayGroup,
-		Consumer: consumer,
-		Streams:  []string{key, id},
-		Count:    int64(count),
-		Block:    -1,
-	}
-	if id == ">" {
-		args.Block = block
-	}
-	streams, err := rdb.XReadGroup(ctx, args).Result()
-	if errors.Is(err, redis.Nil) {
+// runScripts sends calls in one pipeline by EVALSHA; the calls a node refused with NOSCRIPT (a
+// restarted or new master) did not run, so they are sent again by EVAL, which also caches the
+// script there. The replies come back in the calls' order; err is the first failure.
+func runScripts(ctx context.Context, rdb redis.Cmdable, calls []scriptCall) ([]*redis.Cmd, error) {
+	if len(calls) == 0 {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("xreadgroup %s id %s: %w", key, id, err)
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = c.script.EvalSha(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	var again []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
 	}
-	var out []redis.XMessage
-	for _, s := range streams {
-		out = append(out, s.Messages...)
+	if len(again) > 0 {
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range again {
+				cmds[i] = calls[i].script.Eval(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			return nil
+		})
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// readOutboxes reads, in one pipeline (one per node on a cluster, every command naming one
+// key), up to count entries of each outbox from its offset on. A failed read is an error for
+// the whole round: the relay reads again after a pause.
+func readOutboxes(ctx context.Context, rdb redis.Cmdable, keys []string, offsets []int, count int) ([][]string, error) {
+	cmds := make([]*redis.StringSliceCmd, len(keys))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.LRange(ctx, k, int64(offsets[i]), int64(offsets[i]+count-1))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %d outboxes: %w", len(keys), err)
+	}
+	out := make([][]string, len(keys))
+	for i, c := range cmds {
+		out[i] = c.Val()
 	}
 	return out, nil
 }
 
-// claimEntries takes over up to count entries that sat unacknowledged in any consumer of the
-// group for longer than minIdle, starting the scan at start. It returns the claimed entries and
-// where the next scan continues ("0-0" when the pending list was scanned to its end).
-func claimEntries(ctx context.Context, rdb redis.Cmdable, key, consumer, start string, minIdle time.Duration, count int) ([]redis.XMessage, string, error) {
-	msgs, next, err := rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream:   key,
-		Group:    RelayGroup,
-		Consumer: consumer,
-		MinIdle:  minIdle,
-		Start:    start,
-		Count:    int64(count),
-	}).Result()
-	if err != nil {
-		return nil, "", fmt.Errorf("xautoclaim %s: %w", key, err)
-	}
-	return msgs, next, nil
-}
-
-// removeEntries acknowledges entries and deletes them from the stream, atomically, so an entry
-// is never left acknowledged but still in the stream (or the reverse) by a crash between the
-// two. A small batch is XACK and XDEL in a MULTI. XDEL finds each id by scanning its node of
-// the stream from the node's start, which costs Redis some 2 µs an entry once entries are
-// small; so a batch of trimAt entries or more goes to removeScript instead, which trims the
-// stream when it can (one XTRIM MINID drops whole nodes).
-func removeEntries(ctx context.Context, rdb redis.Cmdable, key string, ids []string) error {
-	var err error
-	if len(ids) >= trimAt && len(ids) <= trimMax {
-		args := make([]interface{}, 0, 2+len(ids))
-		args = append(args, RelayGroup, nextID(ids))
-		for _, id := range ids {
-			args = append(args, id)
-		}
-		err = removeScript.Run(ctx, rdb, []string{key}, args...).Err()
-	} else {
-		_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.XAck(ctx, key, RelayGroup, ids...)
-			p.XDel(ctx, key, ids...)
-			return nil
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("xack+xdel %d entries of %s: %w", len(ids), key, err)
-	}
-	return nil
-}
-
-// removeScript takes batches of trimAt to trimMax entries: below trimAt, XDEL of each id costs
-// Redis less than the script's own calls; above trimMax, the ids would not fit Lua's stack.
-const (
-	trimAt  = 16
-	trimMax = 4096
-)
-
-// removeScript acknowledges a batch and, when no entry at or below the batch's highest id is
-// still pending in the group, trims the stream below the next id (XTRIM MINID): every entry
-// there was delivered (the group delivers in order) and none is pending, so all are
-// acknowledged, and an entry that is not pending never becomes so again. Otherwise (another
-// consumer holds an older entry, or one among the batch's ids) it deletes the batch's ids, as
-// XDEL always did. Either way no acknowledged entry is left behind, and nothing else is taken.
-// The stream must have no consumer group but the relay's.
+// trimScript removes the n entries a relay published from the head of an outbox, if they are
+// still its head: the entry at index 0 is the first one the relay read, and the entry at n-1 is
+// the last one it published. Entries are unique and leave only from the head, so a first entry
+// still in place means nothing was removed since the relay read, and the entries at 0..n-1 are
+// the ones it published. The last entry guards a list rebuilt after a failover that lost its
+// tail. Anything else (another relay trimmed meanwhile) refuses, and the relay reads again from
+// the head: at worst an entry is published twice, never removed unpublished.
 //
-// KEYS[1] the stream; ARGV[1] its consumer group; ARGV[2] the id following the batch's highest;
-// ARGV[3..] the batch's ids. Reply: the number of entries deleted.
-var removeScript = redis.NewScript(`
-redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3))
-local p = redis.call('XPENDING', KEYS[1], ARGV[1])[2]
-if p then
-  local pms, pseq = string.match(p, '^(%d+)%-(%d+)$')
-  local bms, bseq = string.match(ARGV[2], '^(%d+)%-(%d+)$')
-  pms, bms = tonumber(pms), tonumber(bms)
-  if pms < bms or (pms == bms and tonumber(pseq) < tonumber(bseq)) then
-    return redis.call('XDEL', KEYS[1], unpack(ARGV, 3))
-  end
+// KEYS[1] the outbox; ARGV[1] the first entry; ARGV[2] the last published; ARGV[3] n.
+// Reply: 1 trimmed, 0 refused.
+var trimScript = redis.NewScript(`
+local n = tonumber(ARGV[3])
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] and redis.call('LINDEX', KEYS[1], n - 1) == ARGV[2] then
+  redis.call('LTRIM', KEYS[1], n, -1)
+  return 1
 end
-return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2])
+return 0
 `)
 
-// nextID is the stream id just after the highest of ids ("ms-seq" each).
-func nextID(ids []string) string {
-	var ms, seq uint64
-	for _, id := range ids {
-		m, s := splitID(id)
-		if m > ms || (m == ms && s > seq) {
-			ms, seq = m, s
-		}
-	}
-	if seq == math.MaxUint64 {
-		return strconv.FormatUint(ms+1, 10) + "-0"
-	}
-	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq+1, 10)
+// trimCall is the removal of an outbox's published prefix.
+func trimCall(key string, st *outboxState) scriptCall {
+	return scriptCall{trimScript, []string{key}, []any{st.first, st.last, strconv.Itoa(st.read)}}
 }
 
-func splitID(id string) (ms, seq uint64) {
-	m, s, _ := strings.Cut(id, "-")
-	ms, _ = strconv.ParseUint(m, 10, 64)
-	seq, _ = strconv.ParseUint(s, 10, 64)
-	return ms, seq
+// readLegacy reads up to count entries of each stream of the previous outbox format (a stream
+// per shard, read through a consumer group), which an API replica of an older version may
+// still be writing to during a rolling upgrade. The relay reads them whatever their state in
+// that group, publishes them and deletes them (deleteLegacy).
+func readLegacy(ctx context.Context, rdb redis.Cmdable, keys []string, count int) ([][]redis.XMessage, error) {
+	cmds := make([]*redis.XMessageSliceCmd, len(keys))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.XRangeN(ctx, k, "-", "+", int64(count))
+		}
+		return nil
+	})
+	if err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return nil, fmt.Errorf("read %d streams of the previous outbox format: %w", len(keys), err)
+	}
+	out := make([][]redis.XMessage, len(keys))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// deleteLegacy deletes published entries of the previous format's streams (XDEL: deleting
+// an id twice is harmless).
+func deleteLegacy(ctx context.Context, rdb redis.Cmdable, ids map[string][]string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, list := range ids {
+			p.XDel(ctx, k, list...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete published entries of the previous outbox format: %w", err)
+	}
+	return nil
 }

@@ -16,41 +16,41 @@ import (
 	"github.com/acv/acv/internal/testkit"
 )
 
-// The relay knows no key layout: it moves exactly the streams it is given, whatever their names
-// (here the cache's format, hash tag included), and leaves every other stream alone.
-func TestRelayMovesOnlyItsStreams(t *testing.T) {
-	for shard, want := range map[int]string{0: "acv:{00}:outbox", 3: "acv:{03}:outbox", 15: "acv:{15}:outbox"} {
-		if got := outboxStream(shard); got != want {
-			t.Errorf("outboxStream(%d) = %q, want %q", shard, got, want)
+// The relay knows no key layout: it moves exactly the outboxes it is given, whatever their names
+// (here the cache's format, hash tag included), and leaves every other list alone.
+func TestRelayMovesOnlyItsOutboxes(t *testing.T) {
+	for shard, want := range map[int]string{0: "acv:{00}:events", 3: "acv:{03}:events", 15: "acv:{15}:events"} {
+		if got := outboxKey(shard); got != want {
+			t.Errorf("outboxKey(%d) = %q, want %q", shard, got, want)
 		}
 	}
 	eachKafka(t, 2, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		mine := []string{outboxStream(0), outboxStream(3), outboxStream(15)}
-		other := outboxStream(9)
+		mine := []string{outboxKey(0), outboxKey(3), outboxKey(15)}
+		other := outboxKey(9)
 		for _, key := range append(mine, other) {
 			b, err := json.Marshal(newEvent(contract.NewID(), contract.NewID(), 1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{contract.EventField, string(b)}}).Err(); err != nil {
+			if err := e.rdb.RPush(ctx, key, string(b)).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		cfg := relayConfig("r1")
-		cfg.Streams = mine
+		cfg.Outboxes, cfg.LegacyStreams = mine, nil
 		m, reg := newMetrics()
 		cfg.Metrics = m
 		start(t, audit.NewRelay(e.rdb, e.writer(t), cfg).Run)
-		testkit.WaitFor(t, 10*time.Second, "the relay's streams drained", func() (bool, string) {
-			n, _, err := audit.OutboxLen(ctx, e.rdb, mine)
+		testkit.WaitFor(t, 10*time.Second, "the relay's outboxes drained", func() (bool, string) {
+			n, _, err := audit.OutboxLen(ctx, e.rdb, mine, nil)
 			if err != nil {
 				t.Fatalf("outbox len: %v", err)
 			}
 			return n == 0, fmt.Sprintf("%d entries", n)
 		})
-		if n, _, err := audit.OutboxLen(ctx, e.rdb, []string{other}); err != nil || n != 1 {
-			t.Errorf("the stream not given to the relay holds %d entries (%v), want 1", n, err)
+		if n, _, err := audit.OutboxLen(ctx, e.rdb, []string{other}, nil); err != nil || n != 1 {
+			t.Errorf("the outbox not given to the relay holds %d entries (%v), want 1", n, err)
 		}
 		if got := metricValue(t, reg, "acv_relay_published_total"); got != float64(len(mine)) {
 			t.Errorf("relay published %v entries, want %d", got, len(mine))
@@ -58,14 +58,14 @@ func TestRelayMovesOnlyItsStreams(t *testing.T) {
 	})
 }
 
-// A relay without streams has nothing to do: Run refuses at once instead of idling.
-func TestRelayWithoutStreams(t *testing.T) {
+// A relay without outboxes has nothing to do: Run refuses at once instead of idling.
+func TestRelayWithoutOutboxes(t *testing.T) {
 	cfg := relayConfig("r1")
-	cfg.Streams = nil
+	cfg.Outboxes = nil
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	if err := audit.NewRelay(rdb, nil, cfg).Run(context.Background()); err == nil {
-		t.Fatal("Run without streams returned nil, want an error")
+		t.Fatal("Run without outboxes returned nil, want an error")
 	}
 }
 
@@ -80,11 +80,13 @@ func TestMetricsSeries(t *testing.T) {
 		t.Errorf("metric %s: %s", p.Metric, p.Text)
 	}
 	for name, want := range map[string]int{
-		"acv_relay_errors_total":                   5, // publish, remove, read, claim, decode
+		"acv_relay_errors_total":                   5, // publish, remove, read, lease, decode
 		"acv_consumer_errors_total":                4, // fetch, write, commit, decode
 		"acv_relay_published_total":                1,
 		"acv_relay_removed_total":                  1,
-		"acv_relay_claimed_total":                  1,
+		"acv_relay_trims_refused_total":            1,
+		"acv_relay_outboxes_held":                  1,
+		"acv_relay_live_relays":                    1,
 		"acv_relay_last_publish_timestamp_seconds": 1,
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
@@ -98,15 +100,14 @@ func TestMetricsSeries(t *testing.T) {
 func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	eachKafka(t, 4, func(t *testing.T, e *env) {
 		evs := spreadEvents(300, 40)
-		xaddAll(t, e.rdb, evs[:150])
-		// One entry carries trace context, which must ride along as a Kafka header.
-		traced := newEvent(contract.NewID(), contract.NewID(), 1)
-		if err := xadd(context.Background(), e.rdb, traced, contract.HeaderFieldPrefix+"traceparent", "00-abc-def-01"); err != nil {
-			t.Fatal(err)
-		}
+		pushAll(t, e.rdb, evs[:150])
+		// One entry, in the compact form the verify script writes, carries trace context, which
+		// must ride along as a Kafka header.
+		const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		traced := pushCompact(t, e.rdb, traceParent)
 		evs = append(evs, traced)
 
-		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testStreams)
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes, testLegacy)
 		if err != nil || n != 151 || age <= 0 {
 			t.Fatalf("OutboxLen before relaying = %d, %s, %v; want 151 entries with an age", n, age, err)
 		}
@@ -120,7 +121,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 		cm, creg := newMetrics()
 		ccfg.Metrics = cm
 		e.startConsumer(t, ccfg, sink)
-		xaddAll(t, e.rdb, evs[150:300]) // some while the relay runs
+		pushAll(t, e.rdb, evs[150:300]) // some while the relay runs
 
 		waitRows(t, sink, len(evs))
 		e.waitOutboxEmpty(t)
@@ -146,7 +147,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 				t.Fatalf("message key %q, want code id %q", m.Key, byID[ev.ID].CodeID)
 			}
 			if ev.ID == traced.ID {
-				if len(m.Headers) != 1 || m.Headers[0].Key != "traceparent" || string(m.Headers[0].Value) != "00-abc-def-01" {
+				if len(m.Headers) != 1 || m.Headers[0].Key != "traceparent" || string(m.Headers[0].Value) != traceParent {
 					t.Errorf("traced message headers = %v", m.Headers)
 				}
 			} else if len(m.Headers) != 0 {
@@ -170,19 +171,20 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	})
 }
 
-// Entries that are not events are reported, not fatal: one without the event field is removed
-// (nothing to deliver), one with broken JSON is published unkeyed and skipped by the consumer.
+// Entries that are not events are reported, not fatal: one with broken JSON is published
+// unkeyed and skipped by the consumer; a stream entry of the previous format without the event
+// field is removed (nothing to deliver).
 func TestMalformedEntriesAreSkipped(t *testing.T) {
 	eachKafka(t, 2, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		good := newEvent(contract.NewID(), contract.NewID(), 1)
-		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: outboxStream(1), Values: []any{"x", "1"}}).Err(); err != nil {
+		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: legacyStream(1), Values: []any{"x", "1"}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: outboxStream(2), Values: []any{contract.EventField, "{not json"}}).Err(); err != nil {
+		if err := e.rdb.RPush(ctx, outboxKey(2), "{not json").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := xadd(ctx, e.rdb, good); err != nil {
+		if err := push(ctx, e.rdb, good); err != nil {
 			t.Fatal(err)
 		}
 		rcfg := relayConfig("r1")
@@ -219,7 +221,7 @@ func TestPerCodeOrder(t *testing.T) {
 		for i := range cs {
 			cs[i] = code{project: contract.NewID(), id: contract.NewID()}
 			if i%4 != 0 {
-				cs[i].project = cs[i-1].project // a few codes share a project, so a stream
+				cs[i].project = cs[i-1].project // a few codes share a project, so an outbox
 			}
 		}
 		var evs []contract.Event
@@ -236,7 +238,7 @@ func TestPerCodeOrder(t *testing.T) {
 		ccfg := e.consumerConfig("sink")
 		ccfg.BatchSize = 50
 		e.startConsumer(t, ccfg, sink)
-		xaddAll(t, e.rdb, evs)
+		pushAll(t, e.rdb, evs)
 
 		waitRows(t, sink, len(evs))
 		sink.mu.Lock()
@@ -279,7 +281,7 @@ func TestConcurrentProducers(t *testing.T) {
 			go func(part []contract.Event) {
 				defer wg.Done()
 				for _, ev := range part {
-					if err := xadd(context.Background(), e.rdb, ev); err != nil {
+					if err := push(context.Background(), e.rdb, ev); err != nil {
 						errs <- err
 						return
 					}
@@ -289,7 +291,7 @@ func TestConcurrentProducers(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatalf("xadd: %v", err)
+			t.Fatalf("push: %v", err)
 		}
 		waitRows(t, sink, len(evs))
 		e.waitOutboxEmpty(t)

@@ -14,7 +14,7 @@ import (
 )
 
 // Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
-// deletes outbox entries only after that, so it needs a synchronous writer; *kafka.Writer with
+// removes outbox entries only after that, so it needs a synchronous writer; *kafka.Writer with
 // RequiredAcks = kafka.RequireAll (see NewWriter) fits.
 type Publisher interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
@@ -22,34 +22,51 @@ type Publisher interface {
 
 // RelayConfig tunes a Relay. Zero values take the defaults named on each field.
 type RelayConfig struct {
-	// Streams are the outbox streams to relay; the wiring takes them from the cache's layout.
-	// Required: Run refuses to start without one.
-	Streams []string
-	// Name is this replica's consumer name in the relay group. Keep it stable across restarts
-	// (a pod name of a StatefulSet, a host name) so a restarted replica re-reads its own pending
-	// entries at once instead of waiting for ClaimIdle. Default: the host name.
+	// Outboxes are the outbox lists to relay, one a shard; the wiring takes them from the
+	// cache's layout. Required: Run refuses to start without one.
+	Outboxes []string
+	// LegacyStreams are the outbox streams of the previous format, index for index with
+	// Outboxes (the same shard), or none. An API replica of the previous version writes there
+	// during a rolling upgrade; the relay holding an outbox drains its stream too.
+	LegacyStreams []string
+	// Name is this replica's relay name. Keep it stable across restarts (a pod name of a
+	// StatefulSet, a host name) and unique among the relays: a restarted relay takes its own
+	// outboxes back at once, instead of after a Lease. Default: the host name.
 	Name string
-	// Batch is the most entries read per XREADGROUP per stream, and so per Kafka write.
-	// Default 500.
+	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// Block is how long XREADGROUP waits for new entries; it bounds how late a stop is noticed.
-	// Default 100ms.
-	Block time.Duration
-	// ClaimIdle is how long an entry may sit delivered-but-unacknowledged in another consumer
-	// before this relay takes it over; it must exceed the longest healthy publish. Default 30s.
-	ClaimIdle time.Duration
-	// ClaimEvery is how often each stream is scanned for such entries. Default 5s.
-	ClaimEvery time.Duration
+	// Poll is the pause after a poll that filled no outbox's batch: events gather meanwhile, so
+	// the batches (and what each Redis call and Kafka request carries) grow with the load.
+	// Default 10ms.
+	Poll time.Duration
+	// IdlePoll is the longest pause while the outboxes stay empty (the pause doubles from Poll
+	// up to it), so an idle relay costs Redis little. It bounds how late an event after a quiet
+	// spell, and a stop, are noticed. Default 100ms.
+	IdlePoll time.Duration
+	// TrimEvery and TrimAt say when published entries are removed from an outbox: once TrimAt of
+	// them wait, or the oldest has waited TrimEvery. Removing in bulk costs Redis one script call
+	// per outbox, not per poll; a relay that dies publishes up to that many again (the sink
+	// writes each event once). Defaults 250ms and 1000.
+	TrimEvery time.Duration
+	TrimAt    int
+	// Lease is how long a relay holds an outbox without renewing it (it renews every third of
+	// it), and how long a dead relay's outboxes wait before the others take them over.
+	// Default 5s.
+	Lease time.Duration
+	// Workers is how many outbox groups are polled, published and trimmed concurrently, each
+	// in its own loop. Default 4.
+	Workers int
 	// ShutdownGrace is how long, once Run's context ended, the in-flight batches may still take
-	// to be published and removed; after it they are abandoned (still pending, so they are
-	// published again later). Default 10s.
+	// to be published and removed; after it they are abandoned (still in the outbox, so they
+	// are published again later). Default 10s.
 	ShutdownGrace time.Duration
 	// Logger receives retries and anomalies. Default slog.Default().
 	Logger *slog.Logger
-	// AfterPublish is a test hook, called after Kafka acknowledged a batch and before its
-	// entries are removed from the outbox. An error stops the relay as if the process died
-	// right there: nothing of that batch is acknowledged or deleted, and Run returns the error.
-	AfterPublish func(entryIDs []string) error
+	// AfterPublish is a test hook, called with the outbox entries of a batch after Kafka
+	// acknowledged it and before they are removed from the outbox. An error stops the relay as
+	// if the process died right there: nothing of that batch is removed, no lease is given
+	// up, and Run returns the error.
+	AfterPublish func(entries []string) error
 	// Metrics receives the relay's series; nil records nothing.
 	Metrics *Metrics
 	// Tracer makes a publish span per traced event; nil makes none.
@@ -65,16 +82,25 @@ func (c RelayConfig) withDefaults() RelayConfig {
 		}
 	}
 	if c.Batch <= 0 {
-		c.Batch = 500
+		c.Batch = 1000
 	}
-	if c.Block <= 0 {
-		c.Block = 100 * time.Millisecond
+	if c.Poll <= 0 {
+		c.Poll = 10 * time.Millisecond
 	}
-	if c.ClaimIdle <= 0 {
-		c.ClaimIdle = 30 * time.Second
+	if c.IdlePoll < c.Poll {
+		c.IdlePoll = max(100*time.Millisecond, c.Poll)
 	}
-	if c.ClaimEvery <= 0 {
-		c.ClaimEvery = 5 * time.Second
+	if c.TrimEvery <= 0 {
+		c.TrimEvery = 250 * time.Millisecond
+	}
+	if c.TrimAt <= 0 {
+		c.TrimAt = 1000
+	}
+	if c.Lease <= 0 {
+		c.Lease = 5 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -82,22 +108,24 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if len(c.LegacyStreams) != len(c.Outboxes) {
+		c.LegacyStreams = nil
+	}
 	return c
 }
 
-// Relay moves outbox entries from the Redis streams to Kafka: at-least-once, never dropping
-// one, deleting an entry only after Kafka acknowledged it. Several replicas may run at once;
-// they share the streams through the relay consumer group.
+// Relay moves outbox entries from Redis to Kafka: at-least-once, never dropping one, removing
+// entries only after Kafka acknowledged them. Several replicas may run at once; they share the
+// outboxes by leases (lease.go), each reading its share.
 type Relay struct {
 	rdb redis.Cmdable
 	pub Publisher
 	cfg RelayConfig
 }
 
-// NewRelay builds a relay reading rdb's outbox streams and writing to pub. rdb may be a
-// *redis.Client or *redis.ClusterClient (each stream lives in one slot). The relay keeps one
-// connection per stream busy in a blocking read, so give it its own client, with a pool of at
-// least one per stream and a few more, rather than the hot path's.
+// NewRelay builds a relay reading rdb's outboxes and writing to pub. rdb may be a
+// *redis.Client or a *redis.ClusterClient: every command names one key, and each poll is one
+// pipeline per node.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
@@ -108,18 +136,18 @@ type hookError struct{ err error }
 func (e *hookError) Error() string { return "after-publish hook: " + e.err.Error() }
 func (e *hookError) Unwrap() error { return e.err }
 
-// errAbandoned says a batch was left pending because the relay is stopping.
-var errAbandoned = errors.New("relay stopping: batch left pending")
+// errAbandoned says a batch was left in the outbox because the relay is stopping.
+var errAbandoned = errors.New("relay stopping: batch left in the outbox")
 
-// Run relays until ctx ends, one goroutine per outbox stream. When ctx ends, batches in flight
-// are still published and removed (within ShutdownGrace), then Run returns nil. It returns an
-// error only when no stream is configured or the AfterPublish hook fails.
+// Run relays until ctx ends. When ctx ends, batches in flight are still published and removed
+// (within ShutdownGrace), the leases are given up, then Run returns nil. It returns an error
+// only when no outbox is configured or the AfterPublish hook fails.
 func (r *Relay) Run(ctx context.Context) error {
-	if len(r.cfg.Streams) == 0 {
-		return errors.New("outbox relay: no outbox stream configured")
+	if len(r.cfg.Outboxes) == 0 {
+		return errors.New("outbox relay: no outbox configured")
 	}
 	// ops outlives ctx so in-flight batches can finish; it ends after the grace period, on a
-	// hook failure (the simulated death must abort every stream at once), or when Run returns.
+	// hook failure (the simulated death must abort every worker at once), or when Run returns.
 	ops, kill := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer kill(nil)
 	go func() {
@@ -143,147 +171,217 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, stopLoop)
 	defer stopAfter()
 
+	ls := newLeases(r.rdb, r.cfg.Outboxes, r.cfg.Name, r.cfg.Lease)
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		r.keepLeases(loop, ls)
+	}()
+
 	var wg sync.WaitGroup
-	for _, key := range r.cfg.Streams {
+	for w := range r.cfg.Workers {
 		wg.Add(1)
-		go func(key string) {
+		go func() {
 			defer wg.Done()
-			if err := r.runStream(loop, ops, key); err != nil {
+			if err := r.runWorker(loop, ops, ls, w); err != nil {
 				kill(err)
 			}
-		}(key)
+		}()
 	}
 	wg.Wait()
+	stopLoop()
+	<-keeperDone
 	var he *hookError
 	if cause := context.Cause(ops); errors.As(cause, &he) {
-		return he
+		return he // a simulated death keeps its leases, as a dead process would
+	}
+	if err := ls.releaseAll(ops); err != nil {
+		r.cfg.Logger.Warn("outbox relay: give up leases", "err", err)
 	}
 	return nil
 }
 
-// runStream relays one stream until ctx ends; ops carries the Redis and Kafka calls, so they
-// can finish the batch in flight after ctx ended. It first drains this consumer's own pending
-// entries (left by a previous run that died), then reads new ones, and every ClaimEvery takes
-// over entries stuck in dead consumers. It returns only a hook error.
-func (r *Relay) runStream(ctx, ops context.Context, key string) error {
-	log := r.cfg.Logger.With("stream", key, "consumer", r.cfg.Name)
-	bo := newBackOff()
+// keepLeases runs the lease rounds, every third of a lease, until ctx ends.
+func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
+	log := r.cfg.Logger.With("relay", r.cfg.Name)
 	for {
-		err := ensureGroup(ops, r.rdb, key)
-		if err == nil {
-			break
+		if err := ls.round(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Metrics.relayError("lease")
+			log.Warn("outbox relay: leases", "err", err)
 		}
-		r.cfg.Metrics.relayError("read")
-		log.Warn("outbox relay: create consumer group", "err", err)
-		if !sleep(ctx, bo.NextBackOff()) {
-			return nil
+		r.cfg.Metrics.heldOutboxes(ls.count(), ls.relays.Load())
+		if !sleep(ctx, r.cfg.Lease/3) {
+			return
 		}
 	}
-	bo.Reset()
+}
 
-	id := "0" // own pending entries first; ">" once they are drained
-	nextClaim := time.Now()
-	for ctx.Err() == nil {
-		if !time.Now().Before(nextClaim) {
-			if err := r.claimStream(ctx, ops, key, log); err != nil {
-				return err
-			}
-			nextClaim = time.Now().Add(r.cfg.ClaimEvery)
+// outboxState is what a worker knows of an outbox it relays: the prefix it published and has
+// not removed yet. The next read starts after it.
+type outboxState struct {
+	read  int       // entries published from the head and not removed yet
+	first string    // the entry at index 0 when they were read
+	last  string    // the entry at index read-1
+	since time.Time // when the oldest of them was published
+}
+
+// batch is one poll's worth of entries across a worker's outboxes.
+type batch struct {
+	msgs    []kafka.Message
+	entries []string
+	read    map[int][]string    // outbox index → entries read from it, in order
+	legacy  map[string][]string // stream of the previous format → ids read from it
+}
+
+// runWorker relays the outboxes i with i % Workers == w that this relay holds, until ctx ends;
+// ops carries the Redis and Kafka calls, so they can finish the batch in flight after ctx
+// ended. It returns only a hook error.
+func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
+	log := r.cfg.Logger.With("relay", r.cfg.Name, "worker", w)
+	states := map[int]*outboxState{}
+	bo := newBackOff()
+	pause := time.Duration(0)
+	nextLegacy := time.Now()
+	for {
+		if pause > 0 && !sleep(ctx, pause) {
+			break
 		}
-		msgs, err := readEntries(ops, r.rdb, key, r.cfg.Name, id, r.cfg.Batch, r.cfg.Block)
+		if ctx.Err() != nil {
+			break
+		}
+		var mine []int
+		for i := w; i < len(r.cfg.Outboxes); i += r.cfg.Workers {
+			if ls.Held(i) {
+				mine = append(mine, i)
+			} else if st := states[i]; st != nil && st.read == 0 {
+				delete(states, i)
+			}
+		}
+		b, full, err := r.poll(ops, mine, states)
+		if err == nil && r.cfg.LegacyStreams != nil && !time.Now().Before(nextLegacy) {
+			err = r.pollLegacy(ops, mine, &b)
+			nextLegacy = time.Now().Add(5 * r.cfg.IdlePoll)
+		}
 		if err != nil {
 			if ops.Err() != nil {
-				return nil
+				break
 			}
 			r.cfg.Metrics.relayError("read")
 			log.Warn("outbox relay: read", "err", err)
-			if isNoGroup(err) {
-				if err := ensureGroup(ops, r.rdb, key); err != nil {
-					log.Warn("outbox relay: recreate consumer group", "err", err)
-				}
-			}
-			id = "0"
-			sleep(ctx, bo.NextBackOff())
+			pause = bo.NextBackOff()
 			continue
 		}
-		if len(msgs) == 0 {
-			id = ">"
-			continue
-		}
-		if err := r.deliver(ops, key, msgs, log); err != nil {
-			var he *hookError
-			if errors.As(err, &he) {
-				return err
-			}
-			// Abandoned: the entries stay pending for us; re-read them before new ones.
-			id = "0"
-			sleep(ctx, bo.NextBackOff())
-			continue
-		}
-		bo.Reset()
-	}
-	return nil
-}
-
-// claimStream takes over, in batches, every entry of the stream idle for longer than ClaimIdle
-// in any consumer, and relays it.
-func (r *Relay) claimStream(ctx, ops context.Context, key string, log *slog.Logger) error {
-	start := "0-0"
-	for ctx.Err() == nil {
-		msgs, next, err := claimEntries(ops, r.rdb, key, r.cfg.Name, start, r.cfg.ClaimIdle, r.cfg.Batch)
-		if err != nil {
-			if ops.Err() == nil {
-				r.cfg.Metrics.relayError("claim")
-				log.Warn("outbox relay: claim idle entries", "err", err)
-			}
-			return nil // try again at the next ClaimEvery
-		}
-		if len(msgs) > 0 {
-			r.cfg.Metrics.claimedEntries(len(msgs))
-			log.Info("outbox relay: claimed idle entries", "count", len(msgs))
-			if err := r.deliver(ops, key, msgs, log); err != nil {
+		if len(b.entries) > 0 || len(b.legacy) > 0 {
+			if err := r.deliver(ops, b, states, log); err != nil {
 				var he *hookError
 				if errors.As(err, &he) {
 					return err
 				}
-				return nil
+				break // abandoned: the relay is stopping
 			}
 		}
-		if next == "0-0" || next == "" {
-			return nil
+		if err := r.trim(ops, states, false, log); err != nil {
+			pause = bo.NextBackOff()
+			continue
 		}
-		start = next
+		bo.Reset()
+		switch {
+		case full:
+			pause = 0
+		case len(b.entries) > 0:
+			pause = r.cfg.Poll
+		default:
+			pause = min(max(2*pause, r.cfg.Poll), r.cfg.IdlePoll)
+		}
+	}
+	// Stopping: remove what was published, so a successor does not publish it again.
+	if ops.Err() == nil {
+		_ = r.trim(ops, states, true, log)
 	}
 	return nil
 }
 
-// deliver publishes a batch of entries and then removes them from the outbox. A failed Kafka
-// write or removal is retried with backoff until it succeeds or ops ends (then errAbandoned:
-// the entries stay pending and are published again later, which the sink's dedup absorbs).
-func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessage, log *slog.Logger) error {
-	ids := make([]string, 0, len(entries))
-	msgs := make([]kafka.Message, 0, len(entries))
-	for _, e := range entries {
-		ids = append(ids, e.ID)
-		if e.Values == nil {
-			continue // already deleted while pending: nothing left to publish, only to acknowledge
-		}
-		m, ok, malformed := toMessage(e)
-		if malformed {
-			r.cfg.Metrics.relayError("decode")
-			log.Error("outbox relay: malformed outbox entry", "id", e.ID, "published", ok)
-		}
-		if ok {
-			msgs = append(msgs, m)
+// poll reads the next entries of each outbox in mine, after the prefix already published.
+// full tells whether some outbox had a whole Batch to give (poll again at once).
+func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxState) (b batch, full bool, err error) {
+	if len(mine) == 0 {
+		return b, false, nil
+	}
+	keys := make([]string, len(mine))
+	offsets := make([]int, len(mine))
+	for j, i := range mine {
+		keys[j] = r.cfg.Outboxes[i]
+		if st := states[i]; st != nil {
+			offsets[j] = st.read
 		}
 	}
+	got, err := readOutboxes(ctx, r.rdb, keys, offsets, r.cfg.Batch)
+	if err != nil {
+		return b, false, err
+	}
+	b.read = map[int][]string{}
+	for j, entries := range got {
+		if len(entries) == 0 {
+			continue
+		}
+		full = full || len(entries) == r.cfg.Batch
+		b.read[mine[j]] = entries
+		for _, e := range entries {
+			m, malformed := toMessage(e)
+			if malformed {
+				r.cfg.Metrics.relayError("decode")
+				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "outbox", keys[j], "bytes", len(e))
+			}
+			b.msgs = append(b.msgs, m)
+			b.entries = append(b.entries, e)
+		}
+	}
+	return b, full, nil
+}
 
+// pollLegacy adds to b the entries of the previous format's streams of the outboxes in mine.
+func (r *Relay) pollLegacy(ctx context.Context, mine []int, b *batch) error {
+	if len(mine) == 0 {
+		return nil
+	}
+	keys := make([]string, len(mine))
+	for j, i := range mine {
+		keys[j] = r.cfg.LegacyStreams[i]
+	}
+	got, err := readLegacy(ctx, r.rdb, keys, r.cfg.Batch)
+	if err != nil {
+		return err
+	}
+	for j, msgs := range got {
+		for _, e := range msgs {
+			if b.legacy == nil {
+				b.legacy = map[string][]string{}
+			}
+			b.legacy[keys[j]] = append(b.legacy[keys[j]], e.ID)
+			m, ok, malformed := legacyMessage(e)
+			if malformed {
+				r.cfg.Metrics.relayError("decode")
+				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "stream", keys[j], "id", e.ID, "published", ok)
+			}
+			if ok {
+				b.msgs = append(b.msgs, m)
+			}
+		}
+	}
+	return nil
+}
+
+// deliver publishes a batch and records its entries as published in their outboxes' states
+// (removed by trim, later). A failed Kafka write is retried with backoff until it succeeds or
+// ops ends (then errAbandoned: the entries stay in the outbox and are published again later,
+// which the sink's dedup absorbs).
+func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxState, log *slog.Logger) error {
 	bo := newBackOff()
-	if len(msgs) > 0 {
+	if len(b.msgs) > 0 {
 		start := time.Now()
-		spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, msgs, true)
+		spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, b.msgs, true)
 		for {
-			err := r.pub.WriteMessages(ops, msgs...)
+			err := r.pub.WriteMessages(ops, b.msgs...)
 			if err == nil {
 				endSpans(spans, nil)
 				break
@@ -293,25 +391,36 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 				return errAbandoned
 			}
 			r.cfg.Metrics.relayError("publish")
-			log.Warn("outbox relay: publish to kafka", "messages", len(msgs), "err", err)
+			log.Warn("outbox relay: publish to kafka", "messages", len(b.msgs), "err", err)
 			if !sleep(ops, bo.NextBackOff()) {
 				endSpans(spans, err)
 				return errAbandoned
 			}
 		}
 		now := time.Now()
-		r.cfg.Metrics.publishedBatch(len(msgs), len(entries), now.Sub(start), now)
+		r.cfg.Metrics.publishedBatch(len(b.msgs), len(b.msgs), now.Sub(start), now)
 	}
-
 	if r.cfg.AfterPublish != nil {
-		if err := r.cfg.AfterPublish(ids); err != nil {
+		if err := r.cfg.AfterPublish(b.entries); err != nil {
 			return &hookError{err: err}
 		}
 	}
-
+	now := time.Now()
+	for i, entries := range b.read {
+		st := states[i]
+		if st == nil {
+			st = &outboxState{}
+			states[i] = st
+		}
+		if st.read == 0 {
+			st.first, st.since = entries[0], now
+		}
+		st.read += len(entries)
+		st.last = entries[len(entries)-1]
+	}
 	bo.Reset()
 	for {
-		err := removeEntries(ops, r.rdb, key, ids)
+		err := deleteLegacy(ops, r.rdb, b.legacy)
 		if err == nil {
 			break
 		}
@@ -324,6 +433,44 @@ func (r *Relay) deliver(ops context.Context, key string, entries []redis.XMessag
 			return errAbandoned
 		}
 	}
-	r.cfg.Metrics.removedEntries(len(ids))
+	return nil
+}
+
+// trim removes the published prefixes that are due (all of them when all is set) from their
+// outboxes, in one pipeline. A refused trim (the outbox changed under another relay) forgets
+// the prefix: the next poll reads from the head again. A Redis error keeps the states for the
+// next round and is returned.
+func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool, log *slog.Logger) error {
+	now := time.Now()
+	var due []int
+	var calls []scriptCall
+	for i, st := range states {
+		if st.read > 0 && (all || st.read >= r.cfg.TrimAt || now.Sub(st.since) >= r.cfg.TrimEvery) {
+			due = append(due, i)
+			calls = append(calls, trimCall(r.cfg.Outboxes[i], st))
+		}
+	}
+	cmds, err := runScripts(ctx, r.rdb, calls)
+	removed := 0
+	for c, i := range due {
+		n, cerr := cmds[c].Int()
+		if cerr != nil {
+			continue
+		}
+		if n == 1 {
+			removed += states[i].read
+		} else {
+			r.cfg.Metrics.trimRefused()
+			log.Info("outbox relay: outbox changed under another relay; reading it again from the head",
+				"outbox", r.cfg.Outboxes[i], "published", states[i].read)
+		}
+		delete(states, i)
+	}
+	r.cfg.Metrics.removedEntries(removed)
+	if err != nil {
+		r.cfg.Metrics.relayError("remove")
+		log.Warn("outbox relay: remove published entries", "err", err)
+		return err
+	}
 	return nil
 }

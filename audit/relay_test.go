@@ -50,7 +50,7 @@ func TestRelayRetriesAndFinishesInFlightBatchOnStop(t *testing.T) {
 		for i := 0; i < 10; i++ {
 			evs = append(evs, newEvent(project, contract.NewID(), 1))
 		}
-		xaddAll(t, e.rdb, evs)
+		pushAll(t, e.rdb, evs)
 
 		pub := &gatedPublisher{inner: e.writer(t), fails: 2, entered: make(chan struct{}, 1), release: make(chan struct{})}
 		cfg := relayConfig("r1")
@@ -65,7 +65,7 @@ func TestRelayRetriesAndFinishesInFlightBatchOnStop(t *testing.T) {
 		}
 		run.cancel() // stop while the batch is in flight
 		time.Sleep(100 * time.Millisecond)
-		if n, _, _ := audit.OutboxLen(context.Background(), e.rdb, testStreams); n != int64(len(evs)) {
+		if n := outboxLen(t, e.rdb); n != int64(len(evs)) {
 			t.Fatalf("outbox holds %d entries before the publish finished, want %d", n, len(evs))
 		}
 		close(pub.release)
@@ -73,7 +73,7 @@ func TestRelayRetriesAndFinishesInFlightBatchOnStop(t *testing.T) {
 		if !stopped || err != nil {
 			t.Fatalf("relay after stop: stopped %v, err %v", stopped, err)
 		}
-		if n, _, _ := audit.OutboxLen(context.Background(), e.rdb, testStreams); n != 0 {
+		if n := outboxLen(t, e.rdb); n != 0 {
 			t.Fatalf("outbox holds %d entries after the stop, want 0", n)
 		}
 		if got := len(e.topicMessages(t)); got != len(evs) {

@@ -17,7 +17,7 @@ import (
 var (
 	//go:embed testdata/apply_v1.lua
 	applyV1Src    string
-	applyV1Script = redis.NewScript(luaPrelude() + "local F_TRACEPARENT = '" + contract.HeaderFieldPrefix + "traceparent'\n" + applyV1Src)
+	applyV1Script = redis.NewScript(luaPrelude() + "local F_EVENT = '" + eventField + "'\nlocal F_TRACEPARENT = '" + contract.HeaderFieldPrefix + "traceparent'\n" + applyV1Src)
 )
 
 // applyOnceV1 is applyOnce as it was, with the script of the previous format.
@@ -29,7 +29,7 @@ func (c *Cache) applyOnceV1(ctx context.Context, shard int, op contract.Operatio
 	keys := []string{
 		codeKeyIn(shard, op.ProjectID, op.Code),
 		projectKey(shard, op.ProjectID),
-		outboxKey(shard),
+		legacyOutboxKey(shard),
 		replayKey(shard, op.KeyID, op.ReplayKey),
 		idemKey(shard, op.KeyID, op.IdempotencyKey),
 	}

@@ -59,11 +59,11 @@ func TestBenchmarkVerifyRedeems(t *testing.T) {
 	if again, err := rdb.Do(ctx, call...).Result(); err != nil || again != int64(4) {
 		t.Fatalf("the same call again: %v, %v; want status 4, a replay", again, err)
 	}
-	msgs, err := rdb.XRange(ctx, cache.OutboxStreamOf(pid, "__rand_int__"), "-", "+").Result()
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("outbox: %v, %v", msgs, err)
+	entries, err := rdb.LRange(ctx, cache.OutboxOf(pid, "__rand_int__"), 0, -1).Result()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("outbox: %q, %v", entries, err)
 	}
-	ev, _, err := contract.DecodeOutboxEntry(msgs[0].Values[contract.EventField].(string))
+	ev, _, err := contract.DecodeOutboxEntry(entries[0])
 	if err != nil || ev.CodeID != codeID || !ev.Changed || ev.VerifiedBy != "bench" {
 		t.Fatalf("event %+v, %v", ev, err)
 	}

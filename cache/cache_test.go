@@ -91,34 +91,33 @@ func (f *fixture) live(value string) (contract.CodeRecord, bool) {
 	return r, found
 }
 
-// outboxRaw reads every outbox stream, in stream order (one pipeline; on a cluster, one per
-// master).
-func (f *fixture) outboxRaw() []redis.XMessage {
+// outboxRaw reads every outbox, in shard order (one pipeline; on a cluster, one per master).
+func (f *fixture) outboxRaw() []string {
 	f.t.Helper()
 	ctx := context.Background()
-	streams := cache.OutboxStreams()
-	cmds := make([]*redis.XMessageSliceCmd, len(streams))
+	outboxes := cache.Outboxes()
+	cmds := make([]*redis.StringSliceCmd, len(outboxes))
 	pipe := f.rdb.Pipeline()
-	for i, s := range streams {
-		cmds[i] = pipe.XRange(ctx, s, "-", "+")
+	for i, s := range outboxes {
+		cmds[i] = pipe.LRange(ctx, s, 0, -1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		f.t.Fatal(err)
 	}
-	var out []redis.XMessage
+	var out []string
 	for _, c := range cmds {
 		out = append(out, c.Val()...)
 	}
 	return out
 }
 
-// clearOutbox deletes every outbox stream, one DEL each: on a cluster, one command must not
+// clearOutbox deletes every outbox, one DEL each: on a cluster, one command must not
 // name keys of several slots.
 func (f *fixture) clearOutbox() {
 	f.t.Helper()
 	ctx := context.Background()
 	pipe := f.rdb.Pipeline()
-	for _, s := range cache.OutboxStreams() {
+	for _, s := range cache.Outboxes() {
 		pipe.Del(ctx, s)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -154,11 +153,7 @@ func (f *fixture) codeKeys() []string {
 func (f *fixture) outbox() []contract.Event {
 	f.t.Helper()
 	var out []contract.Event
-	for _, m := range f.outboxRaw() {
-		s, ok := m.Values[contract.EventField].(string)
-		if !ok {
-			f.t.Fatalf("outbox entry %v has no event field %q", m.Values, contract.EventField)
-		}
+	for _, s := range f.outboxRaw() {
 		e, _, err := contract.DecodeOutboxEntry(s)
 		if err != nil {
 			f.t.Fatalf("outbox entry %q: %v", s, err)

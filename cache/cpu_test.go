@@ -58,7 +58,7 @@ func TestRedisCPUPerVerify(t *testing.T) {
 
 // discardRelay is the outbox relay with a publisher that acknowledges every message at once.
 func discardRelay(rdb *redis.Client) *audit.Relay {
-	return audit.NewRelay(rdb, discardPublisher{}, audit.RelayConfig{Streams: cache.OutboxStreams(), Name: "cpu"})
+	return audit.NewRelay(rdb, discardPublisher{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"})
 }
 
 type discardPublisher struct{}

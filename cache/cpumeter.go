@@ -46,7 +46,7 @@ type CPURun struct {
 	Codes       int // codes stored, each verified once; default 100,000
 	Concurrency int // verifies in flight; default 16
 	Call        ApplyCall
-	// Relay runs the outbox relay (audit.Relay over OutboxStreams) until its context ends:
+	// Relay runs the outbox relay (audit.Relay over Outboxes) until its context ends:
 	// MeasureVerifyCPU starts it after the verifies and ends it once the outbox is empty.
 	// Required, except for ApplyV1, whose relay commands MeasureVerifyCPU sends itself.
 	Relay func(ctx context.Context) error
@@ -68,7 +68,7 @@ type VerifyCPU struct {
 	Script   float64 // µs per verify in the script calls
 	Relay    float64 // µs per verify in the relay's commands
 	Process  float64 // µs per verify of redis-server's CPU time (user and system), both phases
-	Batches  int64   // XREADGROUP calls of the relay phase
+	Batches  int64   // the relay phase's reads (LRANGE; XREADGROUP before)
 	Commands []CommandCPU
 }
 
@@ -96,9 +96,11 @@ func (v VerifyCPU) String() string {
 // EVALSHA). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
 var (
 	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "set": true, "get": true,
-		"hset": true, "hdel": true, "del": true, "expire": true, "xadd": true}
-	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "xpending": true, "xtrim": true}
-	probes        = map[string]bool{"xlen": true, "info": true, "config|resetstat": true, "hello": true,
+		"hset": true, "hdel": true, "del": true, "expire": true, "xadd": true, "rpush": true}
+	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "xpending": true, "xtrim": true,
+		"lindex": true, "ltrim": true, "get": true, "set": true, "del": true,
+		"zadd": true, "zremrangebyscore": true, "pexpire": true, "zrange": true}
+	probes = map[string]bool{"xlen": true, "llen": true, "info": true, "config|resetstat": true, "hello": true,
 		"ping": true, "client|setinfo": true}
 )
 
@@ -198,7 +200,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 			out.Script += float64(s.Usec) / n
 		default:
 			out.Relay += float64(s.Usec) / n
-			if s.Name == "xreadgroup" {
+			if s.Name == "xreadgroup" || s.Name == "lrange" {
 				out.Batches = s.Calls
 			}
 		}
@@ -238,7 +240,7 @@ func verifyAll(ctx context.Context, c *Cache, pid string, codes []contract.CodeR
 	return <-errs
 }
 
-// relayUntilEmpty runs relay until every outbox stream is empty.
+// relayUntilEmpty runs relay until every outbox is empty.
 func relayUntilEmpty(ctx context.Context, rdb *redis.Client, relay func(context.Context) error) error {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -272,7 +274,10 @@ func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, Shards)
 	for s := range cmds {
-		cmds[s] = pipe.XLen(ctx, outboxKey(s))
+		cmds[s] = pipe.LLen(ctx, outboxKey(s))
+	}
+	for s := range Shards {
+		cmds = append(cmds, pipe.XLen(ctx, legacyOutboxKey(s)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("outbox length: %w", err)
@@ -290,7 +295,7 @@ func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 func relayV1(ctx context.Context, rdb *redis.Client) error {
 	const group, consumer = "relay", "cpu"
 	for s := 0; s < Shards; s++ {
-		key := outboxKey(s)
+		key := legacyOutboxKey(s)
 		if err := rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 			return err
 		}

@@ -94,18 +94,30 @@ func ShardHashTag(s int) string { return shardTags[s*tagWidth : (s+1)*tagWidth] 
 // ShardPrefix is the prefix of every key of shard s, hash tag included: "acv:{tag}:".
 func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }
 
-// outboxKey names a shard's outbox stream. It shares the shard's hash tag, so the verify
-// script changes a code and appends its event atomically on Redis Cluster.
-func outboxKey(s int) string { return ShardPrefix(s) + "outbox" }
+// outboxKey names a shard's outbox, a list of events (audit/outbox.go). It shares the shard's
+// hash tag, so the verify script changes a code and appends its event atomically on Redis
+// Cluster.
+func outboxKey(s int) string { return ShardPrefix(s) + "events" }
 
-// OutboxStreamOf names the outbox stream that receives a code's events.
-func OutboxStreamOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
+// legacyOutboxKey names a shard's outbox of the previous format, a stream read through a
+// consumer group. Nothing writes it any more; the relay drains what an older API replica
+// wrote there during an upgrade.
+func legacyOutboxKey(s int) string { return ShardPrefix(s) + "outbox" }
 
-// OutboxStreams names every outbox stream, one a shard; the wiring hands them to the relay.
-func OutboxStreams() []string {
+// OutboxOf names the outbox that receives a code's events.
+func OutboxOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
+
+// Outboxes names every outbox, one a shard; the wiring hands them to the relay.
+func Outboxes() []string { return shardKeys(outboxKey) }
+
+// LegacyOutboxStreams names every outbox stream of the previous format, index for index with
+// Outboxes.
+func LegacyOutboxStreams() []string { return shardKeys(legacyOutboxKey) }
+
+func shardKeys(name func(int) string) []string {
 	out := make([]string, Shards)
 	for s := range out {
-		out[s] = outboxKey(s)
+		out[s] = name(s)
 	}
 	return out
 }
@@ -225,7 +237,7 @@ func luaPrelude() string {
 		{"F_DIS", fDisabled}, {"F_VER", fVersion}, {"F_UNKNOWN", fUnknown}, {"F_EN", fEnabled},
 		{"F_PSTATE", fProjectState},
 		{"F_TOKENS", fTokens}, {"F_REFILLED", fRefilled}, {"F_REQ_HASH", fRequestHash},
-		{"F_REPLY", fStoredReply}, {"F_EVENT", eventField},
+		{"F_REPLY", fStoredReply},
 		{"F_KEY_PROJECT", fKeyProject}, {"F_KEY_SECRET", fKeySecret}, {"F_KEY_RATE", fKeyRate},
 		{"F_KEY_BURST", fKeyBurst}, {"F_KEY_REVOKED", fKeyRevoked},
 	} {
@@ -418,6 +430,6 @@ func decodeStored(script string, v interface{}) (bool, error) {
 	return n == 1, nil
 }
 
-// eventField is the outbox entry's one field: the event, in contract.DecodeOutboxEntry's
-// compact form (the trace context inside).
+// eventField is the one field of an outbox entry of the previous format (a stream entry), which
+// only the previous script (applyv1.go) writes.
 const eventField = contract.EventField

@@ -153,7 +153,7 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 		"F_ID": fCodeID, "F_EXP": fExpiresAt, "F_VAT": fVerifiedAt, "F_BY": fVerifiedBy,
 		"F_DIS": fDisabled, "F_VER": fVersion, "F_UNKNOWN": fUnknown, "F_EN": fEnabled,
 		"F_TOKENS": fTokens, "F_REFILLED": fRefilled, "F_REQ_HASH": fRequestHash,
-		"F_REPLY": fStoredReply, "F_EVENT": eventField, "F_PSTATE": fProjectState,
+		"F_REPLY": fStoredReply, "F_PSTATE": fProjectState,
 		"F_KEY_PROJECT": fKeyProject, "F_KEY_SECRET": fKeySecret, "F_KEY_RATE": fKeyRate,
 		"F_KEY_BURST": fKeyBurst, "F_KEY_REVOKED": fKeyRevoked,
 	}

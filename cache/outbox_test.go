@@ -141,17 +141,14 @@ func testOutboxEntriesDecodeIntoEvent(t *testing.T) {
 			}
 			seen[tc.wantErr][tc.action] = true
 
-			msgs := f.outboxRaw()
-			if len(msgs) != 1 {
-				t.Fatalf("%d outbox entries, want 1", len(msgs))
+			entries := f.outboxRaw()
+			if len(entries) != 1 {
+				t.Fatalf("%d outbox entries, want 1", len(entries))
 			}
-			// The stream entry: one field, the event in its compact form, the trace inside.
-			if len(msgs[0].Values) != 1 {
-				t.Fatalf("entry fields %q, want only %q", msgs[0].Values, contract.EventField)
-			}
-			raw, ok := msgs[0].Values[contract.EventField].(string)
-			if !ok || raw == "" || raw[0] == '{' {
-				t.Fatalf("event field %q (%T) is not the compact form", msgs[0].Values[contract.EventField], msgs[0].Values[contract.EventField])
+			// The list element: the event in its compact form, the trace inside.
+			raw := entries[0]
+			if raw == "" || raw[0] == '{' {
+				t.Fatalf("outbox entry %q is not the compact form", raw)
 			}
 			got, traceParent, err := contract.DecodeOutboxEntry(raw)
 			if err != nil {

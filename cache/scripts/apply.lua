@@ -15,13 +15,13 @@
 --      is refused there; this record is what a retry gets back);
 --   4. the contract's checks in order (not found, project disabled, code disabled, used /
 --      unused, code expired, project expired), the state transition, and the verification-log
---      event appended to the shard's outbox stream — together, or not at all.
+--      event appended to the shard's outbox — together, or not at all.
 -- The per-key token bucket lives in the API key's own slot: the caller takes a token (from its
 -- lease, lease.lua, or admit.lua) before this script, and gives it back when this script refuses.
 --
 -- KEYS[1] code hash      acv:{T}:c:<project, 16 raw bytes><value>
 -- KEYS[2] project copy   acv:{T}:p:<project>
--- KEYS[3] outbox stream  acv:{T}:outbox
+-- KEYS[3] outbox         acv:{T}:events (a list)
 -- then each only when used, so #KEYS is 3, 4 or 5:
 -- KEYS[4] replay marker  acv:{T}:rp:<key id>:<replay key>       (absent: no replay check here)
 -- KEYS[#] idempotency    acv:{T}:ik:<key id>:<idempotency key>  (present exactly with ARGV[2])
@@ -42,7 +42,7 @@
 --     bytes or ""), or as the previous format stored it, error code "|" code id (hex) "|"
 --     verified_at "|" at.
 --
--- Outbox entry: one field, F_EVENT = head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
+-- Outbox entry: one list element, head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
 -- error code "|" version before the operation "|" verified_at ("" = unused) "|" state's
 -- verified_by (contract.DecodeOutboxEntry).
 --
@@ -155,7 +155,7 @@ if err == '' then
 else
   vat = vat or ''
 end
-redis.call('XADD', KEYS[3], '*', F_EVENT, head .. id .. (c[5] or '0') .. err .. '|' .. (c[6] or '0') .. '|' .. vat .. '|' .. by)
+redis.call('RPUSH', KEYS[3], head .. id .. (c[5] or '0') .. err .. '|' .. (c[6] or '0') .. '|' .. vat .. '|' .. by)
 
 if req then
   redis.call('SET', KEYS[nk], req .. ' ' .. (vat == '' and '0' or vat) .. '|' .. now .. '|' .. err .. '|' .. id, 'EX', T_IDEM)

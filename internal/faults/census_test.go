@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -120,39 +119,11 @@ func unapplied(ctx context.Context, pool *pgxpool.Pool, ids []string) (int, erro
 	return n, err
 }
 
-// outboxState is the outbox's size: entries in the streams and entries delivered to a relay
-// but not yet acknowledged (XPENDING), summed over every stream the cache writes.
-func outboxState(ctx context.Context, rdb redis.UniversalClient) (length, pending int64, err error) {
-	length, _, err = audit.OutboxLen(ctx, rdb, cache.OutboxStreams())
-	if err != nil {
-		return 0, 0, err
-	}
-	pending, err = pendingEntries(ctx, rdb)
-	return length, pending, err
-}
-
-// pendingEntries counts the outbox entries delivered to a relay and not yet acknowledged.
-func pendingEntries(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	streams := cache.OutboxStreams()
-	cmds := make([]*redis.XPendingCmd, len(streams))
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range streams {
-			cmds[i] = p.XPending(ctx, s, audit.RelayGroup)
-		}
-		return nil
-	})
-	var pending int64
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			// A stream no relay has read yet has no group.
-			if redis.HasErrorPrefix(err, "NOGROUP") || errors.Is(err, redis.Nil) {
-				continue
-			}
-			return 0, fmt.Errorf("xpending: %w", err)
-		}
-		pending += c.Val().Count
-	}
-	return pending, nil
+// outboxLength is the number of entries in the outboxes (the previous format's streams
+// included): events not yet published, and events published and not yet removed.
+func outboxLength(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	n, _, err := audit.OutboxLen(ctx, rdb, cache.Outboxes(), cache.LegacyOutboxStreams())
+	return n, err
 }
 
 // outboxWatch samples the outbox's length every 200 ms until stopped, keeping its peak.
@@ -173,7 +144,7 @@ func watchOutbox(t *testing.T, d *deployment) *outboxWatch {
 		defer tick.Stop()
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			n, _, err := audit.OutboxLen(ctx, d.s.Deps.Redis, cache.OutboxStreams())
+			n, err := outboxLength(ctx, d.s.Deps.Redis)
 			cancel()
 			if err == nil {
 				w.mu.Lock()
@@ -305,16 +276,16 @@ func (d *deployment) settle(l *load) figures {
 	}
 
 	pool := d.s.Deps.Store.Pool()
-	var length, pending, lag int64
+	var length, lag int64
 	var rows int
 	var err error
 	deadline := stopped.Add(2 * time.Minute)
 	for {
-		length, pending, err = outboxState(ctx, d.s.Deps.Redis)
+		length, err = outboxLength(ctx, d.s.Deps.Redis)
 		if err == nil {
 			rows, err = countSuccessRows(ctx, pool, d.projectID, nil)
 		}
-		if err == nil && length == 0 && pending == 0 && rows >= len(want) {
+		if err == nil && length == 0 && rows >= len(want) {
 			// The sink has every owed row; the group commits its last batch right after.
 			lag, err = d.groupLag(ctx)
 			if err == nil && lag == 0 {
@@ -322,8 +293,8 @@ func (d *deployment) settle(l *load) figures {
 			}
 		}
 		if time.Now().After(deadline) {
-			d.t.Errorf("not drained 2 minutes after the load stopped: outbox %d entries, %d pending, %d of %d success rows, consumer lag %d (%v)",
-				length, pending, rows, len(want), lag, err)
+			d.t.Errorf("not drained 2 minutes after the load stopped: outbox %d entries, %d of %d success rows, consumer lag %d (%v)",
+				length, rows, len(want), lag, err)
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -349,8 +320,8 @@ func (d *deployment) settle(l *load) figures {
 	} else if f.Unapplied > 0 {
 		d.t.Errorf("%d logged codes have no verified_at in PostgreSQL", f.Unapplied)
 	}
-	if length, pending, err = outboxState(ctx, d.s.Deps.Redis); err != nil || length != 0 || pending != 0 {
-		d.t.Errorf("outbox after the drain: %d entries, %d pending (%v)", length, pending, err)
+	if length, err = outboxLength(ctx, d.s.Deps.Redis); err != nil || length != 0 {
+		d.t.Errorf("outbox after the drain: %d entries (%v)", length, err)
 	}
 	// Every message on the topic was consumed (the lag is 0), and the sink stored each event
 	// once: the difference is what the relay published twice.

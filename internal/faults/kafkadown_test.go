@@ -42,7 +42,7 @@ func testKafkaClusterDown(t *testing.T, version string) {
 	ackedAtDown := l.ackedN.Load()
 	time.Sleep(outage)
 	ackedDuringOutage := l.ackedN.Load() - ackedAtDown
-	held, _, err := outboxState(ctx, d.s.Deps.Redis)
+	held, err := outboxLength(ctx, d.s.Deps.Redis)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 
 // 1. The process running the relay — an API replica that relays too, as `acv serve` with its
 // default roles does — is killed with SIGKILL under load, while its relay holds outbox entries
-// it read and has not yet removed (published or not), and started again under the same
-// instance name. Its in-flight verifies die with it; the other API replica keeps answering.
-// After the restart the relay re-reads its own pending entries first, so nothing stays pending
-// and nothing waits for the claim timeout; what it had published already is published again
-// and the sink stores it once.
+// it published and has not yet removed, and started again under the same instance name. Its
+// in-flight verifies die with it; the other API replica keeps answering. After the restart the
+// relay takes its outboxes back at once (its name is its previous run's, so it waits for no
+// lease to run out) and reads them from the head; what it had published already is published
+// again and the sink stores it once.
 func TestRelayProcessKilled(t *testing.T) { eachKafka(t, testRelayProcessKilled) }
 
 func testRelayProcessKilled(t *testing.T, version string) {
@@ -26,11 +26,11 @@ func testRelayProcessKilled(t *testing.T, version string) {
 	l := startLoad(t, d, d.clients(relaying, other))
 	l.waitAcked(2000, 30*time.Second)
 
-	// Kill the moment the relay holds a batch: entries delivered to it and not yet removed.
-	inFlight := d.waitPending(10 * time.Second)
+	// Kill the moment the relay holds published entries it has not removed yet.
+	inFlight := waitHolding(t, relaying, 10*time.Second)
 	killed := time.Now()
 	relaying.Kill()
-	left, err := pendingEntries(context.Background(), d.s.Deps.Redis)
+	left, err := outboxLength(context.Background(), d.s.Deps.Redis)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func testRelayProcessKilled(t *testing.T, version string) {
 
 	f := d.settle(l)
 	peak, _ := w.max()
-	report(t, "relay process killed with %d outbox entries pending (%d left pending by the kill), down %s; outbox peak %d; "+
+	report(t, "relay process killed holding %.0f published entries not yet removed (%d entries in the outbox after the kill), down %s; outbox peak %d; "+
 		"everything acknowledged was logged %s after the restart; %s",
 		inFlight, left, restarted.Sub(killed).Round(time.Millisecond), peak, caughtUp.Round(time.Millisecond), f)
 	if f.Unanswered == 0 {
@@ -51,18 +51,21 @@ func testRelayProcessKilled(t *testing.T, version string) {
 	}
 }
 
-// waitPending waits until some outbox entry is delivered to a relay and not yet removed, and
-// returns how many are: a batch is in flight.
-func (d *deployment) waitPending(within time.Duration) int64 {
-	d.t.Helper()
+// waitHolding waits until the relay of svc holds entries it published and has not removed
+// from the outbox yet (its published count is above its removed count), and returns how many.
+func waitHolding(t *testing.T, svc *testkit.Service, within time.Duration) float64 {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		pending, err := pendingEntries(context.Background(), d.s.Deps.Redis)
-		if err == nil && pending > 0 {
-			return pending
+		m, err := svc.Metrics()
+		if err == nil {
+			if n := m.Sum("acv_relay_published_total") - m.Sum("acv_relay_removed_total"); n > 0 {
+				return n
+			}
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("no outbox entry was pending in %s under load (%v)", within, err)
+			t.Fatalf("the relay held no published entry in %s under load (%v)", within, err)
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -50,12 +50,10 @@ type Config struct {
 	// the API role and the admin commands need them, the pipeline does not.
 	MasterKeys *secrets.Keyring
 
-	// RelayClaimIdle is how long an outbox entry may sit delivered but unacknowledged in
-	// another relay (one that died between publishing and removing it) before this relay takes
-	// it over; RelayClaimEvery is how often it looks for such entries. Zero takes the relay's
-	// defaults (30s, 5s).
-	RelayClaimIdle  time.Duration
-	RelayClaimEvery time.Duration
+	// RelayLease is how long a relay holds its share of the outboxes without renewing it, and
+	// so how long a dead relay's outboxes wait before the other relays take them over
+	// (ACV_RELAY_LEASE). Zero takes the relay's default (5s).
+	RelayLease time.Duration
 
 	// KafkaSessionTimeout is how long the group coordinator waits for a consumer that stopped
 	// heartbeating (a killed process) before it gives that consumer's partitions to the others
@@ -144,13 +142,12 @@ var Settings = []Setting{
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
 	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated kid:hex entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
 	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one kid:hex (or hex) a line, the first line sealing; # starts a comment"},
-	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node); the relay role adds one per outbox stream"},
+	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node); "},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
 	{"ACV_REDIS_WAIT_REPLICAS", "0", "Redis replicas that must hold a verify or reactivate before it is answered (WAIT); 0 answers once the master applied it"},
 	{"ACV_REDIS_WAIT_TIMEOUT", "100ms", "how long a write waits for those replicas; a shortfall is answered 503"},
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
-	{"ACV_RELAY_CLAIM_IDLE", "30s", "how long a dead relay's unacknowledged outbox entries wait before another relay takes them over"},
-	{"ACV_RELAY_CLAIM_EVERY", "5s", "how often a relay looks for such entries"},
+	{"ACV_RELAY_LEASE", "5s", "how long a relay holds its share of the outboxes without renewing it (it renews every third of it): a dead relay's outboxes pass to the other relays after that"},
 	{"ACV_LOG_RETENTION", "400", "days of verification logs kept: the relay and consumer processes (hourly) and acv logs maintain drop the day partitions of verification_logs wholly older than that; 400d is accepted too; 0 keeps every day"},
 	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
@@ -208,8 +205,7 @@ func FromEnv() (Config, error) {
 		RedisWaitTimeout:  dur("ACV_REDIS_WAIT_TIMEOUT"),
 		PGMaxConns:        num("ACV_PG_MAX_CONNS"),
 
-		RelayClaimIdle:  dur("ACV_RELAY_CLAIM_IDLE"),
-		RelayClaimEvery: dur("ACV_RELAY_CLAIM_EVERY"),
+		RelayLease: dur("ACV_RELAY_LEASE"),
 
 		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
 	}

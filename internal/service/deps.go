@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -37,15 +36,6 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 		cfg.Logger = slog.Default()
 	}
 	pool := cfg.RedisPoolSize
-	if cfg.Roles.Relay {
-		// The relay keeps one connection per outbox stream in a blocking read; on a cluster
-		// the pool is per node, and one node may hold every stream. The rest of the process
-		// keeps what it was given (go-redis's default when unset).
-		if pool <= 0 {
-			pool = 10 * runtime.GOMAXPROCS(0)
-		}
-		pool += len(cache.OutboxStreams()) + 8
-	}
 	rdb, err := NewRedisClient(cfg.RedisURL, pool)
 	if err != nil {
 		return nil, err

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/testkit"
 )
@@ -270,40 +270,65 @@ func newTraffic(t *testing.T, s *testkit.Stack, nCodes int) *traffic {
 // crashOn returns a hook that fails its first call from the nth on for which worth (nil:
 // any) holds, and every call after that one, and a channel closed at the failing call; ids
 // receives the arguments of that call (the relay's entry ids of the crashed batch).
-func crashOn(n int64, worth func(ids []string) bool) (crashed chan struct{}, hook func([]string) error, ids *[]string) {
+func crashOn(n int64, worth func(entries []string) bool) (crashed chan struct{}, hook func([]string) error, entries *[]string) {
 	var calls atomic.Int64
 	var dead atomic.Bool
 	crashed = make(chan struct{})
-	ids = new([]string)
-	hook = func(entryIDs []string) error {
+	entries = new([]string)
+	hook = func(batch []string) error {
 		if dead.Load() {
 			return testkit.ErrInjected
 		}
-		if calls.Add(1) < n || (worth != nil && !worth(entryIDs)) {
+		if calls.Add(1) < n || (worth != nil && !worth(batch)) {
 			return nil
 		}
 		dead.Store(true)
-		*ids = append([]string(nil), entryIDs...)
+		*entries = append([]string(nil), batch...)
 		close(crashed)
 		return testkit.ErrInjected
 	}
-	return crashed, hook, ids
+	return crashed, hook, entries
 }
 
-// changesState tells whether any of a stream's entries records a state change: a crash on
+// changesState tells whether any of the outbox entries records a state change: a crash on
 // such a batch leaves a stale snapshot to be published again after newer ones.
-func changesState(s *testkit.Stack, stream string, ids []string) bool {
-	for _, id := range ids {
-		msgs, err := s.Deps.Redis.XRange(context.Background(), stream, id, id).Result()
-		if err != nil || len(msgs) != 1 {
-			continue
-		}
-		ev, _, err := contract.DecodeOutboxEntry(fmt.Sprint(msgs[0].Values[contract.EventField]))
+func changesState(entries []string) bool {
+	for _, e := range entries {
+		ev, _, err := contract.DecodeOutboxEntry(e)
 		if err == nil && ev.Changed {
 			return true
 		}
 	}
 	return false
+}
+
+// inOutbox counts the entries among entries that the outboxes still hold.
+func inOutbox(t *testing.T, s *testkit.Stack, entries []string) int {
+	t.Helper()
+	ctx := context.Background()
+	outboxes := cache.Outboxes()
+	cmds := make([]*redis.StringSliceCmd, len(outboxes))
+	if _, err := s.Deps.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range outboxes {
+			cmds[i] = p.LRange(ctx, k, 0, -1)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("read the outboxes: %v", err)
+	}
+	held := map[string]bool{}
+	for _, c := range cmds {
+		for _, e := range c.Val() {
+			held[e] = true
+		}
+	}
+	n := 0
+	for _, e := range entries {
+		if held[e] {
+			n++
+		}
+	}
+	return n
 }
 
 // groupOffsets returns, per partition of the topic, the consumer group's committed offset (0
@@ -398,7 +423,7 @@ func storedUncommitted(t *testing.T, s *testkit.Stack, projectID string) int {
 type faultScenario struct {
 	relayCrash    bool
 	restartName   string        // the replacement relay's name
-	claimIdle     time.Duration // relay ClaimIdle (0: the default 30 s)
+	lease         time.Duration // relay Lease (0: the default 5 s)
 	consumerCrash bool
 	drainWithin   time.Duration
 }
@@ -411,15 +436,13 @@ type faultScenario struct {
 // empty and every Kafka message is committed.
 func runFaults(t *testing.T, sc faultScenario) {
 	s := testkit.NewStack(t)
-	if sc.claimIdle > 0 {
-		s.Config.RelayClaimIdle, s.Config.RelayClaimEvery = sc.claimIdle, 200*time.Millisecond
+	if sc.lease > 0 {
+		s.Config.RelayLease = sc.lease
 	}
 	f := newTraffic(t, s, 12)
-	stream := cache.OutboxStreamOf(f.tn.ProjectID, f.values[0])
-	ctx := context.Background()
 
 	relayHooks, consumerHooks := testkit.NoHooks, testkit.NoHooks
-	relayCrashed, relayHook, crashIDs := crashOn(3, func(ids []string) bool { return changesState(s, stream, ids) })
+	relayCrashed, relayHook, crashIDs := crashOn(3, changesState)
 	if sc.relayCrash {
 		relayHooks.RelayAfterPublish = relayHook
 	}
@@ -438,16 +461,9 @@ func runFaults(t *testing.T, sc faultScenario) {
 		if err := relay.Stop(); !errors.Is(err, testkit.ErrInjected) {
 			t.Fatalf("crashed relay returned %v, want the injected fault", err)
 		}
-		// The crashed batch is in Kafka and still in the outbox, pending for the dead relay.
-		for _, id := range *crashIDs {
-			msgs, err := s.Deps.Redis.XRange(ctx, stream, id, id).Result()
-			if err != nil || len(msgs) != 1 {
-				t.Fatalf("entry %s of the crashed batch left the outbox: %v %v", id, msgs, err)
-			}
-		}
-		pending, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result()
-		if err != nil || pending.Consumers["relay-a"] < int64(len(*crashIDs)) {
-			t.Fatalf("pending after the crash: %+v %v", pending, err)
+		// The crashed batch is in Kafka and still in the outbox.
+		if n := inOutbox(t, s, *crashIDs); n != len(*crashIDs) {
+			t.Fatalf("%d of the crashed batch's %d entries left the outbox", len(*crashIDs)-n, len(*crashIDs))
 		}
 		f.wave(200) // no relay runs: these wait in the outbox
 		s.StartRelay(sc.restartName, testkit.NoHooks)
@@ -467,17 +483,18 @@ func runFaults(t *testing.T, sc faultScenario) {
 	f.wave(100)
 	stopTraffic()
 	if sc.relayCrash && sc.restartName != "relay-a" {
-		// The other relay claims the dead one's entries only once idle, after the traffic: their
-		// stale snapshots reach Postgres after newer ones, which version order must ignore.
-		if p, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Consumers["relay-a"] == 0 {
-			t.Logf("the crashed batch was claimed before the traffic ended (%+v %v): stale snapshots were not last this run", p, err)
+		// The other relay takes the dead one's outboxes only once its lease ran out, maybe
+		// after the traffic: their stale snapshots reach Postgres after newer ones, which version
+		// order must ignore.
+		if inOutbox(t, s, *crashIDs) == 0 {
+			t.Logf("the crashed batch was published again before the traffic ended: stale snapshots were not last this run")
 		}
 	}
 
 	want := f.known()
 	s.WaitDrained(t, f.tn.ProjectID, want, sc.drainWithin)
-	if p, err := s.Deps.Redis.XPending(ctx, stream, audit.RelayGroup).Result(); err != nil || p.Count != 0 {
-		t.Errorf("outbox entries still pending: %+v %v", p, err)
+	if ok, what := s.OutboxEmpty(); !ok {
+		t.Errorf("after the drain: %s", what)
 	}
 	testkit.WaitFor(t, 10*time.Second, "every kafka message committed", func() (bool, string) {
 		committed, end, _ := groupOffsets(t, s)
@@ -495,16 +512,16 @@ func runFaults(t *testing.T, sc faultScenario) {
 }
 
 // TestRelayCrashAfterPublish kills the relay after Kafka acknowledged a batch but before the
-// batch left the outbox, under concurrent traffic. A relay restarted under the same name
-// re-reads its own pending entries at once (the drain deadline is below the 30 s claim delay);
-// a relay under another name claims them once they are idle. The consumer writes each event
+// batch left the outbox, under concurrent traffic. A relay restarted under the same name takes
+// its outboxes back at once (the drain deadline is below what a lease of another name would
+// cost); a relay under another name takes them once the dead relay's lease ran out. The consumer writes each event
 // once however often it arrives.
 func TestRelayCrashAfterPublish(t *testing.T) {
 	t.Run("same name", func(t *testing.T) {
 		runFaults(t, faultScenario{relayCrash: true, restartName: "relay-a", drainWithin: 20 * time.Second})
 	})
 	t.Run("other name", func(t *testing.T) {
-		runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, drainWithin: 30 * time.Second})
+		runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", lease: 3 * time.Second, drainWithin: 30 * time.Second})
 	})
 }
 
@@ -518,5 +535,5 @@ func TestConsumerCrashBeforeCommit(t *testing.T) {
 // TestRelayAndConsumerCrash combines both faults in one run, with the relay replaced by
 // another replica.
 func TestRelayAndConsumerCrash(t *testing.T) {
-	runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", claimIdle: 5 * time.Second, consumerCrash: true, drainWithin: 30 * time.Second})
+	runFaults(t, faultScenario{relayCrash: true, restartName: "relay-b", lease: 3 * time.Second, consumerCrash: true, drainWithin: 30 * time.Second})
 }

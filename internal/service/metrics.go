@@ -26,7 +26,7 @@ func NewRegistry(d *Deps) *prometheus.Registry {
 	// The outbox and the group's lag are shared state: the processes that run the pipeline
 	// report them, so a fleet of API replicas does not query them on every scrape.
 	if d.Config.Roles.Relay {
-		reg.MustRegister(&outboxCollector{rdb: d.Redis, streams: cache.OutboxStreams()})
+		reg.MustRegister(&outboxCollector{rdb: d.Redis, outboxes: cache.Outboxes(), legacy: cache.LegacyOutboxStreams()})
 	}
 	return reg
 }
@@ -59,7 +59,7 @@ var (
 	pgConnsDesc    = prometheus.NewDesc("acv_postgres_pool_connections", "Postgres pool connections by state (idle, acquired, max).", []string{"state"}, nil)
 	pgAcquireDesc  = prometheus.NewDesc("acv_postgres_pool_acquires_total", "Postgres pool acquisitions, and those that waited (empty).", []string{"kind"}, nil)
 	pgWaitDesc     = prometheus.NewDesc("acv_postgres_pool_acquire_wait_seconds_total", "Time spent waiting for a Postgres connection.", nil, nil)
-	outboxLenDesc  = prometheus.NewDesc("acv_outbox_entries", "Verification-log events waiting in the Redis outbox streams.", nil, nil)
+	outboxLenDesc  = prometheus.NewDesc("acv_outbox_entries", "Verification-log events waiting in the Redis outboxes.", nil, nil)
 	outboxAgeDesc  = prometheus.NewDesc("acv_outbox_oldest_age_seconds", "Age of the oldest outbox entry; 0 when empty.", nil, nil)
 	outboxUpDesc   = prometheus.NewDesc("acv_outbox_scrape_ok", "1 when the outbox could be read at scrape time.", nil, nil)
 )
@@ -95,8 +95,9 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // outboxCollector reads the outbox depth and age at scrape time, from whichever replica is
 // scraped: the outbox is shared, so every replica reports the same numbers.
 type outboxCollector struct {
-	rdb     redis.Cmdable
-	streams []string
+	rdb      redis.Cmdable
+	outboxes []string
+	legacy   []string
 }
 
 func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -108,7 +109,7 @@ func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
 func (o *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, age, err := audit.OutboxLen(ctx, o.rdb, o.streams)
+	n, age, err := audit.OutboxLen(ctx, o.rdb, o.outboxes, o.legacy)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(outboxUpDesc, prometheus.GaugeValue, 0)
 		return

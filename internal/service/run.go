@@ -54,10 +54,9 @@ func RunRelay(ctx context.Context, d *Deps) error {
 		pub = &audit.SinkPublisher{Sink: d.Store, Logger: d.Config.Logger, Metrics: d.Audit, Tracer: d.Config.Tracer}
 	}
 	r := audit.NewRelay(d.Redis, pub, audit.RelayConfig{
-		Streams: cache.OutboxStreams(),
-		Name:    d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
-		Metrics: d.Audit, Tracer: d.Config.Tracer,
-		ClaimIdle: d.Config.RelayClaimIdle, ClaimEvery: d.Config.RelayClaimEvery,
+		Outboxes: cache.Outboxes(), LegacyStreams: cache.LegacyOutboxStreams(),
+		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
+		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
 	})
 	return r.Run(ctx)
 }

@@ -43,9 +43,9 @@ func (s *Stack) ProjectLogs(t testing.TB, projectID string) int {
 	return n
 }
 
-// OutboxEmpty reports whether every outbox stream is drained; a WaitFor condition.
+// OutboxEmpty reports whether every outbox is drained; a WaitFor condition.
 func (s *Stack) OutboxEmpty() (bool, string) {
-	n, _, err := audit.OutboxLen(context.Background(), s.Deps.Redis, cache.OutboxStreams())
+	n, _, err := audit.OutboxLen(context.Background(), s.Deps.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
 	if err != nil {
 		return false, err.Error()
 	}

@@ -63,7 +63,7 @@ func measureRedisCPU(ctx context.Context, dir string, call cache.ApplyCall, conc
 	defer rdb.Close()
 	return cache.MeasureVerifyCPU(ctx, rdb, cache.CPURun{Codes: cpuVerifies, Concurrency: conc, Call: call,
 		Relay: func(ctx context.Context) error {
-			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Streams: cache.OutboxStreams(), Name: "cpu"}).Run(ctx)
+			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
 		}})
 }
 

@@ -323,7 +323,7 @@ func (b *bench) monitor(ctx context.Context) func() int64 {
 
 // pending is the number of verification-log events not yet written: outbox plus Kafka lag.
 func (b *bench) pending(ctx context.Context) int64 {
-	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.OutboxStreams())
+	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
 	if err != nil {
 		return 0
 	}

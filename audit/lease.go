@@ -1,0 +1,221 @@
+package audit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Relays share the outboxes by leases: each outbox has one lease key in its own slot, held by
+// at most one relay at a time, so one relay reads an outbox while the others read the rest.
+// Which relay should hold which outbox follows from the live relays' names by rendezvous
+// hashing, so every relay computes the same assignment without talking to the others, a
+// joining relay takes its share from all of them, and a dead relay's share goes to all the
+// others. Liveness is a sorted set of members with expiring scores (the heartbeat).
+//
+// Leases spread the work; they do not guard the outbox. A relay that still believes it holds
+// a lease that already passed to another only publishes entries twice (the sink writes an
+// event id once): the trim that removes entries checks the list itself (trimScript), so no
+// relay ever removes an entry it did not publish.
+
+// leaseKeyOf names an outbox's lease key: the outbox's own name and a suffix, so it shares the
+// outbox's hash tag and slot.
+func leaseKeyOf(outbox string) string { return outbox + ":relay" }
+
+// membersKeyOf names the sorted set of live relays of one set of outboxes. Relays that serve
+// different outboxes (two deployments on one Redis, tests running side by side) do not see each
+// other.
+func membersKeyOf(outboxes []string) string {
+	h := fnv.New64a()
+	for _, k := range outboxes {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+	}
+	return "acv:relays:" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// newToken is a relay process's lease token: its name, then a random part, so a restarted
+// relay of the same name is told from its previous run yet may take over that run's leases.
+func newToken(name string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return name + "/" + hex.EncodeToString(b[:])
+}
+
+// nameOf is the relay name of a token.
+func nameOf(token string) string {
+	if i := strings.LastIndexByte(token, '/'); i >= 0 {
+		return token[:i]
+	}
+	return token
+}
+
+// preferredRelay is the name, among names, that should hold the outbox: the highest of
+// FNV-1a(name, outbox). Every relay computes the same answer from the same member list.
+func preferredRelay(names []string, outbox string) string {
+	var best string
+	var bestScore uint64
+	for _, n := range names {
+		h := fnv.New64a()
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write([]byte(outbox))
+		if s := h.Sum64(); best == "" || s > bestScore || (s == bestScore && n < best) {
+			best, bestScore = n, s
+		}
+	}
+	return best
+}
+
+// acquireScript takes or renews a lease: it is free, ours, or held by a previous run of the
+// same relay name (a restart takes its own outboxes back at once, not a lease later).
+//
+// KEYS[1] the lease; ARGV[1] our token; ARGV[2] its lifetime (ms); ARGV[3] our name and "/".
+// Reply: 1 held, 0 held by another relay.
+var acquireScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == false or v == ARGV[1] or string.sub(v, 1, #ARGV[3]) == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// releaseScript gives a lease up if we still hold it. KEYS[1] the lease; ARGV[1] our token.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// leases keeps this relay's share of the outboxes: it beats the heartbeat, takes and renews
+// the leases of the outboxes it should hold, and gives up those that now belong to another
+// relay. held is what the readers use; it is replaced whole on each round.
+type leases struct {
+	rdb      redis.Cmdable
+	outboxes []string
+	members  string
+	token    string
+	name     string
+	ttl      time.Duration
+	held     atomic.Pointer[[]bool]
+	relays   atomic.Int64 // live relays seen at the last round
+}
+
+func newLeases(rdb redis.Cmdable, outboxes []string, name string, ttl time.Duration) *leases {
+	l := &leases{rdb: rdb, outboxes: outboxes, members: membersKeyOf(outboxes), token: newToken(name), name: name, ttl: ttl}
+	none := make([]bool, len(outboxes))
+	l.held.Store(&none)
+	return l
+}
+
+// Held tells whether this relay holds outbox i's lease as of the last round.
+func (l *leases) Held(i int) bool { return (*l.held.Load())[i] }
+
+// count is how many outboxes this relay holds.
+func (l *leases) count() int {
+	n := 0
+	for _, h := range *l.held.Load() {
+		if h {
+			n++
+		}
+	}
+	return n
+}
+
+// round beats the heartbeat, reads the live relays, and takes, renews or gives up each lease.
+// On a Redis error the held set stays as it was: the leases run out in Redis on their own, and
+// whatever this relay does meanwhile is safe (see above).
+func (l *leases) round(ctx context.Context) error {
+	names, err := l.heartbeat(ctx)
+	if err != nil {
+		return err
+	}
+	l.relays.Store(int64(len(names)))
+	old := *l.held.Load()
+	want := make([]bool, len(l.outboxes))
+	ms := strconv.FormatInt(l.ttl.Milliseconds(), 10)
+	var calls []scriptCall
+	var acquired []int // outbox index of each acquire call
+	for i, k := range l.outboxes {
+		want[i] = preferredRelay(names, k) == l.name
+		switch {
+		case want[i]:
+			calls = append(calls, scriptCall{acquireScript, []string{leaseKeyOf(k)}, []any{l.token, ms, l.name + "/"}})
+			acquired = append(acquired, i)
+		case old[i]:
+			calls = append(calls, scriptCall{releaseScript, []string{leaseKeyOf(k)}, []any{l.token}})
+		}
+	}
+	cmds, err := runScripts(ctx, l.rdb, calls)
+	held := make([]bool, len(l.outboxes))
+	for c, i := range acquired {
+		n, aerr := cmds[c].Int()
+		// A renewal that got no answer keeps what we had: the lease may still be ours.
+		held[i] = (aerr == nil && n == 1) || (aerr != nil && old[i])
+	}
+	l.held.Store(&held)
+	if err != nil {
+		return fmt.Errorf("relay leases: %w", err)
+	}
+	return nil
+}
+
+// heartbeat records this relay as live until one lease lifetime from now, drops the members
+// whose heartbeat ran out, and returns the live relays' names, sorted and unique.
+func (l *leases) heartbeat(ctx context.Context) ([]string, error) {
+	now := time.Now()
+	var members *redis.StringSliceCmd
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, l.members, redis.Z{Score: float64(now.Add(l.ttl).UnixMilli()), Member: l.token})
+		p.ZRemRangeByScore(ctx, l.members, "-inf", "("+strconv.FormatInt(now.UnixMilli(), 10))
+		p.PExpire(ctx, l.members, 2*l.ttl)
+		members = p.ZRange(ctx, l.members, 0, -1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("relay heartbeat: %w", err)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range members.Val() {
+		if n := nameOf(t); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// releaseAll gives up every lease and leaves the member set, so the other relays take this
+// relay's outboxes at their next round instead of a lease lifetime later.
+func (l *leases) releaseAll(ctx context.Context) error {
+	held := *l.held.Load()
+	none := make([]bool, len(l.outboxes))
+	l.held.Store(&none)
+	var calls []scriptCall
+	for i, k := range l.outboxes {
+		if held[i] {
+			calls = append(calls, scriptCall{releaseScript, []string{leaseKeyOf(k)}, []any{l.token}})
+		}
+	}
+	_, err := runScripts(ctx, l.rdb, calls)
+	if zerr := l.rdb.ZRem(ctx, l.members, l.token).Err(); err == nil && zerr != nil {
+		err = zerr
+	}
+	if err != nil {
+		return fmt.Errorf("release relay leases: %w", err)
+	}
+	return nil
+}
