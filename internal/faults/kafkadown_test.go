@@ -8,9 +8,6 @@ import (
 	"github.com/acv/acv/internal/testkit"
 )
 
-// outage is how long Kafka, or PostgreSQL, stays down in the outage tests.
-const outage = 30 * time.Second
-
 // 4. The whole Kafka cluster (three brokers) is stopped for 30 s under load, then started
 // again. Verifies keep succeeding: their events wait in the Redis outbox, which grows by every
 // verify of the outage. The pipeline worker says so: its /readyz answers 503 naming kafka, its
@@ -23,57 +20,19 @@ func TestKafkaClusterDown(t *testing.T) { eachKafka(t, testKafkaClusterDown) }
 func testKafkaClusterDown(t *testing.T, version string) {
 	k := testkit.KafkaCluster(t, version, 3)
 	d := newDeployment(t, k, "", 60_000)
-	// The API replica runs as the compose file configures it, KAFKA_BROKERS included.
-	api := d.start("api", "api")
-	worker := d.start("worker", "relay,consumer")
-	d.waitGroup(1, time.Now(), time.Minute)
-	w := watchOutbox(t, d)
-	l := startLoad(t, d, d.clients(api))
-	l.waitAcked(1500, 30*time.Second)
-	p := startProber(t, worker, api)
-	l.run(3 * time.Second)
-	before := time.Now()
-	p.waitReady(t, worker)
-
-	ctx := context.Background()
-	stopping := time.Now()
-	k.Stop()
-	down := time.Now()
-	ackedAtDown := l.ackedN.Load()
-	time.Sleep(outage)
-	ackedDuringOutage := l.ackedN.Load() - ackedAtDown
-	held, err := outboxLength(ctx, d.s.Deps.Redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	starting := time.Now()
-	if err := k.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	back := time.Now()
-	l.cover()
-	ackedAtReturn := l.ackedSoFar()
-	l.run(5 * time.Second)
-	l.finish()
-	caught := d.waitLogged(ackedAtReturn, back, 2*time.Minute)
-	p.halt()
-
-	f := d.settle(l)
-	l.requireAllSucceeded("the Kafka outage")
-	peak, _ := w.max()
+	r := outage(t, d, dependency{id: "kafka", name: "Kafka", stop: k.Stop, start: func() {
+		if err := k.Start(context.Background()); err != nil {
+			t.Fatalf("start Kafka again: %v", err)
+		}
+	}})
+	api, worker, p := r.api, r.worker, r.p
+	stopping, down, starting, back := r.stopping, r.down, r.starting, r.back
 
 	// Every verify acknowledged while no broker ran was in the outbox when they came back.
-	if held < ackedDuringOutage {
-		t.Errorf("the outbox held %d entries after %s without Kafka, fewer than the %d verifies acknowledged meanwhile", held, outage, ackedDuringOutage)
+	if r.held < r.ackedDuringOutage {
+		t.Errorf("the outbox held %d entries after %s without Kafka, fewer than the %d verifies acknowledged meanwhile", r.held, outageLength, r.ackedDuringOutage)
 	}
 	during := p.of(worker, down, starting)
-	if _, ok := p.first(worker, stopping, starting, unready("kafka")); !ok {
-		t.Errorf("the worker's /readyz never said kafka was unavailable during the outage: %s", readiness(during))
-	}
-	p.stayedReady(t, api, down, starting, "kafka")
-	if _, ok := p.first(worker, down, starting, depDown("kafka")); !ok {
-		t.Errorf("the worker's acv_dependency_up{dependency=\"kafka\"} never went to 0 during the outage")
-	}
 	// AcvKafkaUnreachable: publish errors rising while nothing is published, or no lag series.
 	const published, errs, lag = "acv_relay_published_total", `acv_relay_errors_total{stage="publish"}`, "acv_consumer_lag_messages"
 	alertFrom := time.Duration(-1)
@@ -97,15 +56,12 @@ func testKafkaClusterDown(t *testing.T, version string) {
 	if lagAbsent == 0 {
 		t.Errorf("acv_consumer_lag_messages kept being reported with every broker down")
 	}
-	if _, ok := p.first(worker, back, time.Now(), ready); !ok {
-		t.Errorf("the worker's /readyz did not answer 200 after Kafka returned: %s", readiness(p.of(worker, back, time.Now())))
-	}
 	report(t, "%d brokers stopped (controlled shutdown took %s), down %s, started again in %s; %d verifies acknowledged during the outage, none failed; "+
 		"outbox %d entries when Kafka returned, peak %d (oldest entry %.0f s), "+
 		"everything acknowledged before its return logged %s after it, the outbox empty and every log written %s after it (load stopped 5 s after it); worker /readyz %s; AcvKafkaUnreachable's condition held from %s into the outage "+
 		"(it fires after 2m of it), the lag series absent in %d of %d scrapes; API replica /readyz %s; %s",
 		len(k.Nodes), down.Sub(stopping).Round(time.Millisecond), starting.Sub(down).Round(time.Millisecond), back.Sub(starting).Round(time.Millisecond),
-		ackedDuringOutage, held, peak, maxOf(during, "acv_outbox_oldest_age_seconds"),
-		caught.Round(time.Millisecond), f.DrainedAt.Sub(back).Round(time.Millisecond), readiness(p.of(worker, before, time.Now())), alertFrom.Round(time.Second),
-		lagAbsent, len(during)-1, readiness(p.of(api, before, time.Now())), f)
+		r.ackedDuringOutage, r.held, r.peak, maxOf(during, "acv_outbox_oldest_age_seconds"),
+		r.caught.Round(time.Millisecond), r.f.DrainedAt.Sub(back).Round(time.Millisecond), readiness(p.of(worker, r.before, time.Now())), alertFrom.Round(time.Second),
+		lagAbsent, len(during)-1, readiness(p.of(api, r.before, time.Now())), r.f)
 }

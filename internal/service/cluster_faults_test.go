@@ -21,7 +21,6 @@ import (
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
@@ -50,7 +49,7 @@ func TestReshardingUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s := stackOnCluster(t, c)
+	s := testkit.NewStackWith(t, testkit.StackOptions{OwnRedisCluster: c})
 	s.Config.Pipeline = service.PipelineDirect
 	bases := s.StartAPIs(3)
 	s.StartRelay("relay-a", testkit.NoHooks)
@@ -184,7 +183,7 @@ func masterLoss(t *testing.T, waitReplicas int) {
 	const n = 6000
 	t0 := time.Now()
 	c := testkit.RedisCluster(t, localenv.ClusterOptions{Replicas: 1, AOF: true, NodeTimeout: time.Second})
-	s := stackOnCluster(t, c)
+	s := testkit.NewStackWith(t, testkit.StackOptions{OwnRedisCluster: c})
 	s.Config.Pipeline = service.PipelineDirect
 	s.Config.RedisWaitReplicas = waitReplicas
 	s.Config.RedisWaitTimeout = 100 * time.Millisecond
@@ -317,24 +316,6 @@ func masterLoss(t *testing.T, waitReplicas int) {
 	}
 }
 
-// stackOnCluster is a Stack whose parts and operator connections run on c, a Redis Cluster of
-// the test's own: the stack's shared cluster would outlive the slots a test moves and the
-// masters it kills.
-func stackOnCluster(t *testing.T, c *localenv.RedisCluster) *testkit.Stack {
-	t.Helper()
-	s := testkit.NewStackWith(t, testkit.StackOptions{})
-	cfg := s.Config
-	cfg.RedisURL = c.URL()
-	d, err := service.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Close)
-	s.Config, s.Deps, s.Redis, s.RedisCluster = cfg, d, nil, c
-	s.Admin = &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys}
-	return s
-}
-
 // codeValues are n distinct code values.
 func codeValues(prefix string, n int) []string {
 	out := make([]string, n)
@@ -432,17 +413,21 @@ type attempt struct {
 // tenant. The first 2n requests take the codes in order, two requests a code, back to back, so
 // both are in flight together; after that codes drawn at random, each already used.
 //
-// Three workers in four retry as a careful client of the API does: each verify carries an
-// Idempotency-Key of its own, and a 5xx or a failed connection is sent again unchanged (a fresh
-// signature and nonce, the same key and body) after 50 ms × the attempt number, up to
-// verifyAttempts. A retry of a request that had run gets its stored outcome (Idempotent-Replayed).
-// Every fourth worker is a plain client: no Idempotency-Key, no retry, so whatever the service
-// answers is what it gets.
+// Three workers in four retry as a careful client of the API does, with api/client's own
+// retries: each verify carries an Idempotency-Key of its own, and a 502, 503 or 504 or a failed
+// connection is sent again unchanged (a fresh signature and nonce, the same key and body) after
+// 50 ms, doubling, up to verifyAttempts. A retry of a request that had run gets its stored
+// outcome (Idempotent-Replayed). Every fourth worker is a plain client: no Idempotency-Key, no
+// retry (a retry without a key could redeem twice), so whatever the service answers is what it
+// gets.
 type verifyLoad struct {
-	t        *testing.T
-	tn       *testkit.Tenant
-	values   []string
-	n        int // the workers verify values[:n]; probes take the rest
+	t      *testing.T
+	tn     *testkit.Tenant
+	values []string
+	n      int // the workers verify values[:n]; probes take the rest
+	// http is the tenant's HTTP client with every attempt recorded (attemptRecorder): the
+	// retries happen inside api/client, where the load sees only their number.
+	http     *http.Client
 	next     atomic.Int64
 	retries  atomic.Int64
 	halt     chan struct{}
@@ -456,6 +441,13 @@ type verifyLoad struct {
 
 func startVerifyLoad(t *testing.T, tn *testkit.Tenant, values []string, n, workers int) *verifyLoad {
 	l := &verifyLoad{t: t, tn: tn, values: values, n: n, halt: make(chan struct{}), began: time.Now()}
+	hc := http.DefaultClient
+	if h := tn.Clients[0].HTTP; h != nil {
+		hc = h
+	}
+	recorded := *hc
+	recorded.Transport = &attemptRecorder{l: l, next: hc.Transport}
+	l.http = &recorded
 	for w := 0; w < workers; w++ {
 		l.wg.Add(1)
 		go l.work(w)
@@ -484,46 +476,62 @@ func (l *verifyLoad) work(w int) {
 	}
 }
 
-// verify sends one verify, retrying as the client does, and records the answer.
+// verify sends one verify, through a copy of c that records its attempts and, unless plain,
+// retries under an Idempotency-Key of its own, and records the answer.
 func (l *verifyLoad) verify(c *client.Client, code int, plain bool) {
-	ctx := context.Background()
-	a := verifyAnswer{code: code, start: time.Now(), plain: plain}
+	a := verifyAnswer{code: code, start: time.Now(), plain: plain, attempts: 1}
+	call := *c
+	call.HTTP, call.Retries = l.http, 0 // a plain verify is sent once, whatever c does
 	var opt client.Options
 	if !plain {
 		opt.IdempotencyKey = contract.NewID()
-	}
-	for try := 1; ; try++ {
-		sent := time.Now()
-		r, h, err := c.Verify(ctx, l.tn.ProjectID, contract.VerifyRequest{Code: l.values[code]}, opt)
-		now := time.Now()
-		status := http.StatusOK
-		var ce *client.Error
-		switch {
-		case errors.As(err, &ce):
-			status = ce.Status
-		case err != nil:
-			status = 0
-		}
-		l.mu.Lock()
-		l.attempts = append(l.attempts, attempt{sent: sent, at: now, status: status})
-		l.mu.Unlock()
-		if (status == 0 || status >= 500) && try < verifyAttempts && !plain {
+		call.Retries, call.RetryBackoff = verifyAttempts-1, 50*time.Millisecond
+		call.OnRetry = func(string, string, int, error) {
+			a.attempts++
 			l.retries.Add(1)
-			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
-			continue
 		}
-		a.end, a.status, a.attempts = now, status, try
-		if err != nil {
-			a.err = err.Error()
-		} else {
-			a.success, a.errorCode, a.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
-			a.replayed = h.Get("Idempotent-Replayed") == "true"
-		}
-		break
+	}
+	r, h, err := call.Verify(context.Background(), l.tn.ProjectID, contract.VerifyRequest{Code: l.values[code]}, opt)
+	a.end = time.Now()
+	var ce *client.Error
+	switch {
+	case err == nil:
+		a.status = http.StatusOK
+		a.success, a.errorCode, a.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+		a.replayed = h.Get("Idempotent-Replayed") == "true"
+	case errors.As(err, &ce):
+		a.status, a.err = ce.Status, err.Error()
+	default:
+		a.err = err.Error() // no answer: status 0
 	}
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
+}
+
+// attemptRecorder is the load's HTTP transport: it records every attempt of every verify, the
+// retries api/client sends included, with its HTTP status (0 when it got no answer).
+type attemptRecorder struct {
+	l    *verifyLoad
+	next http.RoundTripper // http.DefaultTransport when nil
+}
+
+// RoundTrip sends one attempt through next and records it.
+func (r *attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := r.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	sent := time.Now()
+	resp, err := next.RoundTrip(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	}
+	r.l.mu.Lock()
+	r.l.attempts = append(r.l.attempts, attempt{sent: sent, at: time.Now(), status: status})
+	r.l.mu.Unlock()
+	return resp, err
 }
 
 // startProbes verifies the codes past the workers', fresh ones, one every 50 ms, each once and

@@ -172,11 +172,15 @@ func RedisClient(tb testing.TB) redis.UniversalClient {
 
 // stackRedis starts the Redis of a Stack: one redis-server with its append-only file (and
 // DEBUG from loopback, so a test can make it reload: LoadRedis), or the shared 3-master
-// cluster, with append-only files, when asked or when the test runs on one. It returns the
-// server or the cluster and the URL the service is configured with.
-func stackRedis(t *testing.T, onCluster bool) (*localenv.Redis, *localenv.RedisCluster, string) {
+// cluster, with append-only files, when asked or when the test runs on one; or it takes the
+// caller's own cluster (StackOptions.OwnRedisCluster) as it is. It returns the server or the
+// cluster and the URL the service is configured with.
+func stackRedis(t *testing.T, o StackOptions) (*localenv.Redis, *localenv.RedisCluster, string) {
 	t.Helper()
-	if onCluster || OnRedisCluster(t) {
+	if c := o.OwnRedisCluster; c != nil {
+		return nil, c, c.URL()
+	}
+	if o.RedisCluster || OnRedisCluster(t) {
 		c := RedisCluster(t, localenv.ClusterOptions{AOF: true})
 		return nil, c, c.URL()
 	}

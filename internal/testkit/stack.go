@@ -75,6 +75,10 @@ type StackOptions struct {
 	// RedisCluster runs the stack on the shared 3-master Redis Cluster instead of one
 	// redis-server; so does a test marked with UseRedisCluster.
 	RedisCluster bool
+	// OwnRedisCluster, when set, is the Redis Cluster the stack runs on, the caller's own (the
+	// caller stops it): for a test that kills its masters or moves its slots, which the shared
+	// cluster would outlive. It takes precedence over RedisCluster.
+	OwnRedisCluster *localenv.RedisCluster
 }
 
 // NewStackWith is NewStack on the servers o chooses.
@@ -85,7 +89,7 @@ func NewStackWith(t *testing.T, o StackOptions) *Stack {
 		pgURL = PostgresDB(t)
 	}
 	ctx := context.Background()
-	r, rc, redisURL := stackRedis(t, o.RedisCluster)
+	r, rc, redisURL := stackRedis(t, o)
 	if err := store.Migrate(ctx, pgURL); err != nil {
 		t.Fatal(err)
 	}

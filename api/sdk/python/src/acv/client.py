@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, TypeVar
 from urllib.parse import urlsplit
 
 from ._version import __version__
@@ -31,6 +31,8 @@ __all__ = ["Client", "RETRY_STATUSES"]
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 _JSON_CT = "application/json"
+
+_R = TypeVar("_R", VerifyResult, ReactivateResult)
 
 
 @dataclass(frozen=True)
@@ -210,9 +212,7 @@ class Client:
         body: Dict[str, Any] = {"code": code}
         if verified_by is not None:
             body["verified_by"] = verified_by
-        key = _check_idempotency_key(idempotency_key) if idempotency_key is not None else uuid.uuid4().hex
-        data, headers = self._call("POST", "/codes/verify", body=body, idempotency_key=key)
-        return VerifyResult.from_json(data, replayed=_replayed(headers), idempotency_key=key)
+        return self._operation("/codes/verify", body, idempotency_key, VerifyResult)
 
     def reactivate(
         self,
@@ -228,9 +228,16 @@ class Client:
             body["reactivated_by"] = reactivated_by
         if reason is not None:
             body["reason"] = reason
+        return self._operation("/codes/reactivate", body, idempotency_key, ReactivateResult)
+
+    def _operation(
+        self, suffix: str, body: Mapping[str, Any], idempotency_key: Optional[str], result: Type[_R]
+    ) -> _R:
+        """One verify or reactivate: under the caller's Idempotency-Key or a fresh uuid4 hex, so
+        every retry of the call names the same operation."""
         key = _check_idempotency_key(idempotency_key) if idempotency_key is not None else uuid.uuid4().hex
-        data, headers = self._call("POST", "/codes/reactivate", body=body, idempotency_key=key)
-        return ReactivateResult.from_json(data, replayed=_replayed(headers), idempotency_key=key)
+        data, headers = self._call("POST", suffix, body=body, idempotency_key=key)
+        return result.from_json(data, replayed=_replayed(headers), idempotency_key=key)
 
     # ----- transport ---------------------------------------------------------------------
 
@@ -259,10 +266,12 @@ class Client:
             # the same request.
             raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         resp, attempts = self._send(method, path, query, raw, idempotency_key)
-        if not 200 <= resp.status < 300:
-            raise self._error_class(resp.status)(
+
+        def failure(cls: Type[ApiError], detail: str) -> ApiError:
+            # Every failure of the call carries the whole answer and what was sent.
+            return cls(
                 resp.status,
-                _detail(resp.body),
+                detail,
                 headers=resp.headers,
                 body=resp.body,
                 method=method,
@@ -270,23 +279,15 @@ class Client:
                 idempotency_key=idempotency_key,
                 attempts=attempts,
             )
+
+        if not 200 <= resp.status < 300:
+            raise failure(self._error_class(resp.status), _detail(resp.body))
         try:
             data = json.loads(resp.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
-            raise ApiError(
-                resp.status,
-                f"the answer is not JSON: {e}",
-                headers=resp.headers,
-                body=resp.body,
-                method=method,
-                path=path,
-                idempotency_key=idempotency_key,
-                attempts=attempts,
-            ) from None
+            raise failure(ApiError, f"the answer is not JSON: {e}") from None
         if not isinstance(data, dict):
-            raise ApiError(resp.status, "the answer is not a JSON object", headers=resp.headers,
-                           body=resp.body, method=method, path=path,
-                           idempotency_key=idempotency_key, attempts=attempts)
+            raise failure(ApiError, "the answer is not a JSON object")
         return data, resp.headers
 
     def _send(

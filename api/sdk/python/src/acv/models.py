@@ -5,7 +5,7 @@ newer service stays readable."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 __all__ = [
     "Code",
@@ -223,6 +223,24 @@ class CodePage:
         )
 
 
+def _operation_fields(
+    d: Mapping[str, Any], at: str, replayed: bool, idempotency_key: Optional[str]
+) -> Dict[str, Any]:
+    """The fields of a verify or reactivate answer, shared by :class:`VerifyResult` and
+    :class:`ReactivateResult` so the two cannot drift apart; ``at`` names the one field they
+    differ in (``verified_at`` / ``reactivated_at``)."""
+    return {
+        "success": bool(d.get("success")),
+        "code_id": _opt_str(d.get("code_id")),
+        "code": str(d.get("code") or ""),
+        at: _opt_int(d.get(at)),
+        "message": str(d.get("message") or ""),
+        "error_code": _opt_str(d.get("error_code")),
+        "replayed": replayed,
+        "idempotency_key": idempotency_key,
+    }
+
+
 @dataclass(frozen=True)
 class VerifyResult:
     """The outcome of a verify. ``success`` False is a business refusal, ``error_code`` says
@@ -244,16 +262,7 @@ class VerifyResult:
     def from_json(
         cls, d: Mapping[str, Any], *, replayed: bool = False, idempotency_key: Optional[str] = None
     ) -> "VerifyResult":
-        return cls(
-            success=bool(d.get("success")),
-            code_id=_opt_str(d.get("code_id")),
-            code=str(d.get("code") or ""),
-            verified_at=_opt_int(d.get("verified_at")),
-            message=str(d.get("message") or ""),
-            error_code=_opt_str(d.get("error_code")),
-            replayed=replayed,
-            idempotency_key=idempotency_key,
-        )
+        return cls(**_operation_fields(d, "verified_at", replayed, idempotency_key))
 
 
 @dataclass(frozen=True)
@@ -275,14 +284,5 @@ class ReactivateResult:
     def from_json(
         cls, d: Mapping[str, Any], *, replayed: bool = False, idempotency_key: Optional[str] = None
     ) -> "ReactivateResult":
-        return cls(
-            success=bool(d.get("success")),
-            code_id=_opt_str(d.get("code_id")),
-            code=str(d.get("code") or ""),
-            reactivated_at=_opt_int(d.get("reactivated_at")),
-            message=str(d.get("message") or ""),
-            error_code=_opt_str(d.get("error_code")),
-            replayed=replayed,
-            idempotency_key=idempotency_key,
-        )
+        return cls(**_operation_fields(d, "reactivated_at", replayed, idempotency_key))
 
