@@ -630,6 +630,22 @@ func testIdempotencyReplaysFirstOutcome(t *testing.T) {
 	if n := len(f.outbox()); n != 1 {
 		t.Fatalf("%d log events, want 1", n)
 	}
+
+	// A retry writes once, so a WAIT after it covers the first request's writes: here the
+	// record's TTL, cut short, comes back whole.
+	ctx := context.Background()
+	record := cache.ShardPrefix(cache.ShardOf(f.pid, "A")) + "ik:k1:order-1"
+	if err := f.rdb.Expire(ctx, record, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again := f.call(contract.ActionVerify, "A")
+	again.IdempotencyKey, again.RequestHash = "order-1", "h1"
+	if r := f.apply(again); !r.Replayed {
+		t.Fatalf("second retry: %+v", r)
+	}
+	if ttl, err := f.rdb.TTL(ctx, record).Result(); err != nil || ttl < cache.IdempotencyTTL-time.Minute {
+		t.Fatalf("the record's TTL after a retry: %s, %v; want it renewed to %s", ttl, err, cache.IdempotencyTTL)
+	}
 }
 
 func TestPutCodeNeverOverwritesNewerState(t *testing.T) {

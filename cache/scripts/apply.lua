@@ -89,6 +89,11 @@ if req then
       if marker then redis.call('DEL', KEYS[4]) end
       return S_IDEM_CONFLICT
     end
+    -- A retry answers the first request's stored outcome. It still writes once (the record's
+    -- TTL, renewed): WAIT (ACV_REDIS_WAIT_REPLICAS) waits for the replicas to reach the
+    -- caller's own last write, and a retry that wrote nothing would pass it at once, before
+    -- the first request's writes (earlier in the replication stream) reached a replica.
+    redis.call('EXPIRE', KEYS[nk], T_IDEM)
     return {string.sub(s, sp + 1)}
   end
 end
