@@ -3,9 +3,9 @@ package console
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
@@ -69,7 +69,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	case errors.As(err, &se):
 		c.AbortWithStatusJSON(se.status, contract.ErrorBody{Detail: se.detail})
 	case errors.As(err, &locked):
-		wait := max(1, int(time.Until(locked.Until).Seconds()+0.999))
+		wait := max(1, int(math.Ceil(locked.Wait.Seconds())))
 		c.Header("Retry-After", strconv.Itoa(wait))
 		c.AbortWithStatusJSON(http.StatusTooManyRequests, contract.ErrorBody{Detail: locked.Error()})
 	case errors.As(err, &nf):

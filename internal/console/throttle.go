@@ -42,8 +42,9 @@ func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration 
 func userSubject(username string) string { return "user:" + username }
 func ipSubject(ip string) string         { return "ip:" + ip }
 
-// LockedError refuses a login while its username or address is locked; Until says until when.
-type LockedError struct{ Until time.Time }
+// LockedError refuses a login while its username or address is locked; Wait says for how long
+// yet (the Retry-After of the answer).
+type LockedError struct{ Wait time.Duration }
 
 func (e *LockedError) Error() string {
 	return "Too many failed logins; try again later"
@@ -55,12 +56,13 @@ func (s *Service) checkLocked(ctx context.Context, username, ip string) error {
 	if ip != "" {
 		subjects = append(subjects, ipSubject(ip))
 	}
-	until, locked, err := s.store.LoginLockedUntil(ctx, subjects, s.now())
+	now := s.now()
+	until, locked, err := s.store.LoginLockedUntil(ctx, subjects, now)
 	if err != nil {
 		return err
 	}
 	if locked {
-		return &LockedError{Until: until}
+		return &LockedError{Wait: until.Sub(now)}
 	}
 	return nil
 }
