@@ -235,9 +235,11 @@ func (s *Service) Login(ctx context.Context, username, password, userAgent, ip s
 		if err := s.countFailure(ctx, name, ip); err != nil {
 			return nil, "", err
 		}
-		actor := Actor{Username: name, IP: ip}
+		// A name no account has is not recorded: it may be a password typed into the wrong
+		// field.
+		actor := Actor{IP: ip}
 		if found {
-			actor.AdminID = acc.ID
+			actor.AdminID, actor.Username = acc.ID, acc.Username
 		}
 		if err := s.record(ctx, actor, "login.failed", "admin", actor.AdminID, "", map[string]any{"account_exists": found}); err != nil {
 			return nil, "", err

@@ -156,6 +156,8 @@ func (s *Server) export(c *gin.Context, se *Session) error {
 	n, err := s.svc.Export(ctx, a, pid, c.Writer)
 	if err != nil {
 		if !c.Writer.Written() {
+			c.Writer.Header().Del("Content-Type")
+			c.Writer.Header().Del("Content-Disposition")
 			return err
 		}
 		s.log.ErrorContext(ctx, "console: export cut short", "project", pid, "codes_written", n, "err", err)

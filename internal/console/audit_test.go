@@ -107,6 +107,9 @@ func TestConsoleAuditRecordsChanges(t *testing.T) {
 	decode(t, body, &reset)
 	secrets = append(secrets, reset.OneTimePassword)
 	e.client().login("root", "a wrong password")
+	// A name no account has may be a password typed into the wrong field: not recorded.
+	e.client().login("hunter2hunter2", "root")
+	secrets = append(secrets, "hunter2hunter2")
 
 	var all auditPage
 	res, body = adm.do("GET", "/audit?limit=1000", nil)
@@ -136,7 +139,7 @@ func TestConsoleAuditRecordsChanges(t *testing.T) {
 	want := []string{"account.create", "login", "account.change_password", "project.create", "api_key.create",
 		"api_key.limit", "api_key.revoke", "codes.generate", "project.disable", "project.enable", "project.expire",
 		"project.clear_expiry", "code.disable", "code.enable", "codes.export", "account.create",
-		"account.reset_password", "login.failed"}
+		"account.reset_password", "login.failed", "login.failed"}
 	var got []string
 	for i := len(all.Items) - 1; i >= 0; i-- {
 		it := all.Items[i]
@@ -170,7 +173,8 @@ func TestConsoleAuditRecordsChanges(t *testing.T) {
 	var failed auditPage
 	_, body = adm.do("GET", "/audit?action=login.failed", nil)
 	decode(t, body, &failed)
-	if len(failed.Items) != 1 || string(failed.Items[0].Detail) != `{"account_exists":true}` {
+	if len(failed.Items) != 2 || string(failed.Items[1].Detail) != `{"account_exists":true}` ||
+		string(failed.Items[0].Detail) != `{"account_exists":false}` || failed.Items[0].AdminUsername != "" {
 		t.Fatalf("failed login row %+v", failed)
 	}
 

@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -39,8 +41,15 @@ func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration 
 	}
 }
 
-func userSubject(username string) string { return "user:" + username }
-func ipSubject(ip string) string         { return "ip:" + ip }
+// userSubject is the throttle's key of a username: its SHA-256, so a password typed into the
+// username field by mistake is not kept in clear.
+func userSubject(username string) string {
+	h := sha256.Sum256([]byte(username))
+	return "user:" + hex.EncodeToString(h[:])
+}
+
+// ipSubject is the throttle's key of a client address.
+func ipSubject(ip string) string { return "ip:" + ip }
 
 // LockedError refuses a login while its username or address is locked; Wait says for how long
 // yet (the Retry-After of the answer).

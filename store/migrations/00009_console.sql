@@ -19,8 +19,9 @@ CREATE TABLE admins (
     password_changed_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- admin_login_throttle counts recent failed logins per subject: 'user:<username>' and
--- 'ip:<client ip>'. Usernames are counted whether or not an account has them, so a lockout
+-- admin_login_throttle counts recent failed logins per subject: 'user:<SHA-256 of the username,
+-- hex>' (hashed: a password typed into the username field is not kept) and 'ip:<client ip>'.
+-- Usernames are counted whether or not an account has them, so a lockout
 -- tells nothing about which accounts exist; this is why the counters are not columns of
 -- admins. failures restart from 1 when the last failure is older than the console's window;
 -- locked_until, once set, refuses every login of the subject until then, without checking
