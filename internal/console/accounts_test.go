@@ -11,7 +11,7 @@ import (
 	"github.com/acv/acv/internal/console"
 )
 
-func TestPasswordHash(t *testing.T) {
+func TestConsolePasswordHash(t *testing.T) {
 	h, err := console.HashPassword(console.DefaultPasswordParams(), "s3cret password!")
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-// cheap keeps argon2id fast in tests; TestPasswordHash checks the production cost.
+// cheap keeps argon2id fast in tests; TestConsolePasswordHash checks the production cost.
 var cheap = console.PasswordParams{MemoryKiB: 1024, Time: 1, Threads: 1}
 
 // clock is a settable test clock.
