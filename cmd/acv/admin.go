@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"time"
 
 	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
 	"github.com/spf13/cobra"
@@ -315,4 +318,62 @@ func codesCmd() *cobra.Command {
 	}
 	cmd.AddCommand(gen, imp, exp, dis, en, codesListCmd(), codesShowCmd())
 	return cmd
+}
+
+// adminCmd manages the operator console's accounts from the server: the first account is made
+// here, since the console has no default one.
+func adminCmd() *cobra.Command {
+	cmd := group(&cobra.Command{Use: "admin", Short: "Create operator console accounts"})
+	var role string
+	create := &cobra.Command{
+		Use:   "create USERNAME",
+		Short: "Create a console account; prints its one-time password, which the first login must change",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := console.ParseRole(role)
+			if err != nil {
+				return err
+			}
+			acc, err := createConsoleAccount(cmd.Context(), args[0], r)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
+			fmt.Println("it is shown once; the first login must replace it")
+			return nil
+		},
+	}
+	create.Flags().StringVar(&role, "role", string(console.RoleAdmin), "viewer, support, operator or admin")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+// createConsoleAccount creates an account through the console's own service, which records it
+// in the admin audit log as done by "cli:<user>". It needs PostgreSQL only.
+func createConsoleAccount(ctx context.Context, username string, role console.Role) (console.NewAccount, error) {
+	cfg, err := service.FromEnv()
+	if err != nil {
+		return console.NewAccount{}, err
+	}
+	if cfg.DatabaseURL == "" {
+		return console.NewAccount{}, errors.New("ACV_DATABASE_URL is required")
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return console.NewAccount{}, err
+	}
+	defer st.Close()
+	svc, err := console.NewService(console.Config{Store: st})
+	if err != nil {
+		return console.NewAccount{}, err
+	}
+	return svc.CreateAccount(ctx, console.SystemActor("cli:"+osUser()), username, role)
+}
+
+// osUser names who ran the command, for the audit log.
+func osUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "unknown"
 }

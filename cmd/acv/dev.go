@@ -18,6 +18,7 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
@@ -159,6 +160,11 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	if err != nil {
 		return err
 	}
+	adminLn, bootstrap, err := devConsole(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	cfg.AdminListener = adminLn
 	kafka := "none: the relay writes the logs to PostgreSQL"
 	if cfg.UsesKafka() {
 		kafka = strings.Join(cfg.KafkaBrokers, ",") + kafkaNote
@@ -171,6 +177,12 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 		cfg.DatabaseURL, kafka)
 	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
 	fmt.Printf("master key in %s; PostgreSQL data in %s\n", keyFile, pgDir)
+	if adminLn != nil {
+		fmt.Printf("operator console (admin API): http://%s%s\n", adminLn.Addr(), console.APIPrefix)
+		if bootstrap != "" {
+			fmt.Println(bootstrap)
+		}
+	}
 	fmt.Printf("point the acv command at this stack with: source %s   (then e.g. acv project list)\n\n", envFile)
 	fmt.Println("Verify a demo code (paste into bash):")
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))

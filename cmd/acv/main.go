@@ -30,7 +30,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd(), adminCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		logs.Close()
 		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))

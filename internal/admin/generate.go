@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -36,17 +35,17 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 		spec.Charset = DefaultCharset
 	}
 	if spec.Count < 1 || spec.Length < 1 {
-		return 0, errors.New("count and length must be at least 1")
+		return 0, contract.Errorf(contract.KindInvalid, "count and length must be at least 1")
 	}
 	alphabet := []rune(spec.Charset)
 	if len(alphabet) < 2 || len(alphabet) > 256 {
-		return 0, errors.New("charset needs 2 to 256 characters")
+		return 0, contract.Errorf(contract.KindInvalid, "charset needs 2 to 256 characters")
 	}
 	if n := utf8.RuneCountInString(spec.Prefix) + spec.Length + utf8.RuneCountInString(spec.Suffix); n > contract.MaxCodeLen {
-		return 0, fmt.Errorf("codes would be %d characters; at most %d", n, contract.MaxCodeLen)
+		return 0, contract.Errorf(contract.KindInvalid, "codes would be %d characters; at most %d", n, contract.MaxCodeLen)
 	}
 	if err := contract.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
-		return 0, fmt.Errorf("prefix, charset or suffix: %w", err)
+		return 0, contract.Errorf(contract.KindInvalid, "prefix, charset or suffix: %v", err)
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return 0, notFound(err, "project", projectID)
@@ -85,7 +84,7 @@ func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpe
 		}
 		if n == 0 {
 			if barren++; barren > 5 {
-				return done, errors.New("the code space is exhausted: use longer codes or a larger charset")
+				return done, contract.Errorf(contract.KindConflict, "the code space is exhausted: use longer codes or a larger charset")
 			}
 		}
 	}

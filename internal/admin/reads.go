@@ -98,7 +98,7 @@ func (a *Admin) ListCodes(ctx context.Context, projectID string, q contract.List
 		q.PageSize = contract.DefaultPageSize
 	}
 	if q.PageSize > contract.MaxPageSize {
-		return contract.CodePage{}, fmt.Errorf("page size must be 1 to %d", contract.MaxPageSize)
+		return contract.CodePage{}, contract.Errorf(contract.KindInvalid, "page size must be 1 to %d", contract.MaxPageSize)
 	}
 	p, err := a.Store.Project(ctx, projectID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -68,6 +69,14 @@ type Config struct {
 	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
 	// Empty picks kafka when KafkaBrokers is set, else direct (see UsesKafka).
 	Pipeline string
+
+	// AdminAddr is where the operator console (internal/console) listens when the process
+	// has the API role (ACV_ADMIN_ADDR); empty runs no console. AdminListener, when set, is
+	// used instead (tests serve on :0). AdminTrustedProxies are the proxies whose forwarding
+	// headers the console believes (ACV_ADMIN_TRUSTED_PROXIES).
+	AdminAddr           string
+	AdminListener       net.Listener
+	AdminTrustedProxies []string
 
 	// Hooks inject faults in tests; production leaves them zero.
 	Hooks Hooks
@@ -149,6 +158,8 @@ var Settings = []Setting{
 	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
 	{"ACV_RELAY_LEASE", "5s", "how long a relay holds its share of the outboxes without renewing it (it renews every third of it): a dead relay's outboxes pass to the other relays after that"},
 	{"ACV_LOG_RETENTION", "400", "days of verification logs kept: the relay and consumer processes (hourly) and acv logs maintain drop the day partitions of verification_logs wholly older than that; 400d is accepted too; 0 keeps every day"},
+	{"ACV_ADMIN_ADDR", "127.0.0.1:8081", "address the operator console's admin API listens on, in processes with the api role; loopback by default (put a TLS proxy in front to reach it from elsewhere); empty runs no console"},
+	{"ACV_ADMIN_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For (the client IP in the admin audit log) and X-Forwarded-Proto (Secure session cookies) the console believes"},
 	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
 	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
@@ -208,6 +219,9 @@ func FromEnv() (Config, error) {
 		RelayLease: dur("ACV_RELAY_LEASE"),
 
 		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
+
+		AdminAddr:           get("ACV_ADMIN_ADDR"),
+		AdminTrustedProxies: list(get("ACV_ADMIN_TRUSTED_PROXIES")),
 	}
 	retention := get(LogRetentionEnv)
 	if retention == "" {

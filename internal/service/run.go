@@ -12,6 +12,7 @@ import (
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/console"
 )
 
 // Hooks inject faults in tests; production leaves them nil.
@@ -111,6 +112,19 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 			}
 		}
 	}
+	// The operator console runs beside the API, on a listener of its own.
+	var cons *console.Server
+	adminLn := cfg.AdminListener
+	if cfg.Roles.API && (cfg.AdminAddr != "" || adminLn != nil) {
+		if cons, err = NewConsole(d); err != nil {
+			return fmt.Errorf("build console: %w", err)
+		}
+		if adminLn == nil {
+			if adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+				return fmt.Errorf("listen %s (ACV_ADMIN_ADDR): %w", cfg.AdminAddr, err)
+			}
+		}
+	}
 
 	// The pipeline outlives the API: it stops only after the last request drained, so every
 	// acknowledged event is relayed before the process exits. Both groups are always waited
@@ -125,7 +139,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		pipeWG.Wait()
 	}
 	defer shutdown()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	start := func(wg *sync.WaitGroup, name string, c context.Context, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -153,6 +167,10 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if srv != nil {
 		cfg.Logger.Info("api listening", "addr", ln.Addr().String(), "instance", cfg.Instance)
 		start(&apiWG, "api", apiCtx, func(c context.Context) error { return srv.Serve(c, ln, cfg.Drain) })
+	}
+	if cons != nil {
+		cfg.Logger.Info("operator console listening", "addr", adminLn.Addr().String())
+		start(&apiWG, "console", apiCtx, func(c context.Context) error { return cons.Serve(c, adminLn, cfg.Drain) })
 	}
 	select {
 	case <-ctx.Done():

@@ -82,8 +82,9 @@ type Service struct {
 // StartService runs `acv serve` with settings (environment variable → value: ACV_ROLES,
 // ACV_REDIS_URL and so on) on top of the test's environment stripped of every ACV_*, KAFKA_*
 // and OTEL_* variable, and waits until it serves: its debug listener answers /healthz and,
-// with the API role, so does its API. ACV_HTTP_ADDR and ACV_DEBUG_ADDR get free loopback
-// ports unless settings name them; ACV_INSTANCE defaults to name.
+// with the API role, so does its API. ACV_HTTP_ADDR, ACV_DEBUG_ADDR and ACV_ADMIN_ADDR (the
+// operator console) get free loopback ports unless settings name them (an empty
+// ACV_ADMIN_ADDR runs no console); ACV_INSTANCE defaults to name.
 func StartService(tb testing.TB, name string, settings map[string]string) *Service {
 	tb.Helper()
 	s := &Service{Name: name, t: tb, bin: ACVBinary(tb), LogFile: filepath.Join(tb.TempDir(), name+".log")}
@@ -91,8 +92,8 @@ func StartService(tb testing.TB, name string, settings map[string]string) *Servi
 	for k, v := range settings {
 		set[k] = v
 	}
-	for _, k := range []string{"ACV_HTTP_ADDR", "ACV_DEBUG_ADDR"} {
-		if set[k] == "" {
+	for _, k := range []string{"ACV_HTTP_ADDR", "ACV_DEBUG_ADDR", "ACV_ADMIN_ADDR"} {
+		if v, named := settings[k]; v == "" && (k != "ACV_ADMIN_ADDR" || !named) {
 			port, err := localenv.FreePort()
 			if err != nil {
 				tb.Fatal(err)

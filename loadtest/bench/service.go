@@ -52,7 +52,7 @@ func (b *bench) startACVOn(ctx context.Context, roles, redisURL string) (*proc, 
 	}
 	cmd := exec.Command(b.acv, "serve")
 	cmd.Env = append(os.Environ(),
-		"ACV_HTTP_ADDR="+addr, "ACV_DEBUG_ADDR="+fmt.Sprintf("127.0.0.1:%d", dport),
+		"ACV_HTTP_ADDR="+addr, "ACV_DEBUG_ADDR="+fmt.Sprintf("127.0.0.1:%d", dport), "ACV_ADMIN_ADDR=",
 		"ACV_REDIS_URL="+redisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
 		"KAFKA_BROKERS="+brokers, "ACV_ROLES="+roles,
 		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),

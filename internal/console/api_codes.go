@@ -1,0 +1,167 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/admin"
+	"github.com/gin-gonic/gin"
+)
+
+func (s *Server) listCodes(c *gin.Context, se *Session) error {
+	var (
+		q   contract.ListQuery
+		err error
+	)
+	if v := c.Query("status"); v != "" {
+		if q.State, err = contract.ParseState(v); err != nil {
+			return contract.Errorf(contract.KindInvalid, "Query parameter status must be unused, used, disabled or expired")
+		}
+	}
+	q.Search = c.Query("search")
+	if err := contract.ValidateText("search", q.Search, contract.MaxCodeLen); err != nil {
+		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+	}
+	if q.Page, err = queryInt(c, "page", 1); err != nil {
+		return err
+	}
+	if q.PageSize, err = queryInt(c, "page_size", contract.DefaultPageSize); err != nil {
+		return err
+	}
+	if q.Page < 1 || q.PageSize < 1 || q.PageSize > contract.MaxPageSize {
+		return contract.Errorf(contract.KindInvalid, "page must be at least 1 and page_size 1 to %d", contract.MaxPageSize)
+	}
+	page, err := s.svc.ListCodes(c.Request.Context(), s.actor(c, se), c.Param("project_id"), q)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, page)
+	return nil
+}
+
+func (s *Server) getCode(c *gin.Context, se *Session) error {
+	value, err := pathValue(c, "code")
+	if err != nil {
+		return err
+	}
+	code, err := s.svc.Code(c.Request.Context(), s.actor(c, se), c.Param("project_id"), value)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, code)
+	return nil
+}
+
+func (s *Server) setCodeDisabled(c *gin.Context, se *Session, disabled bool) error {
+	value, err := pathValue(c, "code")
+	if err != nil {
+		return err
+	}
+	if err := s.svc.SetCodeDisabled(c.Request.Context(), s.actor(c, se), c.Param("project_id"), value, disabled); err != nil {
+		return err
+	}
+	return s.getCode(c, se)
+}
+
+func (s *Server) disableCode(c *gin.Context, se *Session) error {
+	return s.setCodeDisabled(c, se, true)
+}
+func (s *Server) enableCode(c *gin.Context, se *Session) error {
+	return s.setCodeDisabled(c, se, false)
+}
+
+// manualBody is a manual verify or reactivate: the reason is required.
+type manualBody struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) manualVerify(c *gin.Context, se *Session) error {
+	return s.manual(c, se, s.svc.ManualVerify)
+}
+
+func (s *Server) manualReactivate(c *gin.Context, se *Session) error {
+	return s.manual(c, se, s.svc.ManualReactivate)
+}
+
+func (s *Server) manual(c *gin.Context, se *Session,
+	run func(ctx context.Context, a Actor, projectID, value, reason string) (ManualResult, error)) error {
+	value, err := pathValue(c, "code")
+	if err != nil {
+		return err
+	}
+	var b manualBody
+	if err := s.bindJSON(c, &b); err != nil {
+		return err
+	}
+	res, err := run(c.Request.Context(), s.actor(c, se), c.Param("project_id"), value, b.Reason)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) generate(c *gin.Context, se *Session) error {
+	var b struct {
+		Count     int    `json:"count"`
+		Length    int    `json:"length"`
+		Charset   string `json:"charset"`
+		Prefix    string `json:"prefix"`
+		Suffix    string `json:"suffix"`
+		ExpiresAt *int64 `json:"expires_at"`
+	}
+	if err := s.bindJSON(c, &b); err != nil {
+		return err
+	}
+	if b.Length == 0 {
+		b.Length = 12
+	}
+	n, err := s.svc.Generate(c.Request.Context(), s.actor(c, se), c.Param("project_id"), admin.GenerateSpec{
+		Count: b.Count, Length: b.Length, Charset: b.Charset, Prefix: b.Prefix, Suffix: b.Suffix, ExpiresAt: b.ExpiresAt,
+	})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"generated": n})
+	return nil
+}
+
+func (s *Server) importCodes(c *gin.Context, se *Session) error {
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxImportBytes)
+	res, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, res.Inserted)
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"read": res.Read, "inserted": res.Inserted, "duplicates": res.Duplicates})
+	return nil
+}
+
+// export streams every code of the project as CSV. What can refuse it is checked before the
+// first byte, so a refusal is a status; a failure once streaming is a truncated file (the
+// connection is cut, so a client does not take it for whole) and an error in the log.
+func (s *Server) export(c *gin.Context, se *Session) error {
+	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
+	if err := s.svc.ExportReady(ctx, a, pid); err != nil {
+		return err
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="codes-`+pid+`.csv"`)
+	c.Status(http.StatusOK)
+	n, err := s.svc.Export(ctx, a, pid, c.Writer)
+	if err != nil {
+		if !c.Writer.Written() {
+			c.Writer.Header().Del("Content-Type")
+			c.Writer.Header().Del("Content-Disposition")
+			return err
+		}
+		s.log.ErrorContext(ctx, "console: export cut short", "project", pid, "codes_written", n, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}

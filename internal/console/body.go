@@ -1,0 +1,100 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/gin-gonic/gin"
+)
+
+var errNotJSON = &statusError{http.StatusUnsupportedMediaType, "Request body must be JSON (Content-Type: application/json)"}
+
+// bindJSON reads a request's JSON object into v: Content-Type application/json (a cross-site
+// form cannot send it without the browser asking first), at most MaxBodyBytes, exactly one
+// object, no unknown fields.
+func (s *Server) bindJSON(c *gin.Context, v any) error {
+	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "application/json" {
+		return errNotJSON
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return contract.Errorf(contract.KindTooLarge, "Request body must be at most %d bytes", s.cfg.MaxBodyBytes)
+	}
+	if err != nil {
+		return contract.Errorf(contract.KindInvalid, "Could not read the request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return contract.Errorf(contract.KindInvalid, "Field %s has the wrong type", te.Field)
+		}
+		return contract.Errorf(contract.KindInvalid, "Malformed JSON body: %s", jsonProblem(err))
+	}
+	if d.More() {
+		return contract.Errorf(contract.KindInvalid, "Malformed JSON body: one object expected")
+	}
+	return nil
+}
+
+// jsonProblem is the part of a decoding error worth showing: which field is unknown, or that
+// the syntax is wrong.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "invalid syntax"
+	}
+	return err.Error()
+}
+
+// pathValue is a path parameter decoded with path rules ('+' stays '+'); routing runs on the
+// escaped path so an encoded '/' stays inside its segment.
+func pathValue(c *gin.Context, name string) (string, error) {
+	v, err := url.PathUnescape(c.Param(name))
+	if err != nil {
+		return "", contract.Errorf(contract.KindInvalid, "Path parameter %s is not valid percent-encoding", name)
+	}
+	return v, nil
+}
+
+// queryInt reads an optional integer query parameter.
+func queryInt(c *gin.Context, name string, def int) (int, error) {
+	v := c.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, contract.Errorf(contract.KindInvalid, "Query parameter %s must be an integer", name)
+	}
+	return n, nil
+}
+
+// queryTime reads an optional time query parameter: Unix seconds or RFC 3339.
+func queryTime(c *gin.Context, name string) (time.Time, error) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, contract.Errorf(contract.KindInvalid, "Query parameter %s must be Unix seconds or RFC 3339", name)
+	}
+	return t, nil
+}

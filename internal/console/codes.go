@@ -1,0 +1,126 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/admin"
+)
+
+// ListCodes reads one page of a project's codes with the client API's filters: state, search
+// (a substring of the value), page and page size (viewer and above). It is the store's list,
+// the one the client API and acv codes list read.
+func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q contract.ListQuery) (contract.CodePage, error) {
+	ad, err := s.operator(a, RoleViewer)
+	if err != nil {
+		return contract.CodePage{}, err
+	}
+	return ad.ListCodes(ctx, projectID, q, s.now().Unix())
+}
+
+// Code reads one code by its value, with its live state and its verification history (viewer
+// and above).
+func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (admin.CodeWithHistory, error) {
+	ad, err := s.operator(a, RoleViewer)
+	if err != nil {
+		return admin.CodeWithHistory{}, err
+	}
+	return ad.Code(ctx, projectID, value, s.now().Unix())
+}
+
+// SetCodeDisabled disables or enables one code, at once on the hot path (support and above).
+func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value string, disabled bool) error {
+	ad, err := s.operator(a, RoleSupport)
+	if err != nil {
+		return err
+	}
+	if err := ad.SetCodeDisabled(ctx, projectID, value, disabled); err != nil {
+		return err
+	}
+	action := "code.enable"
+	if disabled {
+		action = "code.disable"
+	}
+	return s.record(ctx, a, action, "code", value, projectID, nil)
+}
+
+// MaxGenerate bounds one generation request of this phase, which runs within the request;
+// larger batches wait for generation as a job with progress.
+const MaxGenerate = 1_000_000
+
+// Generate creates random codes in a project (operator and above).
+func (s *Service) Generate(ctx context.Context, a Actor, projectID string, spec admin.GenerateSpec) (int, error) {
+	ad, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return 0, err
+	}
+	if spec.Count > MaxGenerate {
+		return 0, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
+	}
+	n, err := ad.Generate(ctx, projectID, spec, nil)
+	if n == 0 && err != nil {
+		return 0, err
+	}
+	// Codes were made, maybe not all of them: the log says how many, whatever followed.
+	if rerr := s.record(ctx, a, "codes.generate", "project", projectID, projectID, map[string]any{
+		"requested": spec.Count, "generated": n, "length": spec.Length, "prefix": spec.Prefix, "suffix": spec.Suffix,
+		"charset": spec.Charset, "expires_at": spec.ExpiresAt, "complete": err == nil}); rerr != nil && err == nil {
+		err = rerr
+	}
+	return n, err
+}
+
+// Import reads codes from CSV into a project (operator and above), as acv codes import does. A
+// bad row stops it with an *admin.ImportError (400), the rows before it kept; either way the
+// log records what was imported.
+func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader) (admin.ImportResult, error) {
+	ad, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return admin.ImportResult{}, err
+	}
+	res, err := ad.ImportCSV(ctx, projectID, r, nil)
+	var ie *admin.ImportError
+	if err != nil && !errors.As(err, &ie) && res.Read == 0 {
+		return res, err
+	}
+	detail := map[string]any{"read": res.Read, "inserted": res.Inserted, "duplicates": res.Duplicates, "complete": err == nil}
+	if ie != nil {
+		detail["stopped_at_line"] = ie.Line
+	}
+	if rerr := s.record(ctx, a, "codes.import", "project", projectID, projectID, detail); rerr != nil && err == nil {
+		err = rerr
+	}
+	if ie != nil {
+		return res, contract.Errorf(contract.KindInvalid, "%s", ie.Error())
+	}
+	return res, err
+}
+
+// Export writes every code of a project as CSV to w, streamed from PostgreSQL (operator and
+// above). The export is recorded before the first byte leaves: no export goes unrecorded.
+func (s *Service) Export(ctx context.Context, a Actor, projectID string, w io.Writer) (int, error) {
+	ad, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := ad.Project(ctx, projectID, s.now().Unix()); err != nil {
+		return 0, err
+	}
+	if err := s.record(ctx, a, "codes.export", "project", projectID, projectID, map[string]any{"format": "csv"}); err != nil {
+		return 0, err
+	}
+	return ad.ExportCSV(ctx, projectID, s.now().Unix(), w)
+}
+
+// ExportReady checks what Export checks before it writes anything — the role, the project —
+// so an HTTP handler can still answer an error status instead of a truncated file.
+func (s *Service) ExportReady(ctx context.Context, a Actor, projectID string) error {
+	ad, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return err
+	}
+	_, err = ad.Project(ctx, projectID, s.now().Unix())
+	return err
+}

@@ -1,0 +1,106 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Route is one endpoint of the admin API and what it demands of a request.
+type Route struct {
+	Method string
+	Path   string // under APIPrefix
+	// Need is the least role that may call it; "" for Anonymous.
+	Need Role
+	// Anonymous routes need no session (login only).
+	Anonymous bool
+	// DuringPasswordChange routes are open to a session whose account must change its
+	// password first (the change itself, reading who one is, logging out); every other route
+	// answers such a session 403.
+	DuringPasswordChange bool
+
+	handler func(*gin.Context, *Session) error
+}
+
+// Routes lists every endpoint with the role it needs: the API's reference, and the table the
+// tests refuse every role below it from.
+func (s *Server) Routes() []Route {
+	rs := s.routes()
+	for i := range rs {
+		rs[i].handler = nil
+	}
+	return rs
+}
+
+func (s *Server) routes() []Route {
+	const (
+		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
+	)
+	return []Route{
+		{Method: post, Path: "/session", Anonymous: true, handler: s.login},
+		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, handler: s.logout},
+		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, handler: s.me},
+		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.changePassword},
+
+		{Method: get, Path: "/projects", Need: RoleViewer, handler: s.listProjects},
+		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.createProject},
+		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.getProject},
+		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, handler: s.getStatistics},
+		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.enableProject},
+		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.disableProject},
+		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.setExpiry},
+		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.clearExpiry},
+
+		{Method: get, Path: "/projects/:project_id/keys", Need: RoleViewer, handler: s.listKeys},
+		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.createKey},
+		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, handler: s.revokeKey},
+		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, handler: s.limitKey},
+
+		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, handler: s.listCodes},
+		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, handler: s.getCode},
+		{Method: post, Path: "/projects/:project_id/codes/:code/disable", Need: RoleSupport, handler: s.disableCode},
+		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, handler: s.enableCode},
+		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, handler: s.manualVerify},
+		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, handler: s.manualReactivate},
+		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generate},
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importCodes},
+		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
+
+		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.listAudit},
+		{Method: get, Path: "/audit/verify", Need: RoleViewer, handler: s.verifyAudit},
+		{Method: post, Path: "/audit/prune", Need: RoleAdmin, handler: s.pruneAudit},
+
+		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.listAccounts},
+		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.createAccount},
+		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.disableAccount},
+		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.enableAccount},
+		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.setAccountRole},
+		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.resetPassword},
+	}
+}
+
+// chain is a route's handlers, in the order a request is refused: no session 401, a missing
+// or wrong CSRF token 403, a password still to change 403, a role too low 403; then the
+// handler.
+func (s *Server) chain(r Route) []gin.HandlerFunc {
+	if r.Anonymous {
+		h := r.handler
+		return []gin.HandlerFunc{s.handle(func(c *gin.Context) error { return h(c, nil) })}
+	}
+	return []gin.HandlerFunc{s.handle(func(c *gin.Context) error {
+		se, err := s.session(c)
+		if err != nil {
+			return err
+		}
+		if err := checkCSRF(c, se); err != nil {
+			return err
+		}
+		if se.Account.MustChangePassword && !r.DuringPasswordChange {
+			return errMustChange
+		}
+		if err := se.Actor("").require(r.Need); err != nil {
+			return err
+		}
+		return r.handler(c, se)
+	})}
+}

@@ -1,0 +1,130 @@
+// Package console is the operator console: accounts with roles, sessions, CSRF protection, the
+// admin audit log, and the admin HTTP API (JSON under /admin/api/v1) on a listener of its own
+// (ACV_ADMIN_ADDR). Its operator actions are internal/admin's, the very functions the acv
+// command runs, so the CLI and the console never hold the same logic twice; the console adds
+// who may do them, and the record of who did.
+//
+// Two layers: Service (this file and the service files beside it) performs an action for an
+// Actor, checks the actor's role and records the action in the audit log; Server (server.go
+// and the api_*.go files) is the HTTP adapter: cookies, CSRF, JSON bodies and statuses. Server-
+// rendered pages (a later phase) call the same Service methods.
+package console
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/store"
+)
+
+// HotPath is what manual verify and reactivate need of the Redis hot path: the calls the
+// client API makes, so a code redeemed by hand goes through the same checks, transition and
+// verification-log event.
+type HotPath interface {
+	Verify(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
+	Reactivate(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
+}
+
+// Config wires a Service. Store is required; Admin is needed by every action on projects, keys
+// and codes (account management, login and the audit log need only Store).
+type Config struct {
+	Store *store.Store
+	Admin *admin.Admin
+	// HotPath runs manual verify and reactivate; Admin.Cache when nil.
+	HotPath HotPath
+	// Logger receives what the console logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Passwords is the argon2id cost of new password hashes; DefaultPasswordParams when zero.
+	Passwords PasswordParams
+	// Throttle bounds failed logins; DefaultThrottle when zero.
+	Throttle ThrottlePolicy
+	// Sessions bounds the sessions' lifetime; DefaultSessionPolicy when zero.
+	Sessions SessionPolicy
+}
+
+// Service performs the console's actions for an Actor: it checks the actor's role, runs the
+// action, and records it in the admin audit log.
+type Service struct {
+	cfg   Config
+	store *store.Store
+	admin *admin.Admin
+	hot   HotPath
+	log   *slog.Logger
+	now   func() time.Time
+	// dummyHash is checked against the password of a login naming no account, so such a
+	// login takes as long as one naming an account.
+	dummyHash string
+}
+
+// NewService builds a Service over cfg.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("console: Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Passwords == (PasswordParams{}) {
+		cfg.Passwords = DefaultPasswordParams()
+	}
+	if cfg.Throttle == (ThrottlePolicy{}) {
+		cfg.Throttle = DefaultThrottle()
+	}
+	if cfg.Sessions == (SessionPolicy{}) {
+		cfg.Sessions = DefaultSessionPolicy()
+	}
+	if cfg.HotPath == nil && cfg.Admin != nil && cfg.Admin.Cache != nil {
+		cfg.HotPath = cfg.Admin.Cache
+	}
+	dummy, err := HashPassword(cfg.Passwords, "no account has this password")
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, store: cfg.Store, admin: cfg.Admin, hot: cfg.HotPath, log: cfg.Logger, now: cfg.Now,
+		dummyHash: dummy}, nil
+}
+
+// Actor is who performs an action, and from where: the account of a session, or the acv
+// command (SystemActor).
+type Actor struct {
+	AdminID  string // "" for SystemActor
+	Username string
+	Role     Role
+	IP       string // client address, through trusted proxies only; "" for the command line
+}
+
+// SystemActor is the acv command run on a server by someone who holds its database URL:
+// already able to do anything, so it acts as an admin. name says who, for the audit log (e.g.
+// "cli:root").
+func SystemActor(name string) Actor { return Actor{Username: name, Role: RoleAdmin} }
+
+// errNoOperatorActions: the Service was built without an admin.Admin.
+var errNoOperatorActions = errors.New("console: operator actions are not configured (no admin.Admin)")
+
+// require refuses an actor whose role is below need, with the 403 the API answers.
+func (a Actor) require(need Role) error {
+	if !a.Role.Allows(need) {
+		return contract.Errorf(contract.KindForbidden, "This needs the %s role; your account has the %s role", need, a.Role)
+	}
+	return nil
+}
+
+// operator checks the actor's role and that the operator actions are configured.
+func (s *Service) operator(a Actor, need Role) (*admin.Admin, error) {
+	if err := a.require(need); err != nil {
+		return nil, err
+	}
+	if s.admin == nil {
+		return nil, errNoOperatorActions
+	}
+	return s.admin, nil
+}

@@ -1,0 +1,359 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// AuditEntry is what one action of the operator console records in the admin audit log. Detail
+// must hold no secret and no token: the log is read by every console role.
+type AuditEntry struct {
+	At            time.Time
+	AdminID       string // "" when no account is known (a failed login of an unknown name)
+	AdminUsername string
+	Action        string // e.g. "project.disable", "codes.export", "login.failed"
+	TargetKind    string // e.g. "project", "api_key", "code", "admin"; "" when none
+	TargetID      string
+	ProjectID     string // "" when the action concerns no project
+	Detail        map[string]any
+	ClientIP      string
+}
+
+// AuditRecord is one row of the admin audit log. Detail is the canonical JSON of the entry's
+// detail (sorted keys, no spaces), the form its hash covers.
+type AuditRecord struct {
+	Seq           int64           `json:"seq"`
+	At            time.Time       `json:"-"`
+	AdminID       string          `json:"admin_id"`
+	AdminUsername string          `json:"admin_username"`
+	Action        string          `json:"action"`
+	TargetKind    string          `json:"target_kind"`
+	TargetID      string          `json:"target_id"`
+	ProjectID     string          `json:"project_id"`
+	Detail        json.RawMessage `json:"detail"`
+	ClientIP      string          `json:"client_ip"`
+	PrevHash      []byte          `json:"-"`
+	Hash          []byte          `json:"-"`
+}
+
+// auditFormat starts the canonical bytes of every row; a later format would change it, and a
+// verifier would know which rows use which.
+const auditFormat = "acv-admin-audit-v1\n"
+
+// CanonicalBytes is the row as its hash covers it: a fixed prefix and a JSON array of every
+// column but the hashes, in a fixed order (the time as Unix microseconds, which PostgreSQL
+// keeps exactly). Any change to any column changes these bytes.
+func (r AuditRecord) CanonicalBytes() []byte {
+	detail := r.Detail
+	if len(detail) == 0 {
+		detail = json.RawMessage(`{}`)
+	}
+	fields := []any{r.Seq, r.At.UnixMicro(), r.AdminID, r.AdminUsername, r.Action, r.TargetKind, r.TargetID,
+		r.ProjectID, detail, r.ClientIP}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		// Only a Detail that is not JSON fails here; it is made by canonicalJSON, or read
+		// from a jsonb column, so it always is. Hash something that cannot match instead.
+		return []byte(auditFormat + "invalid detail: " + err.Error())
+	}
+	return append([]byte(auditFormat), b...)
+}
+
+// ComputeHash is SHA-256 over the row's PrevHash and its CanonicalBytes: what its Hash must be.
+func (r AuditRecord) ComputeHash() []byte {
+	h := sha256.New()
+	h.Write(r.PrevHash)
+	h.Write(r.CanonicalBytes())
+	return h.Sum(nil)
+}
+
+// canonicalJSON rewrites a JSON object in one form: keys sorted, no spaces, numbers as
+// written. PostgreSQL returns jsonb in a form of its own; both sides of the hash run it
+// through this, so the hash does not depend on how PostgreSQL prints JSON.
+func canonicalJSON(raw []byte) (json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("audit detail: %w", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("audit detail must be a JSON object")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("audit detail: %w", err)
+	}
+	return b, nil
+}
+
+// auditLock is the advisory lock key that serialises appends to the audit chain and retention
+// runs, so every row's prev_hash is the hash of the row appended just before it.
+const auditLock = 0x61637661756469 // "acvaudi"
+
+// AppendAdminAudit appends one entry to the admin audit log, chained to the newest row (or to
+// the anchor, when retention removed every row), and returns the row as stored.
+func (s *Store) AppendAdminAudit(ctx context.Context, e AuditEntry) (AuditRecord, error) {
+	for _, id := range []string{e.AdminID, e.ProjectID} {
+		if id != "" && !contract.ValidID(id) {
+			return AuditRecord{}, fmt.Errorf("audit entry: id %q is not an id", id)
+		}
+	}
+	detail := e.Detail
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	raw, err := json.Marshal(detail)
+	if err != nil {
+		return AuditRecord{}, fmt.Errorf("audit detail: %w", err)
+	}
+	r := AuditRecord{
+		At: e.At.Truncate(time.Microsecond), AdminID: e.AdminID, AdminUsername: e.AdminUsername, Action: e.Action,
+		TargetKind: e.TargetKind, TargetID: e.TargetID, ProjectID: e.ProjectID, ClientIP: e.ClientIP,
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
+			return fmt.Errorf("lock audit chain: %w", translate(err))
+		}
+		// The detail as PostgreSQL will return it, so the hash is of what a verifier reads.
+		var stored string
+		if err := tx.QueryRow(ctx, `SELECT $1::jsonb::text`, string(raw)).Scan(&stored); err != nil {
+			return fmt.Errorf("audit detail: %w", translate(err))
+		}
+		var err error
+		if r.Detail, err = canonicalJSON([]byte(stored)); err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `SELECT hash FROM admin_audit ORDER BY seq DESC LIMIT 1`).Scan(&r.PrevHash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = tx.QueryRow(ctx, `SELECT hash FROM admin_audit_anchor`).Scan(&r.PrevHash)
+		}
+		if err != nil {
+			return fmt.Errorf("read audit chain head: %w", translate(err))
+		}
+		if err := tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('admin_audit', 'seq'))`).Scan(&r.Seq); err != nil {
+			return fmt.Errorf("next audit seq: %w", translate(err))
+		}
+		r.Hash = r.ComputeHash()
+		_, err = tx.Exec(ctx,
+			`INSERT INTO admin_audit (seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
+			                          detail, client_ip, prev_hash, hash)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			r.Seq, r.At, optUUID(r.AdminID), r.AdminUsername, r.Action, r.TargetKind, r.TargetID, optUUID(r.ProjectID),
+			string(r.Detail), r.ClientIP, r.PrevHash, r.Hash)
+		if err != nil {
+			return fmt.Errorf("insert audit row: %w", translate(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return AuditRecord{}, err
+	}
+	return r, nil
+}
+
+// optUUID is an id parameter, NULL when empty.
+func optUUID(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
+}
+
+// AuditFilter selects rows of the admin audit log; zero fields do not filter.
+type AuditFilter struct {
+	AdminUsername string
+	Action        string // exact, or a prefix ending in '.' ("project." matches every project action)
+	TargetKind    string
+	TargetID      string
+	ProjectID     string
+	Since, Until  time.Time // at >= Since, at < Until
+	// BeforeSeq pages: only rows older than it (seq < BeforeSeq); 0 starts at the newest.
+	BeforeSeq int64
+	Limit     int // 1..1000; default 100
+}
+
+const auditSelect = `SELECT seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
+	detail::text, client_ip, prev_hash, hash FROM admin_audit`
+
+func scanAudit(row pgx.Row) (AuditRecord, error) {
+	var (
+		r           AuditRecord
+		aid, pid    pgtype.UUID
+		detailsText string
+	)
+	if err := row.Scan(&r.Seq, &r.At, &aid, &r.AdminUsername, &r.Action, &r.TargetKind, &r.TargetID, &pid,
+		&detailsText, &r.ClientIP, &r.PrevHash, &r.Hash); err != nil {
+		return r, err
+	}
+	if aid.Valid {
+		r.AdminID = hexID(aid)
+	}
+	if pid.Valid {
+		r.ProjectID = hexID(pid)
+	}
+	d, err := canonicalJSON([]byte(detailsText))
+	if err != nil {
+		// A detail that is not an object can only be a tampered row: keep its text, and
+		// the hash check will tell.
+		d = json.RawMessage(strconv.Quote(detailsText))
+	}
+	r.Detail = d
+	return r, nil
+}
+
+// AdminAudit reads rows of the admin audit log, newest first, keyset-paged by seq.
+func (s *Store) AdminAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
+	if f.Limit < 1 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.AdminUsername != "" {
+		where = append(where, "admin_username = "+arg(f.AdminUsername))
+	}
+	if f.Action != "" {
+		if strings.HasSuffix(f.Action, ".") {
+			where = append(where, "starts_with(action, "+arg(f.Action)+")")
+		} else {
+			where = append(where, "action = "+arg(f.Action))
+		}
+	}
+	if f.TargetKind != "" {
+		where = append(where, "target_kind = "+arg(f.TargetKind))
+	}
+	if f.TargetID != "" {
+		where = append(where, "target_id = "+arg(f.TargetID))
+	}
+	if f.ProjectID != "" {
+		if !contract.ValidID(f.ProjectID) {
+			return []AuditRecord{}, nil
+		}
+		where = append(where, "project_id = "+arg(f.ProjectID))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "at >= "+arg(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "at < "+arg(f.Until))
+	}
+	if f.BeforeSeq > 0 {
+		where = append(where, "seq < "+arg(f.BeforeSeq))
+	}
+	q := auditSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq DESC LIMIT " + arg(f.Limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("select admin audit: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditRecord, error) { return scanAudit(r) })
+	if err != nil {
+		return nil, fmt.Errorf("select admin audit: %w", translate(err))
+	}
+	return out, nil
+}
+
+// AuditAnchor is where the chain starts: the prev_hash its oldest row must carry and the seq of
+// the last row a retention run removed (0 and 32 zero bytes before any run).
+type AuditAnchor struct {
+	Seq  int64
+	Hash []byte
+}
+
+// WalkAdminAudit reads the anchor, then every row of the admin audit log, oldest first, in one
+// consistent snapshot (a retention run beside it does not tear the chain): it calls fn with the
+// anchor and the first row, then with the same anchor and each further row. An error of fn
+// stops the walk and is returned. It returns the anchor, also when there is no row.
+func (s *Store) WalkAdminAudit(ctx context.Context, fn func(AuditAnchor, AuditRecord) error) (AuditAnchor, error) {
+	var a AuditAnchor
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM admin_audit_anchor`).Scan(&a.Seq, &a.Hash); err != nil {
+			return fmt.Errorf("read audit anchor: %w", translate(err))
+		}
+		rows, err := tx.Query(ctx, auditSelect+` ORDER BY seq`)
+		if err != nil {
+			return fmt.Errorf("read admin audit: %w", translate(err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanAudit(rows)
+			if err != nil {
+				return fmt.Errorf("read admin audit: %w", translate(err))
+			}
+			if err := fn(a, r); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read admin audit: %w", translate(err))
+		}
+		return nil
+	})
+	return a, err
+}
+
+// PruneAdminAudit is the retention of the admin audit log: it deletes the oldest rows, up to
+// (not including) the first row at or after before, and moves the anchor to the hash of the
+// last row deleted, in one transaction, so the rows kept still verify from the anchor. Rows
+// are removed as a prefix of the chain only: a row older than before that follows a newer one
+// (a clock step back) waits for the next run. It returns how many rows it deleted.
+func (s *Store) PruneAdminAudit(ctx context.Context, before time.Time) (int64, error) {
+	var deleted int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
+			return fmt.Errorf("lock audit chain: %w", translate(err))
+		}
+		// The guard trigger lets this transaction, and only it, delete audit rows and move
+		// the anchor.
+		if _, err := tx.Exec(ctx, `SELECT set_config('acv.audit_retention', 'on', true)`); err != nil {
+			return fmt.Errorf("enter audit retention: %w", translate(err))
+		}
+		var (
+			last int64
+			hash []byte
+		)
+		err := tx.QueryRow(ctx,
+			`SELECT seq, hash FROM admin_audit
+			 WHERE seq < coalesce((SELECT min(seq) FROM admin_audit WHERE at >= $1), 9223372036854775807)
+			 ORDER BY seq DESC LIMIT 1`, before).Scan(&last, &hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("find audit rows past retention: %w", translate(err))
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM admin_audit WHERE seq <= $1`, last)
+		if err != nil {
+			return fmt.Errorf("delete audit rows: %w", translate(err))
+		}
+		deleted = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, `UPDATE admin_audit_anchor SET seq = $1, hash = $2, moved_at = now()`, last, hash); err != nil {
+			return fmt.Errorf("move audit anchor: %w", translate(err))
+		}
+		return nil
+	})
+	return deleted, err
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// AdminAccount is an operator console account as the store holds it. PasswordHash is the
+// argon2id PHC string; it never leaves the console package's login and change-password code.
+type AdminAccount struct {
+	ID                 string
+	Username           string
+	PasswordHash       string
+	Role               string
+	MustChangePassword bool
+	Disabled           bool
+	CreatedAt          time.Time
+	PasswordChangedAt  time.Time
+}
+
+// NewAdminAccount is what creating an account supplies; the id and times are the store's.
+type NewAdminAccount struct {
+	Username           string
+	PasswordHash       string
+	Role               string
+	MustChangePassword bool
+	Now                time.Time // created_at and password_changed_at
+}
+
+const adminColumns = `id, username, password_hash, role, must_change_password, disabled, created_at, password_changed_at`
+
+func scanAdmin(row pgx.Row) (AdminAccount, error) {
+	var (
+		a  AdminAccount
+		id pgtype.UUID
+	)
+	err := row.Scan(&id, &a.Username, &a.PasswordHash, &a.Role, &a.MustChangePassword, &a.Disabled, &a.CreatedAt, &a.PasswordChangedAt)
+	a.ID = hexID(id)
+	return a, err
+}
+
+// CreateAdminAccount inserts an account with a fresh id. contract.ErrConflict when the
+// username is taken.
+func (s *Store) CreateAdminAccount(ctx context.Context, n NewAdminAccount) (AdminAccount, error) {
+	a, err := scanAdmin(s.pool.QueryRow(ctx,
+		`INSERT INTO admins (id, username, password_hash, role, must_change_password, created_at, password_changed_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+adminColumns,
+		contract.NewID(), n.Username, n.PasswordHash, n.Role, n.MustChangePassword, n.Now))
+	if err != nil {
+		return AdminAccount{}, fmt.Errorf("insert admin %q: %w", n.Username, translate(err))
+	}
+	return a, nil
+}
+
+// AdminAccountByUsername reads one account by its (lowercase) username. contract.ErrNotFound
+// when there is none.
+func (s *Store) AdminAccountByUsername(ctx context.Context, username string) (AdminAccount, error) {
+	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE username = $1`, username))
+	if err != nil {
+		return AdminAccount{}, fmt.Errorf("select admin %q: %w", username, translate(err))
+	}
+	return a, nil
+}
+
+// AdminAccount reads one account by id. contract.ErrNotFound when there is none.
+func (s *Store) AdminAccount(ctx context.Context, id string) (AdminAccount, error) {
+	if err := checkID("admin", id); err != nil {
+		return AdminAccount{}, err
+	}
+	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE id = $1`, id))
+	if err != nil {
+		return AdminAccount{}, fmt.Errorf("select admin %s: %w", id, translate(err))
+	}
+	return a, nil
+}
+
+// AdminAccounts reads every account, by username.
+func (s *Store) AdminAccounts(ctx context.Context) ([]AdminAccount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+adminColumns+` FROM admins ORDER BY username`)
+	if err != nil {
+		return nil, fmt.Errorf("select admins: %w", translate(err))
+	}
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminAccount, error) { return scanAdmin(r) })
+	if err != nil {
+		return nil, fmt.Errorf("select admins: %w", translate(err))
+	}
+	return as, nil
+}
+
+// SetAdminPassword replaces an account's password hash and, in the same transaction, revokes
+// every session of the account: whoever held one must log in with the new password. It sets
+// must_change_password as given (false after the holder chose a password, true after an admin
+// reset it to a one-time one).
+func (s *Store) SetAdminPassword(ctx context.Context, id, passwordHash string, mustChange bool, now time.Time) error {
+	if err := checkID("admin", id); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx,
+			`UPDATE admins SET password_hash = $2, must_change_password = $3, password_changed_at = $4 WHERE id = $1`,
+			id, passwordHash, mustChange, now)
+		if err != nil {
+			return fmt.Errorf("update admin %s password: %w", id, translate(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
+		}
+		return revokeAdminSessions(ctx, tx, id, now)
+	})
+}
+
+// SetAdminDisabled disables or enables an account; disabling also revokes its sessions, in the
+// same transaction.
+func (s *Store) SetAdminDisabled(ctx context.Context, id string, disabled bool, now time.Time) error {
+	if err := checkID("admin", id); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE admins SET disabled = $2 WHERE id = $1`, id, disabled)
+		if err != nil {
+			return fmt.Errorf("update admin %s disabled: %w", id, translate(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
+		}
+		if !disabled {
+			return nil
+		}
+		return revokeAdminSessions(ctx, tx, id, now)
+	})
+}
+
+// SetAdminRole changes an account's role. Its sessions stay: each request reads the role
+// afresh, so the change applies to the next one.
+func (s *Store) SetAdminRole(ctx context.Context, id, role string) error {
+	if err := checkID("admin", id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE admins SET role = $2 WHERE id = $1`, id, role)
+	if err != nil {
+		return fmt.Errorf("update admin %s role: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// AdminSession is an operator console session with the account that holds it, as one lookup
+// returns them: every request reads the account's role, state and password time afresh.
+type AdminSession struct {
+	// ID is the SHA-256 of the session token (the token is never stored).
+	ID         []byte
+	Admin      AdminAccount
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	UserAgent  string
+	ClientIP   string
+}
+
+// NewAdminSession is what a login records.
+type NewAdminSession struct {
+	ID        []byte // SHA-256 of the token
+	AdminID   string
+	Now       time.Time
+	ExpiresAt time.Time
+	UserAgent string
+	ClientIP  string
+}
+
+// CreateAdminSession records a session.
+func (s *Store) CreateAdminSession(ctx context.Context, n NewAdminSession) error {
+	if len(n.ID) != 32 {
+		return errors.New("session id must be 32 bytes (a SHA-256)")
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO admin_sessions (id, admin_id, created_at, last_seen_at, expires_at, user_agent, client_ip)
+		 VALUES ($1, $2, $3, $3, $4, $5, $6)`,
+		n.ID, n.AdminID, n.Now, n.ExpiresAt, n.UserAgent, n.ClientIP)
+	if err != nil {
+		return fmt.Errorf("insert admin session: %w", translate(err))
+	}
+	return nil
+}
+
+// AdminSession reads a session and its account by the session's id, whatever its state: the
+// caller decides whether it is still valid (expiry, idle time, revocation, the account
+// disabled). contract.ErrNotFound when there is none.
+func (s *Store) AdminSession(ctx context.Context, id []byte) (AdminSession, error) {
+	var (
+		se  AdminSession
+		aid pgtype.UUID
+	)
+	err := s.pool.QueryRow(ctx,
+		`SELECT s.id, s.created_at, s.last_seen_at, s.expires_at, s.revoked_at, s.user_agent, s.client_ip,
+		        a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at
+		 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id WHERE s.id = $1`, id).
+		Scan(&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP,
+			&aid, &se.Admin.Username, &se.Admin.PasswordHash, &se.Admin.Role, &se.Admin.MustChangePassword,
+			&se.Admin.Disabled, &se.Admin.CreatedAt, &se.Admin.PasswordChangedAt)
+	if err != nil {
+		return AdminSession{}, fmt.Errorf("select admin session: %w", translate(err))
+	}
+	se.Admin.ID = hexID(aid)
+	return se, nil
+}
+
+// TouchAdminSession moves a session's last_seen_at to now, which keeps it from idling out.
+func (s *Store) TouchAdminSession(ctx context.Context, id []byte, now time.Time) error {
+	if _, err := s.pool.Exec(ctx,
+		`UPDATE admin_sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $2`, id, now); err != nil {
+		return fmt.Errorf("touch admin session: %w", translate(err))
+	}
+	return nil
+}
+
+// RevokeAdminSession ends one session (logout). Revoking one already revoked changes nothing.
+func (s *Store) RevokeAdminSession(ctx context.Context, id []byte, now time.Time) error {
+	if _, err := s.pool.Exec(ctx,
+		`UPDATE admin_sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, now); err != nil {
+		return fmt.Errorf("revoke admin session: %w", translate(err))
+	}
+	return nil
+}
+
+// RevokeAdminSessions ends every open session of an account.
+func (s *Store) RevokeAdminSessions(ctx context.Context, adminID string, now time.Time) error {
+	if err := checkID("admin", adminID); err != nil {
+		return err
+	}
+	return revokeAdminSessions(ctx, s.pool, adminID, now)
+}
+
+// execer is what revokeAdminSessions needs: the pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func revokeAdminSessions(ctx context.Context, q execer, adminID string, now time.Time) error {
+	if _, err := q.Exec(ctx,
+		`UPDATE admin_sessions SET revoked_at = $2 WHERE admin_id = $1 AND revoked_at IS NULL`, adminID, now); err != nil {
+		return fmt.Errorf("revoke sessions of admin %s: %w", adminID, translate(err))
+	}
+	return nil
+}
+
+// DeleteStaleAdminSessions removes sessions that expired or were revoked before cutoff: they
+// can no longer be used, and keeping them a while only helps an investigation.
+func (s *Store) DeleteStaleAdminSessions(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx,
+		`DELETE FROM admin_sessions WHERE expires_at < $1 OR revoked_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale admin sessions: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
