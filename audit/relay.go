@@ -35,14 +35,16 @@ type RelayConfig struct {
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// Poll is the pause after a poll that filled no outbox's batch: events gather meanwhile, so
-	// the batches (and what each Redis call and Kafka request carries) grow with the load.
-	// Default 10ms.
-	Poll time.Duration
-	// IdlePoll is the longest pause while the outboxes stay empty (the pause doubles from Poll
-	// up to it), so an idle relay costs Redis little. It bounds how late an event after a quiet
-	// spell, and a stop, are noticed. Default 100ms.
-	IdlePoll time.Duration
+	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
+	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
+	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), during which
+	// events gather: each poll, Redis pipeline and Kafka request then carries about PollTarget
+	// events, or IdlePoll's worth at a low rate, instead of one poll of every outbox per event.
+	// IdlePoll bounds how long an event waits for its poll, and how late a stop is noticed.
+	// Defaults 500, 10ms and 100ms.
+	PollTarget int
+	Poll       time.Duration
+	IdlePoll   time.Duration
 	// TrimEvery and TrimAt say when published entries are removed from an outbox: once TrimAt of
 	// them wait, or the oldest has waited TrimEvery. Removing in bulk costs Redis one script call
 	// per outbox, not per poll; a relay that dies publishes up to that many again (the sink
@@ -54,7 +56,7 @@ type RelayConfig struct {
 	// Default 5s.
 	Lease time.Duration
 	// Workers is how many outbox groups are polled, published and trimmed concurrently, each
-	// in its own loop. Default 4.
+	// in its own loop, so one group's Kafka write overlaps another's poll. Default 2.
 	Workers int
 	// ShutdownGrace is how long, once Run's context ended, the in-flight batches may still take
 	// to be published and removed; after it they are abandoned (still in the outbox, so they
@@ -84,6 +86,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Batch <= 0 {
 		c.Batch = 1000
 	}
+	if c.PollTarget <= 0 {
+		c.PollTarget = 500
+	}
 	if c.Poll <= 0 {
 		c.Poll = 10 * time.Millisecond
 	}
@@ -100,7 +105,7 @@ func (c RelayConfig) withDefaults() RelayConfig {
 		c.Lease = 5 * time.Second
 	}
 	if c.Workers <= 0 {
-		c.Workers = 4
+		c.Workers = 2
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -285,20 +290,22 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			continue
 		}
 		bo.Reset()
-		switch {
-		case full:
-			pause = 0
-		case len(b.entries) > 0:
-			pause = r.cfg.Poll
-		default:
-			pause = min(max(2*pause, r.cfg.Poll), r.cfg.IdlePoll)
-		}
+		pause = r.pause(len(b.msgs), full)
 	}
 	// Stopping: remove what was published, so a successor does not publish it again.
 	if ops.Err() == nil {
 		_ = r.trim(ops, states, true, log)
 	}
 	return nil
+}
+
+// pause is the wait before the next poll after one that read n entries (see PollTarget).
+func (r *Relay) pause(n int, full bool) time.Duration {
+	if full || n >= r.cfg.PollTarget {
+		return 0
+	}
+	span := r.cfg.IdlePoll - r.cfg.Poll
+	return r.cfg.Poll + span*time.Duration(r.cfg.PollTarget-n)/time.Duration(r.cfg.PollTarget)
 }
 
 // poll reads the next entries of each outbox in mine, after the prefix already published.

@@ -31,7 +31,9 @@ type bench struct {
 	scaleN int
 
 	dir   string
-	redis *localenv.Redis
+	// relayDebug is the running relay's debug address (its /metrics), once it runs.
+	relayDebug string
+	redis      *localenv.Redis
 	pg    *localenv.Postgres
 	kafka *localenv.Kafka
 	cfg   service.Config
