@@ -221,6 +221,10 @@ func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
 	}
 }
 
+// legacyEvery is how often a relay looks at the previous format's streams of its outboxes while
+// they give nothing; once every poll while they do.
+const legacyEvery = 10 * time.Second
+
 // outboxState is what a worker knows of an outbox it relays: the prefix it published and has
 // not removed yet. The next read starts after it.
 type outboxState struct {
@@ -264,8 +268,13 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 		}
 		b, full, err := r.poll(ops, mine, states)
 		if err == nil && r.cfg.LegacyStreams != nil && !time.Now().Before(nextLegacy) {
+			before := len(b.msgs)
 			err = r.pollLegacy(ops, mine, &b)
-			nextLegacy = time.Now().Add(5 * r.cfg.IdlePoll)
+			// Nothing writes the streams after an upgrade: look again soon only while they
+			// still give entries.
+			if len(b.msgs) == before {
+				nextLegacy = time.Now().Add(legacyEvery)
+			}
 		}
 		if err != nil {
 			if ops.Err() != nil {
