@@ -3,10 +3,11 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
-// Kind classifies an error by what the caller can do about it. The HTTP adapter maps each kind
-// to one status in one table; every other adapter only picks the kind.
+// Kind classifies an error by what the caller can do about it. Each kind is answered with one
+// HTTP status (HTTPStatus, the one table); every other adapter only picks the kind.
 type Kind string
 
 // The kinds of the contract's refusals.
@@ -20,6 +21,9 @@ const (
 	KindRateLimited  Kind = "rate_limited" // 429
 	KindUnavailable  Kind = "unavailable"  // a dependency is down or slow: 503
 	KindInternal     Kind = "internal"     // a fault of ours: 500
+
+	// KindMethodNotAllowed is a request of a method the path does not serve: 405.
+	KindMethodNotAllowed Kind = "method_not_allowed"
 )
 
 // Error is a refusal with a kind and a message safe to show the caller. Errors without one in
@@ -52,6 +56,32 @@ func Unavailable(cause error) *Error {
 // Errorf makes an Error of kind with a formatted message.
 func Errorf(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// HTTPStatus is the status a refusal of kind k is answered with, the one table every HTTP
+// adapter of the contract (the API, the operator console) uses; an unknown kind is a 500.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case KindInvalid:
+		return http.StatusBadRequest
+	case KindUnauthorized:
+		return http.StatusUnauthorized
+	case KindForbidden:
+		return http.StatusForbidden
+	case KindNotFound:
+		return http.StatusNotFound
+	case KindMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case KindConflict:
+		return http.StatusConflict
+	case KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case KindRateLimited:
+		return http.StatusTooManyRequests
+	case KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 // KindOf is the kind of the first Error in err's chain; KindInternal when there is none.

@@ -9,33 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// errMethodNotAllowed is the one refusal the contract's kinds do not name.
-var errMethodNotAllowed = &contract.Error{Kind: "method_not_allowed", Message: "Method not allowed"}
-
-// statusOf is the one table from an error's kind to its HTTP status.
-func statusOf(k contract.Kind) int {
-	switch k {
-	case contract.KindInvalid:
-		return http.StatusBadRequest
-	case contract.KindUnauthorized:
-		return http.StatusUnauthorized
-	case contract.KindForbidden:
-		return http.StatusForbidden
-	case contract.KindNotFound:
-		return http.StatusNotFound
-	case errMethodNotAllowed.Kind:
-		return http.StatusMethodNotAllowed
-	case contract.KindConflict:
-		return http.StatusConflict
-	case contract.KindTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case contract.KindRateLimited:
-		return http.StatusTooManyRequests
-	case contract.KindUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
 // handle adapts a handler that returns an error: a nil error means the handler answered (or,
 // for middleware, that the chain goes on); any other is answered by writeError.
@@ -58,7 +32,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		if errors.As(err, &af) {
 			s.countAuthFailure(c, af.reason)
 		}
-		c.AbortWithStatusJSON(statusOf(ce.Kind), contract.ErrorBody{Detail: ce.Message})
+		c.AbortWithStatusJSON(ce.Kind.HTTPStatus(), contract.ErrorBody{Detail: ce.Message})
 		return
 	}
 	s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath())

@@ -22,29 +22,6 @@ func (e *statusError) Error() string { return e.detail }
 
 var errMethodNotAllowed = &statusError{http.StatusMethodNotAllowed, "Method not allowed"}
 
-// statusOf is the one table from an error's kind to its HTTP status.
-func statusOf(k contract.Kind) int {
-	switch k {
-	case contract.KindInvalid:
-		return http.StatusBadRequest
-	case contract.KindUnauthorized:
-		return http.StatusUnauthorized
-	case contract.KindForbidden:
-		return http.StatusForbidden
-	case contract.KindNotFound:
-		return http.StatusNotFound
-	case contract.KindConflict:
-		return http.StatusConflict
-	case contract.KindTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case contract.KindRateLimited:
-		return http.StatusTooManyRequests
-	case contract.KindUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // handle adapts a handler that returns an error: nil means it answered (or, for middleware,
 // that the chain goes on); anything else is answered by writeError.
 func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
@@ -75,7 +52,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	case errors.As(err, &nf):
 		c.AbortWithStatusJSON(http.StatusNotFound, contract.ErrorBody{Detail: capitalize(nf.Error())})
 	case errors.As(err, &ce) && ce.Kind != contract.KindInternal && ce.Kind != contract.KindUnavailable:
-		c.AbortWithStatusJSON(statusOf(ce.Kind), contract.ErrorBody{Detail: ce.Message})
+		c.AbortWithStatusJSON(ce.Kind.HTTPStatus(), contract.ErrorBody{Detail: ce.Message})
 	default:
 		s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
 		if contract.KindOf(err) == contract.KindUnavailable || errors.Is(err, context.DeadlineExceeded) {
