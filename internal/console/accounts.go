@@ -60,11 +60,7 @@ func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, r
 	if _, err := ParseRole(string(role)); err != nil {
 		return NewAccount{}, contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
 	}
-	pw, err := NewOneTimePassword()
-	if err != nil {
-		return NewAccount{}, err
-	}
-	hash, err := HashPassword(s.cfg.Passwords, pw)
+	pw, hash, err := s.oneTimePassword()
 	if err != nil {
 		return NewAccount{}, err
 	}
@@ -175,11 +171,7 @@ func (s *Service) ResetPassword(ctx context.Context, a Actor, id string) (NewAcc
 	if err != nil {
 		return NewAccount{}, err
 	}
-	pw, err := NewOneTimePassword()
-	if err != nil {
-		return NewAccount{}, err
-	}
-	hash, err := HashPassword(s.cfg.Passwords, pw)
+	pw, hash, err := s.oneTimePassword()
 	if err != nil {
 		return NewAccount{}, err
 	}
@@ -315,4 +307,15 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// oneTimePassword draws a one-time password and its hash, for a new account or a reset.
+func (s *Service) oneTimePassword() (pw, hash string, err error) {
+	if pw, err = NewOneTimePassword(); err != nil {
+		return "", "", err
+	}
+	if hash, err = HashPassword(s.cfg.Passwords, pw); err != nil {
+		return "", "", err
+	}
+	return pw, hash, nil
 }
