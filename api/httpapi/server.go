@@ -212,19 +212,21 @@ const maxHeaderBytes = 32 << 10
 // to drain before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	var unused unusedConns
+	// No WriteTimeout: its clock starts when the request is read, so a handler scheduled late
+	// would lose its answer to a silent close. RequestTimeout bounds the work, and each
+	// response's write has its own budget from its first byte (writedeadline.go).
 	hs := &http.Server{
 		ConnState:         unused.track,
 		Handler:           s.engine,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      s.cfg.RequestTimeout + 5*time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	// net/http's own answers to requests it cannot read become {"detail"} JSON too (rawerrors.go).
-	l := &onceCloseListener{Listener: jsonErrorListener{ln}}
+	l := &onceCloseListener{Listener: jsonErrorListener{writeDeadlineListener{Listener: ln, budget: responseWriteTimeout}}}
 	go func() { errc <- hs.Serve(l) }()
 	select {
 	case err := <-errc:
