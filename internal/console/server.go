@@ -29,13 +29,15 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-// Server is the console's HTTP adapter over a Service: the admin API under APIPrefix.
+// Server is the console's HTTP adapter over a Service: the admin API under APIPrefix and the
+// web pages (pages.go) beside it.
 type Server struct {
 	svc     *Service
 	cfg     ServerConfig
 	proxies proxies
 	log     *slog.Logger
 	engine  *gin.Engine
+	pages   pages
 }
 
 // NewServer builds the console's handler tree.
@@ -54,7 +56,11 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		cfg.Logger = svc.log
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{svc: svc, cfg: cfg, proxies: ps, log: cfg.Logger}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{svc: svc, cfg: cfg, proxies: ps, log: cfg.Logger, pages: pg}
 	e := gin.New()
 	// A code value may hold '/', '%' or '+': route on the path as sent and decode a value with
 	// path rules (pathValue).
@@ -71,6 +77,11 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
 	for _, r := range s.routes() {
 		e.Handle(r.Method, APIPrefix+r.Path, s.chain(r)...)
+	}
+	// The web pages, on the same listener and over the same Service.
+	e.StaticFS("/static", staticFS())
+	for _, r := range s.pageRoutes() {
+		e.Handle(r.Method, r.Path, s.pageChain(r))
 	}
 	s.engine = e
 	return s, nil
