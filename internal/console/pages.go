@@ -162,7 +162,11 @@ func redirectDone(c *gin.Context, path, done, arg string) {
 	if arg != "" {
 		q.Set("n", arg)
 	}
-	c.Redirect(http.StatusSeeOther, path+"?"+q.Encode())
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	c.Redirect(http.StatusSeeOther, path+sep+q.Encode())
 }
 
 // projectPath is a project page's path.
