@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
@@ -64,6 +65,13 @@ func (s *Server) pageRoutes() []pageRoute {
 // pageChain refuses a page request as chain refuses an API request, as a page.
 func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		// A form another site's page submits is refused before anything else, the login form
+		// too (which has no session, so no CSRF token, to check): browsers say where a request
+		// comes from in Sec-Fetch-Site.
+		if !safeMethod(c.Request.Method) && c.GetHeader("Sec-Fetch-Site") == "cross-site" {
+			s.renderError(c, nil, errCrossSite)
+			return
+		}
 		if r.Anonymous {
 			if err := r.handler(c, nil); err != nil {
 				s.renderError(c, nil, err)
@@ -100,6 +108,9 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 		}
 	}
 }
+
+// errCrossSite refuses a form posted from another site's page.
+var errCrossSite = contract.Errorf(contract.KindForbidden, "Forms of the console are only accepted from the console's own pages")
 
 // renderError answers err as a page, with the status and detail the API would answer.
 func (s *Server) renderError(c *gin.Context, se *Session, err error) {

@@ -258,6 +258,18 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 	if !strings.Contains(body, "Invalid username or password") || !strings.Contains(body, `value="opal"`) {
 		t.Errorf("login page after a wrong password: %.1500s", body)
 	}
+	// A form another site posts is refused, the login form too.
+	req, _ := http.NewRequest("POST", e.http.URL+"/login", strings.NewReader(url.Values{"username": {"opal"}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	cross, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross.Body.Close()
+	if cross.StatusCode != http.StatusForbidden || len(cross.Cookies()) != 0 {
+		t.Errorf("cross-site login form: %d, cookies %v", cross.StatusCode, cross.Cookies())
+	}
 	// Logging out ends the session.
 	res, body = viewer.page("POST", "/logout", url.Values{"csrf_token": {vtoken}})
 	viewer.want("logout", res, body, http.StatusSeeOther, "/login")
