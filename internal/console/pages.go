@@ -160,6 +160,8 @@ func flash(c *gin.Context) string {
 	arg := c.Query("n")
 	if !flashArg.MatchString(arg) {
 		arg = "?"
+	} else if n, err := strconv.ParseInt(arg, 10, 64); err == nil {
+		arg = thousands(n)
 	}
 	if strings.Contains(msg, "%s") {
 		return fmt.Sprintf(msg, arg)

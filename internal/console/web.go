@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,7 @@ var templateFuncs = template.FuncMap{
 		}
 		return *p
 	},
+	"num":   thousands,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
 	"add":   func(a, b int) int { return a + b },
 	"hex":   hexOf,
@@ -138,3 +140,23 @@ func viewFor(se *Session, title, nav string) view {
 
 // trimForm is a form field without surrounding spaces.
 func trimForm(c *gin.Context, name string) string { return strings.TrimSpace(c.PostForm(name)) }
+
+// thousands writes a count with comma separators (100,000), as people read counts.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
