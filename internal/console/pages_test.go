@@ -270,9 +270,108 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 	if cross.StatusCode != http.StatusForbidden || len(cross.Cookies()) != 0 {
 		t.Errorf("cross-site login form: %d, cookies %v", cross.StatusCode, cross.Cookies())
 	}
+	// A page that does not exist is a page; the API's answer stays JSON.
+	res, body = oper.page("GET", "/no-such-page", nil)
+	oper.want("unknown page", res, body, http.StatusNotFound, "")
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("unknown page answered %s", res.Header.Get("Content-Type"))
+	}
+	res, _ = oper.page("GET", console.APIPrefix+"/no-such-route", nil)
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("unknown API route answered %s", res.Header.Get("Content-Type"))
+	}
 	// Logging out ends the session.
 	res, body = viewer.page("POST", "/logout", url.Values{"csrf_token": {vtoken}})
 	viewer.want("logout", res, body, http.StatusSeeOther, "/login")
 	res, body = viewer.page("GET", "/", nil)
 	viewer.want("after logout", res, body, http.StatusSeeOther, "/login")
+}
+
+// TestConsolePagesActions runs the code and account actions through their forms.
+func TestConsolePagesActions(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "actions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nA/B+C\n")); err != nil {
+		t.Fatal(err)
+	}
+	sup := e.pageLogin("sam", console.RoleSupport)
+	codePage := "/projects/" + p.ID + "/code?" + url.Values{"value": {"A/B+C"}}.Encode()
+	res, body := sup.page("GET", codePage, nil)
+	sup.want("code page", res, body, http.StatusOK, "")
+	token := csrf(t, body)
+	post := func(action string, form url.Values) (*http.Response, string) {
+		form.Set("csrf_token", token)
+		form.Set("value", "A/B+C")
+		return sup.page("POST", "/projects/"+p.ID+"/code/"+action, form)
+	}
+	follow := func(what string, res *http.Response, body, flash, state string) {
+		t.Helper()
+		sup.want(what, res, body, http.StatusSeeOther, codePage+"&done=")
+		_, page := sup.page("GET", res.Header.Get("Location"), nil)
+		if !strings.Contains(page, flash) || !strings.Contains(page, `data-state="`+state+`"`) {
+			t.Errorf("%s: page lacks %q or state %s: %.3000s", what, flash, state, page)
+		}
+	}
+	res, body = post("verify", url.Values{})
+	sup.want("verify without a reason", res, body, http.StatusBadRequest, "")
+	res, body = post("verify", url.Values{"reason": {"phoned in"}})
+	follow("verify", res, body, "Code verified by hand", "used")
+	res, body = post("verify", url.Values{"reason": {"again"}})
+	follow("verify again", res, body, "The code was not verified: CODE_ALREADY_USED.", "used")
+	res, body = post("reactivate", url.Values{"reason": {"order cancelled"}})
+	follow("reactivate", res, body, "Code reactivated by hand", "unused")
+	res, body = post("disable", url.Values{})
+	follow("disable", res, body, "Code disabled.", "disabled")
+	res, body = post("enable", url.Values{})
+	follow("enable", res, body, "Code enabled.", "unused")
+	rows, err := e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "code.", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 || rows[2].Action != "code.manual_reactivate" || !strings.Contains(string(rows[2].Detail), "order cancelled") {
+		t.Errorf("audit rows of the code actions: %+v", rows)
+	}
+
+	// Accounts: create (the one-time password shown once), change a role, reset, disable.
+	adm := e.pageLogin("ada", console.RoleAdmin)
+	_, body = adm.page("GET", "/accounts", nil)
+	token = csrf(t, body)
+	res, body = adm.page("POST", "/accounts", url.Values{"csrf_token": {token}, "username": {"<newbie>"}, "role": {"viewer"}})
+	adm.want("create an invalid account", res, body, http.StatusBadRequest, "")
+	res, body = adm.page("POST", "/accounts", url.Values{"csrf_token": {token}, "username": {"newbie"}, "role": {"viewer"}})
+	adm.want("create account", res, body, http.StatusOK, "")
+	otp := regexp.MustCompile(`id="otp" class="mono" readonly value="([^"]+)"`).FindStringSubmatch(body)
+	if otp == nil {
+		t.Fatalf("no one-time password shown: %.3000s", body)
+	}
+	nb := e.browser()
+	res, body = nb.page("POST", "/login", url.Values{"username": {"newbie"}, "password": {otp[1]}})
+	nb.want("login with the shown password", res, body, http.StatusSeeOther, "/password")
+	var id string
+	accs, err := e.svc.Accounts(ctx, console.SystemActor("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accs {
+		if a.Username == "newbie" {
+			id = a.ID
+		}
+	}
+	res, body = adm.page("POST", "/accounts/"+id+"/role", url.Values{"csrf_token": {token}, "role": {"support"}})
+	adm.want("set role", res, body, http.StatusSeeOther, "/accounts?done=role_changed")
+	res, body = adm.page("POST", "/accounts/"+id+"/reset-password", url.Values{"csrf_token": {token}})
+	adm.want("reset password", res, body, http.StatusOK, "")
+	if !strings.Contains(body, `id="otp"`) || strings.Contains(body, otp[1]) {
+		t.Error("reset: a new one-time password should be shown, not the old one")
+	}
+	res, body = adm.page("POST", "/accounts/"+id+"/disable", url.Values{"csrf_token": {token}})
+	adm.want("disable", res, body, http.StatusSeeOther, "/accounts?done=account_disabled")
+	_, body = adm.page("GET", "/accounts?done=account_disabled", nil)
+	if !strings.Contains(body, "Account disabled") || !strings.Contains(body, "support") {
+		t.Errorf("accounts page after the changes: %.3000s", body)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -73,7 +74,16 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	e.Use(s.recovery, noStore)
-	e.NoRoute(s.handle(func(*gin.Context) error { return contract.Errorf(contract.KindNotFound, "Not found") }))
+	e.NoRoute(func(c *gin.Context) {
+		err := contract.Errorf(contract.KindNotFound, "Not found")
+		if strings.HasPrefix(c.Request.URL.Path, APIPrefix+"/") {
+			s.writeError(c, err)
+			return
+		}
+		// A page that does not exist is a page too.
+		se, _ := s.session(c)
+		s.renderError(c, se, err)
+	})
 	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
 	for _, r := range s.routes() {
 		e.Handle(r.Method, APIPrefix+r.Path, s.chain(r)...)
