@@ -17,7 +17,7 @@ test: deps test-deps
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	@mkdir -p .acv && rm -f .acv/test-timings.txt
-	ACV_TEST_TIMINGS=$(CURDIR)/.acv/test-timings.txt $(GO) test -race -count=1 -timeout 20m ./...; s=$$?; cat .acv/test-timings.txt 2>/dev/null; exit $$s
+	ACV_REQUIRE_BROWSER=1 ACV_TEST_TIMINGS=$(CURDIR)/.acv/test-timings.txt $(GO) test -race -count=1 -timeout 20m ./...; s=$$?; cat .acv/test-timings.txt 2>/dev/null; exit $$s
 	./deploy/check.sh
 
 build:
@@ -36,10 +36,13 @@ bench: deps kafka-deps build
 ## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,
 ## the live dashboard check), docker-compose (validates the compose file; no engine needed), a
 ## Python virtual environment in .tools/venv (pytest for the Python SDK, schemathesis against the
-## OpenAPI document) and the TypeScript SDK's npm packages
+## OpenAPI document), the TypeScript SDK's npm packages, and the console's browser suite: Debian's
+## Chromium and its Playwright and axe-core npm packages (internal/console/e2e)
 test-deps: kafka-deps $(TOOLS_STAMP)
 	@command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
 	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
+	@test -x /usr/bin/chromium || (echo "installing chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@test -f internal/console/e2e/node_modules/@playwright/test/cli.js -a -d internal/console/e2e/node_modules/@axe-core/playwright || (echo "installing the console's browser suite"; cd internal/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
 
 ## kafka-deps: what real Apache Kafka needs (tests, `make run KAFKA=real`): a JDK, and Maven to
 ## fetch the broker's jars from Maven Central once into ~/.cache/acv

@@ -178,7 +178,7 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
 	fmt.Printf("master key in %s; PostgreSQL data in %s\n", keyFile, pgDir)
 	if adminLn != nil {
-		fmt.Printf("operator console (admin API): http://%s%s\n", adminLn.Addr(), console.APIPrefix)
+		fmt.Printf("operator console: http://%s/ (admin API under %s)\n", adminLn.Addr(), console.APIPrefix)
 		if bootstrap != "" {
 			fmt.Println(bootstrap)
 		}

@@ -32,10 +32,11 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// writeError answers err with its status and {"detail"} and stops the chain. A refusal shows
-// its own message; anything else is logged with its cause and answered 500, or 503 when a
-// dependency is down or slow, with a detail that says nothing internal.
-func (s *Server) writeError(c *gin.Context, err error) {
+// refusal is how an error is answered: its status, the detail shown, and for a lock the
+// seconds to wait (Retry-After). A refusal shows its own message; anything else is logged
+// with its cause and answered 500, or 503 when a dependency is down or slow, with a detail that
+// says nothing internal. The API (writeError) and the pages (renderError) both answer by it.
+func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
 	var (
 		se     *statusError
 		locked *LockedError
@@ -44,21 +45,26 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	)
 	switch {
 	case errors.As(err, &se):
-		c.AbortWithStatusJSON(se.status, contract.ErrorBody{Detail: se.detail})
+		return se.status, se.detail, 0
 	case errors.As(err, &locked):
-		wait := max(1, int(math.Ceil(locked.Wait.Seconds())))
-		c.Header("Retry-After", strconv.Itoa(wait))
-		c.AbortWithStatusJSON(http.StatusTooManyRequests, contract.ErrorBody{Detail: locked.Error()})
+		return http.StatusTooManyRequests, locked.Error(), max(1, int(math.Ceil(locked.Wait.Seconds())))
 	case errors.As(err, &nf):
-		c.AbortWithStatusJSON(http.StatusNotFound, contract.ErrorBody{Detail: capitalize(nf.Error())})
+		return http.StatusNotFound, capitalize(nf.Error()), 0
 	case errors.As(err, &ce) && ce.Kind != contract.KindInternal && ce.Kind != contract.KindUnavailable:
-		c.AbortWithStatusJSON(ce.Kind.HTTPStatus(), contract.ErrorBody{Detail: ce.Message})
-	default:
-		s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
-		if contract.KindOf(err) == contract.KindUnavailable || errors.Is(err, context.DeadlineExceeded) {
-			c.AbortWithStatusJSON(http.StatusServiceUnavailable, contract.ErrorBody{Detail: "Service temporarily unavailable"})
-			return
-		}
-		c.AbortWithStatusJSON(http.StatusInternalServerError, contract.ErrorBody{Detail: "Internal server error"})
+		return ce.Kind.HTTPStatus(), ce.Message, 0
 	}
+	s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
+	if contract.KindOf(err) == contract.KindUnavailable || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, "Service temporarily unavailable", 0
+	}
+	return http.StatusInternalServerError, "Internal server error", 0
+}
+
+// writeError answers err with its status and {"detail"} and stops the chain.
+func (s *Server) writeError(c *gin.Context, err error) {
+	status, detail, wait := s.refusal(c, err)
+	if wait > 0 {
+		c.Header("Retry-After", strconv.Itoa(wait))
+	}
+	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -29,13 +30,15 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-// Server is the console's HTTP adapter over a Service: the admin API under APIPrefix.
+// Server is the console's HTTP adapter over a Service: the admin API under APIPrefix and the
+// web pages (pages.go) beside it.
 type Server struct {
 	svc     *Service
 	cfg     ServerConfig
 	proxies proxies
 	log     *slog.Logger
 	engine  *gin.Engine
+	pages   pages
 }
 
 // NewServer builds the console's handler tree.
@@ -54,7 +57,11 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		cfg.Logger = svc.log
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{svc: svc, cfg: cfg, proxies: ps, log: cfg.Logger}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{svc: svc, cfg: cfg, proxies: ps, log: cfg.Logger, pages: pg}
 	e := gin.New()
 	// A code value may hold '/', '%' or '+': route on the path as sent and decode a value with
 	// path rules (pathValue).
@@ -67,10 +74,24 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	e.Use(s.recovery, noStore)
-	e.NoRoute(s.handle(func(*gin.Context) error { return contract.Errorf(contract.KindNotFound, "Not found") }))
+	e.NoRoute(func(c *gin.Context) {
+		err := contract.Errorf(contract.KindNotFound, "Not found")
+		if strings.HasPrefix(c.Request.URL.Path, APIPrefix+"/") {
+			s.writeError(c, err)
+			return
+		}
+		// A page that does not exist is a page too.
+		se, _ := s.session(c)
+		s.renderError(c, se, err)
+	})
 	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
 	for _, r := range s.routes() {
 		e.Handle(r.Method, APIPrefix+r.Path, s.chain(r)...)
+	}
+	// The web pages, on the same listener and over the same Service.
+	e.StaticFS("/static", staticFS())
+	for _, r := range s.pageRoutes() {
+		e.Handle(r.Method, r.Path, s.pageChain(r))
 	}
 	s.engine = e
 	return s, nil

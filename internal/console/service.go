@@ -7,7 +7,7 @@
 // Two layers: Service (this file and the service files beside it) performs an action for an
 // Actor, checks the actor's role and records the action in the audit log; Server (server.go
 // and the api_*.go files) is the HTTP adapter: cookies, CSRF, JSON bodies and statuses. Server-
-// rendered pages (a later phase) call the same Service methods.
+// rendered pages (pages*.go, templates in web/) call the same Service methods.
 package console
 
 import (

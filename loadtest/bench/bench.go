@@ -30,14 +30,14 @@ type bench struct {
 	codes  int
 	scaleN int
 
-	dir   string
+	dir string
 	// relayDebug is the running relay's debug address (its /metrics), once it runs.
 	relayDebug string
 	redis      *localenv.Redis
-	pg    *localenv.Postgres
-	kafka *localenv.Kafka
-	cfg   service.Config
-	deps  *service.Deps
+	pg         *localenv.Postgres
+	kafka      *localenv.Kafka
+	cfg        service.Config
+	deps       *service.Deps
 
 	projectID, keyID, secret string
 	pool                     []string // unused codes, handed out phase by phase

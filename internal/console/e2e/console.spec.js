@@ -1,0 +1,238 @@
+// The operator console end to end, in a real browser: bootstrap login, forced password change,
+// a project, generated codes, search, disable, export, a verify through the client API and its
+// log, a manual reactivate in the audit log, a viewer without change controls. Every page is
+// screenshotted and checked by axe-core (no serious or critical violation).
+const { test, expect } = require('@playwright/test');
+const AxeBuilder = require('@axe-core/playwright').default;
+const fs = require('fs');
+const path = require('path');
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the suite through go test (TestConsoleInBrowser)`);
+  return v;
+};
+const artifacts = env('ARTIFACTS');
+const codeCount = Number(env('CODE_COUNT'));
+const countText = codeCount.toLocaleString('en-US');
+const newPassword = 'a long passphrase for e2e';
+
+// Nothing leaves the machine: every request to anything but the console on 127.0.0.1 fails.
+async function loopbackOnly(context) {
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    return u.hostname === '127.0.0.1' ? route.continue() : route.abort();
+  });
+}
+
+// nav is an entry of the main navigation.
+const nav = (page, name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+
+let shot = 0;
+// snap saves a screenshot of the page and checks it with axe-core.
+async function snap(page, name) {
+  shot += 1;
+  await page.screenshot({ path: path.join(artifacts, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+  const res = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  fs.writeFileSync(path.join(artifacts, `${String(shot).padStart(2, '0')}-${name}.axe.json`), JSON.stringify(res.violations, null, 2));
+  expect(bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+    `axe on ${name}`).toEqual([]);
+}
+
+// firstLogin logs in with a one-time password and replaces it, as the server demands.
+async function firstLogin(page, user, otp) {
+  await page.goto('/');
+  await expect(page).toHaveURL(/\/login$/);
+  await page.getByLabel('Username').fill(user);
+  await page.getByLabel('Password').fill(otp);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page).toHaveURL(/\/password$/);
+  await expect(page.getByRole('heading', { name: 'Change your password' })).toBeVisible();
+  return async (name) => {
+    if (name) await snap(page, name);
+    await page.getByLabel('Current password').fill(otp);
+    await page.getByLabel('New password', { exact: true }).fill(newPassword);
+    await page.getByLabel('New password again').fill(newPassword);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await expect(page.locator('p.flash')).toContainText('Password changed');
+  };
+}
+
+test('operator console end to end', async ({ browser }) => {
+  const context = await browser.newContext();
+  await loopbackOnly(context);
+  const page = await context.newPage();
+  let projectURL, projectID, disabledCode, verifiedCode;
+
+  await test.step('log in with the bootstrap password and change it', async () => {
+    await page.goto('/login');
+    await snap(page, 'login');
+    // A wrong password is refused on the page.
+    await page.getByLabel('Username').fill(env('ROOT_USER'));
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await expect(page.getByRole('alert')).toContainText('Invalid username or password');
+    const change = await firstLogin(page, env('ROOT_USER'), env('ROOT_OTP'));
+    await change('password-change');
+    await expect(page.getByRole('heading', { name: 'Dashboard' })).toBeVisible();
+  });
+
+  await test.step('create a project', async () => {
+    await nav(page, 'Projects').click();
+    await page.getByLabel('Name').fill('Spring campaign');
+    await page.getByLabel('Description').fill('Codes printed on the spring packs');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Project created.');
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Spring campaign');
+    projectURL = page.url().split('?')[0];
+    projectID = new URL(projectURL).pathname.split('/')[2];
+  });
+
+  await test.step(`generate ${codeCount} codes`, async () => {
+    await page.getByLabel('How many').fill(String(codeCount));
+    const started = Date.now();
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await expect(page.locator('p.flash'))
+      .toHaveText(`Codes generated: ${countText}.`, { timeout: 10 * 60 * 1000 });
+    console.log(`generated ${codeCount} codes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await expect(page.locator('[data-stat="total"]')).toHaveText(countText);
+    await snap(page, 'project');
+  });
+
+  await test.step('search one code and disable it', async () => {
+    const links = page.locator('table a.mono');
+    disabledCode = (await links.nth(0).textContent()).trim();
+    verifiedCode = (await links.nth(1).textContent()).trim();
+    await page.getByLabel('Search').fill(disabledCode);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect(page.locator('#codes-count')).toHaveText('1 code matches');
+    await page.getByRole('link', { name: disabledCode }).click();
+    await expect(page.getByRole('heading', { level: 1 })).toContainText(disabledCode);
+    await expect(page.locator('#code-state')).toHaveText('unused');
+    await page.getByRole('button', { name: 'Disable code' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Code disabled.');
+    await expect(page.locator('#code-state')).toHaveText('disabled');
+    await snap(page, 'code-disabled');
+  });
+
+  await test.step('export every code', async () => {
+    await page.goto(projectURL);
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: 5 * 60 * 1000 }),
+      page.getByRole('link', { name: 'Export all codes (CSV)' }).click(),
+    ]);
+    const file = path.join(artifacts, 'export.csv');
+    await download.saveAs(file);
+    const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+    const header = lines[0].split(',');
+    const col = header.indexOf('code');
+    expect(col, `CSV header ${lines[0]}`).toBeGreaterThanOrEqual(0);
+    const codes = new Set(lines.slice(1).map((l) => l.split(',')[col]));
+    expect(lines.length - 1).toBe(codeCount);
+    expect(codes.size).toBe(codeCount);
+    expect(codes.has(disabledCode)).toBe(true);
+    expect(codes.has(verifiedCode)).toBe(true);
+  });
+
+  await test.step('verify a code through the client API and see its log', async () => {
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const box = page.locator('[data-key-id]');
+    await expect(box).toContainText('shown this once');
+    const keyID = await box.getAttribute('data-key-id');
+    const secret = await page.getByLabel('Secret').inputValue();
+    await snap(page, 'api-key-created');
+    const res = await fetch(env('HELPER_URL'), {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ KeyID: keyID, Secret: secret, ProjectID: projectID, Code: verifiedCode }),
+    });
+    const body = await res.json();
+    expect(body.success, JSON.stringify(body)).toBe(true);
+    // The log reaches PostgreSQL through the pipeline: reload until the code page shows it.
+    const codeURL = `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`;
+    await expect(async () => {
+      await page.goto(codeURL);
+      await expect(page.locator('#history')).toContainText('checkout-e2e', { timeout: 1000 });
+    }).toPass({ timeout: 60 * 1000 });
+    await expect(page.locator('#code-state')).toHaveText('used');
+    await snap(page, 'code-verified');
+  });
+
+  await test.step('reactivate it by hand with a reason and find that in the audit log', async () => {
+    const reason = 'Customer order 4711 was cancelled';
+    await page.getByLabel('Reason for reactivating by hand').fill(reason);
+    await page.getByRole('button', { name: 'Reactivate by hand' }).click();
+    await expect(page.locator('p.flash')).toContainText('Code reactivated by hand');
+    await expect(page.locator('#code-state')).toHaveText('unused');
+    await nav(page, 'Audit log').click();
+    await expect(page.locator('#chain-result')).toHaveAttribute('data-ok', 'true');
+    const row = page.locator('#audit tbody tr').filter({ hasText: 'code.manual_reactivate' });
+    await expect(row).toContainText(verifiedCode);
+    await expect(row).toContainText(reason);
+    await expect(row).toContainText(env('ROOT_USER'));
+    await expect(page.locator('#audit tbody tr').filter({ hasText: 'code.disable' })).toContainText(disabledCode);
+    await expect(page.locator('#audit tbody tr').filter({ hasText: 'codes.export' })).toHaveCount(1);
+    await snap(page, 'audit');
+  });
+
+  await test.step('dashboard, projects and accounts pages', async () => {
+    await nav(page, 'Dashboard').click();
+    await expect(page.getByRole('row', { name: /Spring campaign/ })).toContainText(countText);
+    await snap(page, 'dashboard');
+    await nav(page, 'Projects').click();
+    await snap(page, 'projects');
+    await nav(page, 'Accounts').click();
+    await expect(page.getByRole('row', { name: /vera/ })).toContainText('viewer');
+    await snap(page, 'accounts');
+    // On a phone.
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.goto(projectURL);
+    // Nothing is wider than the phone: wide tables scroll inside their own box.
+    const overflow = await page.evaluate(() => {
+      const w = document.documentElement.clientWidth;
+      if (document.documentElement.scrollWidth <= w) return [];
+      return [...document.querySelectorAll('body *')]
+        .filter((el) => el.getBoundingClientRect().right > w + 1)
+        .map((el) => `${el.tagName.toLowerCase()}.${el.className} right=${Math.round(el.getBoundingClientRect().right)}`)
+        .slice(-10);
+    });
+    expect(overflow, 'elements wider than a 375 px screen').toEqual([]);
+    await snap(page, 'project-phone');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await expect(page).toHaveURL(/\/login$/);
+  });
+
+  await test.step('a viewer sees no change controls and is refused every change', async () => {
+    const vctx = await browser.newContext();
+    await loopbackOnly(vctx);
+    const vp = await vctx.newPage();
+    const change = await firstLogin(vp, env('VIEWER_USER'), env('VIEWER_OTP'));
+    await change();
+    await expect(nav(vp, 'Accounts')).toHaveCount(0);
+    for (const url of [projectURL, `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`, '/projects', '/']) {
+      await vp.goto(url);
+      await expect(vp.locator('form[method="post"]:not([action="/logout"])'), `change forms on ${url}`).toHaveCount(0);
+    }
+    await vp.goto(projectURL);
+    await expect(vp.getByRole('link', { name: 'Export all codes (CSV)' })).toHaveCount(0);
+    await expect(vp.getByRole('button', { name: 'Generate' })).toHaveCount(0);
+    await snap(vp, 'project-viewer');
+    // The server refuses what the page does not offer: a form post and the JSON API, each with
+    // the session's CSRF token.
+    // (The console's Content-Security-Policy lets no script of a page fetch anything, so these
+    // go through the context's request client, which sends the same session cookie.)
+    const rq = vp.request;
+    const me = await (await rq.get('/admin/api/v1/me')).json();
+    const refused = [
+      (await rq.post(`/projects/${projectID}/generate`, { form: { csrf_token: me.csrf_token, count: '5' }, maxRedirects: 0 })).status(),
+      (await rq.post(`/admin/api/v1/projects/${projectID}/codes/${encodeURIComponent(verifiedCode)}/disable`,
+        { headers: { 'X-CSRF-Token': me.csrf_token } })).status(),
+      (await rq.get(`/projects/${projectID}/export`, { maxRedirects: 0 })).status(),
+      (await rq.get('/accounts', { maxRedirects: 0 })).status(),
+    ];
+    expect(refused).toEqual([403, 403, 403, 403]);
+    await vctx.close();
+  });
+
+  await context.close();
+});

@@ -1,0 +1,103 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/acv/acv/store"
+	"github.com/gin-gonic/gin"
+)
+
+// auditRow is an audit row as the page shows it.
+type auditRow struct {
+	store.AuditRecord
+	DetailText string
+}
+
+// auditPage shows the admin audit log, newest first, filtered and paged by seq, with the
+// result of verifying the whole chain.
+func (s *Server) auditPage(c *gin.Context, se *Session) error {
+	ctx, a := c.Request.Context(), s.actor(c, se)
+	f := store.AuditFilter{AdminUsername: c.Query("admin"), Action: c.Query("action"), ProjectID: c.Query("project_id"),
+		TargetID: c.Query("target_id"), Limit: 100}
+	before, err := queryInt(c, "before", 0)
+	if err != nil {
+		return err
+	}
+	f.BeforeSeq = int64(before)
+	rows, err := s.svc.AuditLog(ctx, a, f)
+	if err != nil {
+		return err
+	}
+	rep, err := s.svc.VerifyChain(ctx)
+	if err != nil {
+		return err
+	}
+	out := make([]auditRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, auditRow{AuditRecord: r, DetailText: string(r.Detail)})
+	}
+	var next int64
+	if len(rows) == f.Limit {
+		next = rows[len(rows)-1].Seq
+	}
+	v := viewFor(se, "Admin audit log", "audit")
+	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "Next": next}
+	s.render(c, http.StatusOK, "audit", v)
+	return nil
+}
+
+func (s *Server) accountsPage(c *gin.Context, se *Session) error {
+	return s.renderAccounts(c, se, nil)
+}
+
+// renderAccounts shows the accounts; shown, when set, is an account whose one-time password
+// is displayed this once (just created or reset).
+func (s *Server) renderAccounts(c *gin.Context, se *Session, shown *NewAccount) error {
+	accs, err := s.svc.Accounts(c.Request.Context(), s.actor(c, se))
+	if err != nil {
+		return err
+	}
+	v := viewFor(se, "Accounts", "accounts")
+	v.Flash = flash(c)
+	v.Data = map[string]any{"Accounts": accs, "Shown": shown, "Self": se.Account.ID}
+	s.render(c, http.StatusOK, "accounts", v)
+	return nil
+}
+
+func (s *Server) accountCreateSubmit(c *gin.Context, se *Session) error {
+	acc, err := s.svc.CreateAccount(c.Request.Context(), s.actor(c, se), trimForm(c, "username"), Role(c.PostForm("role")))
+	if err != nil {
+		return err
+	}
+	return s.renderAccounts(c, se, &acc)
+}
+
+func (s *Server) accountDisabledSubmit(disabled bool) func(*gin.Context, *Session) error {
+	return func(c *gin.Context, se *Session) error {
+		if err := s.svc.SetAccountDisabled(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), disabled); err != nil {
+			return err
+		}
+		done := "account_enabled"
+		if disabled {
+			done = "account_disabled"
+		}
+		redirectDone(c, "/accounts", done, "")
+		return nil
+	}
+}
+
+func (s *Server) accountRoleSubmit(c *gin.Context, se *Session) error {
+	if err := s.svc.SetAccountRole(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), Role(c.PostForm("role"))); err != nil {
+		return err
+	}
+	redirectDone(c, "/accounts", "role_changed", "")
+	return nil
+}
+
+func (s *Server) accountResetSubmit(c *gin.Context, se *Session) error {
+	acc, err := s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"))
+	if err != nil {
+		return err
+	}
+	return s.renderAccounts(c, se, &acc)
+}
