@@ -176,6 +176,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, stopLoop)
 	defer stopAfter()
 
+	// Load the relay's scripts (on every master of a cluster) so that its pipelines run them by
+	// EVALSHA from the first poll; a node that lacks one later (a new or restarted master)
+	// answers NOSCRIPT and gets it by EVAL (runScripts). A failure here is only that fallback.
+	for _, sc := range []*redis.Script{trimScript, acquireScript, releaseScript} {
+		_ = sc.Load(ops, r.rdb).Err()
+	}
 	ls := newLeases(r.rdb, r.cfg.Outboxes, r.cfg.Name, r.cfg.Lease)
 	keeperDone := make(chan struct{})
 	go func() {
