@@ -12,7 +12,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,21 +22,8 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // store), the Redis client under it, and a fresh project.
 func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	t.Helper()
-	ctx := context.Background()
-	url := testkit.PostgresDB(t)
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	r := testkit.RedisServer(t, localenv.RedisOptions{})
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st)), Keys: testkit.MasterKeys(t, "test")}
-	p, err := a.CreateProject(ctx, store.NewProject{Name: "p"})
+	a, _, rdb := testkit.NewAdmin(t)
+	p, err := a.CreateProject(context.Background(), store.NewProject{Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}

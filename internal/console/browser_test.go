@@ -3,20 +3,17 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	acvclient "github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
@@ -79,19 +76,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.Config
-	cfg.Roles = service.Roles{API: true}
-	cfg.AdminListener = adminLn
-	s.RunClean("api with console", cfg, apiLn)
-	consoleURL, apiURL := "http://"+adminLn.Addr().String(), "http://"+apiLn.Addr().String()
+	apiURL, consoleURL := s.StartAPIWithConsole()
 	testkit.WaitFor(t, 20*time.Second, "the console", func() (bool, string) {
 		resp, err := http.Get(consoleURL + "/login")
 		if err != nil {
@@ -162,21 +147,7 @@ func npmInstall(t *testing.T, dir string) {
 // the module, emptied first.
 func artifactsDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir || strings.TrimSpace(parent) == "" {
-			return t.TempDir()
-		}
-		dir = parent
-	}
-	out := filepath.Join(dir, ".acv", "artifacts", "console-e2e")
+	out := filepath.Join(testkit.RepoRoot(t), ".acv", "artifacts", "console-e2e")
 	if err := os.RemoveAll(out); err != nil {
 		t.Fatal(err)
 	}

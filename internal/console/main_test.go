@@ -12,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -60,20 +57,8 @@ type env struct {
 // newEnv starts a console; adjust changes its configuration before it is built.
 func newEnv(t *testing.T, adjust func(*console.Config, *console.ServerConfig)) *env {
 	t.Helper()
-	ctx := context.Background()
-	url := testkit.PostgresDB(t)
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	r := testkit.RedisServer(t, localenv.RedisOptions{})
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	a := &admin.Admin{Store: st, Cache: cache.New(rdb, cache.WithLoader(st)), Keys: testkit.MasterKeys(t, "test")}
+	a, url, _ := testkit.NewAdmin(t)
+	st := a.Store
 	e := &env{t: t, url: url, store: st, admin: a, clock: &clock{t: time.Now().Truncate(time.Second)}}
 	e.cfg = console.Config{Store: st, Admin: a, Now: e.clock.Now, Passwords: cheap}
 	scfg := console.ServerConfig{}

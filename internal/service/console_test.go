@@ -2,14 +2,12 @@ package service_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
@@ -32,19 +30,8 @@ func TestConsoleServedBesideAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.Config
-	cfg.Roles = service.Roles{API: true}
-	cfg.AdminListener = adminLn
-	s.RunClean("api with console", cfg, apiLn)
-	url := "http://" + adminLn.Addr().String() + console.APIPrefix + "/session"
+	_, consoleURL := s.StartAPIWithConsole()
+	url := consoleURL + console.APIPrefix + "/session"
 	body := `{"username":"root","password":"` + acc.OneTimePassword + `"}`
 	testkit.WaitFor(t, 20*time.Second, "the console", func() (bool, string) {
 		resp, err := http.Post(url, "application/json", strings.NewReader(body))

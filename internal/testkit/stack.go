@@ -189,6 +189,19 @@ func (s *Stack) StartAPIWithDebug() (base, debug string) {
 	return "http://" + ln.Addr().String(), "http://" + cfg.DebugAddr
 }
 
+// StartAPIWithConsole starts an API replica as StartAPI does, serving the operator console
+// (ACV_ADMIN_ADDR) on a listener of its own, as `acv serve` does by default. It returns both
+// base URLs; the console may take a moment to answer.
+func (s *Stack) StartAPIWithConsole() (base, console string) {
+	s.T.Helper()
+	ln, adminLn := s.listen(), s.listen()
+	cfg := s.Config
+	cfg.Roles = service.Roles{API: true}
+	cfg.AdminListener = adminLn
+	s.RunClean("api with console", cfg, ln)
+	return "http://" + ln.Addr().String(), "http://" + adminLn.Addr().String()
+}
+
 // debugAddr picks a free loopback address for a part's debug listener.
 func (s *Stack) debugAddr() string {
 	s.T.Helper()
