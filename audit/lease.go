@@ -143,14 +143,12 @@ func (l *leases) round(ctx context.Context) error {
 	}
 	l.relays.Store(int64(len(names)))
 	old := *l.held.Load()
-	want := make([]bool, len(l.outboxes))
 	ms := strconv.FormatInt(l.ttl.Milliseconds(), 10)
 	var calls []scriptCall
 	var acquired []int // outbox index of each acquire call
 	for i, k := range l.outboxes {
-		want[i] = preferredRelay(names, k) == l.name
 		switch {
-		case want[i]:
+		case preferredRelay(names, k) == l.name:
 			calls = append(calls, scriptCall{acquireScript, []string{leaseKeyOf(k)}, []any{l.token, ms, l.name + "/"}})
 			acquired = append(acquired, i)
 		case old[i]:

@@ -268,8 +268,6 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 		for i := w; i < len(r.cfg.Outboxes); i += r.cfg.Workers {
 			if ls.Held(i) {
 				mine = append(mine, i)
-			} else if st := states[i]; st != nil && st.read == 0 {
-				delete(states, i)
 			}
 		}
 		b, full, err := r.poll(ops, mine, states)

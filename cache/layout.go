@@ -18,7 +18,7 @@ import (
 //go:generate go run ./internal/gentags -shards 256 -o shardtags.go
 
 // The keys of one code — its hash, the replay markers and idempotency records of the requests
-// that name it, and the outbox stream its events go to — share the hash tag of the code's
+// that name it, and the outbox its events go to — share the hash tag of the code's
 // virtual shard, so one Lua call touches one Redis Cluster slot and a project's codes spread
 // over every master. Shards and their tags are generated (shardtags.go): shard i's tag lies in
 // the i-th equal slice of the 16384 slots, so the equal slot ranges of `redis-cli --cluster

@@ -35,8 +35,8 @@ import (
 // TestReshardingUnderLoad moves every slot of one master (5461, a third) to another with
 // `redis-cli --cluster reshard` while 64 goroutines verify codes through three API replicas,
 // each code by two of them at once. Keys move with MIGRATE under the traffic: scripts of a slot
-// in migration are answered ASK or TRYAGAIN, then MOVED, and the outbox streams move under the
-// relay's blocking reads.
+// in migration are answered ASK or TRYAGAIN, then MOVED, and the outboxes move under the
+// relay's polls and trims.
 func TestReshardingUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("resharding a Redis Cluster under load")
@@ -148,7 +148,7 @@ func TestReshardingUnderLoad(t *testing.T) {
 	took := moveEnd.Sub(moveStart)
 	testkit.Report(t, "set up in %s; resharded %d slots (%s → %s; its %d shards, %d keys) in %s under load: %d verifies answered meanwhile (%.0f/s; %.0f/s over the whole run of %d); "+
 		"redirects answered by the nodes: %d MOVED, %d ASK, %d TRYAGAIN; client retries %d (%s); %d codes redeemed once each, none twice; "+
-		"%d relay warnings (a blocked XREADGROUP is answered UNBLOCKED when its stream moves)",
+		"%d relay warnings (a poll, lease round or trim refused while its outbox moved)",
 		setup.Round(time.Millisecond), moving, from.Addr, to.Addr, len(fromShards), movedKeys, took.Round(time.Millisecond), during, float64(during)/took.Seconds(),
 		float64(len(answers))/load.took.Seconds(), len(answers), redirects["MOVED"], redirects["ASK"], redirects["TRYAGAIN"],
 		load.retries.Load(), load.attemptStatuses(), len(sum.successes), relayWarnings(s))
@@ -861,7 +861,7 @@ func failureCauses(s *testkit.Stack) string {
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// relayWarnings counts the relay's logged read, claim and remove failures.
+// relayWarnings counts the relay's logged read, lease and remove failures.
 func relayWarnings(s *testkit.Stack) int {
 	k := 0
 	for _, l := range s.Logs.Lines() {

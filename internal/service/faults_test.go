@@ -255,8 +255,8 @@ func newTraffic(t *testing.T, s *testkit.Stack, nCodes int) *traffic {
 	bases := s.StartAPIs(3)
 	tn := s.NewTenant(nil, bases...)
 	f := &traffic{t: t, tn: tn}
-	// Every code in one shard, so every event goes to one outbox stream, which the fault
-	// scenarios inspect (the relay's hook names entry ids, not their stream).
+	// Every code in one shard, so every event goes to one outbox: a crashed batch and the
+	// events after it wait in one list, in order, for the relay that takes it over.
 	for i := 0; len(f.values) < nCodes; i++ {
 		v := fmt.Sprintf("FAULT-%02d", i)
 		if len(f.values) == 0 || cache.ShardOf(tn.ProjectID, v) == cache.ShardOf(tn.ProjectID, f.values[0]) {

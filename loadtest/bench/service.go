@@ -229,7 +229,7 @@ func (b *bench) sustained(ctx context.Context) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: the pipeline drained the earlier phases' %d events in %.1f s\n", log1.rows-log0.rows, drained)
 
-	// What the parts spend with nothing to do: the relay's blocking reads of 256 streams, the
+	// What the parts spend with nothing to do: the relay's polls of 256 outboxes (one every 100 ms while they stay empty), the
 	// consumer's fetches, the broker's housekeeping. Per verify it weighs less the higher the
 	// rate.
 	idle0 := m.sample()
