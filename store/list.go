@@ -36,6 +36,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		return "$" + strconv.Itoa(len(args))
 	}
 	where := []string{"c.project_id = $1"}
+	var matches string // a search's matching code ids, from code_values
 	if q.State != "" {
 		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
 		if err != nil {
@@ -44,7 +45,10 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		where = append(where, cond)
 	}
 	if q.Search != "" {
-		where = append(where, "c.code ILIKE "+arg(likePattern(q.Search))+` ESCAPE '\'`)
+		// The trigram index is on code_values (migration 00013), which verifies never touch.
+		matches = `SELECT v.code_id FROM code_values v WHERE v.project_id = $1
+			AND v.code ILIKE ` + arg(likePattern(q.Search)) + ` ESCAPE '\'`
+		where = append(where, `c.id IN (`+matches+`)`)
 	}
 	filter := strings.Join(where, " AND ")
 
@@ -55,6 +59,11 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 			return nil, 0, err
 		}
 		total = countOf(st, q.State)
+	} else if q.State == "" {
+		// A search alone is answered from code_values, codes joined for the page's rows only.
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+matches+`) m`, args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
+		}
 	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+filter, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
 	}
@@ -71,6 +80,10 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
 			AND c.seq <= (SELECT p.code_seq FROM projects p WHERE p.id = $1) - ` + off + `
 			ORDER BY c.seq DESC LIMIT ` + limit
+	} else if q.State == "" {
+		query = `WITH m AS MATERIALIZED (` + strings.Replace(matches, "SELECT v.code_id", "SELECT v.code_id, v.seq", 1) + `
+			ORDER BY v.seq DESC LIMIT ` + limit + ` OFFSET ` + off + `)
+			SELECT ` + codeColumns + ` FROM codes c JOIN m ON m.code_id = c.id ORDER BY m.seq DESC`
 	} else if q.State == contract.StateExpired && q.Search == "" && total <= sparseRows {
 		// Expired codes are usually few and old: walking the project's open codes newest first
 		// until the page fills would visit nearly all of them (the planner assumes matches are

@@ -104,7 +104,15 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	}
 	args := []string{"-D", dir, "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300",
-		"-c", "shared_buffers=256MB", "-c", "logging_collector=off"}
+		"-c", "shared_buffers=256MB", "-c", "logging_collector=off",
+		// A write-heavy server's checkpoint settings (docs/capacity.md, "PostgreSQL"): every
+		// verify updates one code row on a random page, and the first change of a page after a
+		// checkpoint writes the whole page to the WAL. With the defaults (max_wal_size 1GB) a
+		// few thousand verifies a second trigger a checkpoint every few seconds, and nearly
+		// every update pays a full-page image; checkpoints spaced by time, and those images
+		// compressed, make the WAL per verify mostly the rows themselves.
+		"-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=15min", "-c", "checkpoint_completion_target=0.9",
+		"-c", "wal_compression=lz4"}
 	if o.Fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
