@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -23,10 +24,37 @@ var migrationsFS embed.FS
 // several replicas may run it at once at start-up.
 func Migrate(ctx context.Context, databaseURL string) error {
 	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
-		_, err := p.Up(ctx)
-		return err
+		if _, err := p.Up(ctx); err != nil {
+			return fmt.Errorf("apply migrations: %w", err)
+		}
+		return nil
 	})
 }
+
+// CheckSchema tells whether the database at databaseURL holds every migration this binary
+// carries. A server started on an older schema would answer 500 from whatever reads a table or
+// column it lacks, long after it reported ready; refused at start, the operator reads at once
+// that `acv migrate` has to run first. A newer schema (a newer binary migrated already, during
+// a rolling deploy) is fine: migrations only add to what older binaries use.
+func CheckSchema(ctx context.Context, databaseURL string) error {
+	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+		have, err := p.GetDBVersion(ctx)
+		if err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		var want int64
+		for _, src := range p.ListSources() {
+			want = max(want, src.Version)
+		}
+		if have < want {
+			return fmt.Errorf("%w: the database is at version %d, this binary needs %d: run `acv migrate`", ErrSchemaBehind, have, want)
+		}
+		return nil
+	})
+}
+
+// ErrSchemaBehind is CheckSchema's refusal.
+var ErrSchemaBehind = errors.New("database schema is behind")
 
 // migrate runs fn with a migration provider on databaseURL, under the advisory lock.
 func migrate(ctx context.Context, databaseURL string, fn func(*goose.Provider) error) error {
@@ -51,8 +79,5 @@ func migrate(ctx context.Context, databaseURL string, fn func(*goose.Provider) e
 	if err != nil {
 		return fmt.Errorf("migration provider: %w", err)
 	}
-	if err := fn(p); err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
-	}
-	return nil
+	return fn(p)
 }

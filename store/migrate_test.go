@@ -1,10 +1,12 @@
 package store_test
 
 import (
-	"github.com/acv/acv/internal/testkit"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
 
@@ -47,5 +49,28 @@ func TestMigrateIdempotent(t *testing.T) {
 		if err := s.Pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok); err != nil || !ok {
 			t.Errorf("table %s missing (err %v)", table, err)
 		}
+	}
+}
+
+// TestCheckSchema: a server refuses a database that lacks a migration it carries, and starts
+// on one that has them all.
+func TestCheckSchema(t *testing.T) {
+	ctx := testCtx(t)
+	url := testkit.PostgresDB(t)
+	if err := store.CheckSchema(ctx, url); !errors.Is(err, store.ErrSchemaBehind) {
+		t.Fatalf("empty database: %v, want ErrSchemaBehind", err)
+	}
+	if err := store.MigrateTo(ctx, url, 9); err != nil {
+		t.Fatal(err)
+	}
+	err := store.CheckSchema(ctx, url)
+	if !errors.Is(err, store.ErrSchemaBehind) || !strings.Contains(err.Error(), "acv migrate") {
+		t.Fatalf("database at version 9: %v, want ErrSchemaBehind naming acv migrate", err)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CheckSchema(ctx, url); err != nil {
+		t.Fatalf("migrated database: %v", err)
 	}
 }

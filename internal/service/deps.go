@@ -44,6 +44,10 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	if cfg.Tracer != nil {
 		opts = append(opts, store.WithTracer(cfg.Tracer))
 	}
+	if err := store.CheckSchema(ctx, cfg.DatabaseURL); err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	st, err := store.Open(ctx, withPoolSize(cfg.DatabaseURL, cfg.PGMaxConns), opts...)
 	if err != nil {
 		rdb.Close()

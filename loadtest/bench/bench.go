@@ -29,6 +29,9 @@ type bench struct {
 	conc   int
 	codes  int
 	scaleN int
+	// profileDir, when set, receives a CPU profile of the API over each measured phase that
+	// profiles (profile.go), for the closing notes' "where the time goes".
+	profileDir string
 
 	dir string
 	// relayDebug is the running relay's debug address (its /metrics), once it runs.

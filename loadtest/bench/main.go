@@ -28,6 +28,7 @@ func main() {
 	codes := flag.Int("codes", 700_000, "codes generated for the run")
 	out := flag.String("o", "", "also write the markdown table to this file")
 	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
+	profile := flag.String("profile", "", "write CPU profiles of the API during the hot-path and sustained phases into this directory")
 	only := flag.String("only", "", "comma-separated phases to run (http, redis, rediscpu, pg, hot, cluster, sustained, scale); all but scale when empty")
 	flag.Parse()
 	if *ceiling != "" {
@@ -37,7 +38,7 @@ func main() {
 		}
 		return
 	}
-	b := &bench{acv: *acvBin, dur: *dur, conc: *conc, codes: *codes, scaleN: *scaleN}
+	b := &bench{acv: *acvBin, dur: *dur, conc: *conc, codes: *codes, scaleN: *scaleN, profileDir: *profile}
 	if *only != "" {
 		b.phases = map[string]bool{}
 		for _, p := range strings.Split(*only, ",") {

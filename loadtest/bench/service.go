@@ -138,8 +138,10 @@ func (b *bench) hotPath(ctx context.Context) error {
 	defer p.stop()
 	m := meter{partAPI: p.cpu, partRedis: func() float64 { return pidCPU(b.redis.Pid()) }, partLoadgen: selfCPU}
 	cpu0, busy0 := m.sample(), machineBusy()
+	prof := b.profile(ctx, p, "api-hot")
 	rep := b.load(ctx, p.base, 0, len(b.pool))
 	cpu, busy := m.sample().since(cpu0), machineBusy()-busy0
+	prof()
 	b.hot = rep
 	b.costs = append(b.costs, newCostRow(costHot, rep, cpu, busy, "events wait in the outbox; the pipeline's parts are not running"))
 	share := func(sec float64) float64 { return 100 * sec / (rep.Seconds * float64(numCPU())) }
