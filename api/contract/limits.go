@@ -18,6 +18,41 @@ const (
 	MaxIdempotencyKey = 255
 )
 
+// ConsoleByPrefix begins the verified_by (or reactivated_by) of an operation an operator made by
+// hand in the console: "console:<username>". The client API refuses it (ValidateBy), so a log
+// entry carrying it was made in the console, never by an API key claiming to be an operator.
+const ConsoleByPrefix = "console:"
+
+// ValidateBy checks verified_by or reactivated_by as the client API receives it: free text
+// (ValidateText) that does not begin with ConsoleByPrefix, in any ASCII case.
+func ValidateBy(field, v string) error {
+	if err := ValidateText(field, v, MaxByLen); err != nil {
+		return err
+	}
+	if hasPrefixFoldASCII(v, ConsoleByPrefix) {
+		return fmt.Errorf("%s must not begin with %q: it marks operations made in the console", field, ConsoleByPrefix)
+	}
+	return nil
+}
+
+// hasPrefixFoldASCII tells whether v begins with prefix (lowercase ASCII) in any ASCII case:
+// the OpenAPI document's pattern says the same, so the two never disagree on a string.
+func hasPrefixFoldASCII(v, prefix string) bool {
+	if len(v) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := v[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidateCode checks a code value: 1 to 100 characters of printable UTF-8, no control characters.
 func ValidateCode(v string) error {
 	if v == "" {

@@ -124,16 +124,19 @@ func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	for _, f := range []struct {
 		name string
 		v    *string
-		max  int
 	}{
-		{"verified_by", b.VerifiedBy, contract.MaxByLen},
-		{"reactivated_by", b.ReactivatedBy, contract.MaxByLen},
-		{"reason", b.Reason, contract.MaxReasonLen},
+		{"verified_by", b.VerifiedBy},
+		{"reactivated_by", b.ReactivatedBy},
 	} {
 		if f.v == nil {
 			continue
 		}
-		if err := contract.ValidateText(f.name, *f.v, f.max); err != nil {
+		if err := contract.ValidateBy(f.name, *f.v); err != nil {
+			return b, err.Error()
+		}
+	}
+	if b.Reason != nil {
+		if err := contract.ValidateText("reason", *b.Reason, contract.MaxReasonLen); err != nil {
 			return b, err.Error()
 		}
 	}

@@ -22,8 +22,8 @@ type ManualResult struct {
 const consoleKeyID = "console"
 
 // verifiedByPrefix marks a verification-log event made by hand: verified_by (or reactivated_by)
-// is "console:<username>".
-const verifiedByPrefix = "console:"
+// is "console:<username>", a prefix the client API refuses (contract.ValidateBy).
+const verifiedByPrefix = contract.ConsoleByPrefix
 
 // ManualVerify redeems a code by hand (support and above), through the hot path the client API
 // uses: the same checks (disabled, expired, used, project disabled), the same atomic

@@ -50,6 +50,8 @@ func BadBodies(vpath, rpath string) []BadBody {
 		{"code with a newline", rpath, `{"code":"%[1]s\n"}`, 400, "control", false},
 		{"verified_by of 101 characters", vpath, `{"code":"%[1]s","verified_by":"` + long(101) + `"}`, 400, "verified_by", false},
 		{"verified_by with a control character", vpath, `{"code":"%[1]s","verified_by":"a\u0007b"}`, 400, "verified_by", false},
+		{"verified_by claiming the console", vpath, `{"code":"%[1]s","verified_by":"console:alice"}`, 400, "console", false},
+		{"reactivated_by claiming the console", rpath, `{"code":"%[1]s","reactivated_by":"CONSOLE:bob"}`, 400, "console", false},
 		{"reactivated_by of 101 characters", rpath, `{"code":"%[1]s","reactivated_by":"` + long(101) + `"}`, 400, "reactivated_by", false},
 		{"reason of 501 characters", rpath, `{"code":"%[1]s","reason":"` + long(501) + `"}`, 400, "reason", false},
 		{"trailing object", vpath, `{"code":"%[1]s"} {"code":"%[1]s"}`, 400, "JSON", false},
