@@ -37,11 +37,18 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	}
 	s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath())
 	if contract.KindOf(err) == contract.KindUnavailable || isUnavailable(err) {
+		// A dependency down or slow is usually back within moments (a failover, a restart):
+		// clients that honour Retry-After (api/client, the SDKs) retry after a second rather
+		// than at once, all together.
+		c.Header("Retry-After", unavailableRetryAfter)
 		c.AbortWithStatusJSON(http.StatusServiceUnavailable, contract.ErrorBody{Detail: "Service temporarily unavailable"})
 		return
 	}
 	c.AbortWithStatusJSON(http.StatusInternalServerError, contract.ErrorBody{Detail: "Internal server error"})
 }
+
+// unavailableRetryAfter is a 503's Retry-After, in seconds.
+const unavailableRetryAfter = "1"
 
 // isUnavailable tells whether err looks like a dependency being down or slow rather than a bug.
 func isUnavailable(err error) bool {

@@ -596,6 +596,9 @@ func TestFaults(t *testing.T) {
 			tc.setup(e)
 			w := e.do(tc.r)
 			mention := "Internal server error"
+			if ra := w.Header().Get("Retry-After"); (tc.status == 503) != (ra == "1") {
+				t.Errorf("status %d with Retry-After %q; a 503, and only a 503, says 1", w.Code, ra)
+			}
 			if tc.status == 503 {
 				mention = "unavailable"
 			}

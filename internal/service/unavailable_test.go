@@ -40,6 +40,9 @@ func TestRedisLoadingAnswers503(t *testing.T) {
 		if d := testkit.WantDetail(t, r, http.StatusServiceUnavailable, ""); d != "Service temporarily unavailable" {
 			t.Errorf("%s while redis loads: detail %q", name, d)
 		}
+		if ra := r.Header.Get("Retry-After"); ra != "1" {
+			t.Errorf("%s while redis loads: Retry-After %q, want 1", name, ra)
+		}
 		if bytes.Contains(bytes.ToUpper(r.Body), []byte("LOADING")) {
 			t.Errorf("%s: the answer shows redis's error: %s", name, r.Body)
 		}
