@@ -32,8 +32,8 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// refusal is how an error is answered: its status, the detail shown, and for a lock the
-// seconds to wait (Retry-After). A refusal shows its own message; anything else is logged
+// refusal is how an error is answered: its status, the detail shown, and for a lock or a 503
+// the seconds to wait (Retry-After). A refusal shows its own message; anything else is logged
 // with its cause and answered 500, or 503 when a dependency is down or slow, with a detail that
 // says nothing internal. The API (writeError) and the pages (renderError) both answer by it.
 func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
@@ -55,7 +55,7 @@ func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, 
 	}
 	s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
 	if contract.KindOf(err) == contract.KindUnavailable || errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusServiceUnavailable, "Service temporarily unavailable", 0
+		return http.StatusServiceUnavailable, "Service temporarily unavailable", 1
 	}
 	return http.StatusInternalServerError, "Internal server error", 0
 }
