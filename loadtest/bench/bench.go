@@ -48,6 +48,7 @@ type bench struct {
 	rows                []row
 	hot, sust, halfRate loadgen.Report
 	halfHot             loadgen.Report
+	halfRateNice        loadgen.Report // half rate, pipeline running at pipelineNice
 	costs               []costRow
 	idle                cpuSample // CPU seconds per part over idleWindow, pipeline running, no load
 	clusterRep          loadgen.Report

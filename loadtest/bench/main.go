@@ -25,7 +25,7 @@ func main() {
 	acvBin := flag.String("acv", "bin/acv", "the acv binary to measure")
 	dur := flag.Duration("d", 10*time.Second, "length of each measured phase")
 	conc := flag.Int("c", 64, "connections of the load generator")
-	codes := flag.Int("codes", 700_000, "codes generated for the run")
+	codes := flag.Int("codes", 800_000, "codes generated for the run")
 	out := flag.String("o", "", "also write the markdown table to this file")
 	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
 	profile := flag.String("profile", "", "write CPU profiles of the API during the hot-path and sustained phases into this directory")

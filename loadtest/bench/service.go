@@ -297,6 +297,26 @@ func (b *bench) sustained(ctx context.Context) error {
 	if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
 		return err
 	}
+
+	// The same rate with the pipeline yielding the CPU to the hot path (priority.go): how much
+	// of the latency above is the pipeline's work competing for the two cores.
+	if err := b.renicePipeline(pipelineNice, relay, consumer); err != nil {
+		return err
+	}
+	mon := b.monitor(ctx)
+	rep = b.load(ctx, api.base, half, len(b.pool))
+	lag := float64(mon()) / rep.RPS
+	err = b.waitDrained(ctx, 5*time.Minute)
+	if rerr := b.renicePipeline(0, relay, consumer); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, row{name: fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), pipeline running at nice %d", half, pipelineNice),
+		rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms, errors: rep.Errors, genCPU: genShare(rep),
+		note: fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, lag)})
+	b.halfRateNice = rep
 	return b.measureStorage(ctx)
 }
 
