@@ -36,7 +36,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		return "$" + strconv.Itoa(len(args))
 	}
 	where := []string{"c.project_id = $1"}
-	var matches string // a search's matching code ids, from code_values
+	var matches string // a search's condition on code_values v
 	if q.State != "" {
 		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
 		if err != nil {
@@ -46,9 +46,8 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	}
 	if q.Search != "" {
 		// The trigram index is on code_values (migration 00013), which verifies never touch.
-		matches = `SELECT v.code_id FROM code_values v WHERE v.project_id = $1
-			AND v.code ILIKE ` + arg(likePattern(q.Search)) + ` ESCAPE '\'`
-		where = append(where, `c.id IN (`+matches+`)`)
+		matches = `v.project_id = $1 AND v.code ILIKE ` + arg(likePattern(q.Search)) + ` ESCAPE '\'`
+		where = append(where, `c.id IN (SELECT v.code_id FROM code_values v WHERE `+matches+`)`)
 	}
 	filter := strings.Join(where, " AND ")
 
@@ -61,7 +60,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		total = countOf(st, q.State)
 	} else if q.State == "" {
 		// A search alone is answered from code_values, codes joined for the page's rows only.
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+matches+`) m`, args...).Scan(&total); err != nil {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM code_values v WHERE `+matches, args...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
 		}
 	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+filter, args...).Scan(&total); err != nil {
@@ -81,7 +80,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 			AND c.seq <= (SELECT p.code_seq FROM projects p WHERE p.id = $1) - ` + off + `
 			ORDER BY c.seq DESC LIMIT ` + limit
 	} else if q.State == "" {
-		query = `WITH m AS MATERIALIZED (` + strings.Replace(matches, "SELECT v.code_id", "SELECT v.code_id, v.seq", 1) + `
+		query = `WITH m AS MATERIALIZED (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
 			ORDER BY v.seq DESC LIMIT ` + limit + ` OFFSET ` + off + `)
 			SELECT ` + codeColumns + ` FROM codes c JOIN m ON m.code_id = c.id ORDER BY m.seq DESC`
 	} else if q.State == contract.StateExpired && q.Search == "" && total <= sparseRows {
