@@ -44,6 +44,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		}
 		where = append(where, cond)
 	}
+	withoutSearch := strings.Join(where, " AND ")
 	if q.Search != "" {
 		// The trigram index is on code_values (migration 00013), which verifies never touch.
 		matches = `v.project_id = $1 AND v.code ILIKE ` + arg(likePattern(q.Search)) + ` ESCAPE '\'`
@@ -83,7 +84,13 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		query = `WITH m AS MATERIALIZED (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
 			ORDER BY v.seq DESC LIMIT ` + limit + ` OFFSET ` + off + `)
 			SELECT ` + codeColumns + ` FROM codes c JOIN m ON m.code_id = c.id ORDER BY m.seq DESC`
-	} else if q.State == contract.StateExpired && q.Search == "" && total <= sparseRows {
+	} else if q.Search != "" {
+		// A search with a state filter: the matches newest first from code_values, each joined
+		// to its code for the state, until the page is full (not every match of a broad search).
+		query = `SELECT ` + codeColumns + ` FROM (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
+			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + withoutSearch + `
+			ORDER BY m.seq DESC LIMIT ` + limit + ` OFFSET ` + off
+	} else if q.State == contract.StateExpired && total <= sparseRows {
 		// Expired codes are usually few and old: walking the project's open codes newest first
 		// until the page fills would visit nearly all of them (the planner assumes matches are
 		// spread evenly). Collect the few through the expiry index first, then sort them.
