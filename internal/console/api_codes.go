@@ -128,18 +128,38 @@ func (s *Server) generate(c *gin.Context, se *Session) error {
 	return nil
 }
 
+// importCodes reads a CSV body. ?dry_run=true checks every row and writes nothing; otherwise
+// the good rows are imported. Either way the answer is the report, with the problem rows.
 func (s *Server) importCodes(c *gin.Context, se *Session) error {
+	dry, err := queryBool(c, "dry_run")
+	if err != nil {
+		return err
+	}
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxImportBytes)
-	res, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), body)
+	rep, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), body, dry)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, res.Inserted)
+		if dry {
+			return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes", s.cfg.MaxImportBytes)
+		}
+		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, rep.Inserted)
 	}
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"read": res.Read, "inserted": res.Inserted, "duplicates": res.Duplicates})
+	c.JSON(http.StatusOK, rep)
 	return nil
+}
+
+// queryBool reads an optional boolean query parameter: true, false, 1 or 0; absent is false.
+func queryBool(c *gin.Context, name string) (bool, error) {
+	switch c.Query(name) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, contract.Errorf(contract.KindInvalid, "Query parameter %s must be true or false", name)
 }
 
 // export streams every code of the project as CSV. What can refuse it is checked before the

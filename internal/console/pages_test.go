@@ -119,7 +119,7 @@ func TestConsolePagesPerRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\n<script>alert(1)</script>\nPLAIN-1\n")); err != nil {
+	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\n<script>alert(1)</script>\nPLAIN-1\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.CreateAPIKey(ctx, op, p.ID, 0, 0); err != nil {
@@ -295,7 +295,7 @@ func TestConsolePagesActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nA/B+C\n")); err != nil {
+	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nA/B+C\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	sup := e.pageLogin("sam", console.RoleSupport)
