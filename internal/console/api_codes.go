@@ -10,6 +10,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// listCodes answers a page of a project's codes. With a cursor parameter (empty for the first
+// page) it pages by keyset and answers next_cursor; without, by page number as the client API
+// does.
 func (s *Server) listCodes(c *gin.Context, se *Session) error {
 	var (
 		q   contract.ListQuery
@@ -24,10 +27,22 @@ func (s *Server) listCodes(c *gin.Context, se *Session) error {
 	if err := contract.ValidateText("search", q.Search, contract.MaxCodeLen); err != nil {
 		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
 	}
-	if q.Page, err = queryInt(c, "page", 1); err != nil {
+	if q.PageSize, err = queryInt(c, "page_size", contract.DefaultPageSize); err != nil {
 		return err
 	}
-	if q.PageSize, err = queryInt(c, "page_size", contract.DefaultPageSize); err != nil {
+	if cursor, keyset := c.GetQuery("cursor"); keyset {
+		if q.PageSize < 1 || q.PageSize > contract.MaxPageSize {
+			return contract.Errorf(contract.KindInvalid, "page_size must be 1 to %d", contract.MaxPageSize)
+		}
+		page, err := s.svc.ListCodesAfter(c.Request.Context(), s.actor(c, se), c.Param("project_id"),
+			admin.CursorQuery{State: q.State, Search: q.Search, Cursor: cursor, PageSize: q.PageSize})
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, page)
+		return nil
+	}
+	if q.Page, err = queryInt(c, "page", 1); err != nil {
 		return err
 	}
 	if q.Page < 1 || q.PageSize < 1 || q.PageSize > contract.MaxPageSize {

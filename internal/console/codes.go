@@ -19,6 +19,17 @@ func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q co
 	return ad.ListCodes(ctx, projectID, q, s.now().Unix())
 }
 
+// ListCodesAfter reads one keyset page of a project's codes (viewer and above): the same
+// filters as ListCodes, a cursor instead of a page number, so deep pages cost what the first
+// does and codes created meanwhile shift no page.
+func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q admin.CursorQuery) (admin.CursorPage, error) {
+	ad, err := s.operator(a, RoleViewer)
+	if err != nil {
+		return admin.CursorPage{}, err
+	}
+	return ad.ListCodesAfter(ctx, projectID, q, s.now().Unix())
+}
+
 // Code reads one code by its value, with its live state and its verification history (viewer
 // and above).
 func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (admin.CodeWithHistory, error) {
