@@ -139,3 +139,36 @@ func TestConsoleOpenAPIServedAndMatchesAnswers(t *testing.T) {
 		t.Errorf("only %d of %d answers were checked against the document", n, len(steps))
 	}
 }
+
+// TestConsoleDocsPages: the docs page links both OpenAPI documents and the guide; the guide is
+// docs/api.md with its headings as anchors, and the client document is the client API's.
+func TestConsoleDocsPages(t *testing.T) {
+	e := newEnv(t, nil)
+	b := e.pageLogin("dora", console.RoleViewer)
+	res, body := b.page("GET", "/docs", nil)
+	b.want("docs", res, body, http.StatusOK, "")
+	for _, want := range []string{`href="/docs/api#authentication"`, `href="/docs/client-openapi.yaml"`, `href="` + console.APIPrefix + `/openapi.yaml"`, `aria-current="page">Docs`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("docs page lacks %s", want)
+		}
+	}
+	res, body = b.page("GET", "/docs/api", nil)
+	b.want("guide", res, body, http.StatusOK, "")
+	for _, want := range []string{`<h2 id="authentication">Authentication</h2>`, `<h3 id="the-string-to-sign">`, `href="#worked-example"`, "<pre tabindex=\"0\"><code>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("guide page lacks %s", want)
+		}
+	}
+	res, body = b.page("GET", "/docs/api.md", nil)
+	b.want("guide markdown", res, body, http.StatusOK, "")
+	if !strings.HasPrefix(body, "# acv client API reference") {
+		t.Errorf("guide markdown: %.80s", body)
+	}
+	res, body = b.page("GET", "/docs/client-openapi.yaml", nil)
+	b.want("client document", res, body, http.StatusOK, "")
+	if !strings.Contains(body, "title: acv client API") {
+		t.Errorf("client document: %.200s", body)
+	}
+	res, body = e.browser().page("GET", "/docs", nil)
+	b.want("docs without a session", res, body, http.StatusSeeOther, "/login")
+}
