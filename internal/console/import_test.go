@@ -306,3 +306,23 @@ var (
 	codeLink = regexp.MustCompile(`<th scope="row"><a class="mono" href="[^"]*code\?value=([^"]+)">`)
 	nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
 )
+
+// TestConsoleImportTooLarge: a CSV over the console's limit is 413 with a detail, in the API
+// (dry run or not) and on the page's upload form.
+func TestConsoleImportTooLarge(t *testing.T) {
+	e := newEnv(t, func(_ *console.Config, s *console.ServerConfig) { s.MaxImportBytes = 4 << 10 })
+	op := e.account("lara", console.RoleOperator)
+	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), store.NewProject{Name: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("CODE-0123456789\n", 1000) // 16 KB
+	for _, q := range []string{"?dry_run=true", ""} {
+		res, body := op.do("POST", "/projects/"+p.ID+"/import"+q, big)
+		expect(t, "too large"+q, res, body, http.StatusRequestEntityTooLarge)
+	}
+	b := e.pageLogin("lena", console.RoleOperator)
+	_, page := b.page("GET", "/projects/"+p.ID, nil)
+	res, body := b.upload("/projects/"+p.ID+"/import", url.Values{"csrf_token": {csrf(t, page)}, "action": {"check"}}, big+strings.Repeat("x", 70<<10))
+	b.want("page upload too large", res, body, http.StatusRequestEntityTooLarge, "")
+}
