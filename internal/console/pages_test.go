@@ -130,10 +130,10 @@ func TestConsolePagesPerRole(t *testing.T) {
 		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts", "/docs", "/docs/api"}
 	// What each role may post on those pages, at least.
 	mustHave := map[console.Role][]string{
-		console.RoleSupport:  {"/projects/" + p.ID + "/code/disable", "/projects/" + p.ID + "/code/verify", "/projects/" + p.ID + "/code/reactivate"},
+		console.RoleSupport: {"/projects/" + p.ID + "/code/disable", "/projects/" + p.ID + "/code/verify", "/projects/" + p.ID + "/code/reactivate"},
 		console.RoleOperator: {"/projects", "/projects/" + p.ID + "/generate", "/projects/" + p.ID + "/keys", "/projects/" + p.ID + "/disable",
 			"/projects/" + p.ID + "/import", "/projects/" + p.ID + "/expiry"},
-		console.RoleAdmin:    {"/accounts"},
+		console.RoleAdmin: {"/accounts"},
 	}
 	for _, role := range []console.Role{console.RoleViewer, console.RoleSupport, console.RoleOperator, console.RoleAdmin} {
 		t.Run(string(role), func(t *testing.T) {
