@@ -245,8 +245,8 @@ func (im *importer) flush(ctx context.Context) error {
 // printable is a cell shown in a report: control characters escaped, cut to a length a table
 // can show.
 func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
 	}
 	q := strconv.Quote(s)
 	if q[1:len(q)-1] == s {
