@@ -22,7 +22,10 @@ const codeColumns = `c.id, c.project_id, c.code, c.is_disabled, c.expires_at, c.
 	c.verified_by, c.created_at, c.version`
 
 // scanCode reads one row of codeColumns.
-func scanCode(row pgx.Row) (contract.CodeRecord, error) {
+func scanCode(row pgx.Row) (contract.CodeRecord, error) { return scanCodeSeq(row, nil) }
+
+// scanCodeSeq reads one row of codeColumns followed, when seq is not nil, by c.seq into seq.
+func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
 	var (
 		r                     contract.CodeRecord
 		id, pid               pgtype.UUID
@@ -30,8 +33,11 @@ func scanCode(row pgx.Row) (contract.CodeRecord, error) {
 		verifiedBy            *string
 		createdAt             time.Time
 	)
-	if err := row.Scan(&id, &pid, &r.Code, &r.Disabled, &expiresAt, &verifiedAt,
-		&verifiedBy, &createdAt, &r.Version); err != nil {
+	dst := []any{&id, &pid, &r.Code, &r.Disabled, &expiresAt, &verifiedAt, &verifiedBy, &createdAt, &r.Version}
+	if seq != nil {
+		dst = append(dst, seq)
+	}
+	if err := row.Scan(dst...); err != nil {
 		return contract.CodeRecord{}, err
 	}
 	r.ID, r.ProjectID = hexID(id), hexID(pid)

@@ -216,6 +216,7 @@ func burstOr(burst int, rate float64) int {
 func codesCmd() *cobra.Command {
 	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
 	var project, expires, out string
+	var dryRun bool
 	var spec admin.GenerateSpec
 	gen := &cobra.Command{
 		Use:   "generate",
@@ -247,7 +248,11 @@ func codesCmd() *cobra.Command {
 	imp := &cobra.Command{
 		Use:   "import FILE.csv",
 		Short: "Import codes from CSV (code[,expires_at]); '-' reads standard input",
-		Args:  cobra.ExactArgs(1),
+		Long: "Import codes from CSV (code[,expires_at]); '-' reads standard input.\n\n" +
+			"Every row is checked: the good rows are imported, the invalid ones, repeats within the file and codes\n" +
+			"the project already holds are skipped and listed by line. --dry-run writes nothing. The command\n" +
+			"fails when a row is invalid, so a script notices.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := os.Stdin
 			if args[0] != "-" {
@@ -258,13 +263,21 @@ func codesCmd() *cobra.Command {
 				defer f.Close()
 			}
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				bar := newProgress("importing", -1)
-				res, err := a.ImportCSV(cmd.Context(), project, f, bar.Set)
-				bar.Finish()
-				if err == nil {
-					fmt.Fprintf(os.Stderr, "read %d codes: %d new, %d already present\n", res.Read, res.Inserted, res.Duplicates)
+				verb := "importing"
+				if dryRun {
+					verb = "checking"
 				}
-				return err
+				bar := newProgress(verb, -1)
+				rep, err := a.ImportCSV(cmd.Context(), project, f, admin.ImportOptions{DryRun: dryRun, Progress: bar.Set})
+				bar.Finish()
+				if err != nil {
+					return err
+				}
+				printImportReport(os.Stderr, rep)
+				if rep.Invalid > 0 {
+					return fmt.Errorf("%d invalid row(s) not imported", rep.Invalid)
+				}
+				return nil
 			})
 		},
 	}
@@ -288,6 +301,7 @@ func codesCmd() *cobra.Command {
 			})
 		},
 	}
+	imp.Flags().BoolVar(&dryRun, "dry-run", false, "check every row and report the problem rows without writing anything")
 	exp.Flags().StringVarP(&out, "output", "o", "", "file to write (default standard output)")
 	toggle := func(use string, disabled bool) *cobra.Command {
 		return &cobra.Command{

@@ -238,11 +238,17 @@ func TestCLIReadsAndReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errs, rc := c.run([]byte(exported), "codes", "import", "--project", q.ID, "-")
-	if rc != 0 || !strings.Contains(errs, "importing: 5 codes") || !strings.Contains(errs, "read 5 codes: 5 new") {
+	if rc != 0 || !strings.Contains(errs, "importing: 5 codes") || !strings.Contains(errs, "read 5 rows: 5 new codes imported") {
 		t.Errorf("import of an export: exit %d\n%s", rc, errs)
 	}
-	_, errs, rc = c.run([]byte("code,expires_at\nG1,\nG2,someday\n"), "codes", "import", "--project", q.ID, "-")
-	if rc == 0 || !strings.Contains(errs, "line 3") || !strings.Contains(errs, "1 code(s) before it were kept") {
+	bad := []byte("code,expires_at\nG1,\nG2,someday\nG3,\n")
+	_, errs, rc = c.run(bad, "codes", "import", "--dry-run", "--project", q.ID, "-")
+	if rc == 0 || !strings.Contains(errs, "line 3: invalid \"G2\"") || !strings.Contains(errs, "2 new codes would be imported (dry run") {
+		t.Errorf("dry run of a bad row: exit %d\n%s", rc, errs)
+	}
+	_, errs, rc = c.run(bad, "codes", "import", "--project", q.ID, "-")
+	if rc == 0 || !strings.Contains(errs, "line 3: invalid") || !strings.Contains(errs, "2 new codes imported") ||
+		!strings.Contains(errs, "1 invalid row(s) not imported") {
 		t.Errorf("import of a bad row: exit %d\n%s", rc, errs)
 	}
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "3")

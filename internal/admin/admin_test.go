@@ -71,11 +71,11 @@ func TestGenerateFillsBothStoresUniquely(t *testing.T) {
 	}
 }
 
-func TestImportSkipsDuplicatesAndStopsAtBadRow(t *testing.T) {
+func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "code,expires_at\nAAA,\nBBB,1900000000\nAAA,\n"
-	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), nil)
+	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{})
 	if err != nil || res.Read != 3 || res.Inserted != 2 || res.Duplicates != 1 {
 		t.Fatalf("import %+v, %v", res, err)
 	}
@@ -83,16 +83,16 @@ func TestImportSkipsDuplicatesAndStopsAtBadRow(t *testing.T) {
 	if err != nil || row.ExpiresAt == nil || *row.ExpiresAt != 1900000000 {
 		t.Fatalf("BBB: %+v, %v", row, err)
 	}
-	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), nil)
-	if err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("bad row: %v", err)
+	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), admin.ImportOptions{})
+	if err != nil || res.Inserted != 1 || res.Invalid != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 2 {
+		t.Fatalf("bad row: %+v, %v", res, err)
 	}
 }
 
 func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	a, rdb, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), nil); err != nil {
+	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), admin.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.SetCodeDisabled(ctx, pid, "X1", true); err != nil {

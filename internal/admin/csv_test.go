@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestImportReadsWhatExportWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), nil)
+	res, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{})
 	if err != nil || res.Read != 2 || res.Inserted != 2 {
 		t.Fatalf("import of an export: %+v, %v\n%s", res, err, out.String())
 	}
@@ -39,7 +40,7 @@ func TestImportReadsWhatExportWrites(t *testing.T) {
 		t.Fatalf("EXP-A: %+v, %v", row, err)
 	}
 	// Again: every code is already present.
-	if res, err = a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), nil); err != nil || res.Duplicates != 2 || res.Inserted != 0 {
+	if res, err = a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{}); err != nil || res.Existing != 2 || res.Inserted != 0 {
 		t.Fatalf("second import: %+v, %v", res, err)
 	}
 }
@@ -48,7 +49,7 @@ func TestImportAcceptsRFC3339AndUnixExpiry(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "R1,2030-01-02T03:04:05Z\nR2,1900000000\nR3,\n"
-	if res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), nil); err != nil || res.Inserted != 3 {
+	if res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{}); err != nil || res.Inserted != 3 {
 		t.Fatalf("import %+v, %v", res, err)
 	}
 	want := map[string]*int64{"R1": ptr(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix()), "R2": ptr(int64(1900000000)), "R3": nil}
@@ -60,39 +61,87 @@ func TestImportAcceptsRFC3339AndUnixExpiry(t *testing.T) {
 	}
 }
 
-// A bad row stops the import with its line; the rows before it are kept and the error says so.
-func TestImportBadRowKeepsEarlierRows(t *testing.T) {
+// Bad rows are reported, each with its line, and skipped; the good rows around them are
+// imported. A dry run reports the same and writes nothing.
+func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
-	in := "code,expires_at\nK1,\nK2,1900000000\nK3,next tuesday\nK4,\n"
-	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), nil)
-	var ie *admin.ImportError
-	if !errors.As(err, &ie) || ie.Line != 4 || ie.Kept.Read != 2 || ie.Kept.Inserted != 2 {
-		t.Fatalf("import: %+v, %v; want an ImportError at line 4 with 2 rows kept", res, err)
+	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "K0"}}); err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range []string{"line 4", "expires_at", "2 code(s) before it were kept", "not imported"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q lacks %q", err, w)
+	in := "code,expires_at\nK1,\nK2,1900000000\nK3,next tuesday\nK4,\nK1,\nK0,\nBAD\x01,\n\"K5\"x,\nK6,\n"
+	want := []admin.RowError{
+		{Line: 4, Value: "K3", Kind: admin.RowInvalid},
+		{Line: 6, Value: "K1", Kind: admin.RowDuplicate, Reason: "repeats line 2"},
+		{Line: 7, Value: "K0", Kind: admin.RowExists, Reason: "the project already holds this code"},
+		{Line: 8, Value: `"BAD\x01"`, Kind: admin.RowInvalid},
+		{Line: 9, Kind: admin.RowInvalid},
+	}
+	check := func(t *testing.T, rep admin.ImportReport, dry bool) {
+		t.Helper()
+		if rep.DryRun != dry || rep.Read != 9 || rep.Inserted != 4 || rep.Invalid != 3 || rep.Duplicates != 1 || rep.Existing != 1 || rep.Truncated {
+			t.Fatalf("report %+v", rep)
+		}
+		if len(rep.Errors) != len(want) {
+			t.Fatalf("errors %+v, want %d", rep.Errors, len(want))
+		}
+		for i, w := range want {
+			g := rep.Errors[i]
+			if g.Line != w.Line || g.Value != w.Value || g.Kind != w.Kind || (w.Reason != "" && g.Reason != w.Reason) || g.Reason == "" {
+				t.Errorf("error %d: %+v, want %+v", i, g, w)
+			}
 		}
 	}
-	for _, v := range []string{"K1", "K2"} {
-		if _, err := a.Store.CodeByValue(ctx, pid, v); err != nil {
-			t.Errorf("%s before the bad row not kept: %v", v, err)
+	t.Run("dry run", func(t *testing.T) {
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, v := range []string{"K3", "K4"} {
-		if _, err := a.Store.CodeByValue(ctx, pid, v); !errors.Is(err, contract.ErrNotFound) {
-			t.Errorf("%s at or after the bad row: %v, want not found", v, err)
+		check(t, rep, true)
+		for _, v := range []string{"K1", "K2", "K4", "K6"} {
+			if _, err := a.Store.CodeByValue(ctx, pid, v); !errors.Is(err, contract.ErrNotFound) {
+				t.Errorf("dry run wrote %s: %v", v, err)
+			}
 		}
-	}
-	// A quoted field spanning lines: the reported line is the file's.
-	_, err = a.ImportCSV(ctx, pid, strings.NewReader("\"M1\"\nM2\n\"bad\"x\n"), nil)
-	if !errors.As(err, &ie) || ie.Line != 3 {
-		t.Errorf("malformed quote: %v, want line 3", err)
-	}
+	})
+	t.Run("import", func(t *testing.T) {
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, rep, false)
+		for _, v := range []string{"K1", "K2", "K4", "K6"} {
+			if _, err := a.Store.CodeByValue(ctx, pid, v); err != nil {
+				t.Errorf("good row %s not imported: %v", v, err)
+			}
+		}
+		if _, err := a.Store.CodeByValue(ctx, pid, "K3"); !errors.Is(err, contract.ErrNotFound) {
+			t.Errorf("K3 with a bad expiry: %v, want not found", err)
+		}
+	})
+	t.Run("again", func(t *testing.T) {
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{DryRun: true})
+		if err != nil || rep.Inserted != 0 || rep.Existing != 5 {
+			t.Fatalf("dry run after the import: %+v, %v", rep, err)
+		}
+	})
 	missing := contract.NewID()
-	if _, err := a.ImportCSV(ctx, missing, strings.NewReader("Z1\n"), nil); err == nil || err.Error() != "project "+missing+" not found" {
+	if _, err := a.ImportCSV(ctx, missing, strings.NewReader("Z1\n"), admin.ImportOptions{DryRun: true}); err == nil || err.Error() != "project "+missing+" not found" {
 		t.Errorf("import into a missing project: %v", err)
+	}
+}
+
+// The list of problem rows is capped; the totals still count every row.
+func TestImportCapsTheErrorList(t *testing.T) {
+	a, _, pid := newAdmin(t)
+	var b strings.Builder
+	for i := range admin.MaxRowErrors + 50 {
+		fmt.Fprintf(&b, "BAD\x01%d\n", i)
+	}
+	b.WriteString("GOOD\n")
+	rep, err := a.ImportCSV(context.Background(), pid, strings.NewReader(b.String()), admin.ImportOptions{DryRun: true})
+	if err != nil || rep.Invalid != admin.MaxRowErrors+50 || len(rep.Errors) != admin.MaxRowErrors || !rep.Truncated || rep.Inserted != 1 {
+		t.Fatalf("report: invalid %d, listed %d, truncated %v, inserted %d, %v", rep.Invalid, len(rep.Errors), rep.Truncated, rep.Inserted, err)
 	}
 }
 

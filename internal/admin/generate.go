@@ -149,12 +149,19 @@ func (a *Admin) newLoader(ctx context.Context, projectID string) *loader {
 
 // insert writes codes to Postgres and queues the ones actually inserted for Redis.
 func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error) {
+	rows, err := l.insertRows(ctx, codes)
+	return len(rows), err
+}
+
+// insertRows is insert returning the rows inserted, so an import can tell which codes were
+// already there.
+func (l *loader) insertRows(ctx context.Context, codes []store.NewCode) ([]contract.CodeRecord, error) {
 	rows, err := l.a.Store.InsertCodes(ctx, l.projectID, codes)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	l.batches <- rows
-	return len(rows), nil
+	return rows, nil
 }
 
 // close waits until Redis holds every queued batch.

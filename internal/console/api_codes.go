@@ -10,6 +10,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// listCodes answers a page of a project's codes. With a cursor parameter (empty for the first
+// page) it pages by keyset and answers next_cursor; without, by page number as the client API
+// does.
 func (s *Server) listCodes(c *gin.Context, se *Session) error {
 	var (
 		q   contract.ListQuery
@@ -24,10 +27,22 @@ func (s *Server) listCodes(c *gin.Context, se *Session) error {
 	if err := contract.ValidateText("search", q.Search, contract.MaxCodeLen); err != nil {
 		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
 	}
-	if q.Page, err = queryInt(c, "page", 1); err != nil {
+	if q.PageSize, err = queryInt(c, "page_size", contract.DefaultPageSize); err != nil {
 		return err
 	}
-	if q.PageSize, err = queryInt(c, "page_size", contract.DefaultPageSize); err != nil {
+	if cursor, keyset := c.GetQuery("cursor"); keyset {
+		if q.PageSize < 1 || q.PageSize > contract.MaxPageSize {
+			return contract.Errorf(contract.KindInvalid, "page_size must be 1 to %d", contract.MaxPageSize)
+		}
+		page, err := s.svc.ListCodesAfter(c.Request.Context(), s.actor(c, se), c.Param("project_id"),
+			admin.CursorQuery{State: q.State, Search: q.Search, Cursor: cursor, PageSize: q.PageSize})
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, page)
+		return nil
+	}
+	if q.Page, err = queryInt(c, "page", 1); err != nil {
 		return err
 	}
 	if q.Page < 1 || q.PageSize < 1 || q.PageSize > contract.MaxPageSize {
@@ -128,18 +143,38 @@ func (s *Server) generate(c *gin.Context, se *Session) error {
 	return nil
 }
 
+// importCodes reads a CSV body. ?dry_run=true checks every row and writes nothing; otherwise
+// the good rows are imported. Either way the answer is the report, with the problem rows.
 func (s *Server) importCodes(c *gin.Context, se *Session) error {
+	dry, err := queryBool(c, "dry_run")
+	if err != nil {
+		return err
+	}
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxImportBytes)
-	res, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), body)
+	rep, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), body, dry)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, res.Inserted)
+		if dry {
+			return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes", s.cfg.MaxImportBytes)
+		}
+		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, rep.Inserted)
 	}
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"read": res.Read, "inserted": res.Inserted, "duplicates": res.Duplicates})
+	c.JSON(http.StatusOK, rep)
 	return nil
+}
+
+// queryBool reads an optional boolean query parameter: true, false, 1 or 0; absent is false.
+func queryBool(c *gin.Context, name string) (bool, error) {
+	switch c.Query(name) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, contract.Errorf(contract.KindInvalid, "Query parameter %s must be true or false", name)
 }
 
 // export streams every code of the project as CSV. What can refuse it is checked before the

@@ -320,7 +320,7 @@ func TestConsoleManualVerifyAndReactivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nHAND-1\nA/B+C\n")); err != nil {
+	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nHAND-1\nA/B+C\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	s := e.account("sue", console.RoleSupport)

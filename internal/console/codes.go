@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/acv/acv/api/contract"
@@ -18,6 +17,17 @@ func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q co
 		return contract.CodePage{}, err
 	}
 	return ad.ListCodes(ctx, projectID, q, s.now().Unix())
+}
+
+// ListCodesAfter reads one keyset page of a project's codes (viewer and above): the same
+// filters as ListCodes, a cursor instead of a page number, so deep pages cost what the first
+// does and codes created meanwhile shift no page.
+func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q admin.CursorQuery) (admin.CursorPage, error) {
+	ad, err := s.operator(a, RoleViewer)
+	if err != nil {
+		return admin.CursorPage{}, err
+	}
+	return ad.ListCodesAfter(ctx, projectID, q, s.now().Unix())
 }
 
 // Code reads one code by its value, with its live state and its verification history (viewer
@@ -72,30 +82,25 @@ func (s *Service) Generate(ctx context.Context, a Actor, projectID string, spec 
 	return n, err
 }
 
-// Import reads codes from CSV into a project (operator and above), as acv codes import does. A
-// bad row stops it with an *admin.ImportError (400), the rows before it kept; either way the
-// log records what was imported.
-func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader) (admin.ImportResult, error) {
+// Import reads codes from CSV into a project (operator and above), as acv codes import does:
+// the good rows are imported, the others skipped and reported by line (admin.ImportCSV). A dry
+// run checks every row and writes nothing, so it changes nothing to record; a real import is
+// recorded with its totals, whatever stopped it.
+func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader, dryRun bool) (admin.ImportReport, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
-		return admin.ImportResult{}, err
+		return admin.ImportReport{}, err
 	}
-	res, err := ad.ImportCSV(ctx, projectID, r, nil)
-	var ie *admin.ImportError
-	if err != nil && !errors.As(err, &ie) && res.Read == 0 {
-		return res, err
+	rep, err := ad.ImportCSV(ctx, projectID, r, admin.ImportOptions{DryRun: dryRun})
+	if dryRun || (err != nil && rep.Read == 0) {
+		return rep, err
 	}
-	detail := map[string]any{"read": res.Read, "inserted": res.Inserted, "duplicates": res.Duplicates, "complete": err == nil}
-	if ie != nil {
-		detail["stopped_at_line"] = ie.Line
-	}
+	detail := map[string]any{"read": rep.Read, "inserted": rep.Inserted, "duplicates": rep.Duplicates,
+		"existing": rep.Existing, "invalid": rep.Invalid, "complete": err == nil}
 	if rerr := s.record(ctx, a, "codes.import", "project", projectID, projectID, detail); rerr != nil && err == nil {
 		err = rerr
 	}
-	if ie != nil {
-		return res, contract.Errorf(contract.KindInvalid, "%s", ie.Error())
-	}
-	return res, err
+	return rep, err
 }
 
 // Export writes every code of a project as CSV to w, streamed from PostgreSQL (operator and

@@ -122,6 +122,8 @@ type client struct {
 	csrf   string
 	// header is added to every request.
 	header http.Header
+	// transport, when not nil, sends the requests (an OpenAPI check).
+	transport http.RoundTripper
 }
 
 func (e *env) client() *client {
@@ -163,7 +165,11 @@ func (c *client) do(method, path string, body any) (*http.Response, []byte) {
 	for k, vs := range c.header {
 		req.Header[k] = vs
 	}
-	res, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if c.transport != nil {
+		hc = &http.Client{Transport: c.transport}
+	}
+	res, err := hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

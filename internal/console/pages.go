@@ -1,7 +1,9 @@
 package console
 
 import (
+	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -41,6 +43,9 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.projectEnabledSubmit(true)},
 		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.projectEnabledSubmit(false)},
 		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generateSubmit},
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importSubmit},
+		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
+		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
 		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
 		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.keyCreateSubmit},
 		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, handler: s.keyRevokeSubmit},
@@ -52,6 +57,11 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(false)},
 
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},
+
+		{Method: get, Path: "/docs", Need: RoleViewer, handler: s.docsPage},
+		{Method: get, Path: "/docs/api", Need: RoleViewer, handler: s.apiGuidePage},
+		{Method: get, Path: "/docs/api.md", Need: RoleViewer, handler: s.apiGuideMarkdown},
+		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, handler: s.clientOpenAPI},
 
 		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.accountsPage},
 		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.accountCreateSubmit},
@@ -70,6 +80,10 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 		// comes from in Sec-Fetch-Site.
 		if !safeMethod(c.Request.Method) && c.GetHeader("Sec-Fetch-Site") == "cross-site" {
 			s.renderError(c, nil, errCrossSite)
+			return
+		}
+		if err := s.limitUpload(c); err != nil {
+			s.renderError(c, nil, err)
 			return
 		}
 		if r.Anonymous {
@@ -109,6 +123,23 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 	}
 }
 
+// limitUpload bounds a file upload (a multipart form: the import's) to the import's size and
+// reads it, before the CSRF check reads its token field, so an oversized file is a 413.
+func (s *Server) limitUpload(c *gin.Context) error {
+	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "multipart/form-data" {
+		return nil
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxImportBytes+64<<10)
+	if err := c.Request.ParseMultipartForm(8 << 20); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return contract.Errorf(contract.KindTooLarge, "The upload must be at most %d bytes", s.cfg.MaxImportBytes)
+		}
+		return contract.Errorf(contract.KindInvalid, "The form cannot be read")
+	}
+	return nil
+}
+
 // errCrossSite refuses a form posted from another site's page.
 var errCrossSite = contract.Errorf(contract.KindForbidden, "Forms of the console are only accepted from the console's own pages")
 
@@ -135,6 +166,8 @@ var flashes = map[string]string{
 	"project_created":   "Project created.",
 	"project_enabled":   "Project enabled.",
 	"project_disabled":  "Project disabled.",
+	"expiry_set":        "Project expiry set.",
+	"expiry_cleared":    "Project expiry cleared.",
 	"generated":         "Codes generated: %s.",
 	"key_revoked":       "API key revoked.",
 	"code_disabled":     "Code disabled.",

@@ -105,20 +105,34 @@ type projectView struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
 	Keys    []store.KeyInfo
-	Codes   contract.CodePage
-	// Status and Search are the codes table's filter; PrevPage and NextPage 0 when none.
-	Status, Search     string
-	PrevPage, NextPage int
-	States             []contract.State
+	// Codes is the codes table's page, read by keyset; Cursor the one it was read from ("" for
+	// the first page).
+	Codes  admin.CursorPage
+	Cursor string
+	// Status and Search are the codes table's filter, kept across pages.
+	Status, Search string
+	States         []contract.State
 	// NewKey is a key just created: its secret is shown this once.
 	NewKey *contract.APIKey
+	// Import is the report of an import or dry run just made, shown with its problem rows.
+	Import *admin.ImportReport
+	// ExpiresInput is the project's expiry as the date-time field shows it (UTC).
+	ExpiresInput string
+}
+
+// projectExtra is what a form's answer shows on the project page besides its usual content.
+type projectExtra struct {
+	NewKey *contract.APIKey
+	Import *admin.ImportReport
 }
 
 func (s *Server) projectPage(c *gin.Context, se *Session) error {
-	return s.renderProject(c, se, nil)
+	return s.renderProject(c, se, projectExtra{})
 }
 
-func (s *Server) renderProject(c *gin.Context, se *Session, newKey *contract.APIKey) error {
+// renderProject writes the project page. A GET reads the codes table's filters and cursor
+// from the query; a form's answer (extra set) shows the table's first page.
+func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) error {
 	ctx, a, id := c.Request.Context(), s.actor(c, se), c.Param("project_id")
 	p, err := s.svc.Project(ctx, a, id)
 	if err != nil {
@@ -132,10 +146,13 @@ func (s *Server) renderProject(c *gin.Context, se *Session, newKey *contract.API
 	if err != nil {
 		return err
 	}
-	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: newKey,
+	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: extra.NewKey, Import: extra.Import,
 		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired}}
-	q := contract.ListQuery{PageSize: 50, Page: 1}
-	if newKey == nil {
+	if p.ExpiresAt != nil {
+		pv.ExpiresInput = time.Unix(*p.ExpiresAt, 0).UTC().Format(dateTimeLocal)
+	}
+	q := admin.CursorQuery{PageSize: 50}
+	if c.Request.Method == http.MethodGet {
 		if v := c.Query("status"); v != "" {
 			if q.State, err = contract.ParseState(v); err != nil {
 				return contract.Errorf(contract.KindInvalid, "The status filter must be unused, used, disabled or expired")
@@ -145,23 +162,12 @@ func (s *Server) renderProject(c *gin.Context, se *Session, newKey *contract.API
 		if err := contract.ValidateText("search", q.Search, contract.MaxCodeLen); err != nil {
 			return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
 		}
-		if q.Page, err = queryInt(c, "page", 1); err != nil {
-			return err
-		}
-		if q.Page < 1 {
-			q.Page = 1
-		}
+		q.Cursor = c.Query("cursor")
 	}
-	if pv.Codes, err = s.svc.ListCodes(ctx, a, id, q); err != nil {
+	if pv.Codes, err = s.svc.ListCodesAfter(ctx, a, id, q); err != nil {
 		return err
 	}
-	pv.Status, pv.Search = string(q.State), q.Search
-	if q.Page > 1 {
-		pv.PrevPage = q.Page - 1
-	}
-	if int64(q.Page) < pv.Codes.TotalPages {
-		pv.NextPage = q.Page + 1
-	}
+	pv.Status, pv.Search, pv.Cursor = string(q.State), q.Search, q.Cursor
 	v := viewFor(se, p.Name, "projects")
 	v.Flash = flash(c)
 	v.Data = pv
@@ -237,7 +243,7 @@ func (s *Server) keyCreateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	return s.renderProject(c, se, &k)
+	return s.renderProject(c, se, projectExtra{NewKey: &k})
 }
 
 func (s *Server) keyRevokeSubmit(c *gin.Context, se *Session) error {

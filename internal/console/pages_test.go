@@ -119,7 +119,7 @@ func TestConsolePagesPerRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\n<script>alert(1)</script>\nPLAIN-1\n")); err != nil {
+	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\n<script>alert(1)</script>\nPLAIN-1\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.CreateAPIKey(ctx, op, p.ID, 0, 0); err != nil {
@@ -127,12 +127,13 @@ func TestConsolePagesPerRole(t *testing.T) {
 	}
 	script := url.Values{"value": {"<script>alert(1)</script>"}}.Encode()
 	pages := []string{"/", "/projects", "/projects/" + p.ID, "/projects/" + p.ID + "?search=script",
-		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts"}
+		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts", "/docs", "/docs/api"}
 	// What each role may post on those pages, at least.
 	mustHave := map[console.Role][]string{
-		console.RoleSupport:  {"/projects/" + p.ID + "/code/disable", "/projects/" + p.ID + "/code/verify", "/projects/" + p.ID + "/code/reactivate"},
-		console.RoleOperator: {"/projects", "/projects/" + p.ID + "/generate", "/projects/" + p.ID + "/keys", "/projects/" + p.ID + "/disable"},
-		console.RoleAdmin:    {"/accounts"},
+		console.RoleSupport: {"/projects/" + p.ID + "/code/disable", "/projects/" + p.ID + "/code/verify", "/projects/" + p.ID + "/code/reactivate"},
+		console.RoleOperator: {"/projects", "/projects/" + p.ID + "/generate", "/projects/" + p.ID + "/keys", "/projects/" + p.ID + "/disable",
+			"/projects/" + p.ID + "/import", "/projects/" + p.ID + "/expiry"},
+		console.RoleAdmin: {"/accounts"},
 	}
 	for _, role := range []console.Role{console.RoleViewer, console.RoleSupport, console.RoleOperator, console.RoleAdmin} {
 		t.Run(string(role), func(t *testing.T) {
@@ -295,7 +296,7 @@ func TestConsolePagesActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nA/B+C\n")); err != nil {
+	if _, err := e.svc.Import(ctx, console.SystemActor("test"), p.ID, strings.NewReader("code\nA/B+C\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	sup := e.pageLogin("sam", console.RoleSupport)

@@ -12,7 +12,7 @@ type Route struct {
 	Path   string // under APIPrefix
 	// Need is the least role that may call it; "" for Anonymous.
 	Need Role
-	// Anonymous routes need no session (login only).
+	// Anonymous routes need no session (the login and the API's OpenAPI document).
 	Anonymous bool
 	// DuringPasswordChange routes are open to a session whose account must change its
 	// password first (the change itself, reading who one is, logging out); every other route
@@ -37,6 +37,7 @@ func (s *Server) routes() []Route {
 		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
 	)
 	return []Route{
+		{Method: get, Path: "/openapi.yaml", Anonymous: true, handler: s.openAPIDoc},
 		{Method: post, Path: "/session", Anonymous: true, handler: s.login},
 		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, handler: s.logout},
 		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, handler: s.me},

@@ -77,7 +77,7 @@ func TestConsoleRolesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\nROLE-1\nROLE-2\n")); err != nil {
+	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\nROLE-1\nROLE-2\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	target := e.bootstrap("target", console.RoleViewer)

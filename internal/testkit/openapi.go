@@ -26,9 +26,12 @@ import (
 // the contention tests) can be checked without slowing them. kin-openapi v0.153 validates 3.1
 // too, but compiles the schema again for every response (about 1 ms each, 2 ms under -race).
 
-// openAPI is the validator of api/openapi.yaml, built once per test binary: building the model
-// takes tens of milliseconds, and its schema cache then serves every stack of the binary.
-var openAPI struct {
+// validators are the documents' validators, built once per test binary each: building the
+// model takes tens of milliseconds, and its schema cache then serves every stack of the binary.
+// The key is the document's name (api/openapi.yaml, internal/console/openapi.yaml).
+var validators sync.Map // name -> *docValidator
+
+type docValidator struct {
 	once  sync.Once
 	v     validator.Validator
 	model *v3.Document
@@ -36,25 +39,31 @@ var openAPI struct {
 }
 
 func openAPIValidator() (validator.Validator, *v3.Document, error) {
-	openAPI.once.Do(func() {
-		doc, err := libopenapi.NewDocument(api.OpenAPI())
+	return validatorOf("api/openapi.yaml", api.OpenAPI)
+}
+
+func validatorOf(name string, doc func() []byte) (validator.Validator, *v3.Document, error) {
+	dv, _ := validators.LoadOrStore(name, &docValidator{})
+	d := dv.(*docValidator)
+	d.once.Do(func() {
+		parsed, err := libopenapi.NewDocument(doc())
 		if err != nil {
-			openAPI.err = fmt.Errorf("parse api/openapi.yaml: %w", err)
+			d.err = fmt.Errorf("parse %s: %w", name, err)
 			return
 		}
-		m, err := doc.BuildV3Model()
+		m, err := parsed.BuildV3Model()
 		if err != nil {
-			openAPI.err = fmt.Errorf("build the model of api/openapi.yaml: %w", err)
+			d.err = fmt.Errorf("build the model of %s: %w", name, err)
 			return
 		}
-		v, errs := validator.NewValidator(doc)
+		v, errs := validator.NewValidator(parsed)
 		if len(errs) > 0 {
-			openAPI.err = fmt.Errorf("validator of api/openapi.yaml: %v", errs)
+			d.err = fmt.Errorf("validator of %s: %v", name, errs)
 			return
 		}
-		openAPI.v, openAPI.model = v, &m.Model
+		d.v, d.model = v, &m.Model
 	})
-	return openAPI.v, openAPI.model, openAPI.err
+	return d.v, d.model, d.err
 }
 
 // OpenAPICheck is an http.RoundTripper that validates the response to every request the
@@ -78,7 +87,15 @@ type OpenAPICheck struct {
 // wherever in it the request was made (a subtest, a goroutine, a client library).
 func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
 	tb.Helper()
-	v, model, err := openAPIValidator()
+	return NewOpenAPICheckOf(tb, "api/openapi.yaml", api.OpenAPI, next)
+}
+
+// NewOpenAPICheckOf is NewOpenAPICheck against another document: name is how failures name
+// it, doc returns it (the admin API's, console.OpenAPI). A request is checked when its full
+// URL path matches a path of the document under one of the document's server URLs.
+func NewOpenAPICheckOf(tb testing.TB, name string, doc func() []byte, next http.RoundTripper) *OpenAPICheck {
+	tb.Helper()
+	v, model, err := validatorOf(name, doc)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,9 +104,9 @@ func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
 	}
 	c := &OpenAPICheck{next: next, v: v, model: model, opts: config.NewValidationOptions()}
 	tb.Cleanup(func() {
-		tb.Logf("%d responses checked against api/openapi.yaml", c.Checked())
+		tb.Logf("%d responses checked against %s", c.Checked(), name)
 		for _, f := range c.Failures() {
-			tb.Errorf("response does not match api/openapi.yaml: %s", f)
+			tb.Errorf("response does not match %s: %s", name, f)
 		}
 	})
 	return c

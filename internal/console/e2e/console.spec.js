@@ -175,6 +175,58 @@ test('operator console end to end', async ({ browser }) => {
     await snap(page, 'audit');
   });
 
+  await test.step('check an import file, see its row errors, import it; set and clear the expiry', async () => {
+    await nav(page, 'Projects').click();
+    await page.getByLabel('Name').fill('Import check');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Project created.');
+    const file = { name: 'codes.csv', mimeType: 'text/csv',
+      buffer: Buffer.from('code,expires_at\nIMP-1,\nIMP-2,next tuesday\nIMP-1,\nIMP-3,\n') };
+    await page.getByLabel('CSV file').setInputFiles(file);
+    await page.getByRole('button', { name: 'Check file (dry run)' }).click();
+    const report = page.locator('#import-report');
+    await expect(report).toContainText('Dry run: nothing was written.');
+    await expect(report).toContainText('2 new codes would be imported');
+    const errors = page.locator('#import-errors tbody tr');
+    await expect(errors).toHaveCount(2);
+    await expect(errors.nth(0)).toContainText('3');
+    await expect(errors.nth(0)).toContainText('IMP-2');
+    await expect(errors.nth(0)).toContainText('invalid');
+    await expect(errors.nth(1)).toContainText('duplicate');
+    await expect(page.locator('[data-stat="total"]')).toHaveText('0');
+    await snap(page, 'import-dry-run');
+    await page.getByLabel('CSV file').setInputFiles(file);
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await expect(report).toContainText('Import done.');
+    await expect(page.locator('[data-stat="total"]')).toHaveText('2');
+
+    await page.getByLabel('Expires at (UTC)').fill('2031-02-03T04:05');
+    await page.getByRole('button', { name: 'Set expiry' }).click();
+    // The confirmation box is required: nothing is sent until it is ticked.
+    await expect(page.locator('p.flash')).toHaveCount(0);
+    await page.getByLabel(/stop verifying then/).check();
+    await page.getByRole('button', { name: 'Set expiry' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Project expiry set.');
+    await expect(page.locator('p.meta').first()).toContainText('expires 2031-02-03 04:05:00 UTC');
+    await snap(page, 'project-expiry');
+    await page.getByLabel(/then never expire/).check();
+    await page.getByRole('button', { name: 'Clear expiry' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Project expiry cleared.');
+  });
+
+  await test.step('docs page and the client API guide', async () => {
+    await nav(page, 'Docs').click();
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Documentation');
+    await snap(page, 'docs');
+    const admin = await page.request.get(await page.getByRole('link', { name: 'Admin API OpenAPI document' }).getAttribute('href'));
+    expect(admin.status()).toBe(200);
+    expect(await admin.text()).toContain('title: acv admin API');
+    await page.getByRole('link', { name: 'Signing guide' }).click();
+    await expect(page.locator('#authentication')).toBeVisible();
+    await expect(page.locator('#the-string-to-sign')).toBeVisible();
+    await snap(page, 'api-guide');
+  });
+
   await test.step('dashboard, projects and accounts pages', async () => {
     await nav(page, 'Dashboard').click();
     await expect(page.getByRole('row', { name: /Spring campaign/ })).toContainText(countText);

@@ -1,0 +1,278 @@
+package admin
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/store"
+)
+
+// MaxRowErrors is how many row problems an import report lists; the totals count them all, so
+// a file with a million bad rows still answers in a few kilobytes.
+const MaxRowErrors = 100
+
+// Kinds of row problem in an import report.
+const (
+	// RowInvalid is a row that cannot be imported: unreadable CSV, no code, a malformed code or
+	// expiry. Its code is not imported.
+	RowInvalid = "invalid"
+	// RowDuplicate repeats a code of an earlier row of the same file; it is skipped.
+	RowDuplicate = "duplicate"
+	// RowExists is a code the project already holds; it is skipped (left as it is).
+	RowExists = "exists"
+)
+
+// RowError is one problem row of an import: where it is, what it holds and why it is not
+// imported.
+type RowError struct {
+	Line   int    `json:"line"`   // line of the file, from 1
+	Value  string `json:"value"`  // the row's code cell ("" when it has none)
+	Kind   string `json:"kind"`   // RowInvalid, RowDuplicate or RowExists
+	Reason string `json:"reason"` // for people
+}
+
+// ImportOptions says how to import.
+type ImportOptions struct {
+	// DryRun reads and checks every row, the project's existing codes included, and writes
+	// nothing: the report says what a real import would do.
+	DryRun bool
+	// Progress, when not nil, is told the number of rows read after each batch.
+	Progress func(done int)
+}
+
+// ImportReport is what an import did (or, in a dry run, would do). An import imports the good
+// rows: a row that is invalid, repeats an earlier row or names a code the project holds is
+// skipped and listed, and every other row's code is created. Read = Inserted + Duplicates +
+// Existing + Invalid.
+type ImportReport struct {
+	DryRun     bool `json:"dry_run"`
+	Read       int  `json:"read"`       // data rows (the header not counted)
+	Inserted   int  `json:"inserted"`   // new codes created (in a dry run: that would be)
+	Duplicates int  `json:"duplicates"` // rows repeating an earlier row's code
+	Existing   int  `json:"existing"`   // rows whose code the project already holds
+	Invalid    int  `json:"invalid"`    // rows that cannot be imported
+	// Errors lists MaxRowErrors problem rows at most, by line; Truncated tells that there were
+	// more. (Invalid rows and repeats are found as they are read, codes already present a batch
+	// later, so a truncated list holds the first ones found.)
+	Errors    []RowError `json:"errors"`
+	Truncated bool       `json:"errors_truncated"`
+}
+
+func (r *ImportReport) problem(e RowError) {
+	switch e.Kind {
+	case RowInvalid:
+		r.Invalid++
+	case RowDuplicate:
+		r.Duplicates++
+	case RowExists:
+		r.Existing++
+	}
+	if len(r.Errors) < MaxRowErrors {
+		r.Errors = append(r.Errors, e)
+	} else {
+		r.Truncated = true
+	}
+}
+
+// ImportCSV reads codes from CSV into a project. Columns: code and, optionally, expires_at
+// (Unix seconds or RFC 3339; empty: the project's expiry applies). A first row naming a "code"
+// column is a header, and then the columns are found by name, so the file `acv codes export`
+// writes imports as is (its other columns are ignored: codes are imported unused). Without a
+// header the first column is the code and the second expires_at.
+//
+// Every row is checked, however many are bad: the good rows are imported (in both stores)
+// and the others skipped and reported, so a file can be fixed and imported again, the codes
+// already imported then counting as existing. With opts.DryRun nothing is written. The file's
+// codes are remembered to find repeats, so memory grows with the file (the console bounds its
+// size). An error is returned only when the import could not run (no such project, a store
+// failing), with the report of what was done until then.
+func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, opts ImportOptions) (rep ImportReport, err error) {
+	rep.DryRun, rep.Errors = opts.DryRun, []RowError{}
+	if _, err := a.Store.Project(ctx, projectID); err != nil {
+		return rep, notFound(err, "project", projectID)
+	}
+	imp := &importer{a: a, projectID: projectID, rep: &rep, opts: opts, seen: map[string]int{}}
+	if !opts.DryRun {
+		imp.l = a.newLoader(ctx, projectID)
+		defer func() {
+			if cerr := imp.l.close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			if err == nil && rep.Inserted > 0 {
+				err = a.Store.AfterBulkLoad(ctx)
+			}
+		}()
+	}
+	err = imp.run(ctx, r)
+	slices.SortStableFunc(rep.Errors, func(x, y RowError) int { return x.Line - y.Line })
+	return rep, err
+}
+
+// importer is one import's state: the batch of good rows waiting to be written (or, in a dry
+// run, looked up) and the codes seen so far with their first line.
+type importer struct {
+	a         *Admin
+	projectID string
+	rep       *ImportReport
+	opts      ImportOptions
+	l         *loader // nil in a dry run
+	seen      map[string]int
+	batch     []store.NewCode
+	lines     []int // the line of each batch entry
+}
+
+func (im *importer) run(ctx context.Context, r io.Reader) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	im.batch = make([]store.NewCode, 0, generateBatch)
+	codeCol, expCol := 0, 1
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if !errors.As(err, &pe) {
+				return fmt.Errorf("read csv: %w", err)
+			}
+			// The reader resumes after the malformed record: report it and go on.
+			im.rep.Read++
+			im.rep.problem(RowError{Line: pe.StartLine, Kind: RowInvalid, Reason: pe.Err.Error()})
+			continue
+		}
+		line, _ := cr.FieldPos(0)
+		if first && isHeader(rec) {
+			codeCol, expCol = -1, -1
+			for i, h := range rec {
+				switch strings.ToLower(strings.TrimSpace(h)) {
+				case "code":
+					codeCol = i
+				case "expires_at":
+					expCol = i
+				}
+			}
+			continue
+		}
+		im.rep.Read++
+		if codeCol >= len(rec) {
+			im.rep.problem(RowError{Line: line, Kind: RowInvalid, Reason: fmt.Sprintf("no code column (the row has %d fields)", len(rec))})
+			continue
+		}
+		c := store.NewCode{Code: rec[codeCol]}
+		if err := contract.ValidateCode(c.Code); err != nil {
+			im.rep.problem(RowError{Line: line, Value: printable(c.Code), Kind: RowInvalid, Reason: err.Error()})
+			continue
+		}
+		if expCol >= 0 && expCol < len(rec) && strings.TrimSpace(rec[expCol]) != "" {
+			v, err := parseExpiry(strings.TrimSpace(rec[expCol]))
+			if err != nil {
+				im.rep.problem(RowError{Line: line, Value: c.Code, Kind: RowInvalid, Reason: err.Error()})
+				continue
+			}
+			c.ExpiresAt = &v
+		}
+		if at, dup := im.seen[c.Code]; dup {
+			im.rep.problem(RowError{Line: line, Value: c.Code, Kind: RowDuplicate, Reason: fmt.Sprintf("repeats line %d", at)})
+			continue
+		}
+		im.seen[c.Code] = line
+		im.batch, im.lines = append(im.batch, c), append(im.lines, line)
+		if len(im.batch) == cap(im.batch) {
+			if err := im.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return im.flush(ctx)
+}
+
+// flush writes the batch of good rows (in a dry run, looks up which the project holds) and
+// reports the ones the project already held.
+func (im *importer) flush(ctx context.Context) error {
+	if len(im.batch) == 0 {
+		return nil
+	}
+	held := map[string]bool{}
+	if im.l == nil {
+		values := make([]string, len(im.batch))
+		for i, c := range im.batch {
+			values[i] = c.Code
+		}
+		existing, err := im.a.Store.ExistingValues(ctx, im.projectID, values)
+		if err != nil {
+			return err
+		}
+		for _, v := range existing {
+			held[v] = true
+		}
+	} else {
+		rows, err := im.l.insertRows(ctx, im.batch)
+		if err != nil {
+			return err
+		}
+		inserted := make(map[string]bool, len(rows))
+		for _, r := range rows {
+			inserted[r.Code] = true
+		}
+		for _, c := range im.batch {
+			held[c.Code] = !inserted[c.Code]
+		}
+	}
+	for i, c := range im.batch {
+		if held[c.Code] {
+			im.rep.problem(RowError{Line: im.lines[i], Value: c.Code, Kind: RowExists, Reason: "the project already holds this code"})
+		} else {
+			im.rep.Inserted++
+		}
+	}
+	im.batch, im.lines = im.batch[:0], im.lines[:0]
+	if im.opts.Progress != nil {
+		im.opts.Progress(im.rep.Read)
+	}
+	return nil
+}
+
+// printable is a cell shown in a report: control characters escaped, cut to a length a table
+// can show.
+func printable(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	q := strconv.Quote(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
+}
+
+// parseExpiry reads an expires_at cell: Unix seconds or RFC 3339.
+func parseExpiry(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, fmt.Errorf("expires_at %q: use Unix seconds or RFC 3339 (2027-01-01T00:00:00Z)", s)
+	}
+	return t.Unix(), nil
+}
+
+// isHeader tells whether a first row names its columns: one of its cells is "code".
+func isHeader(rec []string) bool {
+	for _, h := range rec {
+		if strings.EqualFold(strings.TrimSpace(h), "code") {
+			return true
+		}
+	}
+	return false
+}
