@@ -77,8 +77,10 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 		return "$" + strconv.Itoa(len(args))
 	}
 	where := []string{"c.project_id = $1"}
+	var after string // the cursor's placeholder
 	if q.After > 0 {
-		where = append(where, "c.seq < "+arg(q.After))
+		after = arg(q.After)
+		where = append(where, "c.seq < "+after)
 	}
 	if q.State != "" {
 		cond, err := stateCondition(q.State, arg, projectExpiresAt, now)
@@ -88,7 +90,15 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 		where = append(where, cond)
 	}
 	if q.Search != "" {
-		where = append(where, "c.code ILIKE "+arg(likePattern(q.Search))+` ESCAPE '\'`)
+		// The matches newest first from code_values (its trigram index; migration 00013), each
+		// joined to its code for the state, until the page is full.
+		matches := searchCondition(q.Search, arg)
+		if after != "" {
+			matches += " AND v.seq < " + after
+		}
+		return `SELECT ` + codeColumns + `, c.seq FROM (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
+			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + strings.Join(where, " AND ") +
+			` ORDER BY m.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
 	}
 	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil

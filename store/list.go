@@ -47,7 +47,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	withoutSearch := strings.Join(where, " AND ")
 	if q.Search != "" {
 		// The trigram index is on code_values (migration 00013), which verifies never touch.
-		matches = `v.project_id = $1 AND v.code ILIKE ` + arg(likePattern(q.Search)) + ` ESCAPE '\'`
+		matches = searchCondition(q.Search, arg)
 		where = append(where, `c.id IN (SELECT v.code_id FROM code_values v WHERE `+matches+`)`)
 	}
 	filter := strings.Join(where, " AND ")
@@ -155,6 +155,12 @@ func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *t
 		return open + " AND (c.expires_at IS NULL OR c.expires_at > " + arg(now) + ")", nil
 	}
 	return "", fmt.Errorf("unknown state %q", st)
+}
+
+// searchCondition is a search's condition on code_values v (aliased so) of the project bound
+// as $1: a case-insensitive substring of the value, served by code_values_trgm_idx.
+func searchCondition(search string, arg func(any) string) string {
+	return `v.project_id = $1 AND v.code ILIKE ` + arg(likePattern(search)) + ` ESCAPE '\'`
 }
 
 // likePattern turns a search string into an ILIKE substring pattern in which %, _ and the
