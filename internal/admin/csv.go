@@ -48,7 +48,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, pr
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return res, notFound(err, "project", projectID)
 	}
-	l := a.newLoader(ctx, projectID)
+	l := a.newLoader(ctx, projectID, "")
 	defer func() {
 		if cerr := l.close(); cerr != nil {
 			err = errors.Join(err, cerr)

@@ -112,6 +112,10 @@ type projectView struct {
 	States             []contract.State
 	// NewKey is a key just created: its secret is shown this once.
 	NewKey *contract.APIKey
+	// Batches are the project's latest generation batches; Running tells whether one of them
+	// is still queued or running.
+	Batches []store.Batch
+	Running bool
 }
 
 func (s *Server) projectPage(c *gin.Context, se *Session) error {
@@ -132,8 +136,15 @@ func (s *Server) renderProject(c *gin.Context, se *Session, newKey *contract.API
 	if err != nil {
 		return err
 	}
-	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: newKey,
+	batches, err := s.svc.Batches(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: newKey, Batches: batches,
 		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired}}
+	for _, b := range batches {
+		pv.Running = pv.Running || !b.Final()
+	}
 	q := contract.ListQuery{PageSize: 50, Page: 1}
 	if newKey == nil {
 		if v := c.Query("status"); v != "" {
@@ -211,14 +222,13 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.svc.Generate(c.Request.Context(), s.actor(c, se), id, admin.GenerateSpec{
+	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), admin.GenerateSpec{
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return capitalizeInvalid(err)
 	}
-	redirectDone(c, projectPath(id), "generated", strconv.Itoa(n))
+	redirectDone(c, projectPath(id)+"#batches", "generate_started", "")
 	return nil
 }
 

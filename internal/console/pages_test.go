@@ -227,10 +227,17 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 		t.Errorf("project page after create: %.1000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/generate", url.Values{"count": {"25"}, "csrf_token": {token}})
-	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?done=generated&n=25")
-	_, body = oper.page("GET", res.Header.Get("Location"), nil)
-	if !strings.Contains(body, `data-stat="total">25<`) || !strings.Contains(body, "Codes generated: 25.") {
-		t.Errorf("project page after generate: %.3000s", body)
+	oper.want("generate without a batch name", res, body, http.StatusBadRequest, "")
+	if !strings.Contains(body, "A batch needs a name") {
+		t.Errorf("generate without a name: %.2000s", body)
+	}
+	res, body = oper.page("POST", projectPath+"/generate", url.Values{"name": {"Launch cards"}, "count": {"25"}, "csrf_token": {token}})
+	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?done=generate_started")
+	waitBatchesDone(t, e, strings.TrimPrefix(projectPath, "/projects/"))
+	_, body = oper.page("GET", projectPath+"?done=generated&n=25", nil)
+	if !strings.Contains(body, `data-stat="total">25<`) || !strings.Contains(body, "Codes generated: 25.") ||
+		!strings.Contains(body, `aria-label="Progress of batch Launch cards"`) || !strings.Contains(body, `max="25" value="25"`) {
+		t.Errorf("project page after generate: %.6000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/keys", url.Values{"csrf_token": {token}})
 	oper.want("create key", res, body, http.StatusOK, "")
