@@ -178,17 +178,22 @@ func flash(c *gin.Context) string {
 	return msg
 }
 
-// redirectDone sends the browser to path after a form, with a flash message.
+// redirectDone sends the browser to path (which may end in a #fragment) after a form, with a
+// flash message.
 func redirectDone(c *gin.Context, path, done, arg string) {
 	q := url.Values{"done": {done}}
 	if arg != "" {
 		q.Set("n", arg)
 	}
+	path, frag, _ := strings.Cut(path, "#")
+	if frag != "" {
+		frag = "#" + frag
+	}
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	c.Redirect(http.StatusSeeOther, path+sep+q.Encode())
+	c.Redirect(http.StatusSeeOther, path+sep+q.Encode()+frag)
 }
 
 // projectPath is a project page's path.
