@@ -109,6 +109,20 @@ test('operator console end to end', async ({ browser }) => {
     await expect(row.getByRole('link', { name: 'Revoke batch Spring packs' })).toBeVisible();
     await expect(page.locator('[data-stat="total"]')).toHaveText(countText);
     await snap(page, 'project');
+    // Revoking the batch, and disabling in bulk, show the count before the confirm button;
+    // neither is confirmed here.
+    await row.getByRole('link', { name: 'Revoke batch Spring packs' }).click();
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Revoke batch Spring packs');
+    await expect(page.locator('#bulk-count')).toContainText(`${countText} codes are enabled and will be disabled`);
+    await expect(page.getByRole('button', { name: `Revoke batch: disable ${countText} codes` })).toBeVisible();
+    await snap(page, 'batch-revoke-confirm');
+    await page.goto(projectURL);
+    await page.locator('#bulk_status').selectOption('unused');
+    await page.getByRole('button', { name: 'Count codes to disable' }).click();
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Disable codes in bulk');
+    await expect(page.getByRole('button', { name: `Disable ${countText} codes` })).toBeVisible();
+    await snap(page, 'bulk-disable-confirm');
+    await page.goto(projectURL);
   });
 
   await test.step('search one code and disable it', async () => {
