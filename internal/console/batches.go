@@ -44,13 +44,18 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 	if step <= 0 {
 		step = defaultGenerateStep
 	}
-	s.jobs.start(func(jctx context.Context) {
+	err = s.jobs.start(func(jctx context.Context) {
 		end, err := ad.RunBatch(jctx, projectID, b.ID, step, nil)
 		if err != nil {
 			s.log.ErrorContext(jctx, "console: generation batch failed", "batch", b.ID, "project", projectID,
 				"status", end.Status, "done", end.Done, "err", err)
 		}
 	})
+	if err != nil {
+		// Never started: cancel it rather than leave it queued until it is found stale.
+		_, _ = ad.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
+		return store.Batch{}, err
+	}
 	return b, nil
 }
 

@@ -265,6 +265,14 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	if b.Status != store.BatchFailed || !strings.Contains(b.Error, "interrupted") || b.Done == 0 || b.FinishedAt == nil {
 		t.Fatalf("batch after its instance stopped: %+v", b)
 	}
+	// A stopped instance starts no batch, and leaves none queued.
+	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", admin.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
+		t.Fatalf("generate on a stopped instance: %v", err)
+	}
+	all, err := e.svc.Batches(ctx, op, p.ID)
+	if err != nil || len(all) != 2 || all[0].Name != "too late" || all[0].Status != store.BatchCancelled {
+		t.Fatalf("batches after a refused start: %+v %v", all, err)
+	}
 	// An instance that vanished: its batch is running with a stale heartbeat.
 	lost, err := e.store.CreateBatch(ctx, store.NewBatch{ProjectID: p.ID, Name: "lost", Requested: 10, Spec: store.BatchSpec{Length: 8}})
 	if err != nil {
