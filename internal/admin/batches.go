@@ -105,7 +105,7 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	case ctx.Err() != nil:
 		status, text = store.BatchFailed, "interrupted: the console instance running it stopped"
 	default:
-		status, text = store.BatchFailed, gerr.Error()
+		status, text = store.BatchFailed, failureText(gerr)
 	}
 	// The batch's end is written even when ctx is ending (a shutdown), so it does not wait to
 	// be found stale.
@@ -170,4 +170,18 @@ func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, 
 		return n, fmt.Errorf("batch %s: %d codes disabled: %w", batchID, n, err)
 	}
 	return n, nil
+}
+
+// failureText is what a failed batch shows operators: a refusal's own message (the code space
+// is exhausted), else a sentence that names no internals; RunBatch returns the cause to be
+// logged.
+func failureText(err error) string {
+	var ce *contract.Error
+	if errors.As(err, &ce) && ce.Kind != contract.KindInternal && ce.Kind != contract.KindUnavailable {
+		return ce.Message
+	}
+	if contract.KindOf(err) == contract.KindUnavailable {
+		return "a store was unavailable; the codes made so far are kept"
+	}
+	return "an internal error stopped it (the console's log has the cause); the codes made so far are kept"
 }

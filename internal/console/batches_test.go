@@ -479,3 +479,16 @@ func TestConsoleBulkDisable(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleBatchFailure: a batch that cannot finish ends failed with the reason an
+// operator can act on, keeping the codes it made.
+func TestConsoleBatchFailure(t *testing.T) {
+	e := newEnv(t, nil)
+	op := e.account("olive", console.RoleOperator)
+	p := op.newProject("small space")
+	b := op.startBatch(p.ID, map[string]any{"name": "tiny", "count": 5, "length": 1, "charset": "AB"})
+	end, _ := op.waitBatch(p.ID, b.ID)
+	if end.Status != store.BatchFailed || end.Done != 2 || !strings.Contains(end.Error, "code space is exhausted") {
+		t.Fatalf("batch over a 2-code space: %+v", end)
+	}
+}
