@@ -65,6 +65,20 @@ func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
 // "created_at desc, id desc" is exactly "seq desc", which ListCodes pages by.
 // contract.ErrNotFound when the project does not exist.
 func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]contract.CodeRecord, error) {
+	return s.insertCodes(ctx, projectID, "", codes)
+}
+
+// InsertBatchCodes is InsertCodes for a round of a generation batch: in the same transaction
+// it records the range of sequence numbers the inserted codes took as the batch's, so the
+// batch can later find (and revoke) every code it made.
+func (s *Store) InsertBatchCodes(ctx context.Context, projectID, batchID string, codes []NewCode) ([]contract.CodeRecord, error) {
+	if err := checkID("batch", batchID); err != nil {
+		return nil, err
+	}
+	return s.insertCodes(ctx, projectID, batchID, codes)
+}
+
+func (s *Store) insertCodes(ctx context.Context, projectID, batchID string, codes []NewCode) ([]contract.CodeRecord, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
@@ -150,6 +164,12 @@ func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCo
 		if _, err := tx.Exec(ctx, `UPDATE projects SET code_seq = $2 WHERE id = $1`,
 			projectID, base+want); err != nil {
 			return fmt.Errorf("advance code sequence: %w", err)
+		}
+		if batchID != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO code_batch_ranges (batch_id, project_id, seq_from, seq_to)
+				VALUES ($1, $2, $3, $4)`, batchID, projectID, base+1, base+want); err != nil {
+				return fmt.Errorf("record batch range: %w", translate(err))
+			}
 		}
 		return nil
 	})

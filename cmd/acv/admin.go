@@ -215,7 +215,7 @@ func burstOr(burst int, rate float64) int {
 
 func codesCmd() *cobra.Command {
 	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
-	var project, expires, out string
+	var project, expires, out, batchName string
 	var dryRun bool
 	var spec admin.GenerateSpec
 	gen := &cobra.Command{
@@ -229,9 +229,21 @@ func codesCmd() *cobra.Command {
 			spec.ExpiresAt = exp
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
 				bar := newProgress("generating", int64(spec.Count))
-				n, err := a.Generate(cmd.Context(), project, spec, bar.Set)
+				if batchName == "" {
+					n, err := a.Generate(cmd.Context(), project, spec, bar.Set)
+					bar.Finish()
+					fmt.Fprintf(os.Stderr, "generated %d codes\n", n)
+					return err
+				}
+				// A named batch, as the console makes: the console shows it, and it can be
+				// revoked as a whole.
+				b, err := a.CreateBatch(cmd.Context(), project, batchName, spec, "cli")
+				if err != nil {
+					return err
+				}
+				end, err := a.RunBatch(cmd.Context(), project, b.ID, 0, bar.Set)
 				bar.Finish()
-				fmt.Fprintf(os.Stderr, "generated %d codes\n", n)
+				fmt.Fprintf(os.Stderr, "generated %d codes in batch %s (%s)\n", end.Done, b.ID, end.Status)
 				return err
 			})
 		},
@@ -243,6 +255,7 @@ func codesCmd() *cobra.Command {
 	gen.Flags().StringVar(&spec.Prefix, "prefix", "", "text before the random part")
 	gen.Flags().StringVar(&spec.Suffix, "suffix", "", "text after the random part")
 	gen.Flags().StringVar(&expires, "expires-at", "", "code expiry (Unix seconds or RFC 3339)")
+	gen.Flags().StringVar(&batchName, "batch", "", "name the codes as a batch (shown in the console, revocable as a whole)")
 	_ = gen.MarkFlagRequired("project")
 
 	imp := &cobra.Command{

@@ -255,6 +255,15 @@ func TestCLIReadsAndReports(t *testing.T) {
 	if rc != 0 || !strings.Contains(errs, "generating: 3 of 3 codes (100%)") || !strings.Contains(errs, "codes/s") {
 		t.Errorf("generate progress: exit %d\n%s", rc, errs)
 	}
+	// A named batch, as the console makes one; a batch needs a name that is not blank.
+	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "CLI run")
+	if rc != 0 || !strings.Contains(errs, "generated 4 codes in batch ") || !strings.Contains(errs, "(done)") {
+		t.Errorf("generate a batch: exit %d\n%s", rc, errs)
+	}
+	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "   ")
+	if rc == 0 || !strings.Contains(errs, "needs a name") {
+		t.Errorf("generate a blank-named batch: exit %d\n%s", rc, errs)
+	}
 }
 
 // TestCLIProjectStats: acv project stats prints what the API's statistics endpoint answers

@@ -24,34 +24,53 @@ type GenerateSpec struct {
 	Prefix    string
 	Suffix    string
 	ExpiresAt *int64 // unix s; nil: the project's expiry applies
+	// Step is how many codes a round inserts (50,000 when 0); progress is told after each
+	// round, so a job shown live uses smaller ones.
+	Step int
 }
 
 const generateBatch = 50_000
 
-// Generate creates spec.Count new codes, unique within the project: values that collide with
-// existing ones are drawn again. progress (may be nil) is told how many are done.
-func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpec, progress func(done int)) (int, error) {
+// check refuses a spec no code could be drawn from, with the message an operator sees.
+func (spec *GenerateSpec) check() error {
 	if spec.Charset == "" {
 		spec.Charset = DefaultCharset
 	}
 	if spec.Count < 1 || spec.Length < 1 {
-		return 0, contract.Errorf(contract.KindInvalid, "count and length must be at least 1")
+		return contract.Errorf(contract.KindInvalid, "count and length must be at least 1")
 	}
 	alphabet := []rune(spec.Charset)
 	if len(alphabet) < 2 || len(alphabet) > 256 {
-		return 0, contract.Errorf(contract.KindInvalid, "charset needs 2 to 256 characters")
+		return contract.Errorf(contract.KindInvalid, "charset needs 2 to 256 characters")
 	}
 	if n := utf8.RuneCountInString(spec.Prefix) + spec.Length + utf8.RuneCountInString(spec.Suffix); n > contract.MaxCodeLen {
-		return 0, contract.Errorf(contract.KindInvalid, "codes would be %d characters; at most %d", n, contract.MaxCodeLen)
+		return contract.Errorf(contract.KindInvalid, "codes would be %d characters; at most %d", n, contract.MaxCodeLen)
 	}
 	if err := contract.ValidateCode(spec.Prefix + spec.Charset + spec.Suffix); err != nil {
-		return 0, contract.Errorf(contract.KindInvalid, "prefix, charset or suffix: %v", err)
+		return contract.Errorf(contract.KindInvalid, "prefix, charset or suffix: %v", err)
+	}
+	if spec.Step <= 0 {
+		spec.Step = generateBatch
+	}
+	return nil
+}
+
+// Generate creates spec.Count new codes, unique within the project: values that collide with
+// existing ones are drawn again. progress (may be nil) is told how many are done.
+func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpec, progress func(done int)) (int, error) {
+	return a.generateInto(ctx, projectID, "", spec, progress)
+}
+
+// generateInto is Generate, tying the codes to batchID when it is not "".
+func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spec GenerateSpec, progress func(done int)) (int, error) {
+	if err := spec.check(); err != nil {
+		return 0, err
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return 0, notFound(err, "project", projectID)
 	}
-	d := newDrawer(alphabet, spec)
-	l := a.newLoader(ctx, projectID)
+	d := newDrawer([]rune(spec.Charset), spec)
+	l := a.newLoader(ctx, projectID, batchID)
 	done, err := a.generate(ctx, projectID, spec, d, l, progress)
 	if cerr := l.close(); err == nil {
 		err = cerr
@@ -65,8 +84,8 @@ func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpe
 func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
 	done, barren, factor := 0, 0, 1
 	for done < spec.Count {
-		want := min(generateBatch, spec.Count-done)
-		batch, err := a.draw(ctx, projectID, d, want, min(want*factor, 4*generateBatch))
+		want := min(spec.Step, spec.Count-done)
+		batch, err := a.draw(ctx, projectID, d, want, min(want*factor, 4*max(spec.Step, generateBatch)))
 		if err != nil {
 			return done, err
 		}
@@ -129,12 +148,13 @@ func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, can
 type loader struct {
 	a         *Admin
 	projectID string
+	batchID   string // "" when the codes belong to no batch
 	batches   chan []contract.CodeRecord
 	done      chan error
 }
 
-func (a *Admin) newLoader(ctx context.Context, projectID string) *loader {
-	l := &loader{a: a, projectID: projectID, batches: make(chan []contract.CodeRecord, 1), done: make(chan error, 1)}
+func (a *Admin) newLoader(ctx context.Context, projectID, batchID string) *loader {
+	l := &loader{a: a, projectID: projectID, batchID: batchID, batches: make(chan []contract.CodeRecord, 1), done: make(chan error, 1)}
 	go func() {
 		var err error
 		for states := range l.batches {
@@ -156,7 +176,15 @@ func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error)
 // insertRows is insert returning the rows inserted, so an import can tell which codes were
 // already there.
 func (l *loader) insertRows(ctx context.Context, codes []store.NewCode) ([]contract.CodeRecord, error) {
-	rows, err := l.a.Store.InsertCodes(ctx, l.projectID, codes)
+	var (
+		rows []contract.CodeRecord
+		err  error
+	)
+	if l.batchID != "" {
+		rows, err = l.a.Store.InsertBatchCodes(ctx, l.projectID, l.batchID, codes)
+	} else {
+		rows, err = l.a.Store.InsertCodes(ctx, l.projectID, codes)
+	}
 	if err != nil {
 		return nil, err
 	}

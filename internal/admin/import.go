@@ -101,7 +101,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, op
 	}
 	imp := &importer{a: a, projectID: projectID, rep: &rep, opts: opts, seen: map[string]int{}}
 	if !opts.DryRun {
-		imp.l = a.newLoader(ctx, projectID)
+		imp.l = a.newLoader(ctx, projectID, "")
 		defer func() {
 			if cerr := imp.l.close(); cerr != nil {
 				err = errors.Join(err, cerr)

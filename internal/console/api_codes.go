@@ -118,31 +118,6 @@ func (s *Server) manual(c *gin.Context, se *Session,
 	return nil
 }
 
-func (s *Server) generate(c *gin.Context, se *Session) error {
-	var b struct {
-		Count     int    `json:"count"`
-		Length    int    `json:"length"`
-		Charset   string `json:"charset"`
-		Prefix    string `json:"prefix"`
-		Suffix    string `json:"suffix"`
-		ExpiresAt *int64 `json:"expires_at"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
-	if b.Length == 0 {
-		b.Length = 12
-	}
-	n, err := s.svc.Generate(c.Request.Context(), s.actor(c, se), c.Param("project_id"), admin.GenerateSpec{
-		Count: b.Count, Length: b.Length, Charset: b.Charset, Prefix: b.Prefix, Suffix: b.Suffix, ExpiresAt: b.ExpiresAt,
-	})
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, gin.H{"generated": n})
-	return nil
-}
-
 // importCodes reads a CSV body. ?dry_run=true checks every row and writes nothing; otherwise
 // the good rows are imported. Either way the answer is the report, with the problem rows.
 func (s *Server) importCodes(c *gin.Context, se *Session) error {

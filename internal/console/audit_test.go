@@ -74,7 +74,7 @@ func TestConsoleAuditRecordsChanges(t *testing.T) {
 		{"PUT", "/projects/" + p.ID + "/expiry"},
 		{"DELETE", "/projects/" + p.ID + "/expiry"},
 	}
-	bodies := []any{map[string]any{"rate_per_sec": 50, "burst": 100}, nil, map[string]any{"count": 20, "length": 8, "prefix": "A-"},
+	bodies := []any{map[string]any{"rate_per_sec": 50, "burst": 100}, nil, map[string]any{"name": "A series", "count": 20, "length": 8, "prefix": "A-"},
 		nil, nil, map[string]any{"expires_at": 1830297600}, nil}
 	for i, s := range steps {
 		res, body := adm.do(s.method, s.path, bodies[i])
@@ -82,6 +82,7 @@ func TestConsoleAuditRecordsChanges(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", s.method, s.path, res.StatusCode, body)
 		}
 	}
+	adm.waitBatches(p.ID)
 	res, body = adm.do("GET", "/projects/"+p.ID+"/codes?page_size=1", nil)
 	expect(t, "list codes", res, body, http.StatusOK)
 	var page contract.CodePage
@@ -273,8 +274,9 @@ func TestConsoleExportStreamsEveryCode(t *testing.T) {
 	var p contract.Project
 	decode(t, body, &p)
 	const n = 30_000
-	res, body = op.do("POST", "/projects/"+p.ID+"/generate", map[string]any{"count": n, "length": 12})
-	expect(t, "generate", res, body, http.StatusOK)
+	res, body = op.do("POST", "/projects/"+p.ID+"/generate", map[string]any{"name": "all", "count": n, "length": 12})
+	expect(t, "generate", res, body, http.StatusAccepted)
+	op.waitBatches(p.ID)
 	res, body = op.do("POST", "/projects/"+p.ID+"/import", nil)
 	expect(t, "import nothing", res, body, http.StatusOK)
 

@@ -56,32 +56,6 @@ func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value
 	return s.record(ctx, a, action, "code", value, projectID, nil)
 }
 
-// MaxGenerate bounds one generation request of this phase, which runs within the request;
-// larger batches wait for generation as a job with progress.
-const MaxGenerate = 1_000_000
-
-// Generate creates random codes in a project (operator and above).
-func (s *Service) Generate(ctx context.Context, a Actor, projectID string, spec admin.GenerateSpec) (int, error) {
-	ad, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return 0, err
-	}
-	if spec.Count > MaxGenerate {
-		return 0, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
-	}
-	n, err := ad.Generate(ctx, projectID, spec, nil)
-	if n == 0 && err != nil {
-		return 0, err
-	}
-	// Codes were made, maybe not all of them: the log says how many, whatever followed.
-	if rerr := s.record(ctx, a, "codes.generate", "project", projectID, projectID, map[string]any{
-		"requested": spec.Count, "generated": n, "length": spec.Length, "prefix": spec.Prefix, "suffix": spec.Suffix,
-		"charset": spec.Charset, "expires_at": spec.ExpiresAt, "complete": err == nil}); rerr != nil && err == nil {
-		err = rerr
-	}
-	return n, err
-}
-
 // Import reads codes from CSV into a project (operator and above), as acv codes import does:
 // the good rows are imported, the others skipped and reported by line (admin.ImportCSV). A dry
 // run checks every row and writes nothing, so it changes nothing to record; a real import is

@@ -42,8 +42,11 @@ func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, 
 		locked *LockedError
 		nf     *admin.NotFoundError
 		ce     *contract.Error
+		cc     *admin.CountChangedError
 	)
 	switch {
+	case errors.As(err, &cc):
+		return http.StatusConflict, capitalize(cc.Error()), 0
 	case errors.As(err, &se):
 		return se.status, se.detail, 0
 	case errors.As(err, &locked):

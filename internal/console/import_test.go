@@ -100,8 +100,9 @@ func TestConsoleCodesKeysetPaging(t *testing.T) {
 	var p contract.Project
 	decode(t, body, &p)
 	const n = 523
-	res, body = op.do("POST", "/projects/"+p.ID+"/generate", map[string]any{"count": n, "length": 10, "prefix": "KS"})
-	expect(t, "generate", res, body, http.StatusOK)
+	res, body = op.do("POST", "/projects/"+p.ID+"/generate", map[string]any{"name": "keyset", "count": n, "length": 10, "prefix": "KS"})
+	expect(t, "generate", res, body, http.StatusAccepted)
+	op.waitBatches(p.ID)
 
 	walk := func(query string) ([]string, int64) {
 		t.Helper()
@@ -272,9 +273,10 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	}
 
 	// The pager: 120 codes, 50 a page, the search kept across pages.
-	if _, err := e.svc.Generate(context.Background(), console.SystemActor("test"), p.ID, admin.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
+	if _, err := e.svc.StartGenerate(context.Background(), console.SystemActor("test"), p.ID, "pager", admin.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
 		t.Fatal(err)
 	}
+	waitBatchesDone(t, e, p.ID)
 	seen := map[string]bool{}
 	next := path + "?search=PG&status="
 	for pages := 0; next != ""; pages++ {

@@ -79,6 +79,7 @@ func (e *env) build(scfg console.ServerConfig) (*console.Service, *console.Serve
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.t.Cleanup(svc.Close)
 	srv, err := console.NewServer(svc, scfg)
 	if err != nil {
 		e.t.Fatal(err)

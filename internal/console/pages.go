@@ -46,6 +46,10 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importSubmit},
 		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
 		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.batchCancelSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.batchRevokeSubmit},
+		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisablePage},
+		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisableSubmit},
 		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
 		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.keyCreateSubmit},
 		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, handler: s.keyRevokeSubmit},
@@ -169,6 +173,11 @@ var flashes = map[string]string{
 	"expiry_set":        "Project expiry set.",
 	"expiry_cleared":    "Project expiry cleared.",
 	"generated":         "Codes generated: %s.",
+	"generate_started":  "Generation started; its progress is shown below.",
+	"batch_cancelled":   "Generation cancelled; the codes made so far stay until the batch is revoked.",
+	"batch_failed":      "Generation failed; see the batch below.",
+	"batch_revoked":     "Batch revoked: %s codes disabled.",
+	"bulk_disabled":     "Codes disabled: %s.",
 	"key_revoked":       "API key revoked.",
 	"code_disabled":     "Code disabled.",
 	"code_enabled":      "Code enabled.",
@@ -202,17 +211,22 @@ func flash(c *gin.Context) string {
 	return msg
 }
 
-// redirectDone sends the browser to path after a form, with a flash message.
+// redirectDone sends the browser to path (which may end in a #fragment) after a form, with a
+// flash message.
 func redirectDone(c *gin.Context, path, done, arg string) {
 	q := url.Values{"done": {done}}
 	if arg != "" {
 		q.Set("n", arg)
 	}
+	path, frag, _ := strings.Cut(path, "#")
+	if frag != "" {
+		frag = "#" + frag
+	}
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	c.Redirect(http.StatusSeeOther, path+sep+q.Encode())
+	c.Redirect(http.StatusSeeOther, path+sep+q.Encode()+frag)
 }
 
 // projectPath is a project page's path.

@@ -118,6 +118,10 @@ type projectView struct {
 	Import *admin.ImportReport
 	// ExpiresInput is the project's expiry as the date-time field shows it (UTC).
 	ExpiresInput string
+	// Batches are the project's latest generation batches; Running tells whether one of them
+	// is still queued or running.
+	Batches []store.Batch
+	Running bool
 }
 
 // projectExtra is what a form's answer shows on the project page besides its usual content.
@@ -146,8 +150,15 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	if err != nil {
 		return err
 	}
-	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: extra.NewKey, Import: extra.Import,
+	batches, err := s.svc.Batches(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: extra.NewKey, Import: extra.Import, Batches: batches,
 		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired}}
+	for _, b := range batches {
+		pv.Running = pv.Running || !b.Final()
+	}
 	if p.ExpiresAt != nil {
 		pv.ExpiresInput = time.Unix(*p.ExpiresAt, 0).UTC().Format(dateTimeLocal)
 	}
@@ -217,14 +228,13 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.svc.Generate(c.Request.Context(), s.actor(c, se), id, admin.GenerateSpec{
+	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), admin.GenerateSpec{
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return capitalizeInvalid(err)
 	}
-	redirectDone(c, projectPath(id), "generated", strconv.Itoa(n))
+	redirectDone(c, projectPath(id)+"#batches", "generate_started", "")
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/store"
 )
@@ -228,10 +230,17 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 		t.Errorf("project page after create: %.1000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/generate", url.Values{"count": {"25"}, "csrf_token": {token}})
-	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?done=generated&n=25")
-	_, body = oper.page("GET", res.Header.Get("Location"), nil)
-	if !strings.Contains(body, `data-stat="total">25<`) || !strings.Contains(body, "Codes generated: 25.") {
-		t.Errorf("project page after generate: %.3000s", body)
+	oper.want("generate without a batch name", res, body, http.StatusBadRequest, "")
+	if !strings.Contains(body, "A batch needs a name") {
+		t.Errorf("generate without a name: %.2000s", body)
+	}
+	res, body = oper.page("POST", projectPath+"/generate", url.Values{"name": {"Launch cards"}, "count": {"25"}, "csrf_token": {token}})
+	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?done=generate_started")
+	waitBatchesDone(t, e, strings.TrimPrefix(projectPath, "/projects/"))
+	_, body = oper.page("GET", projectPath+"?done=generated&n=25", nil)
+	if !strings.Contains(body, `data-stat="total">25<`) || !strings.Contains(body, "Codes generated: 25.") ||
+		!strings.Contains(body, `aria-label="Progress of batch Launch cards"`) || !strings.Contains(body, `max="25" value="25"`) {
+		t.Errorf("project page after generate: %.6000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/keys", url.Values{"csrf_token": {token}})
 	oper.want("create key", res, body, http.StatusOK, "")
@@ -374,5 +383,70 @@ func TestConsolePagesActions(t *testing.T) {
 	_, body = adm.page("GET", "/accounts?done=account_disabled", nil)
 	if !strings.Contains(body, "Account disabled") || !strings.Contains(body, "support") {
 		t.Errorf("accounts page after the changes: %.3000s", body)
+	}
+}
+
+// TestConsolePagesBulkDisable: the bulk-disable page shows the count before its confirm
+// button, a confirm with an out-of-date count shows the new count instead of disabling, and a
+// batch's revoke goes through the same page.
+func TestConsolePagesBulkDisable(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, sys := context.Background(), console.SystemActor("test")
+	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "Bulk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.svc.StartGenerate(ctx, sys, p.ID, "Cards", admin.GenerateSpec{Count: 40, Length: 8, Prefix: "K-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBatchesDone(t, e, p.ID)
+	oper := e.pageLogin("page-operator", console.RoleOperator)
+	projectPath := "/projects/" + p.ID
+	res, body := oper.page("GET", projectPath, nil)
+	oper.want("project page", res, body, http.StatusOK, "")
+	if !strings.Contains(body, `href="`+projectPath+`/bulk-disable?batch_id=`+b.ID+`"`) || !strings.Contains(body, "Count codes to disable") {
+		t.Fatalf("project page lacks revoke and bulk controls: %.6000s", body)
+	}
+	res, body = oper.page("GET", projectPath+"/bulk-disable?status=unused&search=k-", nil)
+	oper.want("count page", res, body, http.StatusOK, "")
+	if !strings.Contains(body, `data-count="40"`) || !strings.Contains(body, "Disable 40 codes") {
+		t.Fatalf("count page: %.4000s", body)
+	}
+	token := csrf(t, body)
+	// One code is disabled meanwhile: the confirm of 40 shows 39 instead.
+	page, err := e.svc.ListCodes(ctx, sys, p.ID, contract.ListQuery{PageSize: 1, Page: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.SetCodeDisabled(ctx, sys, p.ID, page.Items[0].Code, true); err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"csrf_token": {token}, "status": {"unused"}, "search": {"k-"}, "expected_count": {"40"}}
+	res, body = oper.page("POST", projectPath+"/bulk-disable", form)
+	oper.want("stale confirm", res, body, http.StatusOK, "")
+	if !strings.Contains(body, "The number of codes changed") || !strings.Contains(body, `data-count="39"`) {
+		t.Fatalf("stale confirm: %.4000s", body)
+	}
+	// The batch's revoke: the same count first, then the confirm.
+	res, body = oper.page("GET", projectPath+"/bulk-disable?batch_id="+b.ID, nil)
+	oper.want("revoke page", res, body, http.StatusOK, "")
+	if !strings.Contains(body, "Revoke batch Cards") || !strings.Contains(body, "Revoke batch: disable 39 codes") {
+		t.Fatalf("revoke page: %.4000s", body)
+	}
+	res, body = oper.page("POST", projectPath+"/batches/"+b.ID+"/revoke", url.Values{"csrf_token": {token}, "expected_count": {"39"}})
+	oper.want("revoke", res, body, http.StatusSeeOther, projectPath+"?done=batch_revoked&n=39#batches")
+	_, body = oper.page("GET", projectPath+"?done=batch_revoked&n=39", nil)
+	if !strings.Contains(body, "Batch revoked: 39 codes disabled.") || !strings.Contains(body, `data-stat="disabled">40<`) ||
+		!strings.Contains(body, "done</span> · revoked") {
+		t.Fatalf("project page after revoke: %.8000s", body)
+	}
+	// A viewer gets none of it.
+	viewer := e.pageLogin("page-viewer", console.RoleViewer)
+	res, body = viewer.page("GET", projectPath+"/bulk-disable?batch_id="+b.ID, nil)
+	viewer.want("viewer count page", res, body, http.StatusForbidden, "")
+	_, body = viewer.page("GET", projectPath, nil)
+	if strings.Contains(body, "bulk-disable") || strings.Contains(body, "/revoke") || !strings.Contains(body, "Progress of batch Cards") {
+		t.Fatalf("viewer's project page: %.8000s", body)
 	}
 }

@@ -63,7 +63,13 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, handler: s.enableCode},
 		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, handler: s.manualVerify},
 		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, handler: s.manualReactivate},
+		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkCount},
+		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisable},
 		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generate},
+		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, handler: s.listBatches},
+		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, handler: s.getBatch},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.cancelBatch},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.revokeBatch},
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importCodes},
 		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/store"
 )
@@ -80,8 +81,14 @@ func TestConsoleRolesRefused(t *testing.T) {
 	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\nROLE-1\nROLE-2\n"), false); err != nil {
 		t.Fatal(err)
 	}
+	b, err := e.svc.StartGenerate(ctx, op, p.ID, "roles", admin.GenerateSpec{Count: 3, Length: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBatchesDone(t, e, p.ID)
 	target := e.bootstrap("target", console.RoleViewer)
-	params := strings.NewReplacer(":project_id", p.ID, ":key_id", k.ID, ":code", "ROLE-1", ":admin_id", target.ID)
+	params := strings.NewReplacer(":project_id", p.ID, ":key_id", k.ID, ":code", "ROLE-1", ":admin_id", target.ID,
+		":batch_id", b.ID)
 
 	routes := e.srv.Routes()
 	if len(routes) < 30 {

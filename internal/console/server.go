@@ -100,9 +100,11 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 // ServeHTTP answers one request; a Server is an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
-// Serve answers on ln until ctx ends, then drains in-flight requests for up to drain. There
-// is no write timeout: an export streams as long as the project's codes last.
+// Serve answers on ln until ctx ends, then drains in-flight requests for up to drain and
+// stops the generation batches still running here (they record that they were interrupted).
+// There is no write timeout: an export streams as long as the project's codes last.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	defer s.svc.Close()
 	hs := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 5 * time.Second,

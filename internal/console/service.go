@@ -46,6 +46,9 @@ type Config struct {
 	Throttle ThrottlePolicy
 	// Sessions bounds the sessions' lifetime; DefaultSessionPolicy when zero.
 	Sessions SessionPolicy
+	// GenerateStep is how many codes a round of a generation batch inserts, and so how often
+	// its progress moves; 10,000 when 0.
+	GenerateStep int
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the
@@ -57,6 +60,7 @@ type Service struct {
 	hot   HotPath
 	log   *slog.Logger
 	now   func() time.Time
+	jobs  *jobs
 	// dummyHash is checked against the password of a login naming no account, so such a
 	// login takes as long as one naming an account.
 	dummyHash string
@@ -90,8 +94,12 @@ func NewService(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	return &Service{cfg: cfg, store: cfg.Store, admin: cfg.Admin, hot: cfg.HotPath, log: cfg.Logger, now: cfg.Now,
-		dummyHash: dummy}, nil
+		jobs: newJobs(), dummyHash: dummy}, nil
 }
+
+// Close stops the generation batches still running on this instance and waits for them to
+// record that they were interrupted. The Server's Serve calls it when it ends.
+func (s *Service) Close() { s.jobs.close() }
 
 // Actor is who performs an action, and from where: the account of a session, or the acv
 // command (SystemActor).

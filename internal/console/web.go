@@ -22,7 +22,7 @@ var webFS embed.FS
 
 // pageNames are the pages, each a file web/templates/<name>.html defining "content" (and
 // "title") inside layout.html.
-var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "audit", "accounts", "error", "docs", "apiguide"}
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide"}
 
 // templateFuncs are the helpers the templates call. Escaping is html/template's: every value is
 // escaped for where it lands (text, attribute, URL).
@@ -49,6 +49,7 @@ var templateFuncs = template.FuncMap{
 		return *p
 	},
 	"num":   thousands,
+	"wide":  func(n int) int64 { return int64(n) },
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
 	"add":   func(a, b int) int { return a + b },
 	"hex":   hexOf,
@@ -106,11 +107,11 @@ func (v view) Role() Role {
 	return v.Account.Role
 }
 
-// securityHeaders go with every page: no script, style or form target outside the console, no
-// framing.
+// securityHeaders go with every page: no script, style, fetch or form target outside the
+// console, no framing. (console.js reads a running batch's progress from the admin API.)
 func securityHeaders(c *gin.Context) {
 	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Header("X-Frame-Options", "DENY")
 	c.Header("Referrer-Policy", "same-origin")
 }

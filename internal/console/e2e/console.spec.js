@@ -1,5 +1,5 @@
 // The operator console end to end, in a real browser: bootstrap login, forced password change,
-// a project, generated codes, search, disable, export, a verify through the client API and its
+// a project, codes generated as a batch with live progress, search, disable, export, a verify through the client API and its
 // log, a manual reactivate in the audit log, a viewer without change controls. Every page is
 // screenshotted and checked by axe-core (no serious or critical violation).
 const { test, expect } = require('@playwright/test');
@@ -89,15 +89,40 @@ test('operator console end to end', async ({ browser }) => {
     projectID = new URL(projectURL).pathname.split('/')[2];
   });
 
-  await test.step(`generate ${codeCount} codes`, async () => {
+  await test.step(`generate ${codeCount} codes as a batch with live progress`, async () => {
+    await page.getByLabel('Batch name').fill('Spring packs');
     await page.getByLabel('How many').fill(String(codeCount));
     const started = Date.now();
     await page.getByRole('button', { name: 'Generate' }).click();
+    // The request answers at once; the batch runs in the background and its progress bar,
+    // polled from the admin API, moves until the page reloads with the result.
+    await expect(page.locator('p.flash')).toHaveText('Generation started; its progress is shown below.');
+    const bar = page.getByRole('progressbar', { name: 'Progress of batch Spring packs' });
+    await expect(bar).toBeVisible();
+    await expect(bar).toHaveAttribute('max', String(codeCount));
     await expect(page.locator('p.flash'))
       .toHaveText(`Codes generated: ${countText}.`, { timeout: 10 * 60 * 1000 });
     console.log(`generated ${codeCount} codes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await expect(bar).toHaveAttribute('value', String(codeCount));
+    const row = page.locator('tr[data-batch]').filter({ hasText: 'Spring packs' });
+    await expect(row.locator('[data-batch-status]')).toHaveText('done');
+    await expect(row.getByRole('link', { name: 'Revoke batch Spring packs' })).toBeVisible();
     await expect(page.locator('[data-stat="total"]')).toHaveText(countText);
     await snap(page, 'project');
+    // Revoking the batch, and disabling in bulk, show the count before the confirm button;
+    // neither is confirmed here.
+    await row.getByRole('link', { name: 'Revoke batch Spring packs' }).click();
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Revoke batch Spring packs');
+    await expect(page.locator('#bulk-count')).toContainText(`${countText} codes are enabled and will be disabled`);
+    await expect(page.getByRole('button', { name: `Revoke batch: disable ${countText} codes` })).toBeVisible();
+    await snap(page, 'batch-revoke-confirm');
+    await page.goto(projectURL);
+    await page.locator('#bulk_status').selectOption('unused');
+    await page.getByRole('button', { name: 'Count codes to disable' }).click();
+    await expect(page.getByRole('heading', { level: 1 })).toHaveText('Disable codes in bulk');
+    await expect(page.getByRole('button', { name: `Disable ${countText} codes` })).toBeVisible();
+    await snap(page, 'bulk-disable-confirm');
+    await page.goto(projectURL);
   });
 
   await test.step('search one code and disable it', async () => {
@@ -268,11 +293,18 @@ test('operator console end to end', async ({ browser }) => {
     await vp.goto(projectURL);
     await expect(vp.getByRole('link', { name: 'Export all codes (CSV)' })).toHaveCount(0);
     await expect(vp.getByRole('button', { name: 'Generate' })).toHaveCount(0);
+    await expect(vp.getByRole('link', { name: /Revoke batch/ })).toHaveCount(0);
+    await expect(vp.getByRole('button', { name: 'Count codes to disable' })).toHaveCount(0);
+    // The viewer sees the batch and its progress, without its controls.
+    const batchRow = vp.locator('tr[data-batch]').filter({ hasText: 'Spring packs' });
+    await expect(batchRow.getByRole('progressbar')).toHaveAttribute('value', String(codeCount));
+    const batchID = await batchRow.getAttribute('data-batch');
     await snap(vp, 'project-viewer');
     // The server refuses what the page does not offer: a form post and the JSON API, each with
     // the session's CSRF token.
-    // (The console's Content-Security-Policy lets no script of a page fetch anything, so these
-    // go through the context's request client, which sends the same session cookie.)
+    // (The console's Content-Security-Policy lets a page's script fetch only from the console,
+    // and its script only reads; these go through the context's request client, which sends
+    // the same session cookie.)
     const rq = vp.request;
     const me = await (await rq.get('/admin/api/v1/me')).json();
     const refused = [
@@ -281,8 +313,22 @@ test('operator console end to end', async ({ browser }) => {
         { headers: { 'X-CSRF-Token': me.csrf_token } })).status(),
       (await rq.get(`/projects/${projectID}/export`, { maxRedirects: 0 })).status(),
       (await rq.get('/accounts', { maxRedirects: 0 })).status(),
+      (await rq.post(`/admin/api/v1/projects/${projectID}/generate`,
+        { headers: { 'X-CSRF-Token': me.csrf_token }, data: { name: 'viewer batch', count: 5 } })).status(),
+      (await rq.post(`/admin/api/v1/projects/${projectID}/batches/${batchID}/revoke`,
+        { headers: { 'X-CSRF-Token': me.csrf_token }, data: {} })).status(),
+      (await rq.post(`/admin/api/v1/projects/${projectID}/batches/${batchID}/cancel`,
+        { headers: { 'X-CSRF-Token': me.csrf_token } })).status(),
+      (await rq.get(`/admin/api/v1/projects/${projectID}/bulk-disable?status=unused`)).status(),
+      (await rq.post(`/admin/api/v1/projects/${projectID}/bulk-disable`,
+        { headers: { 'X-CSRF-Token': me.csrf_token }, data: { status: 'unused', expected_count: 1 } })).status(),
+      (await rq.post(`/projects/${projectID}/batches/${batchID}/revoke`,
+        { form: { csrf_token: me.csrf_token, expected_count: String(codeCount) }, maxRedirects: 0 })).status(),
     ];
-    expect(refused).toEqual([403, 403, 403, 403]);
+    expect(refused).toEqual([403, 403, 403, 403, 403, 403, 403, 403, 403, 403]);
+    // The batch is as it was: nothing a viewer sent changed it.
+    const batch = await (await rq.get(`/admin/api/v1/projects/${projectID}/batches/${batchID}`)).json();
+    expect([batch.status, batch.done, batch.revoked_at]).toEqual(['done', codeCount, null]);
     await vctx.close();
   });
 

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
+)
+
+// CodeFilter selects codes of a project for a bulk change: every field set narrows it. A bulk
+// disable acts on the codes it selects that are not disabled yet.
+type CodeFilter struct {
+	// BatchID: only the codes that generation batch made.
+	BatchID string `json:"batch_id,omitempty"`
+	// State: only codes in that derived state (unused, used or expired).
+	State contract.State `json:"status,omitempty"`
+	// Search: only codes whose value holds it (case-insensitive).
+	Search string `json:"search,omitempty"`
+}
+
+// bulkWhere builds the filter's predicate on codes c of project $1, enabled codes only.
+func (s *Store) bulkWhere(ctx context.Context, projectID string, f CodeFilter, now int64) (string, []any, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return "", nil, err
+	}
+	args := []any{projectID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"c.project_id = $1", "NOT c.is_disabled"}
+	if f.BatchID != "" {
+		if err := checkID("batch", f.BatchID); err != nil {
+			return "", nil, err
+		}
+		where = append(where, `EXISTS (SELECT 1 FROM code_batch_ranges r WHERE r.batch_id = `+arg(f.BatchID)+
+			` AND r.project_id = c.project_id AND c.seq BETWEEN r.seq_from AND r.seq_to)`)
+	}
+	if f.State != "" {
+		cond, err := stateCondition(f.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, cond)
+	}
+	if f.Search != "" {
+		where = append(where, "c.code ILIKE "+arg(likePattern(f.Search))+` ESCAPE '\'`)
+	}
+	return strings.Join(where, " AND "), args, nil
+}
+
+// CountBulk counts the codes of the project that f selects and that are not disabled yet:
+// the number a bulk disable would change, shown before it runs.
+// contract.ErrNotFound when the project does not exist.
+func (s *Store) CountBulk(ctx context.Context, projectID string, f CodeFilter, now int64) (int64, error) {
+	where, args, err := s.bulkWhere(ctx, projectID, f, now)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
+	}
+	return n, nil
+}
+
+// BulkPage returns up to limit codes that f selects with a sequence number above afterSeq, in
+// sequence order, and the last one's number: a bulk change walks them page by page.
+func (s *Store) BulkPage(ctx context.Context, projectID string, f CodeFilter, now, afterSeq int64, limit int) ([]contract.CodeRecord, int64, error) {
+	where, args, err := s.bulkWhere(ctx, projectID, f, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	args = append(args, afterSeq, limit)
+	n := len(args)
+	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+`, c.seq FROM codes c WHERE `+where+
+		` AND c.seq > $`+strconv.Itoa(n-1)+` ORDER BY c.seq LIMIT $`+strconv.Itoa(n), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, translate(err))
+	}
+	defer rows.Close()
+	var (
+		out  []contract.CodeRecord
+		last = afterSeq
+	)
+	for rows.Next() {
+		r, err := scanCode(seqRow{rows, &last})
+		if err != nil {
+			return nil, 0, fmt.Errorf("scan code: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, err)
+	}
+	return out, last, nil
+}
+
+// seqRow scans codeColumns followed by seq, which it keeps in *seq.
+type seqRow struct {
+	pgx.Row
+	seq *int64
+}
+
+func (r seqRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.seq)...) }
+
+// ApplySnapshots is ApplySnapshot for many codes at once (a bulk disable): each snapshot is
+// applied when newer than the code's stored version. The rows are locked in id order first,
+// as the audit consumer locks them, so the two cannot deadlock.
+func (s *Store) ApplySnapshots(ctx context.Context, snaps []contract.CodeRecord) error {
+	if len(snaps) == 0 {
+		return nil
+	}
+	ids := make([]string, len(snaps))
+	vat := make([]int64, len(snaps))
+	by := make([]string, len(snaps))
+	dis := make([]bool, len(snaps))
+	ver := make([]int64, len(snaps))
+	for i, r := range snaps {
+		if err := checkID("code", r.ID); err != nil {
+			return err
+		}
+		ids[i], vat[i], by[i], dis[i], ver[i] = r.ID, r.VerifiedAtMs, r.VerifiedBy, r.Disabled, r.Version
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM codes WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, ids); err != nil {
+			return fmt.Errorf("lock codes: %w", err)
+		}
+		_, err := tx.Exec(ctx, `UPDATE codes c SET verified_at = `+msToTimestamptz("u.vat")+`,
+			verified_by = nullif(u.by, ''), is_disabled = u.dis, version = u.ver
+			FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::boolean[], $5::bigint[]) AS u(id, vat, by, dis, ver)
+			WHERE c.id = u.id AND c.version < u.ver`, ids, vat, by, dis, ver)
+		if err != nil {
+			return fmt.Errorf("update codes: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply %d snapshots: %w", len(snaps), err)
+	}
+	return nil
+}
