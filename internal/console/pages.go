@@ -51,7 +51,10 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, handler: s.manualSubmit(true)},
 		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(false)},
 
+		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.logsPage},
+		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},
+		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
 
 		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.accountsPage},
 		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.accountCreateSubmit},

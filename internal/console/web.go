@@ -22,7 +22,7 @@ var webFS embed.FS
 
 // pageNames are the pages, each a file web/templates/<name>.html defining "content" (and
 // "title") inside layout.html.
-var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "audit", "accounts", "error"}
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "error"}
 
 // templateFuncs are the helpers the templates call. Escaping is html/template's: every value is
 // escaped for where it lands (text, attribute, URL).
