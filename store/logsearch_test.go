@@ -34,7 +34,7 @@ func TestSearchLogsPlan(t *testing.T) {
 	}
 	future := store.PartitionName(utcMidnight(now).Add(3 * day))
 	for name, f := range map[string]store.LogFilter{
-		"project": {ProjectID: p1.ID, From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
+		"project":            {ProjectID: p1.ID, From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
 		"project and result": {ProjectID: p1.ID, Result: "success", From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
 		"all projects":       {From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
 		"verifier":           {VerifiedBy: "till-7", From: now.Add(-time.Hour), To: now.Add(time.Second)},
