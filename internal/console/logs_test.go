@@ -34,8 +34,11 @@ func logEvent(t *testing.T, code contract.CodeRecord, projectID string, at time.
 }
 
 // logsEnv is a console with two projects and logs written through the store's pipeline sink.
-func logsEnv(t *testing.T) (e *env, p1, p2 contract.Project) {
-	e = newEnv(t, nil)
+func logsEnv(t *testing.T) (e *env, p1, p2 contract.Project) { return logsEnvWith(t, nil) }
+
+// logsEnvWith is logsEnv with the console's configuration adjusted.
+func logsEnvWith(t *testing.T, adjust func(*console.Config, *console.ServerConfig)) (e *env, p1, p2 contract.Project) {
+	e = newEnv(t, adjust)
 	ctx := context.Background()
 	sys := console.SystemActor("test")
 	var err error

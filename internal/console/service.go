@@ -46,6 +46,9 @@ type Config struct {
 	Throttle ThrottlePolicy
 	// Sessions bounds the sessions' lifetime; DefaultSessionPolicy when zero.
 	Sessions SessionPolicy
+	// Outbox reads the log pipeline's backlog for the dashboard; the backlog is not shown
+	// when nil.
+	Outbox OutboxReader
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the

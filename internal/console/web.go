@@ -51,6 +51,7 @@ var templateFuncs = template.FuncMap{
 	"num":   thousands,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
 	"add":   func(a, b int) int { return a + b },
+	"mod":   func(a, b int) int { return a % b },
 	"hex":   hexOf,
 	"roles": func() []Role { return []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin} },
 }
