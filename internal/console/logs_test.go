@@ -245,3 +245,33 @@ func TestConsoleAuditExport(t *testing.T) {
 	res, body = op.do("GET", "/audit?until=tomorrow", nil)
 	expect(t, "audit bad until", res, body, http.StatusBadRequest)
 }
+
+// TestConsoleLogsPage: the page shows the logs with their codes, keeps the filters in its
+// next-page and CSV links, offers the CSV to operators only, and a viewer downloading the
+// CSV anyway is refused.
+func TestConsoleLogsPage(t *testing.T) {
+	e, p1, _ := logsEnv(t)
+	op := e.pageLogin("ophelia", console.RoleOperator)
+	res, body := op.page("GET", "/logs?limit=1&project_id="+p1.ID, nil)
+	op.want("logs page", res, body, http.StatusOK, "")
+	for _, want := range []string{`id="logs"`, "LOG-B", `rel="next"`, `id="logs-csv"`, "project_id=" + p1.ID, "after="} {
+		if !strings.Contains(body, want) {
+			t.Errorf("logs page lacks %q", want)
+		}
+	}
+	res, body = op.page("GET", "/logs.csv?project_id="+p1.ID, nil)
+	if res.StatusCode != http.StatusOK || strings.Count(body, "\n") != 4 {
+		t.Fatalf("page CSV %d: %s", res.StatusCode, body)
+	}
+	v := e.pageLogin("victor", console.RoleViewer)
+	_, body = v.page("GET", "/logs", nil)
+	if strings.Contains(body, `id="logs-csv"`) {
+		t.Error("a viewer is offered the CSV")
+	}
+	for _, path := range []string{"/logs.csv", "/audit.csv"} {
+		res, body = v.page("GET", path, nil)
+		v.want(path, res, body, http.StatusForbidden, "")
+	}
+	res, body = v.page("GET", "/logs?result=maybe", nil)
+	v.want("bad filter", res, body, http.StatusBadRequest, "")
+}

@@ -38,9 +38,19 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 		nq.Set("after", page.NextAfter)
 		next = "/logs?" + nq.Encode()
 	}
+	// The form shows a range only when one was asked for: an empty field is "the last 24 hours
+	// up to now", so a search submitted again a minute later still finds the newest logs (a
+	// field filled with the minute shown would cut them off).
+	inputs := map[string]string{}
+	for _, k := range []string{"from", "to"} {
+		if c.Query(k) != "" {
+			t, _ := queryTime(c, k) // already read without error by logSearchQuery
+			inputs[k] = t.UTC().Format("2006-01-02T15:04")
+		}
+	}
 	v := viewFor(se, "Verification logs", "logs")
 	v.Data = map[string]any{"Search": q, "Page": page, "Next": next, "CSV": "/logs.csv?" + keep.Encode(),
-		"FromInput": page.From.UTC().Format("2006-01-02T15:04"), "ToInput": page.To.UTC().Format("2006-01-02T15:04")}
+		"FromInput": inputs["from"], "ToInput": inputs["to"]}
 	s.render(c, http.StatusOK, "logs", v)
 	return nil
 }

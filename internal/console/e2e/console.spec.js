@@ -175,6 +175,7 @@ test('operator console end to end', async ({ browser }) => {
       await page.goto(projectURL);
       await expect(page.locator('td.last-used').first()).not.toHaveText('never', { timeout: 1000 });
     }).toPass({ timeout: 40 * 1000 });
+    await page.goto(`${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`);
   });
 
   await test.step('reactivate it by hand with a reason and find that in the audit log', async () => {
