@@ -15,6 +15,10 @@ type PipelineHealth struct {
 	// Backlog is how many log events wait in the outboxes; OldestAge how long the oldest has.
 	Backlog   int64
 	OldestAge time.Duration
+	// Relays is how many relays have a live heartbeat (RelaysKnown false when the console was
+	// built without Config.Relays).
+	Relays      int64
+	RelaysKnown bool
 	// NewestLogAge is how long ago the newest log in PostgreSQL was made (HasLog false when
 	// the last day has none).
 	NewestLogAge time.Duration
@@ -25,6 +29,9 @@ type PipelineHealth struct {
 
 // OutboxReader reads the outboxes' backlog (audit.OutboxLen over the process's Redis).
 type OutboxReader func(ctx context.Context) (length int64, oldestAge time.Duration, err error)
+
+// RelayCounter counts the relays alive (audit.LiveRelays over the process's Redis).
+type RelayCounter func(ctx context.Context) (int64, error)
 
 // Timeline is the redemptions of the last day, per hour, for the dashboard's chart.
 type Timeline struct {
@@ -57,6 +64,14 @@ func (s *Service) Dashboard(ctx context.Context, a Actor) (Timeline, PipelineHea
 			h.Problem = "The outbox backlog could not be read from Redis."
 		} else {
 			h.Known, h.Backlog, h.OldestAge = true, n, age
+		}
+	}
+	if s.cfg.Relays != nil {
+		if n, err := s.cfg.Relays(ctx); err != nil {
+			s.log.WarnContext(ctx, "dashboard: count live relays", "err", err)
+			h.Problem += " The relays' heartbeats could not be read from Redis."
+		} else {
+			h.Relays, h.RelaysKnown = n, true
 		}
 	}
 	if t, ok, err := s.store.NewestLog(ctx, now); err != nil {

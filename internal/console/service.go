@@ -49,6 +49,8 @@ type Config struct {
 	// Outbox reads the log pipeline's backlog for the dashboard; the backlog is not shown
 	// when nil.
 	Outbox OutboxReader
+	// Relays counts the relays alive for the dashboard; not shown when nil.
+	Relays RelayCounter
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the

@@ -23,6 +23,9 @@ func NewConsole(d *Deps) (*console.Server, error) {
 		Outbox: func(ctx context.Context) (int64, time.Duration, error) {
 			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
 		},
+		Relays: func(ctx context.Context) (int64, error) {
+			return audit.LiveRelays(ctx, d.Redis, cache.Outboxes(), time.Now())
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
