@@ -47,6 +47,9 @@ type KeyInfo struct {
 	RatePerSec float64 `json:"rate_per_sec"`
 	Burst      int     `json:"burst"`
 	CreatedAt  int64   `json:"created_at"`
+	// LastUsedAt is when the key last authenticated a request, as the API processes flush it
+	// (every few seconds, TouchAPIKeys); nil when never.
+	LastUsedAt *int64 `json:"last_used_at"`
 }
 
 // ProjectAPIKeys reads the keys of a project, oldest first, without their secrets.
@@ -56,7 +59,7 @@ func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]KeyInfo
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx,
-		`SELECT id, project_id, revoked_at, coalesce(rate_per_sec, 0), coalesce(burst, 0), created_at
+		`SELECT id, project_id, revoked_at, coalesce(rate_per_sec, 0), coalesce(burst, 0), created_at, last_used_at
 		 FROM api_keys WHERE project_id = $1 ORDER BY created_at, id`, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("select api keys of project %s: %w", projectID, translate(err))
@@ -67,12 +70,14 @@ func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]KeyInfo
 			kid, pid  pgtype.UUID
 			revokedAt *time.Time
 			createdAt time.Time
+			lastUsed  *time.Time
 		)
-		if err := r.Scan(&kid, &pid, &revokedAt, &k.RatePerSec, &k.Burst, &createdAt); err != nil {
+		if err := r.Scan(&kid, &pid, &revokedAt, &k.RatePerSec, &k.Burst, &createdAt, &lastUsed); err != nil {
 			return k, err
 		}
 		k.ID, k.ProjectID = hexID(kid), hexID(pid)
 		k.RevokedAt, k.Revoked, k.CreatedAt = toUnix(revokedAt), revokedAt != nil, createdAt.Unix()
+		k.LastUsedAt = toUnix(lastUsed)
 		return k, nil
 	})
 	if err != nil {

@@ -80,7 +80,7 @@ func TestSearchAfterStateChanges(t *testing.T) {
 func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
 	ctx := testCtx(t)
 	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 12); err != nil {
+	if err := store.MigrateTo(ctx, url, 11); err != nil {
 		t.Fatal(err)
 	}
 	s, err := store.Open(ctx, url)

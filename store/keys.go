@@ -167,3 +167,29 @@ func optBurst(b int) *int32 {
 	v := int32(b)
 	return &v
 }
+
+// TouchAPIKeys records that each key ids[i] authenticated a request at at[i], moving its
+// last_used_at only forward: a late flush from a replica never hides a newer use another one
+// flushed. One statement for every key of a batch (api/httpapi.KeyUses), in the order given
+// (sorted by the caller, so concurrent flushes lock rows alike); ids of keys since deleted are
+// skipped.
+func (s *Store) TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) error {
+	if len(ids) != len(at) {
+		return fmt.Errorf("touch api keys: %d ids, %d times", len(ids), len(at))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if err := checkID("api key", id); err != nil {
+			return err
+		}
+	}
+	if _, err := s.pool.Exec(ctx,
+		`UPDATE api_keys k SET last_used_at = u.at
+		 FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at)
+		 WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, at); err != nil {
+		return fmt.Errorf("touch %d api keys: %w", len(ids), translate(err))
+	}
+	return nil
+}

@@ -90,7 +90,7 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 		where = append(where, cond)
 	}
 	if q.Search != "" {
-		// The matches newest first from code_values (its trigram index; migration 00013), each
+		// The matches newest first from code_values (its trigram index; migration 00012), each
 		// joined to its code for the state, until the page is full.
 		matches := searchCondition(q.Search, arg)
 		if after != "" {

@@ -46,7 +46,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	}
 	withoutSearch := strings.Join(where, " AND ")
 	if q.Search != "" {
-		// The trigram index is on code_values (migration 00013), which verifies never touch.
+		// The trigram index is on code_values (migration 00012), which verifies never touch.
 		matches = searchCondition(q.Search, arg)
 		where = append(where, `c.id IN (SELECT v.code_id FROM code_values v WHERE `+matches+`)`)
 	}

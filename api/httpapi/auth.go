@@ -127,6 +127,11 @@ func (s *Server) authenticate(c *gin.Context) error {
 	// The verifier accepts only the contract's spelling of each header, so the identity is
 	// derived from what was signed, never from how a header was written.
 	replay := contract.ReplayIdentity(sig, nonce)
+	// The key proved itself (signature, not revoked, in the time window): that is a use, noted
+	// in memory only (KeyUses says why).
+	if s.cfg.KeyUses != nil {
+		s.cfg.KeyUses.Used(key.ID, s.cfg.Now())
+	}
 	c.Set(ctxKey, key)
 	c.Set(ctxBody, body)
 	c.Set(ctxBodyH, bodyHash)

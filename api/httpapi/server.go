@@ -76,6 +76,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Tracer makes the request and Lua-call spans; no spans when nil.
 	Tracer trace.TracerProvider
+	// KeyUses notes when each key last authenticated a request, for the console's key list;
+	// not noted when nil. The wiring runs its flush (KeyUses.Run).
+	KeyUses *KeyUses
 }
 
 func (c *Config) defaults() error {

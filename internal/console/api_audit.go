@@ -16,28 +16,38 @@ type auditItem struct {
 	Hash     string `json:"hash"`
 }
 
-func (s *Server) listAudit(c *gin.Context, se *Session) error {
+// auditFilterQuery reads an audit search from the query string: admin, action, target_kind,
+// target_id, project_id, since, until, before, limit.
+func auditFilterQuery(c *gin.Context) (store.AuditFilter, error) {
 	f := store.AuditFilter{
 		AdminUsername: c.Query("admin"), Action: c.Query("action"), TargetKind: c.Query("target_kind"),
 		TargetID: c.Query("target_id"), ProjectID: c.Query("project_id"),
 	}
 	var err error
 	if f.Since, err = queryTime(c, "since"); err != nil {
-		return err
+		return f, err
 	}
 	if f.Until, err = queryTime(c, "until"); err != nil {
-		return err
+		return f, err
 	}
 	before, err := queryInt(c, "before", 0)
 	if err != nil {
-		return err
+		return f, err
 	}
 	f.BeforeSeq = int64(before)
 	if f.Limit, err = queryInt(c, "limit", 100); err != nil {
-		return err
+		return f, err
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
-		return contract.Errorf(contract.KindInvalid, "limit must be 1 to 1000")
+		return f, contract.Errorf(contract.KindInvalid, "limit must be 1 to 1000")
+	}
+	return f, nil
+}
+
+func (s *Server) listAudit(c *gin.Context, se *Session) error {
+	f, err := auditFilterQuery(c)
+	if err != nil {
+		return err
 	}
 	rows, err := s.svc.AuditLog(c.Request.Context(), s.actor(c, se), f)
 	if err != nil {

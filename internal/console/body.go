@@ -92,9 +92,15 @@ func queryTime(c *gin.Context, name string) (time.Time, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		return time.Unix(n, 0), nil
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, contract.Errorf(contract.KindInvalid, "Query parameter %s must be Unix seconds or RFC 3339", name)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
 	}
-	return t, nil
+	// A page's <input type="datetime-local"> sends a time without a zone: the console's pages
+	// show UTC, so it is read as UTC.
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, contract.Errorf(contract.KindInvalid, "Query parameter %s must be Unix seconds or RFC 3339 (or YYYY-MM-DDTHH:MM in UTC)", name)
 }

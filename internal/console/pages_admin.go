@@ -2,6 +2,8 @@ package console
 
 import (
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
@@ -17,13 +19,11 @@ type auditRow struct {
 // result of verifying the whole chain.
 func (s *Server) auditPage(c *gin.Context, se *Session) error {
 	ctx, a := c.Request.Context(), s.actor(c, se)
-	f := store.AuditFilter{AdminUsername: c.Query("admin"), Action: c.Query("action"), ProjectID: c.Query("project_id"),
-		TargetID: c.Query("target_id"), Limit: 100}
-	before, err := queryInt(c, "before", 0)
+	f, err := auditFilterQuery(c)
 	if err != nil {
 		return err
 	}
-	f.BeforeSeq = int64(before)
+	f.Limit = 100
 	rows, err := s.svc.AuditLog(ctx, a, f)
 	if err != nil {
 		return err
@@ -40,8 +40,24 @@ func (s *Server) auditPage(c *gin.Context, se *Session) error {
 	if len(rows) == f.Limit {
 		next = rows[len(rows)-1].Seq
 	}
+	// The filters as given, for the next page and the CSV.
+	keep := url.Values{}
+	for _, k := range []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"} {
+		if v := c.Query(k); v != "" {
+			keep.Set(k, v)
+		}
+	}
+	nextURL := ""
+	if next != 0 {
+		nq := url.Values{"before": {strconv.FormatInt(next, 10)}}
+		for k, v := range keep {
+			nq[k] = v
+		}
+		nextURL = "/audit?" + nq.Encode()
+	}
 	v := viewFor(se, "Admin audit log", "audit")
-	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "Next": next}
+	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "Next": nextURL, "CSV": "/audit.csv?" + keep.Encode(),
+		"Since": c.Query("since"), "Until": c.Query("until")}
 	s.render(c, http.StatusOK, "audit", v)
 	return nil
 }

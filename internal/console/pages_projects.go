@@ -40,9 +40,14 @@ func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 		sum.DisabledCodes += st.DisabledCodes
 		sum.ExpiredCodes += st.ExpiredCodes
 	}
+	tl, health, err := s.svc.Dashboard(ctx, a)
+	if err != nil {
+		return err
+	}
 	v := viewFor(se, "Dashboard", "dashboard")
 	v.Flash = flash(c)
-	v.Data = map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum)}
+	v.Data = map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum), "Timeline": tl,
+		"Bars": timelineBars(tl), "Health": health}
 	s.render(c, http.StatusOK, "dashboard", v)
 	return nil
 }

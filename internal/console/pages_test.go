@@ -129,7 +129,8 @@ func TestConsolePagesPerRole(t *testing.T) {
 	}
 	script := url.Values{"value": {"<script>alert(1)</script>"}}.Encode()
 	pages := []string{"/", "/projects", "/projects/" + p.ID, "/projects/" + p.ID + "?search=script",
-		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts", "/docs", "/docs/api"}
+		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts", "/docs", "/docs/api",
+		"/logs", "/logs?project_id=" + p.ID + "&code=" + url.QueryEscape("<script>alert(1)</script>"), "/audit?since=2026-01-01T00:00"}
 	// What each role may post on those pages, at least.
 	mustHave := map[console.Role][]string{
 		console.RoleSupport: {"/projects/" + p.ID + "/code/disable", "/projects/" + p.ID + "/code/verify", "/projects/" + p.ID + "/code/reactivate"},

@@ -73,7 +73,11 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importCodes},
 		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
 
+		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.listLogs},
+		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
+
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.listAudit},
+		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
 		{Method: get, Path: "/audit/verify", Need: RoleViewer, handler: s.verifyAudit},
 		{Method: post, Path: "/audit/prune", Need: RoleAdmin, handler: s.pruneAudit},
 

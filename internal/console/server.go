@@ -151,3 +151,7 @@ func (s *Server) recovery(c *gin.Context) {
 	}()
 	c.Next()
 }
+
+// Service is the Service the Server answers over, for the process that runs its scheduled
+// jobs (RunAuditRetention).
+func (s *Server) Service() *Service { return s.svc }

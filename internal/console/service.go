@@ -49,6 +49,11 @@ type Config struct {
 	// GenerateStep is how many codes a round of a generation batch inserts, and so how often
 	// its progress moves; 10,000 when 0.
 	GenerateStep int
+	// Outbox reads the log pipeline's backlog for the dashboard; the backlog is not shown
+	// when nil.
+	Outbox OutboxReader
+	// Relays counts the relays alive for the dashboard; not shown when nil.
+	Relays RelayCounter
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the

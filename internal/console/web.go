@@ -22,7 +22,7 @@ var webFS embed.FS
 
 // pageNames are the pages, each a file web/templates/<name>.html defining "content" (and
 // "title") inside layout.html.
-var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide"}
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide"}
 
 // templateFuncs are the helpers the templates call. Escaping is html/template's: every value is
 // escaped for where it lands (text, attribute, URL).
@@ -52,6 +52,8 @@ var templateFuncs = template.FuncMap{
 	"wide":  func(n int) int64 { return int64(n) },
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
 	"add":   func(a, b int) int { return a + b },
+	"mod":   func(a, b int) int { return a % b },
+	"dur":   humanDuration,
 	"hex":   hexOf,
 	"roles": func() []Role { return []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin} },
 }
@@ -160,4 +162,18 @@ func thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// humanDuration writes an age as people read one: whole seconds under two minutes, then
+// minutes, hours, days.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return strconv.Itoa(int(d.Round(time.Second)/time.Second)) + " s"
+	case d < 2*time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days"
 }

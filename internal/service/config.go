@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/store"
 	"go.opentelemetry.io/otel/trace"
@@ -77,6 +78,12 @@ type Config struct {
 	AdminAddr           string
 	AdminListener       net.Listener
 	AdminTrustedProxies []string
+	// KeyUseFlush is how often an API process writes when its keys were last used to
+	// PostgreSQL (httpapi.KeyUses); 10 s when 0.
+	KeyUseFlush time.Duration
+	// AdminAuditRetentionDays is how many days of the admin audit log the console keeps
+	// (ACV_ADMIN_AUDIT_RETENTION); each console process applies it hourly. 0 keeps every row.
+	AdminAuditRetentionDays int
 
 	// Hooks inject faults in tests; production leaves them zero.
 	Hooks Hooks
@@ -160,6 +167,7 @@ var Settings = []Setting{
 	{"ACV_LOG_RETENTION", "400", "days of verification logs kept: the relay and consumer processes (hourly) and acv logs maintain drop the day partitions of verification_logs wholly older than that; 400d is accepted too; 0 keeps every day"},
 	{"ACV_ADMIN_ADDR", "127.0.0.1:8081", "address the operator console's admin API listens on, in processes with the api role; loopback by default (put a TLS proxy in front to reach it from elsewhere); empty runs no console"},
 	{"ACV_ADMIN_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For (the client IP in the admin audit log) and X-Forwarded-Proto (Secure session cookies) the console believes"},
+	{"ACV_ADMIN_AUDIT_RETENTION", "400", "days of the admin audit log kept: each console process removes older rows hourly (the hash chain's anchor moves with them, so the rest still verifies) and records the removal; 400d is accepted too; 0 keeps every row"},
 	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
 	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
@@ -222,6 +230,15 @@ func FromEnv() (Config, error) {
 
 		AdminAddr:           get("ACV_ADMIN_ADDR"),
 		AdminTrustedProxies: list(get("ACV_ADMIN_TRUSTED_PROXIES")),
+	}
+	auditKeep := get("ACV_ADMIN_AUDIT_RETENTION")
+	if auditKeep == "" {
+		auditKeep = strconv.Itoa(int(console.DefaultAuditRetention / (24 * time.Hour)))
+	}
+	if days, err := parseDays("ACV_ADMIN_AUDIT_RETENTION", auditKeep); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.AdminAuditRetentionDays = days
 	}
 	retention := get(LogRetentionEnv)
 	if retention == "" {

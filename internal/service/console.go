@@ -1,7 +1,12 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"time"
+
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
 
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
@@ -15,6 +20,12 @@ func NewConsole(d *Deps) (*console.Server, error) {
 		Store:  d.Store,
 		Admin:  &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
 		Logger: d.Config.Logger,
+		Outbox: func(ctx context.Context) (int64, time.Duration, error) {
+			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
+		},
+		Relays: func(ctx context.Context) (int64, error) {
+			return audit.LiveRelays(ctx, d.Redis, cache.Outboxes(), time.Now())
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/store"
@@ -28,6 +29,8 @@ type Deps struct {
 	// Registry holds every metric of the process; Audit the pipeline's part of them.
 	Registry *prometheus.Registry
 	Audit    *audit.Metrics
+	// KeyUses is the API keys' last use, noted by the API replica (NewAPI) and flushed by Run.
+	KeyUses *httpapi.KeyUses
 }
 
 // Open connects to Redis and Postgres and loads the Lua scripts.

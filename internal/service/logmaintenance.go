@@ -18,10 +18,13 @@ const LogRetentionEnv = "ACV_LOG_RETENTION"
 const LogMaintenanceEvery = time.Hour
 
 // ParseLogRetention reads a retention in whole days: "400", "400d", or "0" to keep every day.
-func ParseLogRetention(v string) (int, error) {
+func ParseLogRetention(v string) (int, error) { return parseDays(LogRetentionEnv, v) }
+
+// parseDays reads a retention setting named env: a number of days, 400 or 400d.
+func parseDays(env, v string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "d"))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a number of days (e.g. 400 or 400d; 0 keeps every day)", LogRetentionEnv, v)
+		return 0, fmt.Errorf("%s=%q: want a number of days (e.g. 400 or 400d; 0 keeps every day)", env, v)
 	}
 	return n, nil
 }

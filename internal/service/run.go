@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/audit"
@@ -14,6 +15,9 @@ import (
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 )
+
+// DefaultKeyUseFlush is how often an API process flushes its keys' last use (Config.KeyUseFlush).
+const DefaultKeyUseFlush = 10 * time.Second
 
 // Hooks inject faults in tests; production leaves them nil.
 type Hooks struct {
@@ -29,7 +33,11 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.KeyUses == nil {
+		d.KeyUses = httpapi.NewKeyUses(d.Store, d.Config.Logger)
+	}
 	return httpapi.New(httpapi.Config{
+		KeyUses:        d.KeyUses,
 		Records:        records,
 		HotPath:        d.Cache,
 		Ready:          readyHandler(d),
@@ -139,7 +147,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		pipeWG.Wait()
 	}
 	defer shutdown()
-	errc := make(chan error, 6)
+	errc := make(chan error, 8)
 	start := func(wg *sync.WaitGroup, name string, c context.Context, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -161,6 +169,15 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if cfg.Roles.Relay || cfg.Roles.Consumer {
 		start(&pipeWG, "log maintenance", pipeCtx, func(c context.Context) error { return RunLogMaintenance(c, d) })
 	}
+	if srv != nil && d.KeyUses != nil {
+		// In the pipeline's group: it stops after the API drained, so its last flush holds
+		// every request's use.
+		every := cfg.KeyUseFlush
+		if every <= 0 {
+			every = DefaultKeyUseFlush
+		}
+		start(&pipeWG, "api key last use", pipeCtx, func(c context.Context) error { return d.KeyUses.Run(c, every) })
+	}
 	if cfg.DebugAddr != "" {
 		start(&apiWG, "debug", apiCtx, func(c context.Context) error { return serveDebug(c, cfg.DebugAddr, d) })
 	}
@@ -171,6 +188,10 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if cons != nil {
 		cfg.Logger.Info("operator console listening", "addr", adminLn.Addr().String())
 		start(&apiWG, "console", apiCtx, func(c context.Context) error { return cons.Serve(c, adminLn, cfg.Drain) })
+		keep := time.Duration(cfg.AdminAuditRetentionDays) * 24 * time.Hour
+		start(&apiWG, "admin audit retention", apiCtx, func(c context.Context) error {
+			return cons.Service().RunAuditRetention(c, keep, console.AuditRetentionEvery)
+		})
 	}
 	select {
 	case <-ctx.Done():

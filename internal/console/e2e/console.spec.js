@@ -183,6 +183,26 @@ test('operator console end to end', async ({ browser }) => {
     await snap(page, 'code-verified');
   });
 
+  await test.step('find the verification in the logs page, and the key’s last use', async () => {
+    await nav(page, 'Verification logs').click();
+    await expect(page.locator('#logs tbody tr').filter({ hasText: verifiedCode })).toContainText('checkout-e2e');
+    await page.getByLabel('Project ID').fill(projectID);
+    await page.getByLabel('Code (needs project)').fill(verifiedCode);
+    await page.getByLabel('Result').selectOption('success');
+    await page.getByRole('button', { name: 'Search' }).click();
+    const rows = page.locator('#logs tbody tr');
+    await expect(rows).toHaveCount(1);
+    await expect(rows.first()).toContainText('checkout-e2e');
+    await expect(page.getByRole('link', { name: 'Download every matching log as CSV' })).toHaveAttribute('href', new RegExp(projectID));
+    await snap(page, 'logs');
+    // The API process flushes its keys' last use every 10 s.
+    await expect(async () => {
+      await page.goto(projectURL);
+      await expect(page.locator('td.last-used').first()).not.toHaveText('never', { timeout: 1000 });
+    }).toPass({ timeout: 40 * 1000 });
+    await page.goto(`${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`);
+  });
+
   await test.step('reactivate it by hand with a reason and find that in the audit log', async () => {
     const reason = 'Customer order 4711 was cancelled';
     await page.getByLabel('Reason for reactivating by hand').fill(reason);
@@ -197,6 +217,7 @@ test('operator console end to end', async ({ browser }) => {
     await expect(row).toContainText(env('ROOT_USER'));
     await expect(page.locator('#audit tbody tr').filter({ hasText: 'code.disable' })).toContainText(disabledCode);
     await expect(page.locator('#audit tbody tr').filter({ hasText: 'codes.export' })).toHaveCount(1);
+    await expect(page.getByRole('link', { name: 'Download every matching entry as CSV' })).toBeVisible();
     await snap(page, 'audit');
   });
 
@@ -286,7 +307,7 @@ test('operator console end to end', async ({ browser }) => {
     const change = await firstLogin(vp, env('VIEWER_USER'), env('VIEWER_OTP'));
     await change();
     await expect(nav(vp, 'Accounts')).toHaveCount(0);
-    for (const url of [projectURL, `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`, '/projects', '/']) {
+    for (const url of [projectURL, `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`, '/projects', '/', '/logs', '/audit']) {
       await vp.goto(url);
       await expect(vp.locator('form[method="post"]:not([action="/logout"])'), `change forms on ${url}`).toHaveCount(0);
     }
@@ -299,6 +320,9 @@ test('operator console end to end', async ({ browser }) => {
     const batchRow = vp.locator('tr[data-batch]').filter({ hasText: 'Spring packs' });
     await expect(batchRow.getByRole('progressbar')).toHaveAttribute('value', String(codeCount));
     const batchID = await batchRow.getAttribute('data-batch');
+    await vp.goto('/logs');
+    await expect(vp.locator('#logs tbody tr').filter({ hasText: verifiedCode }).first()).toBeVisible();
+    await expect(vp.getByRole('link', { name: 'Download every matching log as CSV' })).toHaveCount(0);
     await snap(vp, 'project-viewer');
     // The server refuses what the page does not offer: a form post and the JSON API, each with
     // the session's CSRF token.

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// HourCount is how many successful verifies started in the hour From.
+type HourCount struct {
+	From  time.Time
+	Count int64
+}
+
+// RedemptionsByHour counts the successful verifies of every project per UTC hour in
+// [from, to), every hour of the range present (zero when none). It reads the logs of the range
+// through verification_logs_time_idx, in the one or two day partitions of a 24-hour range: a
+// dashboard's cost grows with the day's traffic, so keep the range short (the console asks for
+// 24 hours); a longer history wants a rollup kept by the pipeline.
+func (s *Store) RedemptionsByHour(ctx context.Context, from, to time.Time) ([]HourCount, error) {
+	from, to = from.UTC().Truncate(time.Hour), to.UTC()
+	rows, err := s.pool.Query(ctx,
+		`SELECT h.at, coalesce(c.n, 0)
+		 FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 microsecond', interval '1 hour') AS h(at)
+		 LEFT JOIN (
+		     SELECT date_trunc('hour', verified_at, 'UTC') AS at, count(*) AS n
+		     FROM verification_logs
+		     WHERE verified_at >= $1 AND verified_at < $2 AND result = 'success' AND action = 'verify'
+		     GROUP BY 1) c ON c.at = h.at
+		 ORDER BY h.at`, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("count redemptions by hour: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HourCount, error) {
+		var h HourCount
+		err := r.Scan(&h.From, &h.Count)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count redemptions by hour: %w", translate(err))
+	}
+	return out, nil
+}
+
+// NewestLog is the time of the newest verification log within the last day, and false when
+// there is none: how far behind the pipeline's writes are, seen from PostgreSQL.
+func (s *Store) NewestLog(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var t *time.Time
+	if err := s.pool.QueryRow(ctx,
+		`SELECT max(verified_at) FROM verification_logs WHERE verified_at >= $1 AND verified_at < $2`,
+		now.Add(-24*time.Hour), now.Add(time.Hour)).Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("newest verification log: %w", translate(err))
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return *t, true, nil
+}
