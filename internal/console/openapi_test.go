@@ -135,8 +135,40 @@ func TestConsoleOpenAPIServedAndMatchesAnswers(t *testing.T) {
 		res, body := s.c.do(s.method, s.path, s.body)
 		expect(t, s.method+" "+s.path, res, body, s.status)
 	}
-	if n := check.Checked(); n < int64(len(steps)) {
-		t.Errorf("only %d of %d answers were checked against the document", n, len(steps))
+
+	// Generation batches: a 202 with its Location, a batch read until it ends, the list, a
+	// cancel of an ended batch, a bulk-disable count, a stale count refused 409 with the new
+	// count, a revoke, and bad requests.
+	b := op.startBatch(p.ID, map[string]any{"name": "doc batch", "count": 3, "length": 8, "prefix": "DB-", "expires_at": 1900000000})
+	if end, _ := op.waitBatch(p.ID, b.ID); end.Status != store.BatchDone {
+		t.Fatalf("batch %+v", end)
+	}
+	bid := pid + "/batches/" + b.ID
+	batchSteps := []struct {
+		c            *client
+		method, path string
+		body         any
+		status       int
+	}{
+		{viewer, "GET", pid + "/batches", nil, 200},
+		{viewer, "GET", bid, nil, 200},
+		{op, "POST", bid + "/cancel", nil, 200},
+		{op, "GET", pid + "/bulk-disable?batch_id=" + b.ID + "&status=unused", nil, 200},
+		{op, "GET", pid + "/bulk-disable?status=disabled", nil, 400},
+		{op, "POST", pid + "/bulk-disable", map[string]any{"search": "DOC-", "expected_count": 99}, 409},
+		{op, "POST", pid + "/bulk-disable", map[string]any{"search": "DOC-2", "expected_count": 1}, 200},
+		{op, "POST", bid + "/revoke", map[string]any{"expected_count": 2}, 409},
+		{op, "POST", bid + "/revoke", map[string]any{"expected_count": 3}, 200},
+		{op, "POST", pid + "/generate", map[string]any{"count": 5}, 400},
+		{viewer, "POST", pid + "/generate", map[string]any{"name": "x", "count": 5}, 403},
+		{viewer, "GET", pid + "/batches/" + strings.Repeat("0", 32), nil, 404},
+	}
+	for _, s := range batchSteps {
+		res, body := s.c.do(s.method, s.path, s.body)
+		expect(t, s.method+" "+s.path, res, body, s.status)
+	}
+	if n, want := check.Checked(), int64(len(steps)+len(batchSteps)+2); n < want {
+		t.Errorf("only %d of %d answers were checked against the document", n, want)
 	}
 }
 
