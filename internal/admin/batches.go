@@ -160,7 +160,7 @@ func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, 
 		return 0, err
 	}
 	if !b.Final() {
-		return 0, contract.Errorf(contract.KindConflict, "batch %s is still %s: cancel it first", b.Name, b.Status)
+		return 0, contract.Errorf(contract.KindConflict, "Batch %s is still %s: cancel it first", b.Name, b.Status)
 	}
 	n, err := a.DisableMatching(ctx, projectID, store.CodeFilter{BatchID: batchID}, expected, now)
 	if err != nil {

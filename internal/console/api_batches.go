@@ -145,7 +145,7 @@ func (s *Server) bulkDisable(c *gin.Context, se *Session) error {
 		return err
 	}
 	if b.ExpectedCount == nil {
-		return contract.Errorf(contract.KindInvalid, "expected_count is required: read the count first (GET .../codes/bulk-disable)")
+		return contract.Errorf(contract.KindInvalid, "Field expected_count is required: read the count first (GET .../bulk-disable)")
 	}
 	f, err := b.filter()
 	if err != nil {

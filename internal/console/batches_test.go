@@ -468,7 +468,7 @@ func TestConsoleBulkDisable(t *testing.T) {
 		{"GET", "status=disabled", nil, http.StatusBadRequest, "Disabled codes are disabled already"},
 		{"GET", "batch_id=" + strings.Repeat("0", 32), nil, http.StatusOK, `"count":0`},
 		{"GET", "batch_id=nonsense", nil, http.StatusNotFound, "Batch nonsense not found"},
-		{"POST", "", map[string]any{"search": "y-"}, http.StatusBadRequest, "expected_count is required"},
+		{"POST", "", map[string]any{"search": "y-"}, http.StatusBadRequest, "Field expected_count is required"},
 		{"POST", "", map[string]any{"status": "bogus", "expected_count": 1}, http.StatusBadRequest, "Status must be"},
 		{"POST", "", "not json", http.StatusBadRequest, "detail"},
 	} {
