@@ -10,7 +10,7 @@ import (
 // MigrateTo brings the database at databaseURL up to schema version (not beyond), so a test
 // can write rows the way an older version did and then migrate over them.
 func MigrateTo(ctx context.Context, databaseURL string, version int64) error {
-	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+	return withProvider(ctx, databaseURL, true, func(p *goose.Provider) error {
 		_, err := p.UpTo(ctx, version)
 		return err
 	})
@@ -18,7 +18,7 @@ func MigrateTo(ctx context.Context, databaseURL string, version int64) error {
 
 // MigrateDownTo rolls the database at databaseURL back to schema version.
 func MigrateDownTo(ctx context.Context, databaseURL string, version int64) error {
-	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+	return withProvider(ctx, databaseURL, true, func(p *goose.Provider) error {
 		_, err := p.DownTo(ctx, version)
 		return err
 	})

@@ -23,7 +23,7 @@ var migrationsFS embed.FS
 // (applied versions are recorded in goose_db_version) and takes a Postgres advisory lock, so
 // several replicas may run it at once at start-up.
 func Migrate(ctx context.Context, databaseURL string) error {
-	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+	return withProvider(ctx, databaseURL, true, func(p *goose.Provider) error {
 		if _, err := p.Up(ctx); err != nil {
 			return fmt.Errorf("apply migrations: %w", err)
 		}
@@ -37,7 +37,9 @@ func Migrate(ctx context.Context, databaseURL string) error {
 // that `acv migrate` has to run first. A newer schema (a newer binary migrated already, during
 // a rolling deploy) is fine: migrations only add to what older binaries use.
 func CheckSchema(ctx context.Context, databaseURL string) error {
-	return migrate(ctx, databaseURL, func(p *goose.Provider) error {
+	// Without the migration lock: every replica reads this at start, at once, and goose retries
+	// a lock it did not get only seconds later.
+	return withProvider(ctx, databaseURL, false, func(p *goose.Provider) error {
 		have, err := p.GetDBVersion(ctx)
 		if err != nil {
 			return fmt.Errorf("read schema version: %w", err)
@@ -56,8 +58,9 @@ func CheckSchema(ctx context.Context, databaseURL string) error {
 // ErrSchemaBehind is CheckSchema's refusal.
 var ErrSchemaBehind = errors.New("database schema is behind")
 
-// migrate runs fn with a migration provider on databaseURL, under the advisory lock.
-func migrate(ctx context.Context, databaseURL string, fn func(*goose.Provider) error) error {
+// withProvider runs fn with a migration provider on databaseURL; with locked, its migrations
+// run under the advisory lock.
+func withProvider(ctx context.Context, databaseURL string, locked bool, fn func(*goose.Provider) error) error {
 	sub, err := fs.Sub(migrationsFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrations fs: %w", err)
@@ -68,14 +71,15 @@ func migrate(ctx context.Context, databaseURL string, fn func(*goose.Provider) e
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return fmt.Errorf("migration locker: %w", err)
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	if locked {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return fmt.Errorf("migration locker: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithSessionLocker(locker),
-		goose.WithDisableGlobalRegistry(true),
-	)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, opts...)
 	if err != nil {
 		return fmt.Errorf("migration provider: %w", err)
 	}
