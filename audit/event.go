@@ -17,13 +17,13 @@ import (
 const Topic = "acv.verification-logs"
 
 // toMessage turns an outbox entry into a Kafka message whose value is the event's JSON.
-// malformed is true when the entry does not decode or names no code id: it is published as it
+// malformed is true when the entry does not decode or names neither a code id nor a value: it is published as it
 // is, without a key, and the consumer skips it. An entry of the compact form
 // (contract.DecodeOutboxEntry) carries its trace context inside.
 func toMessage(raw string) (msg kafka.Message, malformed bool) {
 	ev, traceParent, err := contract.DecodeOutboxEntry(raw)
 	switch {
-	case err != nil || ev.CodeID == "":
+	case err != nil || (ev.CodeID == "" && ev.Code == ""):
 		return kafka.Message{Value: []byte(raw)}, true
 	case raw[0] == '{':
 		msg.Value = []byte(raw)
@@ -33,7 +33,11 @@ func toMessage(raw string) (msg kafka.Message, malformed bool) {
 		}
 	}
 	// The code id is the Kafka key: every event of one code lands in one partition, in order.
+	// An attempt on a value no code has is keyed by project and value.
 	msg.Key = []byte(ev.CodeID)
+	if ev.CodeID == "" {
+		msg.Key = []byte(ev.ProjectID + ":" + ev.Code)
+	}
 	if traceParent != "" {
 		msg.Headers = append(msg.Headers, kafka.Header{Key: "traceparent", Value: []byte(traceParent)})
 	}

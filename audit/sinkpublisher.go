@@ -44,7 +44,7 @@ func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message
 	events := make([]contract.Event, 0, len(msgs))
 	for _, m := range msgs {
 		var ev contract.Event
-		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || ev.CodeID == "" {
+		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || (ev.CodeID == "" && ev.Code == "") {
 			p.Metrics.consumerError("decode")
 			log.Error("audit direct write: skip outbox entry that is not an event", "err", err)
 			continue

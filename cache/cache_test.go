@@ -368,8 +368,16 @@ func testMissesAreLoadedThroughTheLoader(t *testing.T) {
 		if ttl, err := f.rdb.TTL(ctx, keys[0]).Result(); err != nil || ttl <= 0 || ttl > 5*time.Minute {
 			t.Fatalf("unknown marker ttl %s, %v: want a positive ttl of at most 5m", ttl, err)
 		}
-		if n := len(f.outbox()); n != 0 {
-			t.Fatalf("an unknown value wrote %d outbox entries", n)
+		// Every attempt is logged, with the value it named and no code id.
+		evs := f.outbox()
+		if len(evs) != 3 {
+			t.Fatalf("3 attempts on an unknown value wrote %d outbox entries, want 3", len(evs))
+		}
+		for _, e := range evs {
+			if e.CodeID != "" || e.Code != "NOPE" || e.ProjectID != f.pid || e.Result != contract.ResultFailed ||
+				e.Reason != string(contract.CodeNotFound) || e.Changed {
+				t.Fatalf("unknown-value event %+v", e)
+			}
 		}
 	})
 
@@ -462,7 +470,7 @@ func testOutcomesInContractOrder(t *testing.T) {
 		{"verify used", true, nil, contract.CodeRecord{VerifiedAtMs: 1}, false, contract.ActionVerify, contract.CodeAlreadyUsed, 1, true},
 		{"reactivate used", true, nil, contract.CodeRecord{VerifiedAtMs: 1}, false, contract.ActionReactivate, "", 1, false},
 		{"reactivate unused", true, nil, contract.CodeRecord{}, false, contract.ActionReactivate, contract.CodeAlreadyUnused, 1, false},
-		{"unknown value", true, nil, contract.CodeRecord{}, true, contract.ActionVerify, contract.CodeNotFound, 0, false},
+		{"unknown value", true, nil, contract.CodeRecord{}, true, contract.ActionVerify, contract.CodeNotFound, 1, false},
 		{"project disabled before all", false, past, contract.CodeRecord{Disabled: true, VerifiedAtMs: 1}, false, contract.ActionVerify, contract.ProjectDisabled, 1, true},
 		// An expired project: its expiry is the effective expiry of a code without one of its own
 		// (state expired, CODE_EXPIRED, after the disabled and use checks); PROJECT_EXPIRED only
@@ -508,6 +516,9 @@ func testOutcomesInContractOrder(t *testing.T) {
 				t.Fatalf("%d log events, want %d", len(logs), tc.wantLogs)
 			}
 			if tc.unknown {
+				if e := logs[0]; e.ID != call.EventID || e.CodeID != "" || e.Code != "C" || e.Reason != string(contract.CodeNotFound) {
+					t.Fatalf("unknown-value event %+v does not match the call", e)
+				}
 				return
 			}
 			s, found := f.live("C")

@@ -16,7 +16,7 @@ import (
 
 // eventKeys are the JSON keys of contract.Event this test asserts. If Event gains a field, this
 // list (and the expectations below) must be extended before the test passes again.
-var eventKeys = []string{"id", "code_id", "project_id", "action", "result", "reason", "verified_by",
+var eventKeys = []string{"id", "code_id", "code", "project_id", "action", "result", "reason", "verified_by",
 	"ip", "ts", "version", "state_changed", "verified_at", "state_verified_by", "disabled"}
 
 // TestOutboxEntriesDecodeIntoEvent checks every kind of outbox entry apply.lua writes, as the
@@ -217,22 +217,42 @@ func testOutboxEntriesDecodeIntoEvent(t *testing.T) {
 		t.Error("no case for CODE_ALREADY_USED / CODE_ALREADY_UNUSED")
 	}
 
-	// CODE_NOT_FOUND is the one business outcome that writes no entry: there is no code to log.
-	t.Run("CODE_NOT_FOUND writes no entry", func(t *testing.T) {
+	// CODE_NOT_FOUND has no code to log: its entry names the value instead, with the call's
+	// head (event id, project, who, ip, trace) and no code id, state or version.
+	t.Run("CODE_NOT_FOUND logs the value", func(t *testing.T) {
 		f.t = t
 		f.clearOutbox()
-		if err := f.c.MarkUnknown(ctx, f.pid, "NOPE", time.Minute); err != nil {
+		value := "NOPE|with\x00odd bytes é"
+		if err := f.c.MarkUnknown(ctx, f.pid, value, time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		var ops []contract.Operation
 		for _, a := range []contract.Action{contract.ActionVerify, contract.ActionReactivate} {
-			op := f.call(a, "NOPE")
-			op.TraceParent = trace
+			op := f.call(a, value)
+			op.TraceParent, op.By, op.Reason = trace, "till-9", "refund"
 			if r := f.apply(op); r.Outcome.Error != contract.CodeNotFound {
 				t.Fatalf("%s: %+v", a, r.Outcome)
 			}
+			ops = append(ops, op)
 		}
-		if n := len(f.outboxRaw()); n != 0 {
-			t.Fatalf("CODE_NOT_FOUND wrote %d outbox entries", n)
+		raws := f.outboxRaw()
+		if len(raws) != len(ops) {
+			t.Fatalf("CODE_NOT_FOUND wrote %d outbox entries, want %d", len(raws), len(ops))
+		}
+		for i, raw := range raws {
+			got, tp, err := contract.DecodeOutboxEntry(raw)
+			if err != nil || tp != trace {
+				t.Fatalf("entry %d: %v, trace %q", i, err, tp)
+			}
+			op := ops[i]
+			want := contract.Event{ID: op.EventID, Code: value, ProjectID: f.pid, Action: op.Action, Result: contract.ResultFailed,
+				Reason: string(contract.CodeNotFound), VerifiedBy: op.By, IP: op.IP, TS: op.Now.UnixMilli()}
+			compareEvents(t, got, want)
+			js, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareEvents(t, decodeEventStrictly(t, string(js)), want)
 		}
 	})
 }

@@ -73,17 +73,20 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		ids, codeIDs, projectIDs = make([]string, n), make([]string, n), make([]string, n)
 		actions, results         = make([]string, n), make([]string, n)
 		reasons, bys, ips        = make([]string, n), make([]string, n), make([]string, n)
+		values                   = make([]string, n)
 		ts                       = make([]int64, n)
 		latest                   = make(map[string]contract.Event)
 	)
 	for i, e := range sorted {
-		if !contract.ValidID(e.ID) || !contract.ValidID(e.CodeID) || !contract.ValidID(e.ProjectID) {
+		// An attempt on a value no code has carries the value instead of a code id.
+		unknown := e.CodeID == "" && e.Code != ""
+		if !contract.ValidID(e.ID) || !(unknown || contract.ValidID(e.CodeID)) || !contract.ValidID(e.ProjectID) {
 			return 0, fmt.Errorf("event %q (code %q, project %q): malformed id", e.ID, e.CodeID, e.ProjectID)
 		}
-		ids[i], codeIDs[i], projectIDs[i] = e.ID, e.CodeID, e.ProjectID
+		ids[i], codeIDs[i], projectIDs[i], values[i] = e.ID, e.CodeID, e.ProjectID, e.Code
 		actions[i], results[i] = string(e.Action), e.Result
 		reasons[i], bys[i], ips[i], ts[i] = e.Reason, e.VerifiedBy, e.IP, e.TS
-		if e.Changed {
+		if e.Changed && !unknown { // an unknown value has no code whose state to apply
 			if cur, ok := latest[e.CodeID]; !ok || e.Version > cur.Version {
 				latest[e.CodeID] = e
 			}
@@ -110,15 +113,16 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx,
 			`INSERT INTO verification_logs
-			   (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at)
-			 SELECT e.id, e.code_id, e.project_id, e.action, e.result, nullif(e.reason, ''),
-			        nullif(e.verified_by, ''), e.ip, timestamptz 'epoch' + e.ts * interval '1 millisecond'
-			 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
-			             $7::text[], $8::text[], $9::bigint[])
-			      AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts)
+			   (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at, code)
+			 SELECT e.id, nullif(e.code_id, '')::uuid, e.project_id, e.action, e.result, nullif(e.reason, ''),
+			        nullif(e.verified_by, ''), e.ip, timestamptz 'epoch' + e.ts * interval '1 millisecond',
+			        nullif(e.code, '')
+			 FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+			             $7::text[], $8::text[], $9::bigint[], $10::text[])
+			      AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts, code)
 			 ORDER BY e.id
 			 ON CONFLICT (id, verified_at) DO NOTHING`,
-			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts)
+			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts, values)
 		if err != nil {
 			return fmt.Errorf("insert verification logs: %w", err)
 		}

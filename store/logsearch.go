@@ -17,9 +17,11 @@ import (
 // verification_logs is partitioned by day of verified_at, and a bounded range is what keeps a
 // search to the partitions it covers instead of every day kept. Empty fields do not filter.
 type LogFilter struct {
-	From, To   time.Time // verified_at >= From, verified_at < To
-	ProjectID  string
-	CodeID     string
+	From, To  time.Time // verified_at >= From, verified_at < To
+	ProjectID string
+	CodeID    string
+	// Code is a value no code has: the attempts on it (rows without a code id).
+	Code       string
 	Action     string // verify or reactivate
 	Result     string // success, failed or reactivated
 	Reason     string // an error code (CODE_ALREADY_USED) or a reactivation's reason
@@ -32,7 +34,7 @@ type LogFilter struct {
 }
 
 // LogRecord is one verification log as the console shows it, with the code's value when the
-// code still exists.
+// code still exists, or the value an attempt named when no code had it (CodeID "").
 type LogRecord struct {
 	ID         string    `json:"id"`
 	VerifiedAt time.Time `json:"-"`
@@ -90,6 +92,9 @@ func logQuery(f LogFilter) (string, []any, error) {
 		}
 		where = append(where, id.col+" = "+arg(id.v))
 	}
+	if f.Code != "" {
+		where = append(where, "l.code_id IS NULL AND l.code = "+arg(f.Code))
+	}
 	for _, eq := range []struct{ v, col string }{
 		{f.Action, "l.action"}, {f.Result, "l.result"}, {f.Reason, "l.reason"},
 		{f.VerifiedBy, "l.verified_by"}, {f.IP, "l.ip_address"},
@@ -105,7 +110,7 @@ func logQuery(f LogFilter) (string, []any, error) {
 		}
 		where = append(where, "(l.verified_at, l.id) < ("+arg(at)+", "+arg(id)+"::uuid)")
 	}
-	q := `SELECT l.id, l.verified_at, l.project_id, l.code_id, coalesce(c.code, ''), l.action, l.result,
+	q := `SELECT l.id, l.verified_at, l.project_id, l.code_id, coalesce(c.code, l.code, ''), l.action, l.result,
 			coalesce(l.reason, ''), coalesce(l.verified_by, ''), l.ip_address
 		FROM verification_logs l LEFT JOIN codes c ON c.id = l.code_id
 		WHERE ` + strings.Join(where, " AND ") + `
@@ -121,7 +126,10 @@ func scanLog(row pgx.Row) (LogRecord, error) {
 	if err := row.Scan(&id, &r.VerifiedAt, &pid, &codeID, &r.Code, &r.Action, &r.Result, &r.Reason, &r.VerifiedBy, &r.IP); err != nil {
 		return r, err
 	}
-	r.ID, r.ProjectID, r.CodeID = hexID(id), hexID(pid), hexID(codeID)
+	r.ID, r.ProjectID = hexID(id), hexID(pid)
+	if codeID.Valid { // NULL: an attempt on a value no code has
+		r.CodeID = hexID(codeID)
+	}
 	return r, nil
 }
 

@@ -28,6 +28,9 @@ import (
 //	tail  = code id       16 bytes
 //	        disabled      1 byte         '0' / '1'
 //	        error code "|" version "|" verified_at "|" state's verified_by
+//	      | 16 zero bytes
+//	        '!'                          an attempt on a value no code of the project has
+//	        the value                    the rest of the entry
 //
 // Each text of the head is its length plus one as a uvarint (so never a NUL byte: the head
 // holds none outside the raw ids), then its bytes; verified_by is at most 16382 bytes, so its
@@ -37,6 +40,13 @@ import (
 // one: the script formats no number), verified_at is decimal unix ms or empty (unused), and
 // the state's verified_by is the rest of the entry, so it may hold any byte.
 const outboxFormat = 0x01
+
+// unknownMark stands where the disabled byte would, in the tail of an attempt on a value no
+// code has; the code id before it is zeroID.
+const (
+	unknownMark = '!'
+	zeroID      = "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+)
 
 // ts is written with exactly this many digits: unix ms from 2001-09-09 to 2286-11-20.
 const (
@@ -159,6 +169,15 @@ func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
 	ev.IP = texts[1]
 	if len(rest) < 17 {
 		return Event{}, "", fmt.Errorf("%w: no tail", errEntry)
+	}
+	if rest[16] == unknownMark {
+		// An attempt on an unknown value: no code, so no id, state or version.
+		if rest[:16] != zeroID || len(rest) == 17 {
+			return Event{}, "", fmt.Errorf("%w: unknown-code tail", errEntry)
+		}
+		ev.Code = rest[17:]
+		ev.Result, ev.Reason = ResultFailed, string(CodeNotFound)
+		return ev, traceParent, nil
 	}
 	ev.CodeID = hex.EncodeToString([]byte(rest[:16]))
 	switch rest[16] {

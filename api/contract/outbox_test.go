@@ -94,24 +94,31 @@ func TestOutboxEntryDecodingIsStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, bad := range map[string]string{
-		"empty":            "",
-		"another format":   "\x02" + good[1:],
-		"another action":   good[:1] + "x" + good[2:],
-		"ts not digits":    good[:2] + "18000000001x3" + good[15:],
-		"by past the end":  good[:15] + "\xff\xff" + good[17:],
-		"cut in the head":  good[:40],
-		"no tail":          string(head),
-		"short tail":       string(head) + "0123456789abcdef0",
-		"disabled flag":    string(head) + tail("0123456789abcdef", "x", "", "1", "", ""),
-		"three fields":     string(head) + "0123456789abcdef0|1|",
-		"version signed":   string(head) + tail("0123456789abcdef", "0", "", "-1", "", ""),
-		"version empty":    string(head) + tail("0123456789abcdef", "0", "", "", "", ""),
-		"verified_at text": string(head) + tail("0123456789abcdef", "0", "", "1", "soon", ""),
-		"bad json":         `{"id":`,
+		"empty":              "",
+		"another format":     "\x02" + good[1:],
+		"another action":     good[:1] + "x" + good[2:],
+		"ts not digits":      good[:2] + "18000000001x3" + good[15:],
+		"by past the end":    good[:15] + "\xff\xff" + good[17:],
+		"cut in the head":    good[:40],
+		"no tail":            string(head),
+		"short tail":         string(head) + "0123456789abcdef0",
+		"disabled flag":      string(head) + tail("0123456789abcdef", "x", "", "1", "", ""),
+		"three fields":       string(head) + "0123456789abcdef0|1|",
+		"version signed":     string(head) + tail("0123456789abcdef", "0", "", "-1", "", ""),
+		"version empty":      string(head) + tail("0123456789abcdef", "0", "", "", "", ""),
+		"verified_at text":   string(head) + tail("0123456789abcdef", "0", "", "1", "soon", ""),
+		"bad json":           `{"id":`,
+		"unknown, no value":  string(head) + strings.Repeat("\x00", 16) + "!",
+		"unknown with an id": string(head) + "0123456789abcdef!NOPE",
 	} {
 		if ev, _, err := contract.DecodeOutboxEntry(bad); err == nil {
 			t.Errorf("%s: decoded %+v without an error", name, ev)
 		}
+	}
+	unknown, _, err := contract.DecodeOutboxEntry(string(head) + strings.Repeat("\x00", 16) + "!NO|PE")
+	if err != nil || unknown.CodeID != "" || unknown.Code != "NO|PE" || unknown.Reason != string(contract.CodeNotFound) ||
+		unknown.Result != contract.ResultFailed || unknown.Changed || unknown.ID != op.EventID {
+		t.Fatalf("unknown-value entry: %+v, %v", unknown, err)
 	}
 	ev := contract.Event{ID: contract.NewID(), CodeID: contract.NewID(), ProjectID: op.ProjectID, Action: contract.ActionVerify,
 		Result: contract.ResultSuccess, IP: "127.0.0.1", TS: 1, Version: 1, Changed: true, VerifiedAt: 1}
@@ -140,4 +147,28 @@ func TestEventHeadRefusesWhatItCannotEncode(t *testing.T) {
 			t.Errorf("%s: encoded %q without an error", name, h)
 		}
 	}
+}
+
+// FuzzDecodeOutboxEntry: the relay decodes whatever a list holds; no input panics it, and an
+// entry it accepts names a code or, for an attempt on an unknown value, the value.
+func FuzzDecodeOutboxEntry(f *testing.F) {
+	op := contract.Operation{Action: contract.ActionReactivate, ProjectID: contract.NewID(), EventID: contract.NewID(),
+		By: "till", Reason: "refund", IP: "::1", Now: time.UnixMilli(1_800_000_000_123)}
+	head, err := contract.AppendEventHead(nil, op)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(head) + tail("0123456789abcdef", "1", "CODE_DISABLED", "7", "", ""))
+	f.Add(string(head) + strings.Repeat("\x00", 16) + "!value")
+	f.Add(`{"id":"x","code_id":"y"}`)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, raw string) {
+		ev, _, err := contract.DecodeOutboxEntry(raw)
+		if err != nil || raw[0] == '{' {
+			return
+		}
+		if (ev.CodeID == "") == (ev.Code == "") {
+			t.Fatalf("%q decoded to %+v: neither or both of a code id and a value", raw, ev)
+		}
+	})
 }

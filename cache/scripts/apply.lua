@@ -44,7 +44,8 @@
 --
 -- Outbox entry: one list element, head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
 -- error code "|" version before the operation "|" verified_at ("" = unused) "|" state's
--- verified_by (contract.DecodeOutboxEntry).
+-- verified_by; for a value no code has, head .. 16 zero bytes .. "!" .. the value
+-- (contract.DecodeOutboxEntry).
 --
 -- Idempotency record: a string, request hash .. " " .. stored outcome, for T_IDEM seconds.
 -- (A record of the previous format is a hash {F_REQ_HASH, F_REPLY}: read, never written.)
@@ -100,6 +101,10 @@ end
 
 -- 4. the contract's checks, in order
 if not id then
+  -- An attempt on a value no code has is logged too: 16 zero bytes for the code id, "!", and
+  -- the value, which is the key's rest after the hash tag, "c:" and the project's 16 bytes.
+  local k = KEYS[1]
+  redis.call('RPUSH', KEYS[3], head .. string.rep('\0', 16) .. '!' .. string.sub(k, string.find(k, '}:c:', 1, true) + 20))
   if req then
     redis.call('SET', KEYS[nk], req .. ' 0|' .. now .. '|CODE_NOT_FOUND|', 'EX', T_IDEM)
   end

@@ -81,7 +81,9 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (f store.LogFilter
 		}
 		rec, err := s.store.CodeByValue(ctx, q.ProjectID, q.Code)
 		if errors.Is(err, contract.ErrNotFound) {
-			return f, false, nil
+			// No such code: the attempts on that value (logged with the value, no code id).
+			f.Code = q.Code
+			return f, true, nil
 		}
 		if err != nil {
 			return f, false, err
