@@ -12,11 +12,11 @@ const (
 // Postgres. It also carries the code's state snapshot after the operation, so the consumer can
 // bring the code's Postgres row up to date in version order.
 type Event struct {
-	ID         string `json:"id"`
-	CodeID     string `json:"code_id"` // "" for an attempt on a value no code has (Code)
+	ID     string `json:"id"`
+	CodeID string `json:"code_id"` // "" for an attempt on a value no code has (Code)
 	// Code is the value an attempt named when no code of the project has it (CodeID ""): such
 	// attempts are logged too, so operators see what was tried (CODE_NOT_FOUND).
-	Code string `json:"code,omitempty"`
+	Code       string `json:"code,omitempty"`
 	ProjectID  string `json:"project_id"`
 	Action     Action `json:"action"`
 	Result     string `json:"result"`
