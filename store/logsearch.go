@@ -56,6 +56,14 @@ func (r LogRecord) Cursor() string {
 // errBadCursor is a cursor SearchLogs did not make.
 var errBadCursor = contract.Errorf(contract.KindInvalid, "after must be a cursor from a previous page (next_after)")
 
+// CheckLogCursor is nil when s is a cursor SearchLogs made (LogRecord.Cursor), the error a
+// search with it as After would answer otherwise: so an export can refuse a bad cursor before
+// it writes its first byte.
+func CheckLogCursor(s string) error {
+	_, _, err := parseLogCursor(s)
+	return err
+}
+
 func parseLogCursor(s string) (time.Time, string, error) {
 	us, id, ok := strings.Cut(s, "_")
 	n, err := strconv.ParseInt(us, 10, 64)

@@ -75,6 +75,11 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (f store.LogFilter
 	if f.ProjectID != "" && !contract.ValidID(f.ProjectID) {
 		return f, false, contract.Errorf(contract.KindInvalid, "project_id must be an id of 32 hex digits")
 	}
+	if f.After != "" {
+		if err := store.CheckLogCursor(f.After); err != nil {
+			return f, false, err
+		}
+	}
 	if q.Code != "" {
 		if q.ProjectID == "" {
 			return f, false, contract.Errorf(contract.KindInvalid, "A search by code needs its project (project_id)")

@@ -205,6 +205,9 @@ func TestConsoleLogExportIsSpreadsheetSafeAndAudited(t *testing.T) {
 	}
 	res, body = op.do("GET", "/logs.csv?result=maybe", nil)
 	expect(t, "bad export filter", res, body, http.StatusBadRequest)
+	// A bad cursor is refused before the first byte, not a connection cut after the header.
+	res, body = op.do("GET", "/logs.csv?after=junk", nil)
+	expect(t, "bad export cursor", res, body, http.StatusBadRequest)
 }
 
 func TestConsoleAuditExport(t *testing.T) {

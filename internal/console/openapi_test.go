@@ -2,12 +2,15 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
@@ -167,7 +170,61 @@ func TestConsoleOpenAPIServedAndMatchesAnswers(t *testing.T) {
 		res, body := s.c.do(s.method, s.path, s.body)
 		expect(t, s.method+" "+s.path, res, body, s.status)
 	}
-	if n, want := check.Checked(), int64(len(steps)+len(batchSteps)+2); n < want {
+	// Verification logs and the audit log: a log search page (full, so with next_after), bad
+	// filters, the CSV exports with their content type, the audit list's time bounds, and a key
+	// list whose key has been used.
+	code, err := e.store.CodeByValue(ctx, p.ID, "DOC-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	if _, err := e.store.ApplyEvents(ctx, []contract.Event{
+		logEvent(t, code, p.ID, now.Add(-time.Minute), contract.ResultSuccess, "", "till-1", "10.0.0.1"),
+		logEvent(t, code, p.ID, now.Add(-30*time.Second), contract.ResultFailed, "CODE_ALREADY_USED", "", "10.0.0.2"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.store.ProjectAPIKeys(ctx, p.ID)
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	if err := e.store.TouchAPIKeys(ctx, []string{keys[0].ID}, []time.Time{now}); err != nil {
+		t.Fatal(err)
+	}
+	since, until := fmt.Sprint(now.Add(-time.Hour).Unix()), fmt.Sprint(now.Add(time.Hour).Unix())
+	logSteps := []struct {
+		c            *client
+		method, path string
+		body         any
+		status       int
+		contentType  string
+	}{
+		{viewer, "GET", "/logs?project_id=" + p.ID + "&limit=1", nil, 200, "application/json"},
+		{viewer, "GET", "/logs?project_id=" + p.ID + "&result=failure&verified_by=&ip=10.0.0.2&from=" + since + "&to=" + until, nil, 200, "application/json"},
+		{viewer, "GET", "/logs?code=DOC-2", nil, 400, "application/json"},
+		{viewer, "GET", "/logs?result=maybe", nil, 400, "application/json"},
+		{viewer, "GET", "/logs.csv", nil, 403, "application/json"},
+		{op, "GET", "/logs.csv?project_id=" + p.ID + "&result=failure", nil, 200, "text/csv"},
+		{op, "GET", "/logs.csv?after=junk", nil, 400, "application/json"},
+		{op, "GET", "/audit.csv?action=project.&since=" + since, nil, 200, "text/csv"},
+		{op, "GET", "/audit.csv?until=tomorrow", nil, 400, "application/json"},
+		{viewer, "GET", "/audit?since=" + since + "&until=" + until + "&limit=2", nil, 200, "application/json"},
+		{viewer, "GET", pid + "/keys", nil, 200, "application/json"},
+	}
+	for _, s := range logSteps {
+		res, body := s.c.do(s.method, s.path, s.body)
+		expect(t, s.method+" "+s.path, res, body, s.status)
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, s.contentType) {
+			t.Errorf("%s %s: Content-Type %q, want %s", s.method, s.path, ct, s.contentType)
+		}
+		switch {
+		case strings.HasPrefix(s.path, "/logs?project_id") && strings.Contains(s.path, "limit=1") && !strings.Contains(string(body), `"next_after":`):
+			t.Errorf("a full page of logs has no next_after: %s", body)
+		case strings.HasSuffix(s.path, "/keys") && !strings.Contains(string(body), fmt.Sprintf(`"last_used_at":%d`, now.Unix())):
+			t.Errorf("key list without last_used_at: %s", body)
+		}
+	}
+	if n, want := check.Checked(), int64(len(steps)+len(batchSteps)+len(logSteps)+2); n < want {
 		t.Errorf("only %d of %d answers were checked against the document", n, want)
 	}
 }
