@@ -215,12 +215,7 @@ func scanAudit(row pgx.Row) (AuditRecord, error) {
 
 // AdminAudit reads rows of the admin audit log, newest first, keyset-paged by seq.
 func (s *Store) AdminAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
-	if f.Limit < 1 {
-		f.Limit = 100
-	}
-	if f.Limit > 1000 {
-		f.Limit = 1000
-	}
+	f.Limit = pageLimit(f.Limit)
 	var (
 		where []string
 		args  []any

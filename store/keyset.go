@@ -118,13 +118,19 @@ func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q KeysetQue
 	if err != nil {
 		return "", err
 	}
+	return s.explain(ctx, "keyset list", query, args...)
+}
+
+// explain returns PostgreSQL's plan (EXPLAIN, text format) of query, for the tests that hold a
+// query to an index plan; what names the query in an error.
+func (s *Store) explain(ctx context.Context, what, query string, args ...any) (string, error) {
 	rows, err := s.pool.Query(ctx, "EXPLAIN "+query, args...)
 	if err != nil {
-		return "", fmt.Errorf("explain keyset list: %w", translate(err))
+		return "", fmt.Errorf("explain %s: %w", what, translate(err))
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return "", fmt.Errorf("explain keyset list: %w", translate(err))
+		return "", fmt.Errorf("explain %s: %w", what, translate(err))
 	}
 	return strings.Join(lines, "\n"), nil
 }

@@ -141,15 +141,18 @@ func scanLog(row pgx.Row) (LogRecord, error) {
 	return r, nil
 }
 
+// pageLimit is a page size as the log and audit reads take it: 100 when unset, at most 1,000.
+func pageLimit(n int) int {
+	if n < 1 {
+		return 100
+	}
+	return min(n, 1000)
+}
+
 // SearchLogs reads one page of verification logs matching f, newest first. Pass the Cursor of
 // the last row as f.After for the next page.
 func (s *Store) SearchLogs(ctx context.Context, f LogFilter) ([]LogRecord, error) {
-	if f.Limit < 1 {
-		f.Limit = 100
-	}
-	if f.Limit > 1000 {
-		f.Limit = 1000
-	}
+	f.Limit = pageLimit(f.Limit)
 	q, args, err := logQuery(f)
 	if err != nil {
 		return nil, err
@@ -199,13 +202,5 @@ func (s *Store) ExplainLogSearch(ctx context.Context, f LogFilter) (string, erro
 	if err != nil {
 		return "", err
 	}
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+q+" LIMIT 100", args...)
-	if err != nil {
-		return "", fmt.Errorf("explain log search: %w", translate(err))
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", fmt.Errorf("explain log search: %w", translate(err))
-	}
-	return strings.Join(lines, "\n"), nil
+	return s.explain(ctx, "log search", q+" LIMIT 100", args...)
 }
