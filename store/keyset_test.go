@@ -154,4 +154,22 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 			t.Fatalf("deep page: %d codes, %v", len(got.Codes), err)
 		}
 	}
+	// A search finds its matches through the trigram index on code_values (which verifies
+	// never write), not by reading the project's codes.
+	for _, q := range []store.KeysetQuery{
+		{PageSize: 50, Search: "PLAN-04210"},
+		{PageSize: 50, Search: "plan-04210", State: contract.StateUnused},
+	} {
+		plan, err := s.ExplainKeyset(ctx, p.ID, q, now)
+		if err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		if !strings.Contains(plan, "code_values_trgm_idx") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("search %q state %q: plan does not read the trigram index alone:\n%s", q.Search, q.State, plan)
+		}
+		got, err := s.ListCodesAfter(ctx, p.ID, q, now)
+		if err != nil || len(got.Codes) != 10 {
+			t.Fatalf("search %q: %d codes, %v; want PLAN-042100 to PLAN-042109", q.Search, len(got.Codes), err)
+		}
+	}
 }
