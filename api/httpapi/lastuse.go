@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +22,7 @@ type KeyUseSink interface {
 // (keys come from a cache, codes from Redis), and a write per request would put PostgreSQL
 // back on it — thousands of UPDATEs a second to the same few rows, each a lock and a dead
 // tuple. Why not Redis: it would be a write per request there instead, plus a job to copy it
-// to PostgreSQL for the console to read; the map costs one mutex and one map write per request
+// to PostgreSQL for the console to read; the map costs a lookup and an atomic compare-and-swap per request
 // and a single UPDATE … FROM unnest per interval for every key used, whatever the traffic.
 // The price is a last-used time up to one interval (10 s by default) old, and lost for the
 // last interval of a process killed without a drain; the shown time is "last used at least
@@ -30,8 +31,10 @@ type KeyUseSink interface {
 type KeyUses struct {
 	sink KeyUseSink
 	log  *slog.Logger
-	mu   sync.Mutex
-	used map[string]time.Time
+	// used maps a key id to its last use since the last flush, in unix nanoseconds (0: none):
+	// every request notes its key, so the common case (a key seen before) is a lookup and an
+	// atomic compare-and-swap, with no lock that all of a replica's cores would queue on.
+	used sync.Map // string → *atomic.Int64
 }
 
 // NewKeyUses records into sink; log receives a failed flush.
@@ -39,25 +42,34 @@ func NewKeyUses(sink KeyUseSink, log *slog.Logger) *KeyUses {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &KeyUses{sink: sink, log: log, used: make(map[string]time.Time)}
+	return &KeyUses{sink: sink, log: log}
 }
 
 // Used notes that key id authenticated a request at t.
 func (k *KeyUses) Used(id string, t time.Time) {
-	k.mu.Lock()
-	if cur, ok := k.used[id]; !ok || t.After(cur) {
-		k.used[id] = t
+	v, ok := k.used.Load(id)
+	if !ok {
+		v, _ = k.used.LoadOrStore(id, new(atomic.Int64))
 	}
-	k.mu.Unlock()
+	last, ns := v.(*atomic.Int64), t.UnixNano()
+	for {
+		cur := last.Load()
+		if cur >= ns || last.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
 }
 
 // Flush writes the uses noted since the last flush. On failure they are kept for the next
 // one (unless a newer use of the same key came in meanwhile).
 func (k *KeyUses) Flush(ctx context.Context) error {
-	k.mu.Lock()
-	batch := k.used
-	k.used = make(map[string]time.Time, len(batch))
-	k.mu.Unlock()
+	batch := make(map[string]time.Time)
+	k.used.Range(func(id, v any) bool {
+		if ns := v.(*atomic.Int64).Swap(0); ns != 0 {
+			batch[id.(string)] = time.Unix(0, ns)
+		}
+		return true
+	})
 	if len(batch) == 0 {
 		return nil
 	}
