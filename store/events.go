@@ -111,22 +111,33 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 
 	var inserted int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx,
-			`INSERT INTO verification_logs
-			   (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at, code)
-			 SELECT e.id, nullif(e.code_id, '')::uuid, e.project_id, e.action, e.result, nullif(e.reason, ''),
-			        nullif(e.verified_by, ''), e.ip, timestamptz 'epoch' + e.ts * interval '1 millisecond',
-			        nullif(e.code, '')
-			 FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
-			             $7::text[], $8::text[], $9::bigint[], $10::text[])
-			      AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts, code)
-			 ORDER BY e.id
-			 ON CONFLICT (id, verified_at) DO NOTHING`,
-			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts, values)
+		// The log rows, and in the same statement the hourly count of the successful verifies
+		// among the rows newly inserted (a redelivered event is not in RETURNING), upserted
+		// in key order so concurrent consumers lock the count rows in one order.
+		err := tx.QueryRow(ctx,
+			`WITH ins AS (
+			   INSERT INTO verification_logs
+			     (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at, code)
+			   SELECT e.id, nullif(e.code_id, '')::uuid, e.project_id, e.action, e.result, nullif(e.reason, ''),
+			          nullif(e.verified_by, ''), e.ip, timestamptz 'epoch' + e.ts * interval '1 millisecond',
+			          nullif(e.code, '')
+			   FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+			               $7::text[], $8::text[], $9::bigint[], $10::text[])
+			        AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts, code)
+			   ORDER BY e.id
+			   ON CONFLICT (id, verified_at) DO NOTHING
+			   RETURNING project_id, verified_at, action, result),
+			 hourly AS (
+			   INSERT INTO redemptions_hourly AS r (project_id, hour, n)
+			   SELECT project_id, date_trunc('hour', verified_at, 'UTC'), count(*)
+			   FROM ins WHERE result = 'success' AND action = 'verify'
+			   GROUP BY 1, 2 ORDER BY 1, 2
+			   ON CONFLICT (project_id, hour) DO UPDATE SET n = r.n + excluded.n)
+			 SELECT count(*) FROM ins`,
+			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts, values).Scan(&inserted)
 		if err != nil {
 			return fmt.Errorf("insert verification logs: %w", err)
 		}
-		inserted = tag.RowsAffected()
 		if len(snaps) == 0 {
 			return nil
 		}

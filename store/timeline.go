@@ -15,19 +15,18 @@ type HourCount struct {
 }
 
 // RedemptionsByHour counts the successful verifies of every project per UTC hour in
-// [from, to), every hour of the range present (zero when none). It reads the logs of the range
-// through verification_logs_time_idx, in the one or two day partitions of a 24-hour range: a
-// dashboard's cost grows with the day's traffic, so keep the range short (the console asks for
-// 24 hours); a longer history wants a rollup kept by the pipeline.
+// [from, to), every hour of the range present (zero when none). It reads redemptions_hourly,
+// which the consumer keeps with the log rows it writes (ApplyEvents), so a dashboard costs a
+// row per project and hour whatever the traffic.
 func (s *Store) RedemptionsByHour(ctx context.Context, from, to time.Time) ([]HourCount, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
 	rows, err := s.pool.Query(ctx,
 		`SELECT h.at, coalesce(c.n, 0)
 		 FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 microsecond', interval '1 hour') AS h(at)
 		 LEFT JOIN (
-		     SELECT date_trunc('hour', verified_at, 'UTC') AS at, count(*) AS n
-		     FROM verification_logs
-		     WHERE verified_at >= $1 AND verified_at < $2 AND result = 'success' AND action = 'verify'
+		     SELECT hour AS at, sum(n)::bigint AS n
+		     FROM redemptions_hourly
+		     WHERE hour >= $1 AND hour < $2
 		     GROUP BY 1) c ON c.at = h.at
 		 ORDER BY h.at`, from, to)
 	if err != nil {
