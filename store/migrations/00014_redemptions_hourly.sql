@@ -12,12 +12,13 @@ CREATE TABLE redemptions_hourly (
 );
 CREATE INDEX redemptions_hourly_hour_idx ON redemptions_hourly (hour);
 
--- The last two days from the logs, so the timeline is whole from the start; older hours stay
--- uncounted (a longer backfill would read every partition kept).
+-- The last day from the logs, so the timeline is whole from the start: the read one dashboard
+-- page made before, once; older hours stay uncounted (a longer backfill would read every
+-- partition kept).
 INSERT INTO redemptions_hourly (project_id, hour, n)
 SELECT project_id, date_trunc('hour', verified_at, 'UTC'), count(*)
 FROM verification_logs
-WHERE verified_at >= now() - interval '48 hours' AND result = 'success' AND action = 'verify'
+WHERE verified_at >= date_trunc('hour', now() - interval '24 hours', 'UTC') AND result = 'success' AND action = 'verify'
 GROUP BY 1, 2;
 
 -- +goose Down
