@@ -117,22 +117,17 @@ func (f *traffic) background(size int) (stop func()) {
 	return func() { once.Do(func() { close(done); <-finished }) }
 }
 
-// known counts the attempts on existing codes: the logs Postgres must end up with.
-func (f *traffic) known() int {
+// logged counts the answered attempts, on existing codes and on unknown values alike: the
+// logs Postgres must end up with.
+func (f *traffic) logged() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := 0
-	for _, op := range f.ops {
-		if op.known {
-			n++
-		}
-	}
-	return n
+	return len(f.ops)
 }
 
 // checkLogs checks that every attempt on an existing code has exactly one verification log
-// that matches its answer, that attempts on unknown codes have none, and that nothing else is
-// logged. It also checks each code's answers against its live state, and that Postgres holds
+// that matches its answer, that each attempt on an unknown value has exactly one, without a
+// code id, and that nothing else is logged. It also checks each code's answers against its live state, and that Postgres holds
 // each code's final state and version.
 func (f *traffic) checkLogs(s *testkit.Stack) {
 	t := f.t
@@ -142,7 +137,7 @@ func (f *traffic) checkLogs(s *testkit.Stack) {
 		id, codeID, action, result, reason string
 	}
 	rows, err := s.Deps.Store.Pool().Query(ctx,
-		`SELECT encode(uuid_send(id), 'hex'), encode(uuid_send(code_id), 'hex'), action, result, coalesce(reason, ''), coalesce(verified_by, '')
+		`SELECT encode(uuid_send(id), 'hex'), coalesce(encode(uuid_send(code_id), 'hex'), ''), action, result, coalesce(reason, ''), coalesce(verified_by, '')
 		 FROM verification_logs WHERE project_id = $1`, f.tn.ProjectID)
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +169,10 @@ func (f *traffic) checkLogs(s *testkit.Stack) {
 		logs := byOp[op.by]
 		delete(byOp, op.by)
 		if !op.known {
-			if op.success || op.errCode != string(contract.CodeNotFound) || op.codeID != "" || len(logs) != 0 {
-				t.Errorf("attempt on unknown code %s: success=%v error=%s code_id=%q, %d logs", op.value, op.success, op.errCode, op.codeID, len(logs))
+			want := logRow{action: string(op.action), result: contract.ResultFailed, reason: string(contract.CodeNotFound)}
+			if op.success || op.errCode != string(contract.CodeNotFound) || op.codeID != "" || len(logs) != 1 ||
+				logs[0].codeID != "" || logs[0].action != want.action || logs[0].result != want.result || logs[0].reason != want.reason {
+				t.Errorf("attempt on unknown code %s: success=%v error=%s code_id=%q, logs %+v", op.value, op.success, op.errCode, op.codeID, logs)
 			}
 			continue
 		}
@@ -218,8 +215,8 @@ func (f *traffic) checkLogs(s *testkit.Stack) {
 	for by, logs := range byOp {
 		t.Errorf("logs of no request: verified_by %q: %+v", by, logs)
 	}
-	if total != known {
-		t.Errorf("postgres holds %d logs, want %d (one per attempt on an existing code)", total, known)
+	if total != len(f.ops) {
+		t.Errorf("postgres holds %d logs, want %d (one per attempt: %d on existing codes, the rest on unknown values)", total, len(f.ops), known)
 	}
 	if successes == 0 {
 		t.Errorf("no attempt succeeded: the traffic tested nothing")
@@ -491,7 +488,7 @@ func runFaults(t *testing.T, sc faultScenario) {
 		}
 	}
 
-	want := f.known()
+	want := f.logged()
 	s.WaitDrained(t, f.tn.ProjectID, want, sc.drainWithin)
 	if ok, what := s.OutboxEmpty(); !ok {
 		t.Errorf("after the drain: %s", what)
