@@ -56,11 +56,10 @@ func (r LogRecord) Cursor() string {
 // errBadCursor is a cursor SearchLogs did not make.
 var errBadCursor = contract.Errorf(contract.KindInvalid, "after must be a cursor from a previous page (next_after)")
 
-// CheckLogCursor is nil when s is a cursor SearchLogs made (LogRecord.Cursor), the error a
-// search with it as After would answer otherwise: so an export can refuse a bad cursor before
-// it writes its first byte.
-func CheckLogCursor(s string) error {
-	_, _, err := parseLogCursor(s)
+// CheckLogFilter is the error SearchLogs and ExportLogs would answer f with (a bad time range,
+// id or cursor), before any query: so an export can refuse it before its first byte.
+func CheckLogFilter(f LogFilter) error {
+	_, _, err := logQuery(f)
 	return err
 }
 

@@ -41,10 +41,11 @@ type LogPage struct {
 	NextAfter string
 }
 
-// filter turns a search into the store's filter: the range defaulted and checked, the code's
-// value resolved to its id. ok is false when nothing can match (a code that does not exist).
-func (s *Service) logFilter(ctx context.Context, q LogSearch) (f store.LogFilter, ok bool, err error) {
-	f = store.LogFilter{ProjectID: q.ProjectID, Action: q.Action, Reason: q.Reason, VerifiedBy: q.VerifiedBy,
+// logFilter turns a search into the store's filter: the range defaulted and checked, the code's
+// value resolved to its id (a value no code has searches the attempts on it), and the whole
+// checked as the store would check it, so an export refuses it before its first byte.
+func (s *Service) logFilter(ctx context.Context, q LogSearch) (store.LogFilter, error) {
+	f := store.LogFilter{ProjectID: q.ProjectID, Action: q.Action, Reason: q.Reason, VerifiedBy: q.VerifiedBy,
 		IP: q.IP, After: q.After, Limit: q.Limit, From: q.From, To: q.To}
 	if f.To.IsZero() {
 		// A second ahead, so a log written in the current second is in range.
@@ -54,10 +55,10 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (f store.LogFilter
 		f.From = f.To.Add(-DefaultLogWindow)
 	}
 	if !f.From.Before(f.To) {
-		return f, false, contract.Errorf(contract.KindInvalid, "from must be before to")
+		return f, contract.Errorf(contract.KindInvalid, "from must be before to")
 	}
 	if f.To.Sub(f.From) > MaxLogWindow {
-		return f, false, contract.Errorf(contract.KindInvalid, "The time range may span at most %d days", int(MaxLogWindow/(24*time.Hour)))
+		return f, contract.Errorf(contract.KindInvalid, "The time range may span at most %d days", int(MaxLogWindow/(24*time.Hour)))
 	}
 	switch q.Result {
 	case "", contract.ResultSuccess, contract.ResultReactivated, contract.ResultFailed:
@@ -65,37 +66,32 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (f store.LogFilter
 	case "failure":
 		f.Result = contract.ResultFailed
 	default:
-		return f, false, contract.Errorf(contract.KindInvalid, "result must be success, failure or reactivated")
+		return f, contract.Errorf(contract.KindInvalid, "result must be success, failure or reactivated")
 	}
 	switch q.Action {
 	case "", string(contract.ActionVerify), string(contract.ActionReactivate):
 	default:
-		return f, false, contract.Errorf(contract.KindInvalid, "action must be verify or reactivate")
+		return f, contract.Errorf(contract.KindInvalid, "action must be verify or reactivate")
 	}
 	if f.ProjectID != "" && !contract.ValidID(f.ProjectID) {
-		return f, false, contract.Errorf(contract.KindInvalid, "project_id must be an id of 32 hex digits")
-	}
-	if f.After != "" {
-		if err := store.CheckLogCursor(f.After); err != nil {
-			return f, false, err
-		}
+		return f, contract.Errorf(contract.KindInvalid, "project_id must be an id of 32 hex digits")
 	}
 	if q.Code != "" {
 		if q.ProjectID == "" {
-			return f, false, contract.Errorf(contract.KindInvalid, "A search by code needs its project (project_id)")
+			return f, contract.Errorf(contract.KindInvalid, "A search by code needs its project (project_id)")
 		}
 		rec, err := s.store.CodeByValue(ctx, q.ProjectID, q.Code)
-		if errors.Is(err, contract.ErrNotFound) {
+		switch {
+		case errors.Is(err, contract.ErrNotFound):
 			// No such code: the attempts on that value (logged with the value, no code id).
 			f.Code = q.Code
-			return f, true, nil
+		case err != nil:
+			return f, err
+		default:
+			f.CodeID = rec.ID
 		}
-		if err != nil {
-			return f, false, err
-		}
-		f.CodeID = rec.ID
 	}
-	return f, true, nil
+	return f, store.CheckLogFilter(f)
 }
 
 // SearchLogs reads one page of verification logs, newest first (viewer and above).
@@ -103,14 +99,11 @@ func (s *Service) SearchLogs(ctx context.Context, a Actor, q LogSearch) (LogPage
 	if err := a.require(RoleViewer); err != nil {
 		return LogPage{}, err
 	}
-	f, ok, err := s.logFilter(ctx, q)
+	f, err := s.logFilter(ctx, q)
 	if err != nil {
 		return LogPage{}, err
 	}
 	page := LogPage{Items: []store.LogRecord{}, From: f.From, To: f.To}
-	if !ok {
-		return page, nil
-	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		f.Limit = 100
 	}
@@ -134,7 +127,7 @@ func (s *Service) ExportLogsReady(ctx context.Context, a Actor, q LogSearch) err
 	if err := a.require(RoleOperator); err != nil {
 		return err
 	}
-	_, _, err := s.logFilter(ctx, q)
+	_, err := s.logFilter(ctx, q)
 	return err
 }
 
@@ -144,7 +137,7 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 	if err := a.require(RoleOperator); err != nil {
 		return 0, err
 	}
-	f, ok, err := s.logFilter(ctx, q)
+	f, err := s.logFilter(ctx, q)
 	if err != nil {
 		return 0, err
 	}
@@ -163,13 +156,11 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 		return 0, err
 	}
 	n := 0
-	if ok {
-		err = s.store.ExportLogs(ctx, f, func(r store.LogRecord) error {
-			n++
-			return out.Write(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
-				r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)
-		})
-	}
+	err = s.store.ExportLogs(ctx, f, func(r store.LogRecord) error {
+		n++
+		return out.Write(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
+			r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)
+	})
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
