@@ -85,18 +85,8 @@ func pgServerCPU(postmaster int) float64 {
 		return 0
 	}
 	total := pm.own + pm.children
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return total
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == postmaster {
-			continue
-		}
-		if s, ok := readProcStat(pid); ok && s.ppid == postmaster {
-			total += s.own
-		}
+	for _, s := range childrenOf(postmaster) {
+		total += s.own
 	}
 	return total
 }

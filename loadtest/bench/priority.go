@@ -34,21 +34,21 @@ func renice(pid, nice int) error {
 	return nil
 }
 
-// childrenOf lists the processes whose parent is pid (a PostgreSQL server's backends and
-// background workers).
-func childrenOf(pid int) []int {
+// childrenOf reads the processes whose parent is pid (a PostgreSQL server's backends and
+// background workers), by pid.
+func childrenOf(pid int) map[int]procStat {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []int
+	out := map[int]procStat{}
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil || p == pid {
 			continue
 		}
 		if s, ok := readProcStat(p); ok && s.ppid == pid {
-			out = append(out, p)
+			out[p] = s
 		}
 	}
 	return out
@@ -59,7 +59,9 @@ func childrenOf(pid int) []int {
 // postmaster, so they inherit it).
 func (b *bench) renicePipeline(nice int, procs ...*proc) error {
 	pids := []int{b.pg.Pid()}
-	pids = append(pids, childrenOf(b.pg.Pid())...)
+	for pid := range childrenOf(b.pg.Pid()) {
+		pids = append(pids, pid)
+	}
 	if b.kafka != nil {
 		pids = append(pids, b.kafka.Nodes[0].Pid())
 	}
