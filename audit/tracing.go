@@ -43,6 +43,8 @@ func (h headerCarrier) Keys() []string {
 // startSpans opens one span per message that carries a trace context, as a child of the
 // request that produced the event, and rewrites the header to the new span so the next hop
 // hangs under it. Messages without trace context get none: a batch is not a trace of its own.
+// Nor do messages of a trace not sampled (an older API replica sent those too): their spans
+// would record nothing, and the header passes on unchanged.
 func startSpans(tp trace.TracerProvider, name string, kind trace.SpanKind, msgs []kafka.Message, rewrite bool) []trace.Span {
 	if tp == nil {
 		return nil
@@ -51,9 +53,12 @@ func startSpans(tp trace.TracerProvider, name string, kind trace.SpanKind, msgs 
 	prop := propagation.TraceContext{}
 	var spans []trace.Span
 	for i := range msgs {
+		if len(msgs[i].Headers) == 0 {
+			continue // no trace context: skip the extraction's allocations
+		}
 		c := headerCarrier{&msgs[i]}
 		parent := prop.Extract(context.Background(), c)
-		if !trace.SpanContextFromContext(parent).IsValid() {
+		if !trace.SpanContextFromContext(parent).IsSampled() {
 			continue
 		}
 		ctx, span := tr.Start(parent, name, trace.WithSpanKind(kind))

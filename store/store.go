@@ -49,6 +49,14 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	for _, o := range opts {
 		o(cfg)
 	}
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		registerHexUUID(conn.TypeMap())
+		if after != nil {
+			return after(ctx, conn)
+		}
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)

@@ -170,8 +170,14 @@ func (s *Server) countOutcome(o contract.Outcome) {
 }
 
 // traceParent is the W3C traceparent of ctx's span, carried with the log event through the
-// outbox and Kafka so the consumer's write joins this request's trace; "" when not sampled.
+// outbox and Kafka so the consumer's write joins this request's trace; "" when the span is not
+// sampled. A request still has a trace id then (for its log lines), but its event would carry
+// 55 bytes through Redis and Kafka, and make the relay and the consumer extract a context and
+// start a span per event, for spans nobody records.
 func traceParent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ""
+	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	return carrier["traceparent"]

@@ -168,7 +168,7 @@ var Settings = []Setting{
 	{"ACV_ADMIN_ADDR", "127.0.0.1:8081", "address the operator console's admin API listens on, in processes with the api role; loopback by default (put a TLS proxy in front to reach it from elsewhere); empty runs no console"},
 	{"ACV_ADMIN_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For (the client IP in the admin audit log) and X-Forwarded-Proto (Secure session cookies) the console believes"},
 	{"ACV_ADMIN_AUDIT_RETENTION", "400", "days of the admin audit log kept: each console process removes older rows hourly (the hash chain's anchor moves with them, so the rest still verifies) and records the removal; 400d is accepted too; 0 keeps every row"},
-	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error; at info the access log has a line per refused or failed request (4xx, 5xx), at debug one per request"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
 	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
 	{"OTEL_SERVICE_NAME", "acv", "service name on every span"},
