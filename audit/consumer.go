@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -193,8 +192,8 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	events := make([]contract.Event, 0, len(batch))
 	for _, m := range batch {
-		var ev contract.Event
-		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || (ev.CodeID == "" && ev.Code == "") {
+		ev, err := decodeEvent(m.Value)
+		if err != nil {
 			c.cfg.Metrics.consumerError("decode")
 			c.cfg.Logger.Error("audit consumer: skip message that is not an event",
 				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)

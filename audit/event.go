@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,7 +27,7 @@ func toMessage(raw string) (msg kafka.Message, malformed bool) {
 	case raw[0] == '{':
 		msg.Value = []byte(raw)
 	default:
-		if msg.Value, err = json.Marshal(ev); err != nil {
+		if msg.Value, err = encodeEvent(ev); err != nil {
 			return kafka.Message{Value: []byte(raw)}, true
 		}
 	}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -43,8 +42,8 @@ func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message
 	}
 	events := make([]contract.Event, 0, len(msgs))
 	for _, m := range msgs {
-		var ev contract.Event
-		if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" || (ev.CodeID == "" && ev.Code == "") {
+		ev, err := decodeEvent(m.Value)
+		if err != nil {
 			p.Metrics.consumerError("decode")
 			log.Error("audit direct write: skip outbox entry that is not an event", "err", err)
 			continue
