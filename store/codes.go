@@ -137,9 +137,10 @@ func (s *Store) insertCodes(ctx context.Context, projectID, batchID string, code
 			return fmt.Errorf("read clock: %w", err)
 		}
 		// Drop the values the project holds. OFFSET 0 keeps the subquery a per-row probe of the
-		// (project_id, code) index, which costs the batch's size, not the project's.
+		// (project_id, code) index of code_values, which costs the batch's size, not the
+		// project's.
 		rows, err := tx.Query(ctx, `DELETE FROM codes_in i
-			WHERE EXISTS (SELECT 1 FROM codes c WHERE c.project_id = $1 AND c.code = i.code OFFSET 0)
+			WHERE EXISTS (SELECT 1 FROM code_values v WHERE v.project_id = $1 AND v.code = i.code OFFSET 0)
 			RETURNING ord`, projectID)
 		if err != nil {
 			return fmt.Errorf("find existing codes: %w", err)
@@ -200,7 +201,8 @@ func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (contr
 		return contract.CodeRecord{}, err
 	}
 	r, err := scanCode(s.pool.QueryRow(ctx,
-		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 AND c.code = $2`,
+		`SELECT `+codeColumns+` FROM code_values v JOIN codes c ON c.id = v.code_id
+		 WHERE v.project_id = $1 AND v.code = $2`,
 		projectID, value))
 	if err != nil {
 		return contract.CodeRecord{}, fmt.Errorf("select code by value in project %s: %w", projectID, translate(err))
@@ -215,7 +217,7 @@ func (s *Store) ExistingValues(ctx context.Context, projectID string, values []s
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx,
-		`SELECT code FROM codes WHERE project_id = $1 AND code = ANY($2)`, projectID, values)
+		`SELECT code FROM code_values WHERE project_id = $1 AND code = ANY($2)`, projectID, values)
 	if err != nil {
 		return nil, fmt.Errorf("look up existing codes in project %s: %w", projectID, err)
 	}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // searchValues lists the values a search finds, newest first.
@@ -89,7 +91,7 @@ func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
 	}
 	defer s.Close()
 	p := mustProject(t, s, nil)
-	mustInsert(t, s, p.ID, values("OLD-A", "OLD-B", "NEW-C")...)
+	rawCodes(t, s, p.ID, "OLD-A", "OLD-B", "NEW-C")
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +101,55 @@ func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
 	mustInsert(t, s, p.ID, values("OLD-D")...)
 	if got := searchValues(t, s, p.ID, "old-", ""); !slices.Equal(got, []string{"OLD-D", "OLD-B", "OLD-A"}) {
 		t.Errorf("search after an insert = %v", got)
+	}
+}
+
+// TestValueKeyMigration: the uniqueness of a value in its project moves to code_values and
+// back with migration 00015, holding at every step; codes stored before are found by value.
+func TestValueKeyMigration(t *testing.T) {
+	ctx := testCtx(t)
+	url := testkit.PostgresDB(t)
+	if err := store.MigrateTo(ctx, url, 14); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := mustProject(t, s, nil)
+	old := rawCodes(t, s, p.ID, "KEY-A", "KEY-B")
+	refused := func(constraint string) {
+		t.Helper()
+		_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'KEY-A')`, contract.NewID(), p.ID)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != constraint {
+			t.Fatalf("duplicate value: %v, want a violation of %s", err, constraint)
+		}
+	}
+	refused("codes_project_code_key")
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	refused("code_values_project_code_key")
+	if got, err := s.CodeByValue(ctx, p.ID, "KEY-B"); err != nil || got.ID != old[1].ID {
+		t.Fatalf("code by value after migration: %+v, %v", got, err)
+	}
+	if got, err := s.ExistingValues(ctx, p.ID, []string{"KEY-A", "KEY-Z"}); err != nil || !slices.Equal(got, []string{"KEY-A"}) {
+		t.Fatalf("existing values: %v, %v", got, err)
+	}
+	if _, err := s.CodeByValue(ctx, p.ID, "KEY-Z"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("code by unknown value: %v", err)
+	}
+	if err := store.MigrateDownTo(ctx, url, 14); err != nil {
+		t.Fatal(err)
+	}
+	refused("codes_project_code_key")
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	refused("code_values_project_code_key")
+	if got := mustInsert(t, s, p.ID, values("KEY-A", "KEY-C")...); len(got) != 1 || got[0].Code != "KEY-C" {
+		t.Fatalf("insert after migrations: %+v, want KEY-C only", got)
 	}
 }

@@ -211,7 +211,7 @@ func TestLogMigrationKeepsRows(t *testing.T) {
 	}
 	defer s.Close()
 	p := mustProject(t, s, nil)
-	c := mustInsert(t, s, p.ID, values("migrated")...)[0]
+	c := rawCodes(t, s, p.ID, "migrated")[0]
 	now := time.Now()
 	today := utcMidnight(now)
 	evs := []contract.Event{logAt(c, today.Add(-100*day)), logAt(c, today.Add(-1*time.Millisecond)), logAt(c, now), logAt(c, today.Add(30*day))}

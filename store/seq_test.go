@@ -220,11 +220,15 @@ func TestListDeepPages(t *testing.T) {
 		}
 		all = append(all, mustInsert(t, s, p.ID, in...)...)
 		if b == 5 {
-			// Rows written outside InsertCodes, one of them a value the project holds.
-			if _, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code)
-				VALUES ($1, $3, 'raw-1'), ($2, $3, $4) ON CONFLICT DO NOTHING`,
-				contract.NewID(), contract.NewID(), p.ID, all[0].Code); err != nil {
+			// A row written outside InsertCodes, and one refused: a value the project holds
+			// (it must take no sequence number).
+			if _, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'raw-1')`,
+				contract.NewID(), p.ID); err != nil {
 				t.Fatalf("raw insert: %v", err)
+			}
+			if _, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, $3)`,
+				contract.NewID(), p.ID, all[0].Code); err == nil {
+				t.Fatal("raw insert of a value the project holds succeeded")
 			}
 		}
 	}
@@ -279,7 +283,7 @@ func TestListDeepPages(t *testing.T) {
 }
 
 // TestRawInsertNumbered covers rows written by SQL outside InsertCodes: the trigger numbers
-// them, a rejected or skipped duplicate takes no number, and an unknown project is a
+// them, a rejected duplicate takes no number, and an unknown project is a
 // foreign-key violation as before.
 func TestRawInsertNumbered(t *testing.T) {
 	s := newStore(t)
@@ -287,16 +291,21 @@ func TestRawInsertNumbered(t *testing.T) {
 	p := mustProject(t, s, nil)
 	mustInsert(t, s, p.ID, values("a", "b")...)
 
+	// A value the project holds, or one the statement holds twice, fails the whole statement
+	// (the unique key is on code_values, filled by the statement's trigger).
 	_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'a')`, contract.NewID(), p.ID)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "codes_project_code_key" {
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "code_values_project_code_key" {
 		t.Fatalf("duplicate raw insert: %v", err)
 	}
-	tag, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code)
-		VALUES ($1, $4, 'b'), ($2, $4, 'c'), ($3, $4, 'c') ON CONFLICT (project_id, code) DO NOTHING`,
-		contract.NewID(), contract.NewID(), contract.NewID(), p.ID)
+	_, err = s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $3, 'c'), ($2, $3, 'c')`,
+		contract.NewID(), contract.NewID(), p.ID)
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "code_values_project_code_key" {
+		t.Fatalf("raw insert of a value twice: %v", err)
+	}
+	tag, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'c')`, contract.NewID(), p.ID)
 	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("raw insert on conflict: %v, %d rows", err, tag.RowsAffected())
+		t.Fatalf("raw insert: %v, %d rows", err, tag.RowsAffected())
 	}
 	_, err = s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'x')`, contract.NewID(), contract.NewID())
 	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {

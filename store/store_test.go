@@ -55,6 +55,22 @@ func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.N
 	return rows
 }
 
+// rawCodes inserts codes with plain SQL, as a writer of an older schema did (for tests that
+// migrate to an earlier version first: the store's own InsertCodes reads tables of the
+// latest), and returns them in input order.
+func rawCodes(t *testing.T, s *store.Store, projectID string, vs ...string) []contract.CodeRecord {
+	t.Helper()
+	out := make([]contract.CodeRecord, len(vs))
+	for i, v := range vs {
+		out[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: projectID, Code: v}
+		if _, err := s.Pool().Exec(testCtx(t), `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, $3)`,
+			out[i].ID, projectID, v); err != nil {
+			t.Fatalf("insert code %q: %v", v, err)
+		}
+	}
+	return out
+}
+
 // values makes NewCodes without expiry.
 func values(vs ...string) []store.NewCode {
 	out := make([]store.NewCode, len(vs))
