@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -81,15 +80,7 @@ func TestSearchAfterStateChanges(t *testing.T) {
 // found after the migration.
 func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
 	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 11); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, url := storeAt(t, 11)
 	p := mustProject(t, s, nil)
 	rawCodes(t, s, p.ID, "OLD-A", "OLD-B", "NEW-C")
 	if err := store.Migrate(ctx, url); err != nil {
@@ -108,15 +99,7 @@ func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
 // back with migration 00015, holding at every step; codes stored before are found by value.
 func TestValueKeyMigration(t *testing.T) {
 	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 14); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, url := storeAt(t, 14)
 	p := mustProject(t, s, nil)
 	old := rawCodes(t, s, p.ID, "KEY-A", "KEY-B")
 	refused := func(constraint string) {

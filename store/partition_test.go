@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
 
@@ -201,15 +200,7 @@ func TestLogRetention(t *testing.T) {
 // and the future into the partitioned table, and back.
 func TestLogMigrationKeepsRows(t *testing.T) {
 	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 7); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, url := storeAt(t, 7)
 	p := mustProject(t, s, nil)
 	c := rawCodes(t, s, p.ID, "migrated")[0]
 	now := time.Now()

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
 
@@ -33,15 +32,7 @@ func clearHex() string {
 // can be listed and swapped one by one, only when unchanged since read.
 func TestSecretsMigrationAndRewrapPrimitives(t *testing.T) {
 	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 3); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, url := storeAt(t, 3)
 	p := mustProject(t, s, nil)
 	oldID, oldSecret := contract.NewID(), clearHex()
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO api_keys (id, project_id, secret) VALUES ($1, $2, $3)`,
