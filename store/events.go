@@ -3,11 +3,13 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // msToTimestamptz converts a Unix-millisecond SQL expression to timestamptz exactly (no
@@ -109,8 +111,19 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		snapBy[i], snapDisabled[i] = e.StateBy, e.Disabled
 	}
 
+	// A batch is first written with plain inserts: ON CONFLICT DO NOTHING inserts each row
+	// speculatively (a token, and a second WAL record to confirm it), which cost PostgreSQL
+	// about 4 µs of a verify's 32. Only a batch that holds an event already stored (a
+	// redelivery: a consumer that restarted before committing its offsets, a relay that
+	// published twice) meets the primary key; the whole transaction is then written again
+	// with ON CONFLICT, which skips those rows.
 	var inserted int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	redelivered := false
+	apply := func(tx pgx.Tx) error {
+		skip := ""
+		if redelivered {
+			skip = `ON CONFLICT (id, verified_at) DO NOTHING`
+		}
 		// The log rows, and in the same statement the hourly count of the successful verifies
 		// among the rows newly inserted (a redelivered event is not in RETURNING), upserted
 		// in key order so concurrent consumers lock the count rows in one order.
@@ -125,7 +138,7 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 			               $7::text[], $8::text[], $9::bigint[], $10::text[])
 			        AS e(id, code_id, project_id, action, result, reason, verified_by, ip, ts, code)
 			   ORDER BY e.id
-			   ON CONFLICT (id, verified_at) DO NOTHING
+			   `+skip+`
 			   RETURNING project_id, verified_at, action, result),
 			 hourly AS (
 			   INSERT INTO redemptions_hourly AS r (project_id, hour, n)
@@ -152,7 +165,13 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 			return fmt.Errorf("apply snapshots: %w", err)
 		}
 		return nil
-	})
+	}
+	err := s.inTx(ctx, apply)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		redelivered = true // the log's primary key is its only unique one
+		err = s.inTx(ctx, apply)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("apply %d events: %w", len(events), err)
 	}
