@@ -84,10 +84,6 @@ func (s *Store) LogPartitions(ctx context.Context) ([]LogPartition, error) {
 	return logPartitions(ctx, s.pool)
 }
 
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
 	// pg_get_expr renders the bounds in the session's time zone with its offset, e.g.
 	// FOR VALUES FROM ('2025-01-02 00:00:00+00') TO ('2025-01-03 00:00:00+00'); cast back,

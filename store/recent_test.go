@@ -121,3 +121,58 @@ func TestRecentVerificationsUsesItsIndex(t *testing.T) {
 		t.Errorf("plan does not read codes_recent_used_idx in order:\n%s", text)
 	}
 }
+
+// ProjectStatistics reads the counts and the recent verifications from one snapshot: while
+// batches of verifies commit, every answer lists exactly min(used, limit) recent codes. Read
+// apart, a commit between the two reads shows recent codes the counts do not count yet.
+func TestProjectStatisticsOneSnapshot(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	p := mustProject(t, s, nil)
+	vs := make([]string, 400)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("SNAP-%03d", i)
+	}
+	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	done := make(chan error, 1)
+	go func() {
+		ms := time.Now().UnixMilli()
+		for i := 0; i < len(codes); i += 5 {
+			batch := make([]contract.Event, 0, 5)
+			for _, c := range codes[i : i+5] {
+				batch = append(batch, verifyEvent(c, 1, ms+int64(i), "snap"))
+			}
+			if _, err := s.ApplyEvents(ctx, batch); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	const limit = 1000 // above the codes' count: every used code is listed
+	reads := 0
+	for finished := false; !finished; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		st, recent, err := s.ProjectStatistics(ctx, p.ID, time.Now().Unix(), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(recent)) != st.UsedCodes || st.TotalCodes != int64(len(codes)) {
+			t.Fatalf("read %d: %d recent verifications, %d codes counted used of %d", reads, len(recent), st.UsedCodes, st.TotalCodes)
+		}
+	}
+	if st, recent, err := s.ProjectStatistics(ctx, p.ID, time.Now().Unix(), 3); err != nil || st.UsedCodes != int64(len(codes)) || len(recent) != 3 {
+		t.Fatalf("after: %+v, %d recent, %v", st, len(recent), err)
+	}
+	if _, _, err := s.ProjectStatistics(ctx, contract.NewID(), time.Now().Unix(), 3); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("unknown project: %v", err)
+	}
+	t.Logf("%d consistent reads while %d codes were verified", reads, len(codes))
+}

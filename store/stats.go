@@ -15,11 +15,44 @@ import (
 // expired is decided here from its own expiry or, when it has none, the project's.
 // contract.ErrNotFound when the project does not exist.
 func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error) {
+	return statistics(ctx, s.pool, projectID, now)
+}
+
+// querier is what reads that run on the pool or inside a transaction need of either.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// ProjectStatistics reads a project's counts by derived state at now and its up to limit most
+// recent verifications from one snapshot (a read-only repeatable-read transaction), so the
+// two agree: read apart, a consumer's commit between them could show a code among the recent
+// verifications that the counts do not count as used yet.
+func (s *Store) ProjectStatistics(ctx context.Context, projectID string, now int64, limit int) (contract.Statistics, []contract.RecentVerification, error) {
+	var (
+		st     contract.Statistics
+		recent []contract.RecentVerification
+	)
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if st, err = statistics(ctx, tx, projectID, now); err != nil {
+			return err
+		}
+		recent, err = recentVerifications(ctx, tx, projectID, limit)
+		return err
+	})
+	if err != nil {
+		return contract.Statistics{}, nil, err
+	}
+	return st, recent, nil
+}
+
+func statistics(ctx context.Context, q querier, projectID string, now int64) (contract.Statistics, error) {
 	if err := checkID("project", projectID); err != nil {
 		return contract.Statistics{}, err
 	}
 	var st contract.Statistics
-	err := s.pool.QueryRow(ctx,
+	err := q.QueryRow(ctx,
 		`SELECT coalesce(sum(n) FILTER (WHERE k.kind = 2), 0),
 		        coalesce(sum(n) FILTER (WHERE k.kind = 1), 0),
 		        coalesce(sum(n) FILTER (WHERE k.kind = 0
@@ -58,13 +91,17 @@ func countOf(st contract.Statistics, state contract.State) int64 {
 // codes_recent_used_idx, which holds exactly those rows in that order: the cost is limit rows,
 // whatever the project's size. An unknown project simply has none.
 func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
+	return recentVerifications(ctx, s.pool, projectID, limit)
+}
+
+func recentVerifications(ctx context.Context, q querier, projectID string, limit int) ([]contract.RecentVerification, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
 		return []contract.RecentVerification{}, nil
 	}
-	rows, err := s.pool.Query(ctx,
+	rows, err := q.Query(ctx,
 		`SELECT code, verified_at, verified_by
 		 FROM codes
 		 WHERE project_id = $1 AND verified_at IS NOT NULL AND NOT is_disabled

@@ -38,8 +38,8 @@ func (benchRecords) ListCodes(context.Context, string, contract.ListQuery, int64
 	return nil, 0, nil
 }
 func (benchRecords) Logs(context.Context, string, int) ([]contract.LogEntry, error) { return nil, nil }
-func (benchRecords) RecentVerifications(context.Context, string, int) ([]contract.RecentVerification, error) {
-	return nil, nil
+func (benchRecords) ProjectStatistics(context.Context, string, int64, int) (contract.Statistics, []contract.RecentVerification, error) {
+	return contract.Statistics{}, nil, nil
 }
 
 type benchHot struct{}

@@ -132,14 +132,17 @@ func (f *fakeRecords) Statistics(_ context.Context, projectID string, _ int64) (
 	return f.stats[projectID], nil
 }
 
-// RecentVerifications lists the project's codes currently used (verified, not disabled),
-// newest verified_at first, as the store does.
-func (f *fakeRecords) RecentVerifications(_ context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
-	if err := f.record("RecentVerifications"); err != nil {
-		return nil, err
+// ProjectStatistics is Statistics with the project's codes currently used (verified, not
+// disabled), newest verified_at first, as the store reads them.
+func (f *fakeRecords) ProjectStatistics(ctx context.Context, projectID string, now int64, limit int) (contract.Statistics, []contract.RecentVerification, error) {
+	if err := f.record("ProjectStatistics"); err != nil {
+		return contract.Statistics{}, nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, ok := f.projects[projectID]; !ok {
+		return contract.Statistics{}, nil, contract.ErrNotFound
+	}
 	var used []contract.CodeRecord
 	for _, c := range f.codes {
 		if c.ProjectID == projectID && c.VerifiedAtMs != 0 && !c.Disabled {
@@ -156,7 +159,7 @@ func (f *fakeRecords) RecentVerifications(_ context.Context, projectID string, l
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return f.stats[projectID], out, nil
 }
 
 func (f *fakeRecords) find(match func(contract.CodeRecord) bool) (contract.CodeRecord, error) {

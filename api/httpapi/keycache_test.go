@@ -53,7 +53,7 @@ func (keysOnly) ListCodes(context.Context, string, contract.ListQuery, int64) ([
 	panic("unused")
 }
 func (keysOnly) Logs(context.Context, string, int) ([]contract.LogEntry, error) { panic("unused") }
-func (keysOnly) RecentVerifications(context.Context, string, int) ([]contract.RecentVerification, error) {
+func (keysOnly) ProjectStatistics(context.Context, string, int64, int) (contract.Statistics, []contract.RecentVerification, error) {
 	panic("unused")
 }
 

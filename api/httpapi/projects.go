@@ -36,13 +36,9 @@ func (s *Server) getStatistics(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	pid := keyOf(c).ProjectID
-	st, err := s.cfg.Records.Statistics(ctx, pid, s.cfg.Now().Unix())
+	st, recent, err := s.cfg.Records.ProjectStatistics(ctx, pid, s.cfg.Now().Unix(), contract.RecentVerificationsLimit)
 	if err != nil {
 		return fmt.Errorf("read statistics: %w", err)
-	}
-	recent, err := s.cfg.Records.RecentVerifications(ctx, pid, contract.RecentVerificationsLimit)
-	if err != nil {
-		return fmt.Errorf("read recent verifications: %w", err)
 	}
 	c.JSON(http.StatusOK, contract.NewProjectStatistics(pid, st, recent))
 	return nil

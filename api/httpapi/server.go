@@ -27,9 +27,10 @@ type Records interface {
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
 	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
-	// RecentVerifications lists up to limit codes of the project currently used (verified and
-	// not disabled), newest verified_at first.
-	RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error)
+	// ProjectStatistics reads, from one snapshot, the counts Statistics reads and up to limit
+	// codes of the project currently used (verified and not disabled), newest verified_at
+	// first: a code among the recent verifications is counted as used.
+	ProjectStatistics(ctx context.Context, projectID string, now int64, limit int) (contract.Statistics, []contract.RecentVerification, error)
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
 	CodeByID(ctx context.Context, projectID, id string) (contract.CodeRecord, error)
 	ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error)

@@ -68,11 +68,7 @@ func (a *Admin) Project(ctx context.Context, id string, now int64) (contract.Pro
 // used, newest first. Like every list it reads PostgreSQL, so it may trail the hot path by the
 // audit pipeline's lag.
 func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (contract.ProjectStatistics, error) {
-	st, err := a.Store.Statistics(ctx, projectID, now)
-	if err != nil {
-		return contract.ProjectStatistics{}, notFound(err, "project", projectID)
-	}
-	recent, err := a.Store.RecentVerifications(ctx, projectID, contract.RecentVerificationsLimit)
+	st, recent, err := a.Store.ProjectStatistics(ctx, projectID, now, contract.RecentVerificationsLimit)
 	if err != nil {
 		return contract.ProjectStatistics{}, notFound(err, "project", projectID)
 	}
