@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/pressly/goose/v3"
 )
 
@@ -28,4 +29,10 @@ func MigrateDownTo(ctx context.Context, databaseURL string, version int64) error
 func MigrationCount() int {
 	m, _ := fs.Glob(migrationsFS, "migrations/*.sql")
 	return len(m)
+}
+
+// RecentVerifications is the recent-verifications read of ProjectStatistics alone, for the
+// tests of its order, limit and index.
+func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
+	return recentVerifications(ctx, s.pool, projectID, limit)
 }

@@ -18,12 +18,6 @@ func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (co
 	return statistics(ctx, s.pool, projectID, now)
 }
 
-// querier is what reads that run on the pool or inside a transaction need of either.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // ProjectStatistics reads a project's counts by derived state at now and its up to limit most
 // recent verifications from one snapshot (a read-only repeatable-read transaction), so the
 // two agree: read apart, a consumer's commit between them could show a code among the recent
@@ -86,14 +80,10 @@ func countOf(st contract.Statistics, state contract.State) int64 {
 	return st.TotalCodes
 }
 
-// RecentVerifications lists up to limit codes of the project currently used (verified and not
+// recentVerifications lists up to limit codes of the project currently used (verified and not
 // disabled), newest verified_at first (then id, so the order is total). It walks
 // codes_recent_used_idx, which holds exactly those rows in that order: the cost is limit rows,
 // whatever the project's size. An unknown project simply has none.
-func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
-	return recentVerifications(ctx, s.pool, projectID, limit)
-}
-
 func recentVerifications(ctx context.Context, q querier, projectID string, limit int) ([]contract.RecentVerification, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err

@@ -68,6 +68,12 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	return &Store{pool: pool}, nil
 }
 
+// querier is what reads that run on the pool or inside a transaction need of either.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Close closes the pool, waiting for borrowed connections to be returned.
 func (s *Store) Close() { s.pool.Close() }
 
