@@ -36,3 +36,6 @@ func MigrationCount() int {
 func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit int) ([]contract.RecentVerification, error) {
 	return recentVerifications(ctx, s.pool, projectID, limit)
 }
+
+// RecentVerificationsSQL is the query of RecentVerifications, for the test of its plan.
+const RecentVerificationsSQL = recentVerificationsSQL

@@ -32,8 +32,8 @@ type KeysetPage struct {
 
 // ListCodesAfter reads the codes of a project that come after q.After in the list's order
 // (seq descending, which is creation order, newest first), with the same state and search
-// filters as ListCodes. The predicate seq < After lets every plan seek on (project_id, seq)
-// or its partial indexes. contract.ErrNotFound when the project does not exist.
+// filters as ListCodes. The predicate seq < After lets every plan seek on (project_id, seq):
+// codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when the project does not exist.
 func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q KeysetQuery, now int64) (KeysetPage, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
@@ -99,6 +99,14 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 		return `SELECT ` + codeColumns + `, c.seq FROM (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
 			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + strings.Join(where, " AND ") +
 			` ORDER BY m.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
+	}
+	if q.State == contract.StateUsed {
+		cond := "u.project_id = $1"
+		if after != "" {
+			cond += " AND u.seq < " + after
+		}
+		return `SELECT ` + codeColumns + `, c.seq FROM ` + usedCodes + ` WHERE ` + cond +
+			` ORDER BY u.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
 	}
 	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil

@@ -124,7 +124,15 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 		for i := range batch {
 			batch[i] = store.NewCode{Code: fmt.Sprintf("PLAN-%06d", b+i)}
 		}
-		mustInsert(t, s, p.ID, batch...)
+		rows := mustInsert(t, s, p.ID, batch...)
+		// One code in a hundred used: the used list must find them without walking the rest.
+		var evs []contract.Event
+		for i := 50; i < len(rows); i += 100 {
+			evs = append(evs, verifyEvent(rows[i], 1, time.Now().UnixMilli(), "till"))
+		}
+		if _, err := s.ApplyEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.AfterBulkLoad(ctx); err != nil {
 		t.Fatalf("analyze: %v", err)
@@ -138,6 +146,8 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 	for _, q := range []store.KeysetQuery{
 		{PageSize: 50, After: deep},
 		{PageSize: 50, After: deep, State: contract.StateUnused},
+		{PageSize: 50, State: contract.StateUsed},
+		{PageSize: 50, After: deep + 5_000, State: contract.StateUsed},
 	} {
 		plan, err := s.ExplainKeyset(ctx, p.ID, q, now)
 		if err != nil {
@@ -148,6 +158,9 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 		}
 		if strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
 			t.Errorf("state %q: plan scans or sorts the project:\n%s", q.State, plan)
+		}
+		if q.State == contract.StateUsed && !strings.Contains(plan, "code_used_pkey") {
+			t.Errorf("used codes are not found through code_used:\n%s", plan)
 		}
 		got, err := s.ListCodesAfter(ctx, p.ID, q, now)
 		if err != nil || len(got.Codes) != 50 {

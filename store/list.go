@@ -97,7 +97,12 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		query = `WITH m AS MATERIALIZED (SELECT c.id FROM codes c WHERE ` + filter + `)
 			SELECT ` + codeColumns + ` FROM codes c JOIN m ON m.id = c.id
 			ORDER BY c.seq DESC LIMIT ` + limit + ` OFFSET ` + off
+	} else if q.State == contract.StateUsed {
+		query = `SELECT ` + codeColumns + ` FROM ` + usedCodes + ` WHERE u.project_id = $1
+			ORDER BY u.seq DESC LIMIT ` + limit + ` OFFSET ` + off
 	} else {
+		// Unused codes (and disabled ones, through codes_seq_disabled_idx): the project's codes
+		// newest first, each row's state checked on the row.
 		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
 			ORDER BY c.seq DESC LIMIT ` + limit + ` OFFSET ` + off
 	}
@@ -128,8 +133,17 @@ func pageOffset(page, pageSize int, total int64) (int64, bool) {
 // walking the list in order; 200,000 ids sort in tens of milliseconds.
 const sparseRows = 200_000
 
-// stateCondition is the SQL predicate of a derived state, written so the partial (project_id,
-// seq) indexes of the schema match it. arg binds a parameter and returns its placeholder.
+// usedCodes is the source of a list of used codes: code_used (migration 00016), which holds
+// exactly the project's used codes keyed by seq, walked newest first, each joined to its code
+// row (alias c) by codes_project_seq_key. No index of codes names the state, so that a verify's
+// update of its row stays on its page; the used codes are the one state a list must find
+// without walking the others (early in a campaign they are few among millions).
+const usedCodes = `code_used u JOIN codes c ON c.project_id = u.project_id AND c.seq = u.seq`
+
+// stateCondition is the SQL predicate of a derived state on a code row c. arg binds a parameter
+// and returns its placeholder. The predicate is checked on the rows a list walks: the
+// project's codes by seq (codes_project_seq_key), the disabled ones (codes_seq_disabled_idx),
+// the used ones (usedCodes) or those with an expiry (codes_expiry_idx).
 func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
 	const open = "NOT c.is_disabled AND c.verified_at IS NULL"
 	switch st {
@@ -139,8 +153,8 @@ func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *t
 		return "c.verified_at IS NOT NULL AND NOT c.is_disabled", nil
 	}
 	// The project's expiry is known here, so the fallback is decided now and the predicate is
-	// left on the code's own expires_at alone, which codes_open_expiry_idx serves: finding the
-	// few expired codes among millions does not walk them all.
+	// left on the code's own expires_at alone, which codes_expiry_idx serves: finding the few
+	// expired codes among millions does not walk them all.
 	projectPassed := projectExpiresAt != nil && !now.Before(*projectExpiresAt)
 	switch st {
 	case contract.StateExpired:

@@ -80,10 +80,18 @@ func countOf(st contract.Statistics, state contract.State) int64 {
 	return st.TotalCodes
 }
 
-// recentVerifications lists up to limit codes of the project currently used (verified and not
-// disabled), newest verified_at first (then id, so the order is total). It walks
-// codes_recent_used_idx, which holds exactly those rows in that order: the cost is limit rows,
-// whatever the project's size. An unknown project simply has none.
+// recentVerificationsSQL lists up to $2 codes of project $1 currently used (verified and not
+// disabled), newest verified_at first (then seq, so the order is total). It walks
+// code_used_recent_idx, which holds exactly those codes in that order: the cost is $2 rows,
+// whatever the project's size.
+const recentVerificationsSQL = `SELECT c.code, u.verified_at, c.verified_by
+	FROM ` + usedCodes + `
+	WHERE u.project_id = $1
+	ORDER BY u.verified_at DESC, u.seq DESC
+	LIMIT $2`
+
+// recentVerifications lists up to limit codes of the project currently used, newest
+// verification first (recentVerificationsSQL). An unknown project simply has none.
 func recentVerifications(ctx context.Context, q querier, projectID string, limit int) ([]contract.RecentVerification, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
@@ -91,12 +99,7 @@ func recentVerifications(ctx context.Context, q querier, projectID string, limit
 	if limit <= 0 {
 		return []contract.RecentVerification{}, nil
 	}
-	rows, err := q.Query(ctx,
-		`SELECT code, verified_at, verified_by
-		 FROM codes
-		 WHERE project_id = $1 AND verified_at IS NOT NULL AND NOT is_disabled
-		 ORDER BY verified_at DESC, id DESC
-		 LIMIT $2`, projectID, limit)
+	rows, err := q.Query(ctx, recentVerificationsSQL, projectID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent verifications of project %s: %w", projectID, translate(err))
 	}

@@ -1,0 +1,303 @@
+package store_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// usedDrift lists the differences between code_used and the codes it mirrors (verified, not
+// disabled, with the same verified_at), both ways; empty when they agree.
+func usedDrift(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	rows, err := s.Pool().Query(testCtx(t), `
+		(SELECT 'missing', project_id::text, seq, verified_at FROM codes WHERE verified_at IS NOT NULL AND NOT is_disabled
+		 EXCEPT SELECT 'missing', project_id::text, seq, verified_at FROM code_used)
+		UNION ALL
+		(SELECT 'extra', project_id::text, seq, verified_at FROM code_used
+		 EXCEPT SELECT 'extra', project_id::text, seq, verified_at FROM codes WHERE verified_at IS NOT NULL AND NOT is_disabled)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var (
+			kind, project string
+			seq           int64
+			at            time.Time
+		)
+		err := r.Scan(&kind, &project, &seq, &at)
+		return fmt.Sprintf("%s: project %s seq %d verified %s", kind, project, seq, at.Format(time.RFC3339Nano)), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCodeUsedFollowsCodes: code_used holds exactly the used codes, with their verified_at,
+// whatever changes them: codes inserted used, verifies, reactivations, verifies again, disables
+// and enables, applied by eight writers at once over overlapping codes (the newest version of
+// each code wins, in whatever order they commit), and a truncate.
+func TestCodeUsedFollowsCodes(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	p1, p2 := mustProject(t, s, nil), mustProject(t, s, nil)
+	var codes []contract.CodeRecord
+	for _, p := range []contract.Project{p1, p2} {
+		vs := make([]string, 300)
+		for i := range vs {
+			vs[i] = fmt.Sprintf("U-%d", i)
+		}
+		codes = append(codes, mustInsert(t, s, p.ID, values(vs...)...)...)
+	}
+	// Codes written used by a bulk copy (a restore), some of them disabled.
+	past := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	var src [][]any
+	for i := range 40 {
+		src = append(src, []any{contract.NewID(), p2.ID, fmt.Sprintf("copied-%d", i), i%4 == 0, past, time.Now()})
+	}
+	if _, err := s.Pool().CopyFrom(ctx, pgx.Identifier{"codes"},
+		[]string{"id", "project_id", "code", "is_disabled", "verified_at", "created_at"}, pgx.CopyFromRows(src)); err != nil {
+		t.Fatal(err)
+	}
+	if d := usedDrift(t, s); len(d) > 0 {
+		t.Fatalf("after inserts: %s", strings.Join(d, "\n"))
+	}
+
+	var version atomic.Int64
+	version.Store(1)
+	const writers, rounds = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for range rounds {
+				// A batch of events over random codes: verify (a new verified_at each time),
+				// reactivate, or disable/enable through a bulk snapshot.
+				var evs []contract.Event
+				var snaps []contract.CodeRecord
+				for range 40 {
+					c := codes[r.IntN(len(codes))]
+					v := version.Add(1)
+					ms := time.Now().UnixMilli() + int64(r.IntN(100000))
+					switch r.IntN(4) {
+					case 0, 1:
+						evs = append(evs, verifyEvent(c, v, ms, fmt.Sprintf("w%d", w)))
+					case 2:
+						evs = append(evs, contract.Event{ID: contract.NewID(), CodeID: c.ID, ProjectID: c.ProjectID,
+							Action: contract.ActionReactivate, Result: contract.ResultReactivated, TS: ms, Version: v, Changed: true})
+					case 3:
+						snap := c
+						snap.Version, snap.Disabled = v, r.IntN(2) == 0
+						if r.IntN(2) == 0 {
+							snap.VerifiedAtMs, snap.VerifiedBy = ms, "bulk"
+						} else {
+							snap.VerifiedAtMs, snap.VerifiedBy = 0, ""
+						}
+						snaps = append(snaps, snap)
+					}
+				}
+				if _, err := s.ApplyEvents(ctx, evs); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.ApplySnapshots(ctx, snaps); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var used int64
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM code_used`).Scan(&used); err != nil {
+		t.Fatal(err)
+	}
+	if d := usedDrift(t, s); len(d) > 0 {
+		t.Fatalf("after %d writers' events: %d differences:\n%s", writers, len(d), strings.Join(d, "\n"))
+	}
+	if used == 0 {
+		t.Fatal("no code ended used: the mix did not exercise code_used")
+	}
+	now := time.Now().Unix()
+	for _, p := range []contract.Project{p1, p2} {
+		st, recent, err := s.ProjectStatistics(ctx, p.ID, now, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != bruteStats(t, s, p.ID, now) {
+			t.Errorf("project %s: statistics %+v, brute force %+v", p.ID, st, bruteStats(t, s, p.ID, now))
+		}
+		if want := min(st.UsedCodes, 10); int64(len(recent)) != want {
+			t.Errorf("project %s: %d recent verifications, want %d", p.ID, len(recent), want)
+		}
+		for i := 1; i < len(recent); i++ {
+			if recent[i].VerifiedAt > recent[i-1].VerifiedAt {
+				t.Errorf("recent verifications out of order: %+v", recent)
+			}
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `TRUNCATE codes CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	if d := usedDrift(t, s); len(d) > 0 {
+		t.Fatalf("after truncate: %s", strings.Join(d, "\n"))
+	}
+}
+
+// TestVerifyUpdatesStayOnPage holds the reason code_used exists: no index of codes reads a
+// column a verify changes, so PostgreSQL updates the row in place of its page (HOT) without
+// an entry in every index; and it checks that the verifies of a generated batch are in fact
+// written so.
+func TestVerifyUpdatesStayOnPage(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	rows, err := s.Pool().Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
+		WHERE indrelid = 'codes'::regclass AND pg_get_indexdef(indexrelid) ~ '(verified_at|verified_by|version)'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(named) > 0 {
+		t.Fatalf("indexes of codes name a column a verify changes: %v", named)
+	}
+
+	p := mustProject(t, s, nil)
+	vs := make([]string, 5000)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("HOT-%05d", i)
+	}
+	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	counts := func() (upd, hot int64) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Pool().QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'codes'::regclass`).Scan(&upd, &hot); err != nil {
+			t.Fatal(err)
+		}
+		return upd, hot
+	}
+	// The backends report their counts at most once a second, or after 10 s idle.
+	settled := func(want int64) (upd, hot int64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			upd, hot = counts()
+			if upd >= want || time.Now().After(deadline) {
+				return upd, hot
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	upd0, hot0 := settled(0)
+	r := rand.New(rand.NewPCG(3, 4))
+	order := r.Perm(len(codes))[:1000]
+	ms := time.Now().UnixMilli()
+	for b := 0; b < len(order); b += 100 {
+		var evs []contract.Event
+		for _, i := range order[b : b+100] {
+			evs = append(evs, verifyEvent(codes[i], 1, ms, "till"))
+		}
+		if _, err := s.ApplyEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upd, hot := settled(upd0 + int64(len(order)))
+	upd, hot = upd-upd0, hot-hot0
+	if upd < int64(len(order)) {
+		t.Fatalf("statistics show %d updates of codes after %d verifies", upd, len(order))
+	}
+	if hot*10 < upd*9 {
+		t.Errorf("%d of %d verify updates were heap-only, want at least 90%%", hot, upd)
+	}
+	t.Logf("%d of %d verify updates heap-only", hot, upd)
+}
+
+// TestCodeUsedMigration: migration 00016 fills code_used from the codes an older version
+// verified, its down step brings back the state indexes of codes, and up again refills it.
+func TestCodeUsedMigration(t *testing.T) {
+	ctx := testCtx(t)
+	s, url := storeAt(t, 15)
+	p := mustProject(t, s, nil)
+	old := rawCodes(t, s, p.ID, "M-A", "M-B", "M-C", "M-D")
+	if _, err := s.Pool().Exec(ctx, `UPDATE codes SET verified_at = now() - interval '1 minute', verified_by = 'till'
+		WHERE id = ANY($1::uuid[])`, []string{old[0].ID, old[1].ID, old[2].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE codes SET is_disabled = true WHERE id = $1`, old[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	indexes := func() string {
+		t.Helper()
+		var names string
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(indexname, ',' ORDER BY indexname), '')
+			FROM pg_indexes WHERE tablename = 'codes' AND indexname IN ('codes_seq_used_idx', 'codes_seq_open_idx',
+			'codes_recent_used_idx', 'codes_open_expiry_idx', 'codes_expiry_idx')`).Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	check := func(step string) {
+		t.Helper()
+		if d := usedDrift(t, s); len(d) > 0 {
+			t.Fatalf("%s: %s", step, strings.Join(d, "\n"))
+		}
+		if got := indexes(); got != "codes_expiry_idx" {
+			t.Fatalf("%s: state indexes of codes %q, want codes_expiry_idx alone", step, got)
+		}
+		rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{State: contract.StateUsed}, time.Now().Unix())
+		if err != nil || total != 2 || len(rows) != 2 || rows[0].Code != "M-B" || rows[1].Code != "M-A" {
+			t.Fatalf("%s: used codes %+v (total %d), %v; want M-B, M-A", step, rows, total, err)
+		}
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	check("up")
+	if err := store.MigrateDownTo(ctx, url, 15); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexes(); got != "codes_open_expiry_idx,codes_recent_used_idx,codes_seq_open_idx,codes_seq_used_idx" {
+		t.Fatalf("down: state indexes of codes %q", got)
+	}
+	var table *string
+	if err := s.Pool().QueryRow(ctx, `SELECT to_regclass('code_used')::text`).Scan(&table); err != nil || table != nil {
+		t.Fatalf("down: code_used still there (%v, %v)", table, err)
+	}
+	// Written at version 15 after the down step: a verify without the trigger.
+	if _, err := s.Pool().Exec(ctx, `UPDATE codes SET verified_at = now() WHERE id = $1`, old[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE codes SET verified_at = NULL WHERE id = $1`, old[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if d := usedDrift(t, s); len(d) > 0 {
+		t.Fatalf("up again: %s", strings.Join(d, "\n"))
+	}
+	rows, total, err := s.ListCodes(ctx, p.ID, contract.ListQuery{State: contract.StateUsed}, time.Now().Unix())
+	if err != nil || total != 2 || len(rows) != 2 || rows[0].Code != "M-D" || rows[1].Code != "M-A" {
+		t.Fatalf("up again: used codes %+v (total %d), %v; want M-D, M-A", rows, total, err)
+	}
+}
