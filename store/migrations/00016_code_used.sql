@@ -27,27 +27,51 @@ BEGIN
     -- A code is used when verified and not disabled. An update removes the codes that left
     -- that state or were verified again (a new verified_at), then adds those that entered it
     -- or were verified again: two statements, so an insert never meets the key it replaces.
+    --
+    -- The statements that join the transition tables run through EXECUTE, planned for the
+    -- rows at hand each time. A statement of a function is otherwise planned once per session
+    -- and the plan kept: one planned for a first batch of one row over an empty code_used
+    -- (a nested loop over the transition tables, a scan of code_used) was kept for batches of
+    -- thousands over a code_used of millions, and a verify cost a hundred times more.
     IF TG_OP = 'INSERT' THEN
         INSERT INTO code_used (project_id, seq, verified_at)
         SELECT project_id, seq, verified_at FROM new_rows
         WHERE verified_at IS NOT NULL AND NOT is_disabled;
     ELSIF TG_OP = 'UPDATE' THEN
-        DELETE FROM code_used u
-        USING old_rows o JOIN new_rows n ON n.id = o.id
-        WHERE u.project_id = o.project_id AND u.seq = o.seq
-          AND o.verified_at IS NOT NULL AND NOT o.is_disabled
-          AND (n.verified_at IS NULL OR n.is_disabled OR n.verified_at <> o.verified_at);
-        INSERT INTO code_used (project_id, seq, verified_at)
-        SELECT n.project_id, n.seq, n.verified_at
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE n.verified_at IS NOT NULL AND NOT n.is_disabled
-          AND (o.verified_at IS NULL OR o.is_disabled OR o.verified_at <> n.verified_at)
-        ORDER BY n.project_id, n.seq;
+        EXECUTE 'DELETE FROM code_used u
+            USING old_rows o JOIN new_rows n ON n.id = o.id
+            WHERE u.project_id = o.project_id AND u.seq = o.seq
+              AND o.verified_at IS NOT NULL AND NOT o.is_disabled
+              AND (n.verified_at IS NULL OR n.is_disabled OR n.verified_at <> o.verified_at)';
+        EXECUTE 'INSERT INTO code_used (project_id, seq, verified_at)
+            SELECT n.project_id, n.seq, n.verified_at
+            FROM new_rows n JOIN old_rows o ON o.id = n.id
+            WHERE n.verified_at IS NOT NULL AND NOT n.is_disabled
+              AND (o.verified_at IS NULL OR o.is_disabled OR o.verified_at <> n.verified_at)
+            ORDER BY n.project_id, n.seq';
     ELSIF TG_OP = 'DELETE' THEN
-        DELETE FROM code_used u USING old_rows o
-        WHERE u.project_id = o.project_id AND u.seq = o.seq;
+        EXECUTE 'DELETE FROM code_used u USING old_rows o
+            WHERE u.project_id = o.project_id AND u.seq = o.seq';
     ELSIF TG_OP = 'TRUNCATE' THEN
         TRUNCATE code_used;
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
+-- The same for code_values (migration 00012): its delete joins the deleted rows to the table.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION code_values_apply() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO code_values (code_id, project_id, seq, code)
+        SELECT id, project_id, seq, code FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        EXECUTE 'DELETE FROM code_values v USING old_rows o WHERE v.code_id = o.id';
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        TRUNCATE code_values;
     END IF;
     RETURN NULL;
 END
@@ -95,3 +119,19 @@ DROP TRIGGER codes_used_update ON codes;
 DROP TRIGGER codes_used_insert ON codes;
 DROP FUNCTION code_used_apply();
 DROP TABLE code_used;
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION code_values_apply() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO code_values (code_id, project_id, seq, code)
+        SELECT id, project_id, seq, code FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        DELETE FROM code_values v USING old_rows o WHERE v.code_id = o.id;
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        TRUNCATE code_values;
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
