@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // usedDrift lists the differences between code_used and the codes it mirrors (verified, not
@@ -325,31 +323,7 @@ func TestTriggerPlansFollowTheBatch(t *testing.T) {
 	for i, c := range codes {
 		ids[i] = c.ID
 	}
-	cfg, err := pgx.ParseConfig(s.Pool().Config().ConnConfig.ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu      sync.Mutex
-		notices []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		notices = append(notices, n.Message)
-		mu.Unlock()
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_format = json`,
-		`SET auto_explain.log_level = notice`} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	conn, plans := explainSession(t, s)
 	const verify = `UPDATE codes SET verified_at = clock_timestamp(), version = version + 1 WHERE id = ANY($1::uuid[])`
 	const reactivate = `UPDATE codes SET verified_at = NULL, version = version + 1 WHERE id = ANY($1::uuid[])`
 	const remove = `DELETE FROM codes WHERE id = ANY($1::uuid[])`
@@ -372,28 +346,13 @@ func TestTriggerPlansFollowTheBatch(t *testing.T) {
 		{"reactivate", reactivate, ids[1 : 1+batch]},
 		{"delete", remove, append(ids[22_001:22_001+batch/2:22_001+batch/2], ids[batch+1:batch+1+batch/2]...)},
 	} {
-		mu.Lock()
-		notices = nil
-		mu.Unlock()
+		plans() // the plans so far: not this step's
 		if _, err := conn.Exec(ctx, step.sql, step.ids); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		got := notices
-		mu.Unlock()
+		got := plans()
 		joins := 0
-		for _, n := range got {
-			_, text, ok := strings.Cut(n, "plan:")
-			if !ok {
-				continue
-			}
-			var doc struct {
-				Query string   `json:"Query Text"`
-				Plan  planNode `json:"Plan"`
-			}
-			if err := json.Unmarshal([]byte(text), &doc); err != nil {
-				t.Fatalf("%s: plan notice: %v\n%s", step.name, err, n)
-			}
+		for _, doc := range got {
 			// Statements over the transition tables without a join (code_counts' aggregate)
 			// cost n log n whatever their plan; the joins are what a kept plan makes grow.
 			if doc.Plan.tuplestoreRows() == 0 || !doc.Plan.joins() {
@@ -401,69 +360,17 @@ func TestTriggerPlansFollowTheBatch(t *testing.T) {
 			}
 			joins++
 			if rows := doc.Plan.tuplestoreRows(); rows < batch/10 {
-				t.Errorf("%s: planned for %.0f rows of a transition table, not the %d at hand:\n%s", step.name, rows, batch, text)
+				t.Errorf("%s: planned for %.0f rows of a transition table, not the %d at hand:\n%s", step.name, rows, batch, doc.Text)
 			}
 			if loop := doc.Plan.rescan(); loop != "" {
-				t.Errorf("%s: a nested loop rescans a transition table for every row of the other side:\n%s", step.name, text)
+				t.Errorf("%s: a nested loop rescans a transition table for every row of the other side:\n%s", step.name, doc.Text)
 			}
 		}
 		if joins < 2 {
-			t.Fatalf("%s: %d plans of trigger statements joining a transition table among %d notices, want 2", step.name, joins, len(got))
+			t.Fatalf("%s: %d plans of trigger statements joining a transition table among %d plans, want 2", step.name, joins, len(got))
 		}
 	}
 	if d := usedDrift(t, s); len(d) > 0 {
 		t.Fatalf("code_used: %s", strings.Join(d, "\n"))
 	}
-}
-
-// planNode is a node of a plan in EXPLAIN's JSON format.
-type planNode struct {
-	NodeType string     `json:"Node Type"`
-	PlanRows float64    `json:"Plan Rows"`
-	Plans    []planNode `json:"Plans"`
-}
-
-// joins reports whether the plan joins two inputs.
-func (n planNode) joins() bool {
-	if strings.Contains(n.NodeType, "Join") || n.NodeType == "Nested Loop" {
-		return true
-	}
-	for _, c := range n.Plans {
-		if c.joins() {
-			return true
-		}
-	}
-	return false
-}
-
-// tuplestoreRows is the largest number of rows the plan expects of a transition table scan.
-func (n planNode) tuplestoreRows() float64 {
-	rows := 0.0
-	if n.NodeType == "Named Tuplestore Scan" {
-		rows = n.PlanRows
-	}
-	for _, c := range n.Plans {
-		rows = max(rows, c.tuplestoreRows())
-	}
-	return rows
-}
-
-// rescan names the transition table scan a nested loop of the plan repeats for every row of
-// its outer side ("" when none does): work that grows with the square of the batch.
-func (n planNode) rescan() string {
-	if n.NodeType == "Nested Loop" && len(n.Plans) == 2 {
-		inner := n.Plans[1]
-		for inner.NodeType == "Materialize" && len(inner.Plans) == 1 {
-			inner = inner.Plans[0]
-		}
-		if inner.NodeType == "Named Tuplestore Scan" {
-			return inner.NodeType
-		}
-	}
-	for _, c := range n.Plans {
-		if r := c.rescan(); r != "" {
-			return r
-		}
-	}
-	return ""
 }

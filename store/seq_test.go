@@ -6,6 +6,7 @@ import (
 	"github.com/acv/acv/internal/testkit"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -424,4 +425,40 @@ func TestMigrateBackfill(t *testing.T) {
 		t.Fatalf("renumbered differently after down and up")
 	}
 	checkPages(t, s, projects[0], 10)
+}
+
+// TestSeqAssignLooksUpValuesByIndex: a code inserted without a seq (a row-by-row import) is
+// checked against its project's values through code_values' key, not by walking the project's
+// codes (which hold no value key since migration 00015).
+func TestSeqAssignLooksUpValuesByIndex(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	p := mustProject(t, s, nil)
+	vs := make([]string, 20_000)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("SA-%05d", i)
+	}
+	mustInsert(t, s, p.ID, values(vs...)...)
+	if err := s.AfterBulkLoad(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, plans := explainSession(t, s)
+	var seq int64
+	if err := conn.QueryRow(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'SA-NEW') RETURNING seq`,
+		contract.NewID(), p.ID).Scan(&seq); err != nil || seq != int64(len(vs))+1 {
+		t.Fatalf("row insert: seq %d, %v; want %d", seq, err, len(vs)+1)
+	}
+	found := false
+	for _, doc := range plans() {
+		if !strings.Contains(doc.Query, "code = NEW.code") {
+			continue
+		}
+		found = true
+		if doc.Plan.readsRelation("codes") || !doc.Plan.usesIndex("code_values_project_code_key") {
+			t.Errorf("the value is not looked up through code_values_project_code_key:\n%s", doc.Text)
+		}
+	}
+	if !found {
+		t.Fatal("no plan of code_seq_assign's value lookup")
+	}
 }

@@ -1,0 +1,154 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/acv/acv/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// explainedStatement is one statement's plan as auto_explain reports it in JSON.
+type explainedStatement struct {
+	Query string   `json:"Query Text"`
+	Plan  planNode `json:"Plan"`
+	Text  string   `json:"-"`
+}
+
+// explainSession opens a connection of its own on which auto_explain reports the plan of every
+// statement, those inside functions and triggers included, as notices; plans returns (and
+// forgets) the plans reported so far.
+func explainSession(t *testing.T, s *store.Store) (conn *pgx.Conn, plans func() []explainedStatement) {
+	t.Helper()
+	ctx := testCtx(t)
+	cfg, err := pgx.ParseConfig(s.Pool().Config().ConnConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Message)
+		mu.Unlock()
+	}
+	conn, err = pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, q := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_format = json`,
+		`SET auto_explain.log_level = notice`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return conn, func() []explainedStatement {
+		t.Helper()
+		mu.Lock()
+		got := notices
+		notices = nil
+		mu.Unlock()
+		var out []explainedStatement
+		for _, n := range got {
+			_, text, ok := strings.Cut(n, "plan:")
+			if !ok {
+				continue
+			}
+			var doc explainedStatement
+			if err := json.Unmarshal([]byte(text), &doc); err != nil {
+				t.Fatalf("plan notice: %v\n%s", err, n)
+			}
+			doc.Text = text
+			out = append(out, doc)
+		}
+		return out
+	}
+}
+
+// planNode is a node of a plan in EXPLAIN's JSON format.
+type planNode struct {
+	NodeType     string     `json:"Node Type"`
+	RelationName string     `json:"Relation Name"`
+	IndexName    string     `json:"Index Name"`
+	PlanRows     float64    `json:"Plan Rows"`
+	Plans        []planNode `json:"Plans"`
+}
+
+// readsRelation reports whether a node of the plan reads the table rel.
+func (n planNode) readsRelation(rel string) bool {
+	if n.RelationName == rel {
+		return true
+	}
+	for _, c := range n.Plans {
+		if c.readsRelation(rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// usesIndex reports whether a node of the plan reads the index idx.
+func (n planNode) usesIndex(idx string) bool {
+	if n.IndexName == idx {
+		return true
+	}
+	for _, c := range n.Plans {
+		if c.usesIndex(idx) {
+			return true
+		}
+	}
+	return false
+}
+
+// joins reports whether the plan joins two inputs.
+func (n planNode) joins() bool {
+	if strings.Contains(n.NodeType, "Join") || n.NodeType == "Nested Loop" {
+		return true
+	}
+	for _, c := range n.Plans {
+		if c.joins() {
+			return true
+		}
+	}
+	return false
+}
+
+// tuplestoreRows is the largest number of rows the plan expects of a transition table scan.
+func (n planNode) tuplestoreRows() float64 {
+	rows := 0.0
+	if n.NodeType == "Named Tuplestore Scan" {
+		rows = n.PlanRows
+	}
+	for _, c := range n.Plans {
+		rows = max(rows, c.tuplestoreRows())
+	}
+	return rows
+}
+
+// rescan names the transition table scan a nested loop of the plan repeats for every row of
+// its outer side ("" when none does): work that grows with the square of the batch.
+func (n planNode) rescan() string {
+	if n.NodeType == "Nested Loop" && len(n.Plans) == 2 {
+		inner := n.Plans[1]
+		for inner.NodeType == "Materialize" && len(inner.Plans) == 1 {
+			inner = inner.Plans[0]
+		}
+		if inner.NodeType == "Named Tuplestore Scan" {
+			return inner.NodeType
+		}
+	}
+	for _, c := range n.Plans {
+		if r := c.rescan(); r != "" {
+			return r
+		}
+	}
+	return ""
+}
