@@ -75,11 +75,27 @@ func explainSession(t *testing.T, s *store.Store) (conn *pgx.Conn, plans func() 
 
 // planNode is a node of a plan in EXPLAIN's JSON format.
 type planNode struct {
-	NodeType     string     `json:"Node Type"`
-	RelationName string     `json:"Relation Name"`
-	IndexName    string     `json:"Index Name"`
-	PlanRows     float64    `json:"Plan Rows"`
-	Plans        []planNode `json:"Plans"`
+	NodeType     string  `json:"Node Type"`
+	RelationName string  `json:"Relation Name"`
+	IndexName    string  `json:"Index Name"`
+	PlanRows     float64 `json:"Plan Rows"`
+	// Of EXPLAIN ANALYZE: rows per loop, loops, and rows a filter dropped per loop.
+	ActualRows  float64    `json:"Actual Rows"`
+	ActualLoops float64    `json:"Actual Loops"`
+	Removed     float64    `json:"Rows Removed by Filter"`
+	Plans       []planNode `json:"Plans"`
+}
+
+// visited is how many rows of table rel the analyzed plan read, kept or filtered out.
+func (n planNode) visited(rel string) float64 {
+	rows := 0.0
+	if n.RelationName == rel {
+		rows = (n.ActualRows + n.Removed) * n.ActualLoops
+	}
+	for _, c := range n.Plans {
+		rows += c.visited(rel)
+	}
+	return rows
 }
 
 // readsRelation reports whether a node of the plan reads the table rel.
@@ -133,22 +149,22 @@ func (n planNode) tuplestoreRows() float64 {
 	return rows
 }
 
-// rescan names the transition table scan a nested loop of the plan repeats for every row of
-// its outer side ("" when none does): work that grows with the square of the batch.
-func (n planNode) rescan() string {
+// rescans reports whether a nested loop of the plan repeats a transition table's scan for
+// every row of its outer side: work that grows with the square of the batch.
+func (n planNode) rescans() bool {
 	if n.NodeType == "Nested Loop" && len(n.Plans) == 2 {
 		inner := n.Plans[1]
 		for inner.NodeType == "Materialize" && len(inner.Plans) == 1 {
 			inner = inner.Plans[0]
 		}
 		if inner.NodeType == "Named Tuplestore Scan" {
-			return inner.NodeType
+			return true
 		}
 	}
 	for _, c := range n.Plans {
-		if r := c.rescan(); r != "" {
-			return r
+		if c.rescans() {
+			return true
 		}
 	}
-	return ""
+	return false
 }

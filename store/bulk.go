@@ -47,6 +47,11 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f CodeFilter, n
 			return "", nil, err
 		}
 		where = append(where, cond)
+		if f.State == contract.StateUsed {
+			// The used codes are found through code_used (migration 00016), not by checking
+			// every code of the project: early in a campaign they are few among millions.
+			where = append(where, `EXISTS (SELECT 1 FROM code_used u WHERE u.project_id = c.project_id AND u.seq = c.seq)`)
+		}
 	}
 	if f.Search != "" {
 		where = append(where, "c.code ILIKE "+arg(likePattern(f.Search))+` ESCAPE '\'`)
@@ -63,7 +68,7 @@ func (s *Store) CountBulk(ctx context.Context, projectID string, f CodeFilter, n
 		return 0, err
 	}
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+where, args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, countBulkSQL(where), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
 	}
 	return n, nil
@@ -77,9 +82,7 @@ func (s *Store) BulkPage(ctx context.Context, projectID string, f CodeFilter, no
 		return nil, 0, err
 	}
 	args = append(args, afterSeq, limit)
-	n := len(args)
-	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+`, c.seq FROM codes c WHERE `+where+
-		` AND c.seq > $`+strconv.Itoa(n-1)+` ORDER BY c.seq LIMIT $`+strconv.Itoa(n), args...)
+	rows, err := s.pool.Query(ctx, bulkPageSQL(where, len(args)), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, translate(err))
 	}
@@ -99,6 +102,18 @@ func (s *Store) BulkPage(ctx context.Context, projectID string, f CodeFilter, no
 		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, err)
 	}
 	return out, last, nil
+}
+
+// countBulkSQL counts the codes c that the predicate where selects.
+func countBulkSQL(where string) string {
+	return `SELECT count(*) FROM codes c WHERE ` + where
+}
+
+// bulkPageSQL reads the codes c that where selects after the seq bound as $n-1, up to $n of
+// them, in seq order.
+func bulkPageSQL(where string, n int) string {
+	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + where +
+		` AND c.seq > $` + strconv.Itoa(n-1) + ` ORDER BY c.seq LIMIT $` + strconv.Itoa(n)
 }
 
 // seqRow scans codeColumns followed by seq, which it keeps in *seq.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
@@ -168,8 +169,10 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	}
 	err := s.inTx(ctx, apply)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		redelivered = true // the log's primary key is its only unique one
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && strings.HasPrefix(pgErr.TableName, "verification_logs") {
+		// The log's primary key (reported by the day partition that holds the row): any other
+		// unique violation is an error, not a redelivery, and is returned as one.
+		redelivered = true
 		err = s.inTx(ctx, apply)
 	}
 	if err != nil {

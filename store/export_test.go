@@ -39,3 +39,14 @@ func (s *Store) RecentVerifications(ctx context.Context, projectID string, limit
 
 // RecentVerificationsSQL is the query of RecentVerifications, for the test of its plan.
 const RecentVerificationsSQL = recentVerificationsSQL
+
+// BulkSQL returns the queries CountBulk and BulkPage run for f, with their arguments (BulkPage's
+// from seq afterSeq, limit rows), for the tests of their plans.
+func (s *Store) BulkSQL(ctx context.Context, projectID string, f CodeFilter, now, afterSeq int64, limit int) (count string, countArgs []any, page string, pageArgs []any, err error) {
+	where, args, err := s.bulkWhere(ctx, projectID, f, now)
+	if err != nil {
+		return "", nil, "", nil, err
+	}
+	pageArgs = append(append([]any{}, args...), afterSeq, limit)
+	return countBulkSQL(where), args, bulkPageSQL(where, len(pageArgs)), pageArgs, nil
+}

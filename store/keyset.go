@@ -33,7 +33,8 @@ type KeysetPage struct {
 // ListCodesAfter reads the codes of a project that come after q.After in the list's order
 // (seq descending, which is creation order, newest first), with the same state and search
 // filters as ListCodes. The predicate seq < After lets every plan seek on (project_id, seq):
-// codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when the project does not exist.
+// codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when
+// the project does not exist.
 func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q KeysetQuery, now int64) (KeysetPage, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {

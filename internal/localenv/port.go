@@ -24,13 +24,19 @@ import (
 // therefore picks outside the kernel's ephemeral range (ip_local_port_range), where no
 // connection is given a port, and reserves the port across processes: a file under
 // os.TempDir()/acv-ports names the reserving process, and the reservation lasts as long as
-// that process lives. Where the ephemeral range leaves no room, it falls back to the kernel.
+// that process lives (callers that share os.TempDir() and see each other's process ids, as
+// the tests and benchmarks of one machine do). Where the ephemeral range leaves no room, or
+// the reservations cannot be written, it falls back to asking the kernel.
 func FreePort() (int, error) {
 	lo, hi, ok := reservableRange()
 	if !ok {
 		return kernelPort()
 	}
-	return reservePort(filepath.Join(os.TempDir(), "acv-ports"), lo, hi)
+	port, err := reservePort(filepath.Join(os.TempDir(), "acv-ports"), lo, hi)
+	if err != nil {
+		return kernelPort()
+	}
+	return port, nil
 }
 
 // kernelPort asks the kernel for a free loopback TCP port.
@@ -103,6 +109,7 @@ func reservePort(dir string, lo, hi int) (int, error) {
 		// replaced: the port is skipped.
 		tmp := path + "." + strconv.Itoa(os.Getpid())
 		if err := os.WriteFile(tmp, []byte(me+"\n"), 0o644); err != nil {
+			_ = os.Remove(tmp)
 			lastErr = err
 			continue
 		}
@@ -173,6 +180,7 @@ func lockFile(path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	_ = f.Chmod(0o666) // whatever the creator's umask, other users' runs open it too
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 		if !errors.Is(err, syscall.EINTR) {

@@ -2,7 +2,8 @@ package localenv
 
 import (
 	"bufio"
-	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -61,30 +62,62 @@ func TestFreePortOutsideEphemeralRange(t *testing.T) {
 
 // TestReservePortAcrossProcesses: several processes picking from one small range at once
 // (400 picks of 500 ports, where unreserved random picks would collide at once) never get the
-// same port.
+// same port. Every picker lives until all have reported: a reservation lasts as long as its
+// process, and a picker that had ended would rightly leave its ports to the others.
 func TestReservePortAcrossProcesses(t *testing.T) {
-	if os.Getenv("ACV_PORT_PICKER_DIR") != "" {
-		return // the helper is TestPortPickerProcess
-	}
-	lo, _, ok := reservableRange()
+	lo, hi, ok := reservableRange()
 	if !ok {
 		t.Skip("ephemeral range leaves no room to reserve ports")
 	}
+	lo, hi = subRange(lo, hi, 1000, 500)
 	dir := t.TempDir()
-	lo, hi := lo+1000, lo+1499
 	const perProcess, processes = 100, 3
+	type picker struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		ports []int
+		err   error
+	}
+	pickers := make([]*picker, processes)
 	var wg sync.WaitGroup
-	outs := make([][]byte, processes)
-	errs := make([]error, processes)
-	for i := range processes {
+	for i := range pickers {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPortPickerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "ACV_PORT_PICKER_DIR="+dir,
+			"ACV_PORT_PICKER_RANGE="+strconv.Itoa(lo)+"-"+strconv.Itoa(hi),
+			"ACV_PORT_PICKER_N="+strconv.Itoa(perProcess))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &picker{cmd: cmd, stdin: stdin}
+		pickers[i] = p
+		t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestPortPickerProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "ACV_PORT_PICKER_DIR="+dir,
-				"ACV_PORT_PICKER_RANGE="+strconv.Itoa(lo)+"-"+strconv.Itoa(hi),
-				"ACV_PORT_PICKER_N="+strconv.Itoa(perProcess))
-			outs[i], errs[i] = cmd.CombinedOutput()
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if sc.Text() == "picked" {
+					return
+				}
+				if v, ok := strings.CutPrefix(sc.Text(), "port "); ok {
+					port, err := strconv.Atoi(v)
+					if err != nil {
+						p.err = err
+						return
+					}
+					p.ports = append(p.ports, port)
+				}
+			}
+			p.err = fmt.Errorf("picker ended before it reported (%v)", sc.Err())
 		}()
 	}
 	mine := make([]int, perProcess)
@@ -96,7 +129,7 @@ func TestReservePortAcrossProcesses(t *testing.T) {
 			mine[i], mineErrs[i] = reservePort(dir, lo, hi)
 		}()
 	}
-	wg.Wait()
+	wg.Wait() // every picker has reported and still holds its ports
 	owner := map[int]string{}
 	take := func(who string, p int) {
 		if prev, dup := owner[p]; dup {
@@ -110,29 +143,27 @@ func TestReservePortAcrossProcesses(t *testing.T) {
 		}
 		take("the test", p)
 	}
-	for i, out := range outs {
-		if errs[i] != nil {
-			t.Fatalf("picker process %d: %v\n%s", i, errs[i], out)
+	for i, p := range pickers {
+		if p.err != nil {
+			t.Fatalf("picker process %d: %v", i, p.err)
 		}
-		n := 0
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		for sc.Scan() {
-			if s, ok := strings.CutPrefix(sc.Text(), "port "); ok {
-				p, err := strconv.Atoi(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				take("process "+strconv.Itoa(i), p)
-				n++
-			}
+		if len(p.ports) != perProcess {
+			t.Fatalf("picker process %d reported %d ports, want %d", i, len(p.ports), perProcess)
 		}
-		if n != perProcess {
-			t.Fatalf("picker process %d reported %d ports, want %d:\n%s", i, n, perProcess, out)
+		for _, port := range p.ports {
+			take("process "+strconv.Itoa(i), port)
+		}
+	}
+	for i, p := range pickers {
+		p.stdin.Close()
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("picker process %d: %v", i, err)
 		}
 	}
 }
 
-// TestPortPickerProcess is the picker TestReservePortAcrossProcesses runs in other processes.
+// TestPortPickerProcess is the picker TestReservePortAcrossProcesses runs in other processes:
+// it reserves its ports, reports them, and lives until its standard input closes.
 func TestPortPickerProcess(t *testing.T) {
 	dir := os.Getenv("ACV_PORT_PICKER_DIR")
 	if dir == "" {
@@ -160,20 +191,29 @@ func TestPortPickerProcess(t *testing.T) {
 	for _, p := range ports {
 		out.WriteString("port " + strconv.Itoa(p) + "\n")
 	}
+	out.WriteString("picked\n")
 	os.Stdout.WriteString(out.String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// subRange is size ports of [lo, hi] starting off above lo, or as far up as hi allows.
+func subRange(lo, hi, off, size int) (int, int) {
+	start := min(lo+off, hi-size+1)
+	return start, start + size - 1
 }
 
 // TestReservePortSkipsHeldAndBusy: of a range whose ports are reserved by a live process,
 // listened on, or reserved by a process that is gone (or by an earlier process of the same
 // id), only the stale reservations are taken, and then the range is exhausted.
 func TestReservePortSkipsHeldAndBusy(t *testing.T) {
-	lo, _, ok := reservableRange()
+	lo, hi, ok := reservableRange()
 	if !ok {
 		t.Skip("ephemeral range leaves no room to reserve ports")
 	}
 	// Four consecutive bindable ports.
 	base := 0
-	for p := lo + 2000; p+3 < lo+3000; p += 4 {
+	from, to := subRange(lo, hi, 2000, 1000)
+	for p := from; p+3 <= to; p += 4 {
 		if bindable(p) && bindable(p+1) && bindable(p+2) && bindable(p+3) {
 			base = p
 			break

@@ -115,8 +115,9 @@ func (c *RedisCluster) startNode(bin, dir string, used map[int]bool) (*ClusterNo
 			if err != nil {
 				return nil, err
 			}
-			// The kernel may hand out a port twice in a row; the bus port must differ too.
-			if !used[p] && p+10000 <= 65535 {
+			// FreePort never hands out one port twice; used also guards the fallback to the
+			// kernel's ports (see FreePort).
+			if !used[p] {
 				used[p] = true
 				ports[i] = p
 				break

@@ -7,8 +7,12 @@
 -- per verify). The codes currently used move to code_used instead, a narrow table kept in step
 -- by statement triggers: a verify inserts one short row (its key and its time), a reactivate
 -- deletes it. The used list and the recent verifications read it; the unused list walks the
--- project's codes by seq (codes_project_seq_key); the expired list starts from the expiry
--- index, which no longer names the state.
+-- project's codes by seq (codes_project_seq_key); the expired list starts from an expiry index
+-- that does not name verified_at.
+--
+-- Writers of codes wait until the migration commits: a verify or reactivate committed between
+-- the copy below and the triggers' creation would be missing from code_used, or left in it.
+LOCK TABLE codes IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE code_used (
     project_id  uuid        NOT NULL,
     seq         bigint      NOT NULL,
@@ -30,9 +34,10 @@ BEGIN
     --
     -- The statements that join the transition tables run through EXECUTE, planned for the
     -- rows at hand each time. A statement of a function is otherwise planned once per session
-    -- and the plan kept: one planned for a first batch of one row over an empty code_used
-    -- (a nested loop over the transition tables, a scan of code_used) was kept for batches of
-    -- thousands over a code_used of millions, and a verify cost a hundred times more.
+    -- and the plan kept until something invalidates it (an ANALYZE of a table it reads): one
+    -- planned for a first batch of one row over an empty code_used (a nested loop over the
+    -- transition tables, a scan of code_used) was kept for batches of thousands over a growing
+    -- code_used, and a verify cost a hundred times more.
     IF TG_OP = 'INSERT' THEN
         INSERT INTO code_used (project_id, seq, verified_at)
         SELECT project_id, seq, verified_at FROM new_rows
@@ -99,7 +104,8 @@ DROP INDEX codes_open_expiry_idx;
 CREATE INDEX codes_expiry_idx ON codes (project_id, expires_at)
     WHERE expires_at IS NOT NULL AND NOT is_disabled;
 -- Room on each page for the next version of its rows, so the first verify of a code freshly
--- generated (its page filled by the insert) can stay on the page too.
+-- generated can stay on its page too. It applies to pages written from now on; the pages of
+-- codes generated before fill up, and their verifies are heap-only once pruning has made room.
 ALTER TABLE codes SET (fillfactor = 90);
 
 -- +goose Down
