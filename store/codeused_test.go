@@ -53,11 +53,7 @@ func TestCodeUsedFollowsCodes(t *testing.T) {
 	p1, p2 := mustProject(t, s, nil), mustProject(t, s, nil)
 	var codes []contract.CodeRecord
 	for _, p := range []contract.Project{p1, p2} {
-		vs := make([]string, 300)
-		for i := range vs {
-			vs[i] = fmt.Sprintf("U-%d", i)
-		}
-		codes = append(codes, mustInsert(t, s, p.ID, values(vs...)...)...)
+		codes = append(codes, insertNumbered(t, s, p.ID, "U", 300)...)
 	}
 	// Codes written used by a bulk copy (a restore), some of them disabled.
 	past := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
@@ -182,11 +178,7 @@ func TestVerifyUpdatesStayOnPage(t *testing.T) {
 	}
 
 	p := mustProject(t, s, nil)
-	vs := make([]string, 5000)
-	for i := range vs {
-		vs[i] = fmt.Sprintf("HOT-%05d", i)
-	}
-	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	codes := insertNumbered(t, s, p.ID, "HOT", 5000)
 	counts := func() (upd, hot int64) {
 		t.Helper()
 		if _, err := s.Pool().Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
@@ -315,11 +307,7 @@ func TestTriggerPlansFollowTheBatch(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
-	vs := make([]string, 25_000)
-	for i := range vs {
-		vs[i] = fmt.Sprintf("PL-%05d", i)
-	}
-	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	codes := insertNumbered(t, s, p.ID, "PL", 25_000)
 	ids := make([]string, len(codes))
 	for i, c := range codes {
 		ids[i] = c.ID
@@ -383,11 +371,7 @@ func TestBulkUsedReadsCodeUsed(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
-	vs := make([]string, 30_000)
-	for i := range vs {
-		vs[i] = fmt.Sprintf("BU-%05d", i)
-	}
-	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	codes := insertNumbered(t, s, p.ID, "BU", 30_000)
 	var evs []contract.Event
 	for i := 7; i < len(codes); i += 1000 {
 		evs = append(evs, verifyEvent(codes[i], 1, time.Now().UnixMilli(), "till"))

@@ -90,11 +90,7 @@ func TestRecentVerificationsUsesItsIndex(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
-	vs := make([]string, 20_000)
-	for i := range vs {
-		vs[i] = fmt.Sprintf("RI-%05d", i)
-	}
-	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	codes := insertNumbered(t, s, p.ID, "RI", 20_000)
 	var evs []contract.Event
 	ms := time.Now().UnixMilli()
 	for i := 0; i < len(codes); i += 5 {
@@ -139,11 +135,7 @@ func TestProjectStatisticsOneSnapshot(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
-	vs := make([]string, 400)
-	for i := range vs {
-		vs[i] = fmt.Sprintf("SNAP-%03d", i)
-	}
-	codes := mustInsert(t, s, p.ID, values(vs...)...)
+	codes := insertNumbered(t, s, p.ID, "SNAP", 400)
 	done := make(chan error, 1)
 	go func() {
 		ms := time.Now().UnixMilli()

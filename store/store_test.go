@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/acv/acv/internal/testkit"
 	"testing"
 	"time"
@@ -86,6 +87,17 @@ func rawCodes(t *testing.T, s *store.Store, projectID string, vs ...string) []co
 		}
 	}
 	return out
+}
+
+// insertNumbered inserts n codes valued prefix-00000, prefix-00001, … into the project, in that
+// order (their seqs follow it), and returns them.
+func insertNumbered(t *testing.T, s *store.Store, projectID, prefix string, n int) []contract.CodeRecord {
+	t.Helper()
+	vs := make([]string, n)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return mustInsert(t, s, projectID, values(vs...)...)
 }
 
 // values makes NewCodes without expiry.
