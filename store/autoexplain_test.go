@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,65 +87,53 @@ type planNode struct {
 	Plans       []planNode `json:"Plans"`
 }
 
+// nodes is the plan's nodes, this one first, then its children's, depth first.
+func (n planNode) nodes() []planNode {
+	out := []planNode{n}
+	for _, c := range n.Plans {
+		out = append(out, c.nodes()...)
+	}
+	return out
+}
+
+// some reports whether a node of the plan satisfies pred.
+func (n planNode) some(pred func(planNode) bool) bool {
+	return slices.ContainsFunc(n.nodes(), pred)
+}
+
 // visited is how many rows of table rel the analyzed plan read, kept or filtered out.
 func (n planNode) visited(rel string) float64 {
 	rows := 0.0
-	if n.RelationName == rel {
-		rows = (n.ActualRows + n.Removed) * n.ActualLoops
-	}
-	for _, c := range n.Plans {
-		rows += c.visited(rel)
+	for _, c := range n.nodes() {
+		if c.RelationName == rel {
+			rows += (c.ActualRows + c.Removed) * c.ActualLoops
+		}
 	}
 	return rows
 }
 
 // readsRelation reports whether a node of the plan reads the table rel.
 func (n planNode) readsRelation(rel string) bool {
-	if n.RelationName == rel {
-		return true
-	}
-	for _, c := range n.Plans {
-		if c.readsRelation(rel) {
-			return true
-		}
-	}
-	return false
+	return n.some(func(c planNode) bool { return c.RelationName == rel })
 }
 
 // usesIndex reports whether a node of the plan reads the index idx.
 func (n planNode) usesIndex(idx string) bool {
-	if n.IndexName == idx {
-		return true
-	}
-	for _, c := range n.Plans {
-		if c.usesIndex(idx) {
-			return true
-		}
-	}
-	return false
+	return n.some(func(c planNode) bool { return c.IndexName == idx })
 }
 
 // joins reports whether the plan joins two inputs.
 func (n planNode) joins() bool {
-	if strings.Contains(n.NodeType, "Join") || n.NodeType == "Nested Loop" {
-		return true
-	}
-	for _, c := range n.Plans {
-		if c.joins() {
-			return true
-		}
-	}
-	return false
+	return n.some(func(c planNode) bool { return strings.Contains(c.NodeType, "Join") || c.NodeType == "Nested Loop" })
 }
 
 // tuplestoreRows is the largest number of rows the plan expects of a transition table scan.
 func (n planNode) tuplestoreRows() float64 {
 	rows := 0.0
-	if n.NodeType == "Named Tuplestore Scan" {
-		rows = n.PlanRows
-	}
-	for _, c := range n.Plans {
-		rows = max(rows, c.tuplestoreRows())
+	for _, c := range n.nodes() {
+		if c.NodeType == "Named Tuplestore Scan" {
+			rows = max(rows, c.PlanRows)
+		}
 	}
 	return rows
 }
@@ -152,19 +141,14 @@ func (n planNode) tuplestoreRows() float64 {
 // rescans reports whether a nested loop of the plan repeats a transition table's scan for
 // every row of its outer side: work that grows with the square of the batch.
 func (n planNode) rescans() bool {
-	if n.NodeType == "Nested Loop" && len(n.Plans) == 2 {
-		inner := n.Plans[1]
+	return n.some(func(c planNode) bool {
+		if c.NodeType != "Nested Loop" || len(c.Plans) != 2 {
+			return false
+		}
+		inner := c.Plans[1]
 		for inner.NodeType == "Materialize" && len(inner.Plans) == 1 {
 			inner = inner.Plans[0]
 		}
-		if inner.NodeType == "Named Tuplestore Scan" {
-			return true
-		}
-	}
-	for _, c := range n.Plans {
-		if c.rescans() {
-			return true
-		}
-	}
-	return false
+		return inner.NodeType == "Named Tuplestore Scan"
+	})
 }

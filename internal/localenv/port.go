@@ -53,17 +53,8 @@ func kernelPort() (int, error) {
 // range, above 10000 (the ports below are where servers listen by default, a developer's own
 // Redis or PostgreSQL among them). ok is false when it holds fewer than 1000 ports.
 func reservableRange() (lo, hi int, ok bool) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, 0, false
-	}
-	elo, err1 := strconv.Atoi(f[0])
-	ehi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
+	elo, ehi, ok := ephemeralRange()
+	if !ok {
 		return 0, 0, false
 	}
 	const floor, top = 10000, 65535
@@ -75,6 +66,22 @@ func reservableRange() (lo, hi int, ok bool) {
 		return ehi + 1, top, true
 	}
 	return 0, 0, false
+}
+
+// ephemeralRange is the range of local ports the kernel gives outgoing connections
+// (ip_local_port_range); ok is false when it cannot be read.
+func ephemeralRange() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	return lo, hi, err1 == nil && err2 == nil
 }
 
 // reservePort reserves a port of [lo, hi] that nothing listens on, recording the reservation
@@ -144,20 +151,11 @@ func held(path string) bool {
 // processIdentity is "pid starttime": the start time (in clock ticks since boot, from
 // /proc/pid/stat) tells a process from a later one given the same id.
 func processIdentity(pid int) (string, error) {
-	if !alive(pid) {
+	f, ok := runningStat(pid)
+	if !ok {
 		return "", fmt.Errorf("process %d is not running", pid)
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", fmt.Errorf("read process %d: %w", pid, err)
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", fmt.Errorf("read process %d: malformed stat", pid)
-	}
-	// Fields after the command: state is field 3, starttime field 22.
-	f := strings.Fields(s[i+1:])
+	// f starts at the state, field 3; starttime is field 22.
 	if len(f) < 20 {
 		return "", fmt.Errorf("read process %d: malformed stat", pid)
 	}

@@ -66,17 +66,28 @@ func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) err
 
 // alive tells whether pid is a running process (a zombie is not).
 func alive(pid int) bool {
+	_, ok := runningStat(pid)
+	return ok
+}
+
+// runningStat is the fields of /proc/pid/stat after the command (the state, field 3, first),
+// and whether pid is a running process (a zombie is not).
+func runningStat(pid int) ([]string, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return nil, false
 	}
 	// pid (comm) state ...: comm may hold spaces and parentheses, the state follows the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
+	if i < 0 {
+		return nil, false
 	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
+	f := strings.Fields(s[i+1:])
+	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+		return nil, false
+	}
+	return f, true
 }
 
 // runs tells whether pid runs the program named exe: by its executable, its command name or
