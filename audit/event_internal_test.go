@@ -10,9 +10,10 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// An outbox entry of the compact form becomes a message holding the event's JSON, keyed by
-// its code id, with the trace context the entry carries as its header; one that does not
-// decode is published as it is, without a key, and counted malformed.
+// An outbox entry of the compact form becomes a message holding the entry as it is, keyed by
+// its code id, with the trace context the entry carries as its header, which the consumer reads
+// as the event; one that does not decode is published as it is, without a key, and counted
+// malformed.
 func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	op := contract.Operation{Action: contract.ActionVerify, ProjectID: contract.NewID(), EventID: contract.NewID(),
 		By: "till-7", IP: "127.0.0.1", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
@@ -27,8 +28,11 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	if malformed {
 		t.Fatal("toMessage: malformed")
 	}
-	var ev contract.Event
-	if err := json.Unmarshal(msg.Value, &ev); err != nil {
+	if string(msg.Value) != raw {
+		t.Fatalf("message value %q, want the entry %q", msg.Value, raw)
+	}
+	ev, err := decodeEvent(msg.Value)
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := contract.Event{ID: op.EventID, CodeID: codeID, ProjectID: op.ProjectID, Action: contract.ActionVerify,
@@ -39,6 +43,24 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	}
 	if len(msg.Headers) != 1 || msg.Headers[0].Key != "traceparent" || string(msg.Headers[0].Value) != op.TraceParent {
 		t.Fatalf("headers %v, want the traceparent", msg.Headers)
+	}
+
+	// The consumer's reading of a JSON value of an earlier relay is the same event.
+	js, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := decodeEvent(js); err != nil || ev != want {
+		t.Fatalf("the JSON of an earlier relay read as %+v, %v; want %+v", ev, err, want)
+	}
+	// Texts that are not UTF-8 (the API refuses them, but the sink must not depend on every
+	// writer: PostgreSQL would refuse the batch again and again) are read with U+FFFD. The
+	// entry is the one above with its ip ("\x07": a text of 6 bytes) ending in a stray byte.
+	bad := string(head[:len(head)-len(op.IP)-len(op.TraceParent)-2]) + "\x0710.0.\xff" + string(head[len(head)-len(op.TraceParent)-1:]) +
+		"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef" + "0|0|1800000000123|till-\xc3"
+	ev, err = decodeEvent([]byte(bad))
+	if err != nil || ev.IP != "10.0.\uFFFD" || ev.StateBy != "till-\uFFFD" {
+		t.Fatalf("invalid UTF-8 read as ip %q, state's verified_by %q (%v)", ev.IP, ev.StateBy, err)
 	}
 
 	cut := raw[:len(raw)-30]

@@ -30,8 +30,12 @@ var eventJSONSeeds = []string{
 }
 
 // checkEventJSON holds decodeEvent to encoding/json's reading of value: both refuse it, or
-// both read the same event; and what encodeEvent writes, encoding/json reads back unchanged.
+// both read the same event. A value of the compact form is not JSON's to judge
+// (TestCompactEntriesBecomeEventMessages, and contract's FuzzDecodeOutboxEntry).
 func checkEventJSON(t *testing.T, value []byte) {
+	if contract.IsCompact(value) {
+		return
+	}
 	var want contract.Event
 	stdErr := json.Unmarshal(value, &want)
 	got, err := decodeEvent(value)
@@ -44,17 +48,6 @@ func checkEventJSON(t *testing.T, value []byte) {
 		t.Fatalf("%q: decodeEvent read\n%+v\nencoding/json\n%+v", value, got, want)
 	case err == errNotEvent && (want.ID != "" && (want.CodeID != "" || want.Code != "")):
 		t.Fatalf("%q: decodeEvent finds no event in %+v", value, want)
-	}
-	if err != nil {
-		return
-	}
-	b, err := encodeEvent(got)
-	if err != nil {
-		t.Fatalf("encode %+v: %v", got, err)
-	}
-	var back contract.Event
-	if err := json.Unmarshal(b, &back); err != nil || back != got {
-		t.Fatalf("%+v encoded as %s, read back as %+v (%v)", got, b, back, err)
 	}
 }
 

@@ -139,8 +139,8 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 			t.Fatalf("topic holds %d messages, want %d", len(msgs), len(evs))
 		}
 		for _, m := range msgs {
-			var ev contract.Event
-			if err := json.Unmarshal(m.Value, &ev); err != nil {
+			ev, _, err := contract.DecodeOutboxEntry(string(m.Value))
+			if err != nil {
 				t.Fatalf("message value is not an event: %v", err)
 			}
 			if string(m.Key) != byID[ev.ID].CodeID {

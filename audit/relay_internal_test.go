@@ -15,9 +15,9 @@ func TestPauseShrinksWithWhatAPollFound(t *testing.T) {
 		want time.Duration
 	}{
 		{0, false, 100 * time.Millisecond},
-		{250, false, 55 * time.Millisecond},
-		{499, false, 10*time.Millisecond + 90*time.Millisecond/500},
-		{500, false, 0},
+		{1000, false, 55 * time.Millisecond},
+		{1999, false, 10*time.Millisecond + 90*time.Millisecond/2000},
+		{2000, false, 0},
 		{3, true, 0},
 	} {
 		if got := r.pause(tc.n, tc.full); got != tc.want {

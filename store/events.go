@@ -1,11 +1,9 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/acv/acv/api/contract"
@@ -68,19 +66,18 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	if len(events) == 0 {
 		return 0, nil
 	}
-	sorted := slices.Clone(events)
-	slices.SortFunc(sorted, func(a, b contract.Event) int { return cmp.Compare(a.ID, b.ID) })
-
-	n := len(sorted)
+	// The statements sort what they write (the logs by event id, the snapshots by code id)
+	// for their lock order; sorting in Go as well cost the consumer a sixth of its CPU.
+	n := len(events)
 	var (
 		ids, codeIDs, projectIDs = make([]string, n), make([]string, n), make([]string, n)
 		actions, results         = make([]string, n), make([]string, n)
 		reasons, bys, ips        = make([]string, n), make([]string, n), make([]string, n)
 		values                   = make([]string, n)
 		ts                       = make([]int64, n)
-		latest                   = make(map[string]contract.Event)
+		latest                   = make(map[string]int, n) // code id → index of its newest state
 	)
-	for i, e := range sorted {
+	for i, e := range events {
 		// An attempt on a value no code has carries the value instead of a code id.
 		unknown := e.CodeID == "" && e.Code != ""
 		if !contract.ValidID(e.ID) || !(unknown || contract.ValidID(e.CodeID)) || !contract.ValidID(e.ProjectID) {
@@ -90,16 +87,18 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		actions[i], results[i] = string(e.Action), e.Result
 		reasons[i], bys[i], ips[i], ts[i] = e.Reason, e.VerifiedBy, e.IP, e.TS
 		if e.Changed && !unknown { // an unknown value has no code whose state to apply
-			if cur, ok := latest[e.CodeID]; !ok || e.Version > cur.Version {
-				latest[e.CodeID] = e
+			// The highest version wins; of equal ones (never written by the script), the lowest
+			// event id, so the choice does not depend on the order of arrival.
+			j, ok := latest[e.CodeID]
+			if !ok || e.Version > events[j].Version || (e.Version == events[j].Version && e.ID < events[j].ID) {
+				latest[e.CodeID] = i
 			}
 		}
 	}
-	snaps := make([]contract.Event, 0, len(latest))
-	for _, e := range latest {
-		snaps = append(snaps, e)
+	snaps := make([]int, 0, len(latest))
+	for _, i := range latest {
+		snaps = append(snaps, i)
 	}
-	slices.SortFunc(snaps, func(a, b contract.Event) int { return cmp.Compare(a.CodeID, b.CodeID) })
 	var (
 		snapIDs      = make([]string, len(snaps))
 		snapVersions = make([]int64, len(snaps))
@@ -107,9 +106,10 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		snapBy       = make([]string, len(snaps))
 		snapDisabled = make([]bool, len(snaps))
 	)
-	for i, e := range snaps {
-		snapIDs[i], snapVersions[i], snapVerified[i] = e.CodeID, e.Version, e.VerifiedAt
-		snapBy[i], snapDisabled[i] = e.StateBy, e.Disabled
+	for k, i := range snaps {
+		e := &events[i]
+		snapIDs[k], snapVersions[k], snapVerified[k] = e.CodeID, e.Version, e.VerifiedAt
+		snapBy[k], snapDisabled[k] = e.StateBy, e.Disabled
 	}
 
 	// A batch is first written with plain inserts: ON CONFLICT DO NOTHING inserts each row
@@ -123,7 +123,7 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	apply := func(tx pgx.Tx) error {
 		skip := ""
 		if redelivered {
-			skip = `ON CONFLICT (id, verified_at) DO NOTHING`
+			skip = `ON CONFLICT (verified_at, id) DO NOTHING`
 		}
 		// The log rows, and in the same statement the hourly count of the successful verifies
 		// among the rows newly inserted (a redelivered event is not in RETURNING), upserted

@@ -74,7 +74,7 @@ func parseLogCursor(s string) (time.Time, string, error) {
 
 // logQuery builds the search's SQL: the time range first, so the planner prunes to the
 // partitions it covers, then the filters, newest first by (verified_at, id), which the indexes
-// verification_logs_project_idx and verification_logs_time_idx (and _code_idx) give in order.
+// verification_logs_project_idx, the primary key (verified_at, id) and _code_idx give in order.
 func logQuery(f LogFilter) (string, []any, error) {
 	if f.From.IsZero() || f.To.IsZero() {
 		return "", nil, errors.New("search logs: a time range is required")

@@ -1,8 +1,9 @@
 package contract
 
-// An outbox entry carries one Event as JSON in its EventField; fields named HeaderFieldPrefix
-// plus a name carry a message header (the W3C traceparent) that the relay copies to Kafka, so
-// trace context rides along without the relay knowing about it.
+// A stream entry of the previous outbox format carries one Event in its EventField (the
+// compact form, or JSON before it); fields named HeaderFieldPrefix plus a name carry a message
+// header (the W3C traceparent) that the relay copies to Kafka, so trace context rides along
+// without the relay knowing about it.
 const (
 	EventField        = "e"
 	HeaderFieldPrefix = "h:"

@@ -12,10 +12,10 @@ import (
 
 // An outbox entry's EventField holds one Event in a compact form that costs the Redis script
 // writing it next to nothing: the script appends the few bytes only it knows (the code's id and
-// state) to a head the API encoded before the call, and the relay decodes the whole into an
-// Event, which it publishes as JSON. Entries written before this form hold the Event's JSON,
-// with the trace context in the field HeaderFieldPrefix+"traceparent"; DecodeOutboxEntry reads
-// both.
+// state) to a head the API encoded before the call. The relay publishes the entry as it is
+// (decoding it for its Kafka key and trace context), and the log writer decodes it into an
+// Event. Entries written before this form hold the Event's JSON, with the trace context in the
+// field HeaderFieldPrefix+"traceparent"; DecodeOutboxEntry reads both.
 //
 //	entry = head tail
 //	head  = 0x01                         format
@@ -126,6 +126,10 @@ func readText(rest string) (text, after string, ok bool) {
 
 // errEntry is the cause of every malformed compact entry.
 var errEntry = errors.New("malformed outbox entry")
+
+// IsCompact tells whether raw is of the compact form, as opposed to an Event's JSON. The relay
+// publishes an outbox entry as it is, so a Kafka message value is one or the other.
+func IsCompact(raw []byte) bool { return len(raw) > 0 && raw[0] == outboxFormat }
 
 // DecodeOutboxEntry reads an outbox entry's EventField: the compact form, or the Event's JSON
 // of an entry written before it. traceParent is the compact form's trace context (a JSON

@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -383,8 +382,8 @@ func storedUncommitted(t *testing.T, s *testkit.Stack, projectID string) int {
 			if m.Offset >= upto {
 				break
 			}
-			var ev contract.Event
-			if err := json.Unmarshal(m.Value, &ev); err != nil {
+			ev, _, err := contract.DecodeOutboxEntry(string(m.Value))
+			if err != nil {
 				t.Fatalf("partition %d offset %d: %v", part, m.Offset, err)
 			}
 			seen[ev.ID] = true
