@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -95,14 +94,20 @@ func settleRedis(ctx context.Context, rdb *redis.Client) {
 	}
 }
 
-// benchmarkRPS reads the requests per second from redis-benchmark's CSV output.
+// benchmarkRPS reads the requests per second from redis-benchmark's CSV output. The first
+// field of a result line is the command as redis-benchmark prints it, unescaped: acv's script
+// arguments hold raw bytes (ids, and text lengths such as 10, a newline), so a quote or a line
+// break there breaks any CSV reading of the line. The figures are the line's last seven
+// fields (rps, then the average, min, p50, p95, p99 and max latency), read from its end.
 func benchmarkRPS(out []byte) (float64, error) {
-	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
-	if err != nil || len(recs) < 2 || len(recs[len(recs)-1]) < 2 {
-		return 0, fmt.Errorf("unexpected redis-benchmark output: %s", out)
+	m := csvTail.FindSubmatch(bytes.TrimSpace(out))
+	if m == nil {
+		return 0, fmt.Errorf("unexpected redis-benchmark output: %q", out)
 	}
-	return strconv.ParseFloat(recs[len(recs)-1][1], 64)
+	return strconv.ParseFloat(string(m[1]), 64)
 }
+
+var csvTail = regexp.MustCompile(`"([0-9.]+)"(?:,"[0-9.]+"){6}$`)
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 var latLine = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
