@@ -261,14 +261,47 @@ func spreadEvents(n, projects int) []contract.Event {
 	return evs
 }
 
-// push appends ev to its shard's outbox, as its JSON (which the relay reads beside the compact
-// form the cache package's script writes: see compactEntry).
+// push appends ev to its shard's outbox in the compact form the verify script writes
+// (compactEntry), as the API does.
 func push(ctx context.Context, rdb redis.Cmdable, ev contract.Event) error {
-	b, err := json.Marshal(ev)
+	raw, err := compactEntry(ev)
 	if err != nil {
 		return err
 	}
-	return rdb.RPush(ctx, outboxKey(shardOf(ev.ProjectID)), string(b)).Err()
+	return rdb.RPush(ctx, outboxKey(shardOf(ev.ProjectID)), raw).Err()
+}
+
+// compactEntry is ev's outbox entry in the compact form: the head the API encodes, then what
+// the verify script appends (api/contract/outbox.go). ev must be a verify that changed its
+// code's state or one refused with a reason; it is an error when the entry does not decode to
+// ev exactly.
+func compactEntry(ev contract.Event) (string, error) {
+	op := contract.Operation{Action: ev.Action, ProjectID: ev.ProjectID, EventID: ev.ID, By: ev.VerifiedBy,
+		IP: ev.IP, Now: time.UnixMilli(ev.TS)}
+	head, err := contract.AppendEventHead(nil, op)
+	if err != nil {
+		return "", err
+	}
+	codeID, err := hex.DecodeString(ev.CodeID)
+	if err != nil {
+		return "", err
+	}
+	disabled, errCode, before := "0", ev.Reason, ev.Version
+	if ev.Disabled {
+		disabled = "1"
+	}
+	if ev.Changed {
+		errCode, before = "", ev.Version-1
+	}
+	vat := ""
+	if ev.VerifiedAt != 0 {
+		vat = strconv.FormatInt(ev.VerifiedAt, 10)
+	}
+	raw := string(head) + string(codeID) + disabled + errCode + "|" + strconv.FormatInt(before, 10) + "|" + vat + "|" + ev.StateBy
+	if got, _, err := contract.DecodeOutboxEntry(raw); err != nil || got != ev {
+		return "", fmt.Errorf("compact entry of %+v decodes to %+v, %v", ev, got, err)
+	}
+	return raw, nil
 }
 
 func pushAll(t *testing.T, rdb redis.Cmdable, evs []contract.Event) {
@@ -394,6 +427,21 @@ func (e *env) waitOutboxEmpty(t *testing.T) {
 		}
 		return n == 0, fmt.Sprintf("%d entries, oldest %s", n, age)
 	})
+}
+
+// messagesOf reads the test's topic, which must hold a message per event of evs, and gives
+// evs by event id beside them.
+func (e *env) messagesOf(t *testing.T, evs []contract.Event) ([]kafka.Message, map[string]contract.Event) {
+	t.Helper()
+	byID := map[string]contract.Event{}
+	for _, ev := range evs {
+		byID[ev.ID] = ev
+	}
+	msgs := e.topicMessages(t)
+	if len(msgs) != len(evs) {
+		t.Fatalf("topic holds %d messages, want %d", len(msgs), len(evs))
+	}
+	return msgs, byID
 }
 
 // topicMessages reads every message of the test's topic, partition by partition.

@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -130,14 +131,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 			t.Errorf("sink received %d events, want %d (no fault, so no redelivery)", recv, len(evs))
 		}
 
-		byID := map[string]contract.Event{}
-		for _, ev := range evs {
-			byID[ev.ID] = ev
-		}
-		msgs := e.topicMessages(t)
-		if len(msgs) != len(evs) {
-			t.Fatalf("topic holds %d messages, want %d", len(msgs), len(evs))
-		}
+		msgs, byID := e.messagesOf(t, evs)
 		for _, m := range msgs {
 			ev, _, err := contract.DecodeOutboxEntry(string(m.Value))
 			if err != nil {
@@ -168,6 +162,66 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 			return written == float64(len(evs)) && dups == 0 && lastCommit > 0,
 				fmt.Sprintf("written %v, duplicates %v, last commit %v", written, dups, lastCommit)
 		})
+	})
+}
+
+// An upgrade from a version whose log writers read only JSON: with JSON values the relay
+// publishes each compact outbox entry as the event's JSON, which encoding/json reads back as
+// the event, knowing no other field (as such a log writer does), keyed by its code id; this
+// version's log writer reads them too. With the default, the values are the entries as they
+// are, which encoding/json refuses: why the upgrade needs the setting.
+func TestJSONValuesForEarlierLogWriters(t *testing.T) {
+	eachKafka(t, 2, func(t *testing.T, e *env) {
+		evs := spreadEvents(40, 8)
+		pushAll(t, e.rdb, evs)
+		rcfg := relayConfig("r1")
+		rcfg.Values = audit.ValuesJSON
+		relay := start(t, audit.NewRelay(e.rdb, e.writer(t), rcfg).Run)
+		e.waitOutboxEmpty(t)
+		if err := relay.stop(); err != nil {
+			t.Fatal(err)
+		}
+		msgs, byID := e.messagesOf(t, evs)
+		for _, m := range msgs {
+			dec := json.NewDecoder(bytes.NewReader(m.Value))
+			dec.DisallowUnknownFields()
+			var ev contract.Event
+			if err := dec.Decode(&ev); err != nil {
+				t.Fatalf("value %q: %v", m.Value, err)
+			}
+			if want, ok := byID[ev.ID]; !ok || ev != want || string(m.Key) != want.CodeID {
+				t.Fatalf("message keyed %q holds %+v, want %+v", m.Key, ev, want)
+			}
+		}
+
+		more := spreadEvents(40, 8)
+		pushAll(t, e.rdb, more)
+		start(t, audit.NewRelay(e.rdb, e.writer(t), relayConfig("r1")).Run)
+		sink := newMemSink()
+		e.startConsumer(t, e.consumerConfig("sink"), sink)
+		waitRows(t, sink, len(evs)+len(more))
+		sink.checkRows(t, append(evs, more...))
+		later := map[string]bool{}
+		for _, ev := range more {
+			later[ev.ID] = true
+		}
+		compact := 0
+		for _, m := range e.topicMessages(t) {
+			var js contract.Event
+			jsErr := json.Unmarshal(m.Value, &js)
+			ev, _, err := contract.DecodeOutboxEntry(string(m.Value))
+			switch {
+			case err != nil:
+				t.Fatalf("value %q: %v", m.Value, err)
+			case later[ev.ID] && (jsErr == nil || !contract.IsCompact(m.Value)):
+				t.Fatalf("a default value %q is not the compact entry (encoding/json: %v)", m.Value, jsErr)
+			case later[ev.ID]:
+				compact++
+			}
+		}
+		if compact != len(more) {
+			t.Fatalf("%d compact values, want %d", compact, len(more))
+		}
 	})
 }
 

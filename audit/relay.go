@@ -35,6 +35,9 @@ type RelayConfig struct {
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
+	// Values is the form of the Kafka message values (ValuesEntry, the default, or
+	// ValuesJSON); see the constants.
+	Values string
 	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
 	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
 	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), during which
@@ -354,7 +357,7 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		full = full || len(entries) == r.cfg.Batch
 		b.read[mine[j]] = entries
 		for _, e := range entries {
-			m, malformed := toMessage(e)
+			m, malformed := toMessage(e, r.cfg.Values == ValuesJSON)
 			if malformed {
 				r.cfg.Metrics.relayError("decode")
 				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "outbox", keys[j], "bytes", len(e))
@@ -385,7 +388,7 @@ func (r *Relay) pollLegacy(ctx context.Context, mine []int, b *batch) error {
 				b.legacy = map[string][]string{}
 			}
 			b.legacy[keys[j]] = append(b.legacy[keys[j]], e.ID)
-			m, ok, malformed := legacyMessage(e)
+			m, ok, malformed := legacyMessage(e, r.cfg.Values == ValuesJSON)
 			if malformed {
 				r.cfg.Metrics.relayError("decode")
 				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "stream", keys[j], "id", e.ID, "published", ok)

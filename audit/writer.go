@@ -14,11 +14,11 @@ import (
 //     and with the topic's min.insync.replicas (2 of 3 in production) an acknowledged event
 //     survives the loss of a broker;
 //   - keyed by code id through the hash balancer: one code, one partition, one order;
-//   - batched: the relay hands over up to RelayConfig.Batch entries per stream at once and
-//     several streams write concurrently; each partition's messages go out as one produce
-//     request of up to 1000 messages or 8 MiB, after at most 2 ms of lingering for more;
+//   - batched: a poll's entries (up to RelayConfig.Batch per outbox) go to one WriteMessages
+//     call; each partition's messages go out as produce requests of up to 1000 messages or
+//     8 MiB, after at most 2 ms of lingering for more;
 //   - compressed with LZ4 per batch: a batch's events repeat their project id, action, time
-//     digits and verifier (65 bytes a message on the broker's disk in the bench, for entries
+//     digits and verifier (64–65 bytes a message on the broker's disk in the bench, for entries
 //     of 104), cheap to compress and decompress (kafka-go's reader handles it transparently);
 //   - never creating the topic (EnsureTopic does, with the right partition count).
 //

@@ -56,8 +56,9 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 //
 // Two consumers rarely touch one code at once: events are keyed by code id, so a code's events
 // share a Kafka partition and one consumer reads it, except for the moments of a rebalance.
-// Rows are locked in one order as far as the plan allows (log ids, then the snapshots sorted by
-// code id, then statistics keys); there is no separate locking pass (SELECT … FOR UPDATE), which
+// Rows are locked in one order as far as the plans allow (the log rows by event id and the
+// hourly counts by key in the first statement, then the codes by id and their statistics keys
+// in the second); there is no separate locking pass (SELECT … FOR UPDATE), which
 // cost every verify a row-lock WAL record and a second join. A transaction aborted by a
 // deadlock or serialization failure is retried, so concurrent consumers with overlapping
 // batches need no coordination. An event whose ids are not
@@ -77,7 +78,8 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		ts                       = make([]int64, n)
 		latest                   = make(map[string]int, n) // code id → index of its newest state
 	)
-	for i, e := range events {
+	for i := range events {
+		e := &events[i]
 		// An attempt on a value no code has carries the value instead of a code id.
 		unknown := e.CodeID == "" && e.Code != ""
 		if !contract.ValidID(e.ID) || !(unknown || contract.ValidID(e.CodeID)) || !contract.ValidID(e.ProjectID) {

@@ -177,6 +177,26 @@ func TestApplyEventsVersionOrder(t *testing.T) {
 		t.Errorf("highest changed version did not win: %+v", got)
 	}
 	checkStats(t, s, p.ID, t0/1000, contract.Statistics{TotalCodes: 2, UsedCodes: 1, DisabledCodes: 1})
+
+	// Two changed events of one version (the script never writes them, but a sink must not
+	// depend on that): the lower event id wins, whatever the order within the batch.
+	for i, order := range []bool{false, true} {
+		c := mustInsert(t, s, p.ID, values(fmt.Sprintf("tie-%d", i))...)[0]
+		lo, hi := verifyEvent(c, 2, t0, "lo"), verifyEvent(c, 2, t0, "hi")
+		if lo.ID > hi.ID {
+			lo.ID, hi.ID = hi.ID, lo.ID
+		}
+		batch := []contract.Event{lo, hi}
+		if order {
+			batch = []contract.Event{hi, lo}
+		}
+		if n, err := s.ApplyEvents(ctx, batch); err != nil || n != 2 {
+			t.Fatalf("tie batch %d = %d, %v", i, n, err)
+		}
+		if got, _ := s.CodeByID(ctx, p.ID, c.ID); got.VerifiedBy != "lo" {
+			t.Errorf("tie batch %d: state of %q won, want the lower event id's", i, got.VerifiedBy)
+		}
+	}
 }
 
 // TestApplyEventsConcurrent runs consumers with overlapping batches over the same codes, as

@@ -54,6 +54,12 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 // direct pipeline) until ctx ends, then flushes its in-flight batches. Either way an entry is
 // removed from the outbox only after its destination acknowledged it.
 func RunRelay(ctx context.Context, d *Deps) error {
+	cfg := audit.RelayConfig{
+		Outboxes: cache.Outboxes(), LegacyStreams: cache.LegacyOutboxStreams(),
+		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
+		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
+		Values: d.Config.KafkaEventFormat,
+	}
 	var pub audit.Publisher
 	if d.Config.UsesKafka() {
 		w := audit.NewWriter(d.Config.KafkaBrokers, d.Config.KafkaTopic)
@@ -61,12 +67,11 @@ func RunRelay(ctx context.Context, d *Deps) error {
 		pub = w
 	} else {
 		pub = &audit.SinkPublisher{Sink: d.Store, Logger: d.Config.Logger, Metrics: d.Audit, Tracer: d.Config.Tracer}
+		// One worker keeps Kafka's produce requests few; writing to PostgreSQL directly there
+		// are none, and two workers overlap one's transaction with the other's poll.
+		cfg.Workers = 2
 	}
-	r := audit.NewRelay(d.Redis, pub, audit.RelayConfig{
-		Outboxes: cache.Outboxes(), LegacyStreams: cache.LegacyOutboxStreams(),
-		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
-		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
-	})
+	r := audit.NewRelay(d.Redis, pub, cfg)
 	return r.Run(ctx)
 }
 

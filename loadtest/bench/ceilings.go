@@ -98,7 +98,8 @@ func settleRedis(ctx context.Context, rdb *redis.Client) {
 // field of a result line is the command as redis-benchmark prints it, unescaped: acv's script
 // arguments hold raw bytes (ids, and text lengths such as 10, a newline), so a quote or a line
 // break there breaks any CSV reading of the line. The figures are the line's last seven
-// fields (rps, then the average, min, p50, p95, p99 and max latency), read from its end.
+// fields (rps, then the average, min, p50, p95, p99 and max latency; redis-benchmark before
+// 7.0 printed rps alone), read from its end.
 func benchmarkRPS(out []byte) (float64, error) {
 	m := csvTail.FindSubmatch(bytes.TrimSpace(out))
 	if m == nil {
@@ -107,7 +108,7 @@ func benchmarkRPS(out []byte) (float64, error) {
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-var csvTail = regexp.MustCompile(`"([0-9.]+)"(?:,"[0-9.]+"){6}$`)
+var csvTail = regexp.MustCompile(`"([0-9.]+)"(?:(?:,"[0-9.]+"){6})?$`)
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 var latLine = regexp.MustCompile(`latency average = ([0-9.]+) ms`)

@@ -17,7 +17,11 @@ func TestBenchmarkRPSReadsPastARawCommand(t *testing.T) {
 			t.Errorf("command %q: rps %v, %v; want 40155.27", command, rps, err)
 		}
 	}
-	for _, out := range []string{"", header, `"x","1.0"`, "ERR unknown command\n"} {
+	// redis-benchmark before 7.0: the command and the rate alone.
+	if rps, err := benchmarkRPS([]byte("\"EVALSHA a\x22b\",\"812.5\"\n")); err != nil || rps != 812.5 {
+		t.Errorf("two-column output: rps %v, %v; want 812.5", rps, err)
+	}
+	for _, out := range []string{"", header, `"x","1.0`, "ERR unknown command\n"} {
 		if rps, err := benchmarkRPS([]byte(out)); err == nil {
 			t.Errorf("output %q read as %v", out, rps)
 		}

@@ -361,7 +361,7 @@ func (b *bench) monitor(ctx context.Context) func() int64 {
 
 // pending is the number of verification-log events not yet written: the outbox entries not
 // yet published, plus the Kafka lag. The relay removes published entries in bulk (every
-// 250 ms), so the outbox also holds entries already in Kafka: the relay's published count
+// second), so the outbox also holds entries already in Kafka: the relay's published count
 // less its removed count, read after the outbox so that an entry is never counted out before
 // the lag counts it in.
 func (b *bench) pending(ctx context.Context) int64 {

@@ -91,8 +91,10 @@ func (b *bench) measureStorage(ctx context.Context) error {
 	return nil
 }
 
-// measureLogWAL inserts copies of the run's log rows under new ids, time-ordered as the
-// events' UUIDv7 ids are, 1,000 a transaction, and reads the WAL they took per row. Run after
+// measureLogWAL inserts copies of the run's log rows under new ids and times, ordered as the
+// pipeline's newest events are (UUIDv7 ids, the time now: the right edge of the key
+// (verified_at, id) and of the time-ordered indexes), 1,000 a transaction, and reads the WAL
+// they took per row. Run after
 // the size was read: the copies stay in the table.
 func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
 	const batch, batches = 1000, 50
@@ -108,7 +110,7 @@ func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
 		tag, err := conn.Exec(ctx, `INSERT INTO verification_logs
 			  (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at)
 			SELECT (lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid,
-			       code_id, project_id, action, result, reason, verified_by, ip_address, verified_at
+			       code_id, project_id, action, result, reason, verified_by, ip_address, clock_timestamp()
 			FROM (SELECT * FROM verification_logs ORDER BY id LIMIT $1 OFFSET $2) r
 			ORDER BY 1`, batch, (i*batch)%int(b.storage.logRows-batch))
 		if err != nil {
