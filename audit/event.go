@@ -42,9 +42,11 @@ func toMessage(raw string, asJSON bool) (msg kafka.Message, malformed bool) {
 		return msg, true
 	}
 	if asJSON && contract.IsCompact(msg.Value) {
-		if msg.Value, err = gojson.Marshal(ev); err != nil {
-			return kafka.Message{Value: []byte(raw)}, true
+		js, err := gojson.Marshal(ev)
+		if err != nil {
+			return msg, true
 		}
+		msg.Value = js
 	}
 	// The code id is the Kafka key: every event of one code lands in one partition, in order.
 	// An attempt on a value no code has is keyed by project and value.

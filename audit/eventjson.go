@@ -55,8 +55,7 @@ func decodeEvent(value []byte) (contract.Event, error) {
 // column refuses. The API checks what it writes, but the sink must not depend on every writer:
 // one such event would fail its whole batch for ever.
 func storable(ev contract.Event) (contract.Event, error) {
-	unknown := ev.CodeID == "" && ev.Code != ""
-	if !contract.ValidID(ev.ID) || !contract.ValidID(ev.ProjectID) || !(unknown || contract.ValidID(ev.CodeID)) {
+	if !ev.WellFormedIDs() {
 		return contract.Event{}, errNotEvent
 	}
 	ev.Action = contract.Action(pgText(string(ev.Action)))

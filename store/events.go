@@ -80,15 +80,13 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	)
 	for i := range events {
 		e := &events[i]
-		// An attempt on a value no code has carries the value instead of a code id.
-		unknown := e.CodeID == "" && e.Code != ""
-		if !contract.ValidID(e.ID) || !(unknown || contract.ValidID(e.CodeID)) || !contract.ValidID(e.ProjectID) {
+		if !e.WellFormedIDs() {
 			return 0, fmt.Errorf("event %q (code %q, project %q): malformed id", e.ID, e.CodeID, e.ProjectID)
 		}
 		ids[i], codeIDs[i], projectIDs[i], values[i] = e.ID, e.CodeID, e.ProjectID, e.Code
 		actions[i], results[i] = string(e.Action), e.Result
 		reasons[i], bys[i], ips[i], ts[i] = e.Reason, e.VerifiedBy, e.IP, e.TS
-		if e.Changed && !unknown { // an unknown value has no code whose state to apply
+		if e.Changed && !e.Unknown() { // an unknown value has no code whose state to apply
 			// The highest version wins; of equal ones (never written by the script), the lowest
 			// event id, so the choice does not depend on the order of arrival.
 			j, ok := latest[e.CodeID]
@@ -97,21 +95,19 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 			}
 		}
 	}
-	snaps := make([]int, 0, len(latest))
-	for _, i := range latest {
-		snaps = append(snaps, i)
-	}
 	var (
-		snapIDs      = make([]string, len(snaps))
-		snapVersions = make([]int64, len(snaps))
-		snapVerified = make([]int64, len(snaps))
-		snapBy       = make([]string, len(snaps))
-		snapDisabled = make([]bool, len(snaps))
+		snapIDs      = make([]string, len(latest))
+		snapVersions = make([]int64, len(latest))
+		snapVerified = make([]int64, len(latest))
+		snapBy       = make([]string, len(latest))
+		snapDisabled = make([]bool, len(latest))
+		k            int
 	)
-	for k, i := range snaps {
+	for _, i := range latest {
 		e := &events[i]
 		snapIDs[k], snapVersions[k], snapVerified[k] = e.CodeID, e.Version, e.VerifiedAt
 		snapBy[k], snapDisabled[k] = e.StateBy, e.Disabled
+		k++
 	}
 
 	// A batch is first written with plain inserts: ON CONFLICT DO NOTHING inserts each row
@@ -154,7 +150,7 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		if err != nil {
 			return fmt.Errorf("insert verification logs: %w", err)
 		}
-		if len(snaps) == 0 {
+		if len(snapIDs) == 0 {
 			return nil
 		}
 		const snapshots = `unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::bool[])

@@ -31,3 +31,14 @@ type Event struct {
 	StateBy    string `json:"state_verified_by,omitempty"`
 	Disabled   bool   `json:"disabled,omitempty"`
 }
+
+// Unknown tells whether e is an attempt on a value no code of the project has: it carries the
+// value (Code) instead of a code id.
+func (e *Event) Unknown() bool { return e.CodeID == "" && e.Code != "" }
+
+// WellFormedIDs tells whether e's event, project and code ids are 32 lowercase hex digits, as
+// the log's uuid columns take them (an attempt on an unknown value has no code id). The sink
+// refuses an event without them, and the log writer skips one rather than offer it.
+func (e *Event) WellFormedIDs() bool {
+	return ValidID(e.ID) && ValidID(e.ProjectID) && (e.Unknown() || ValidID(e.CodeID))
+}

@@ -211,30 +211,30 @@ func FromEnv() (Config, error) {
 		return n
 	}
 	c := Config{
-		HTTPAddr:     get("ACV_HTTP_ADDR"),
-		DebugAddr:    get("ACV_DEBUG_ADDR"),
-		RedisURL:     get("ACV_REDIS_URL"),
-		DatabaseURL:  get("ACV_DATABASE_URL"),
-		KafkaBrokers: list(get("KAFKA_BROKERS")),
-		Pipeline:     get("ACV_PIPELINE"),
-		KafkaTopic:   get("ACV_KAFKA_TOPIC"),
-		Partitions:   num("ACV_KAFKA_PARTITIONS"),
-
-		KafkaEventFormat: get("ACV_KAFKA_EVENT_FORMAT"),
-		ConsumerGroup:    get("ACV_CONSUMER_GROUP"),
-		Instance:         os.Getenv("ACV_INSTANCE"),
-		KeyCacheTTL:      dur("ACV_KEY_CACHE_TTL"),
-		RequestTimeout:   dur("ACV_REQUEST_TIMEOUT"),
-		Drain:            dur("ACV_SHUTDOWN_DRAIN"),
-		TrustedProxies:   list(get("ACV_TRUSTED_PROXIES")),
-		RedisPoolSize:    num("ACV_REDIS_POOL_SIZE"),
-		RedisCoalesce:    num("ACV_REDIS_COALESCE"),
+		HTTPAddr:       get("ACV_HTTP_ADDR"),
+		DebugAddr:      get("ACV_DEBUG_ADDR"),
+		RedisURL:       get("ACV_REDIS_URL"),
+		DatabaseURL:    get("ACV_DATABASE_URL"),
+		KafkaBrokers:   list(get("KAFKA_BROKERS")),
+		Pipeline:       get("ACV_PIPELINE"),
+		KafkaTopic:     get("ACV_KAFKA_TOPIC"),
+		Partitions:     num("ACV_KAFKA_PARTITIONS"),
+		ConsumerGroup:  get("ACV_CONSUMER_GROUP"),
+		Instance:       os.Getenv("ACV_INSTANCE"),
+		KeyCacheTTL:    dur("ACV_KEY_CACHE_TTL"),
+		RequestTimeout: dur("ACV_REQUEST_TIMEOUT"),
+		Drain:          dur("ACV_SHUTDOWN_DRAIN"),
+		TrustedProxies: list(get("ACV_TRUSTED_PROXIES")),
+		RedisPoolSize:  num("ACV_REDIS_POOL_SIZE"),
+		RedisCoalesce:  num("ACV_REDIS_COALESCE"),
 
 		RedisWaitReplicas: num("ACV_REDIS_WAIT_REPLICAS"),
 		RedisWaitTimeout:  dur("ACV_REDIS_WAIT_TIMEOUT"),
 		PGMaxConns:        num("ACV_PG_MAX_CONNS"),
 
 		RelayLease: dur("ACV_RELAY_LEASE"),
+
+		KafkaEventFormat: get("ACV_KAFKA_EVENT_FORMAT"),
 
 		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
 
