@@ -73,18 +73,8 @@ func alive(pid int) bool {
 // runningStat is the fields of /proc/pid/stat after the command (the state, field 3, first),
 // and whether pid is a running process (a zombie is not).
 func runningStat(pid int) ([]string, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, false
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses, the state follows the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+	f, ok := StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	if !ok || f[0] == "Z" || f[0] == "X" {
 		return nil, false
 	}
 	return f, true

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
+
+	"github.com/acv/acv/internal/localenv"
 )
 
 // The parts whose CPU the cost table attributes to a verify, in its column order.
@@ -45,17 +46,8 @@ func taskCPU(pid, tid int) float64 {
 }
 
 func parseStat(path string) (procStat, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name (field 2) may hold spaces; every later field follows its closing ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 > len(b) {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 15 {
+	f, ok := localenv.StatFields(path)
+	if !ok || len(f) < 15 {
 		return procStat{}, false
 	}
 	num := func(k int) float64 { v, _ := strconv.ParseFloat(f[k], 64); return v }
