@@ -30,7 +30,6 @@ func TestApplyReplyDecoding(t *testing.T) {
 	}{
 		{"code miss", verify, int64(statusCodeMiss), applyReply{status: statusCodeMiss}},
 		{"project miss", verify, int64(statusProjectMiss), applyReply{status: statusProjectMiss}},
-		{"replayed", verify, int64(statusReplayed), applyReply{status: statusReplayed}},
 		{"idempotency conflict", verify, int64(statusIdemConflict), applyReply{status: statusIdemConflict}},
 		{"not found", verify, "", applyReply{errorCode: "CODE_NOT_FOUND", atMs: at}},
 		{"verified", verify, raw, applyReply{codeID: idHex, verifiedAtMs: at, atMs: at}},
@@ -47,10 +46,6 @@ func TestApplyReplyDecoding(t *testing.T) {
 			applyReply{status: statusIdemReplayed, errorCode: "CODE_ALREADY_UNUSED", codeID: idHex, atMs: first}},
 		{"stored not found", verify, []interface{}{"0|1790000000001|CODE_NOT_FOUND|"},
 			applyReply{status: statusIdemReplayed, errorCode: "CODE_NOT_FOUND", atMs: first}},
-		{"stored by the previous format", verify, []interface{}{"CODE_ALREADY_USED|" + idHex + "|1750000000123|1790000000001"},
-			applyReply{status: statusIdemReplayed, errorCode: "CODE_ALREADY_USED", codeID: idHex, verifiedAtMs: vat, atMs: first}},
-		{"stored success by the previous format", verify, []interface{}{"|" + idHex + "|1790000000001|1790000000001"},
-			applyReply{status: statusIdemReplayed, codeID: idHex, verifiedAtMs: first, atMs: first}},
 	}
 	for _, tc := range cases {
 		got, err := decodeApply(tc.reply, tc.op)
@@ -60,7 +55,8 @@ func TestApplyReplyDecoding(t *testing.T) {
 	}
 
 	for _, bad := range []interface{}{
-		nil, int64(statusOK), int64(statusRateLimited), int64(statusIdemReplayed), int64(-1), int64(9),
+		nil, int64(statusOK), int64(statusRateLimited), int64(4), int64(statusIdemReplayed), int64(-1), int64(9),
+		[]interface{}{"CODE_ALREADY_USED|" + idHex + "|1750000000123|1790000000001"},
 		"0", "short", raw[:15], raw + "X", raw + "|1", raw + "CODE_EXPIRED|x", raw + "CODE_EXPIRED|-1",
 		[]interface{}{}, []interface{}{""}, []interface{}{"x"}, []interface{}{"1|2|E"},
 		[]interface{}{"1|x|E|" + raw}, []interface{}{"1|2|E|" + raw[:15]}, []interface{}{"1||E|" + raw},

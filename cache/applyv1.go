@@ -17,11 +17,12 @@ import (
 var (
 	//go:embed testdata/apply_v1.lua
 	applyV1Src    string
-	applyV1Script = redis.NewScript(luaPrelude() + "local F_EVENT = '" + eventField + "'\nlocal F_TRACEPARENT = '" + contract.HeaderFieldPrefix + "traceparent'\n" + applyV1Src)
+	applyV1Script = redis.NewScript(luaPrelude() + "local F_EVENT = '" + eventField + "'\nlocal F_TRACEPARENT = '" +
+		contract.HeaderFieldPrefix + "traceparent'\nlocal F_REQ_HASH = 'h'\nlocal F_REPLY = 'r'\nlocal S_REPLAYED = 4\n" + applyV1Src)
 )
 
 // applyOnceV1 is applyOnce as it was, with the script of the previous format.
-func (c *Cache) applyOnceV1(ctx context.Context, shard int, op contract.Operation, replayTTL int64) (applyReply, error) {
+func (c *Cache) applyOnceV1(ctx context.Context, shard int, op contract.Operation) (applyReply, error) {
 	idem := "0"
 	if op.IdempotencyKey != "" {
 		idem = "1"
@@ -30,12 +31,12 @@ func (c *Cache) applyOnceV1(ctx context.Context, shard int, op contract.Operatio
 		codeKeyIn(shard, op.ProjectID, op.Code),
 		projectKey(shard, op.ProjectID),
 		legacyOutboxKey(shard),
-		replayKey(shard, op.KeyID, op.ReplayKey),
+		ShardPrefix(shard) + "rp:" + op.KeyID + ":" + op.ReplayKey,
 		idemKey(shard, op.KeyID, op.IdempotencyKey),
 	}
 	v, err := c.eval(ctx, applyV1Script, keys,
 		string(op.Action), op.Now.UnixMilli(), op.EventID, op.ProjectID, op.By, op.Reason, op.IP,
-		replayTTL, idem, op.RequestHash, int64(IdempotencyTTL/time.Second),
+		int64(ReplayTTL/time.Second), idem, op.RequestHash, int64(IdempotencyTTL/time.Second),
 		op.TraceParent,
 	)
 	if err != nil {

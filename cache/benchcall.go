@@ -12,8 +12,9 @@ import (
 
 // BenchmarkVerify is one verify script call in the shape redis-benchmark sends it: the
 // script's source, then the arguments of EVALSHA after the digest (key count, keys, argv).
-// valuePattern and replayPattern hold redis-benchmark's "__rand_int__" placeholder, so every
-// call names a random code and a fresh replay key of one project. It serves the benchmark's
+// valuePattern holds redis-benchmark's "__rand_int__" placeholder, so every call names a
+// random code of one project. The replay marker is not the script's: Verify spends it before,
+// with one SET NX in the marker's own slot. It serves the benchmark's
 // Redis ceiling, which must run exactly the hot path's script on exactly its keys (of an
 // unlimited key: no bucket), though by EVALSHA where Verify sends FCALL of the same script
 // (some 3% dearer for Redis). redis-benchmark substitutes the placeholder after the keys are
@@ -21,13 +22,12 @@ import (
 // PutBenchmarkCodes, not PutCodes. redis-benchmark's arguments cannot hold a NUL byte: the
 // event head holds none but in its raw ids, so the event id is drawn without one, and
 // projectID must be an id whose 16 raw bytes hold none: BenchmarkVerify panics on another.
-func BenchmarkVerify(projectID, keyID, valuePattern, replayPattern string, now time.Time) (src string, args []string) {
+func BenchmarkVerify(projectID, valuePattern string, now time.Time) (src string, args []string) {
 	s := ShardOf(projectID, valuePattern)
 	keys := []string{
 		codeKeyIn(s, projectID, valuePattern),
 		projectKey(s, projectID),
 		outboxKey(s),
-		replayKey(s, keyID, replayPattern),
 	}
 	eventID := contract.NewID()
 	for strings.Contains(rawID(eventID), "\x00") {

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestBenchmarkVerifyRedeems(t *testing.T) {
 	if err := c.PutBenchmarkCodes(ctx, pid, "__rand_int__", []contract.CodeRecord{{ID: codeID, Code: "000000000042"}}); err != nil {
 		t.Fatal(err)
 	}
-	src, args := cache.BenchmarkVerify(pid, "bench", "__rand_int__", "__rand_int__", time.Unix(1_800_000_000, 0))
+	src, args := cache.BenchmarkVerify(pid, "__rand_int__", time.Unix(1_800_000_000, 0))
 	for _, a := range args {
 		if strings.Contains(a, "\x00") {
 			t.Fatalf("argument %q holds a NUL byte", a)
@@ -56,11 +57,11 @@ func TestBenchmarkVerifyRedeems(t *testing.T) {
 	if s, ok := v.(string); !ok || hex.EncodeToString([]byte(s)) != codeID {
 		t.Fatalf("reply %q, want the code id %s: a success", v, codeID)
 	}
-	if again, err := rdb.Do(ctx, call...).Result(); err != nil || again != int64(4) {
-		t.Fatalf("the same call again: %v, %v; want status 4, a replay", again, err)
+	if again, err := rdb.Do(ctx, call...).Result(); err != nil || hex.EncodeToString([]byte(fmt.Sprint(again))[:16]) != codeID || fmt.Sprint(again)[16:] != "CODE_ALREADY_USED|1800000000000" {
+		t.Fatalf("the same call again: %q, %v; want CODE_ALREADY_USED", again, err)
 	}
 	entries, err := rdb.LRange(ctx, cache.OutboxOf(pid, "__rand_int__"), 0, -1).Result()
-	if err != nil || len(entries) != 1 {
+	if err != nil || len(entries) != 2 {
 		t.Fatalf("outbox: %q, %v", entries, err)
 	}
 	ev, _, err := contract.DecodeOutboxEntry(entries[0])

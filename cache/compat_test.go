@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -31,10 +30,8 @@ func (l *projectLoader) APIKey(context.Context, string) (contract.APIKey, error)
 	return contract.APIKey{}, contract.ErrNotFound
 }
 
-// What Redis holds from before the lean script is read as it was written: an idempotency
-// record of the previous format (a hash) still answers a retry with its stored outcome, and a
-// project copy without the one-field state is loaded again, not misread.
-func TestRecordsOfThePreviousFormat(t *testing.T) {
+// A project copy written before the one-field state is loaded again, not misread.
+func TestProjectCopyOfThePreviousFormat(t *testing.T) {
 	r, err := localenv.StartRedis(t.TempDir(), localenv.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,35 +52,13 @@ func TestRecordsOfThePreviousFormat(t *testing.T) {
 	if err := rdb.HSet(ctx, projectKey(shard, pid), fEnabled, "1", fVersion, "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	// A first request's record as the previous apply.lua stored it.
-	const stored = "CODE_ALREADY_USED|0123456789abcdef0123456789abcdef|1750000000123|1790000000001"
-	if err := rdb.HSet(ctx, idemKey(shard, "k1", "order-1"), fRequestHash, "h1", fStoredReply, stored).Err(); err != nil {
-		t.Fatal(err)
-	}
 	op := contract.Operation{Action: contract.ActionVerify, ProjectID: pid, KeyID: "k1", Code: "OLD", IP: "127.0.0.1",
-		ReplayKey: contract.NewID(), EventID: contract.NewID(), Now: time.Unix(1_800_000_000, 0),
-		IdempotencyKey: "order-1", RequestHash: "h1"}
-	res, _, err := c.applyLoading(ctx, shard, op, int64(ReplayTTL/time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := contract.Outcome{Action: contract.ActionVerify, Code: "OLD", Error: contract.CodeAlreadyUsed,
-		CodeID: "0123456789abcdef0123456789abcdef", VerifiedAt: 1_750_000_000_123, At: 1_790_000_000_001}
-	if !res.Replayed || res.Outcome != want {
-		t.Fatalf("retry under a record of the previous format: %+v, want the stored %+v", res, want)
+		ReplayKey: contract.NewID(), EventID: contract.NewID(), Now: time.Unix(1_800_000_000, 0)}
+	res, _, err := c.applyLoading(ctx, shard, op)
+	if err != nil || !res.Outcome.Success() || res.Outcome.CodeID != codeID {
+		t.Fatalf("verify: %+v, %v", res, err)
 	}
 	if loader.loads != 1 {
 		t.Fatalf("the project copy without its one-field state was loaded %d times, want 1", loader.loads)
-	}
-	// Another request with the key is refused; the record stays the previous format's.
-	op.RequestHash, op.ReplayKey = "h2", contract.NewID()
-	if _, _, err := c.applyLoading(ctx, shard, op, int64(ReplayTTL/time.Second)); !errors.Is(err, contract.ErrIdempotencyConflict) {
-		t.Fatalf("another request under the old record: %v, want ErrIdempotencyConflict", err)
-	}
-	// The code itself was never touched: a verify without the key redeems it.
-	op.IdempotencyKey, op.RequestHash, op.ReplayKey = "", "", contract.NewID()
-	res, _, err = c.applyLoading(ctx, shard, op, int64(ReplayTTL/time.Second))
-	if err != nil || !res.Outcome.Success() || res.Outcome.CodeID != codeID {
-		t.Fatalf("verify: %+v, %v", res, err)
 	}
 }

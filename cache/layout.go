@@ -137,12 +137,6 @@ func codeKeyIn(s int, projectID, value string) string {
 // the verify script reads the project's flag and expiry in the code's slot.
 func projectKey(s int, projectID string) string { return ShardPrefix(s) + "p:" + projectID }
 
-// replayKey names the replay marker of a verify or reactivate, in the shard of the code it
-// names: a replayed request is the same request, so it names the same code.
-func replayKey(s int, keyID, replay string) string {
-	return ShardPrefix(s) + "rp:" + keyID + ":" + replay
-}
-
 // idemKey names an idempotency record, in the shard of the code the request names: a retry
 // sends the same body, so it names the same code.
 func idemKey(s int, keyID, idem string) string {
@@ -156,10 +150,6 @@ func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 // bucketKey names an API key's token bucket, in the key's own slot: one bucket for all of the
 // key's requests, whichever shards their codes live in.
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
-
-// keyReplayKey names the replay marker of a request that names no code (a GET with X-Nonce, a
-// request refused before reaching a code), in the API key's own slot beside its bucket.
-func keyReplayKey(keyID, replay string) string { return "acv:rp:{" + keyID + "}:" + replay }
 
 // rawID is a 32-hex-character id as 16 bytes; anything else is kept as it is (it names nothing
 // that exists, so it only has to stay distinct).
@@ -207,10 +197,6 @@ const (
 	fKeyRate    = "kr" // tokens per second, "0" = unlimited
 	fKeyBurst   = "kb" // bucket size
 	fKeyRevoked = "kx" // "1" once revoked, for good
-	// An idempotency record of the previous format, a hash (apply.lua reads such records while
-	// they live; it writes a string, request hash and outcome).
-	fRequestHash = "h" // hash of the request the key was first used with
-	fStoredReply = "r" // the first outcome, packed as error|code id|verified at ms|at ms
 )
 
 // status is the explicit status number a script replies with; success is never inferred from
@@ -223,7 +209,6 @@ const (
 	statusCodeMiss     status = 1 // the code is not in Redis: load it from Postgres and call again
 	statusProjectMiss  status = 2 // the project is not in Redis: load it and call again
 	statusRateLimited  status = 3
-	statusReplayed     status = 4
 	statusIdemConflict status = 5
 	statusIdemReplayed status = 6
 )
@@ -236,8 +221,7 @@ func luaPrelude() string {
 		{"F_ID", fCodeID}, {"F_EXP", fExpiresAt}, {"F_VAT", fVerifiedAt}, {"F_BY", fVerifiedBy},
 		{"F_DIS", fDisabled}, {"F_VER", fVersion}, {"F_UNKNOWN", fUnknown}, {"F_EN", fEnabled},
 		{"F_PSTATE", fProjectState},
-		{"F_TOKENS", fTokens}, {"F_REFILLED", fRefilled}, {"F_REQ_HASH", fRequestHash},
-		{"F_REPLY", fStoredReply},
+		{"F_TOKENS", fTokens}, {"F_REFILLED", fRefilled},
 		{"F_KEY_PROJECT", fKeyProject}, {"F_KEY_SECRET", fKeySecret}, {"F_KEY_RATE", fKeyRate},
 		{"F_KEY_BURST", fKeyBurst}, {"F_KEY_REVOKED", fKeyRevoked},
 	} {
@@ -248,13 +232,13 @@ func luaPrelude() string {
 		v    status
 	}{
 		{"S_OK", statusOK}, {"S_CODE_MISS", statusCodeMiss}, {"S_PROJECT_MISS", statusProjectMiss},
-		{"S_RATE_LIMITED", statusRateLimited}, {"S_REPLAYED", statusReplayed},
+		{"S_RATE_LIMITED", statusRateLimited},
 		{"S_IDEM_CONFLICT", statusIdemConflict}, {"S_IDEM_REPLAYED", statusIdemReplayed},
 	} {
 		fmt.Fprintf(&b, "local %s = %d\n", s.name, s.v)
 	}
 	// TTLs in seconds, as strings: Redis formats a number passed to redis.call on every call.
-	fmt.Fprintf(&b, "local T_REPLAY = '%d'\nlocal T_IDEM = '%d'\n", int64(ReplayTTL/time.Second), int64(IdempotencyTTL/time.Second))
+	fmt.Fprintf(&b, "local T_IDEM = '%d'\n", int64(IdempotencyTTL/time.Second))
 	return b.String()
 }
 
@@ -310,7 +294,7 @@ func decodeApply(v interface{}, op contract.Operation) (applyReply, error) {
 	switch r := v.(type) {
 	case int64:
 		switch st := status(r); st {
-		case statusCodeMiss, statusProjectMiss, statusReplayed, statusIdemConflict:
+		case statusCodeMiss, statusProjectMiss, statusIdemConflict:
 			return applyReply{status: st}, nil
 		}
 		return applyReply{}, fmt.Errorf("apply.lua replied status %d, which it never sends alone", r)
@@ -359,17 +343,12 @@ func firstString(v []interface{}) (string, bool) {
 }
 
 // decodeStoredOutcome reads the outcome an idempotency record holds: "verified_at|at|error
-// code|code id (16 raw bytes)", or "error code|code id (hex)|verified_at|at" as the previous
-// format stored it.
+// code|code id (16 raw bytes)".
 func decodeStoredOutcome(s string) (applyReply, error) {
 	var a applyReply
 	var vat, at string
-	if s != "" && s[0] >= '0' && s[0] <= '9' {
-		if f := strings.SplitN(s, "|", 4); len(f) == 4 && (f[3] == "" || len(f[3]) == 16) {
-			vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], hexID(f[3])
-		}
-	} else if f := strings.Split(s, "|"); len(f) == 4 && (f[1] == "" || contract.ValidID(f[1])) {
-		a.errorCode, a.codeID, vat, at = f[0], f[1], f[2], f[3]
+	if f := strings.SplitN(s, "|", 4); len(f) == 4 && (f[3] == "" || len(f[3]) == 16) {
+		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], hexID(f[3])
 	}
 	var err1, err2 error
 	a.verifiedAtMs, err1 = parseMillis(vat)

@@ -152,19 +152,17 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 	want := map[string]string{
 		"F_ID": fCodeID, "F_EXP": fExpiresAt, "F_VAT": fVerifiedAt, "F_BY": fVerifiedBy,
 		"F_DIS": fDisabled, "F_VER": fVersion, "F_UNKNOWN": fUnknown, "F_EN": fEnabled,
-		"F_TOKENS": fTokens, "F_REFILLED": fRefilled, "F_REQ_HASH": fRequestHash,
-		"F_REPLY": fStoredReply, "F_PSTATE": fProjectState,
+		"F_TOKENS": fTokens, "F_REFILLED": fRefilled, "F_PSTATE": fProjectState,
 		"F_KEY_PROJECT": fKeyProject, "F_KEY_SECRET": fKeySecret, "F_KEY_RATE": fKeyRate,
 		"F_KEY_BURST": fKeyBurst, "F_KEY_REVOKED": fKeyRevoked,
 	}
 	for name, s := range map[string]status{
 		"S_OK": statusOK, "S_CODE_MISS": statusCodeMiss, "S_PROJECT_MISS": statusProjectMiss,
-		"S_RATE_LIMITED": statusRateLimited, "S_REPLAYED": statusReplayed,
+		"S_RATE_LIMITED":  statusRateLimited,
 		"S_IDEM_CONFLICT": statusIdemConflict, "S_IDEM_REPLAYED": statusIdemReplayed,
 	} {
 		want[name] = strconv.FormatInt(int64(s), 10)
 	}
-	want["T_REPLAY"] = strconv.FormatInt(int64(ReplayTTL/time.Second), 10)
 	want["T_IDEM"] = strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("prelude locals\n%v\nwant\n%v", got, want)

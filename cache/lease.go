@@ -256,7 +256,7 @@ func (c *Cache) takeToken(ctx context.Context, keyID string, l contract.RateLimi
 		rs, err = c.limits.take(ctx, keyID, l, now)
 		return rs, true, err
 	}
-	rs, err = c.admit(ctx, bucketKey(keyID), keyReplayKey(keyID, ""), false, l, now)
+	rs, err = c.admit(ctx, keyID, l, now)
 	return rs, false, err
 }
 

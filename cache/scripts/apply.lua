@@ -7,24 +7,21 @@
 --
 -- Runs, in this order, with every key in the hash-tag slot of the code's virtual shard:
 --   1. code/project presence (a miss asks the caller to load from Postgres; nothing written);
---   2. replay check and marker of (key id, replay key) in one SET NX, unless the caller set the
---      request's marker in its nonce's own slot before (a request with X-Nonce and
---      Idempotency-Key passes no replay key);
---   3. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts
+--   2. Idempotency-Key: same request hash replays the stored outcome, another hash conflicts
 --      (the caller claimed the key in its own slot first, so a key reused with another code
 --      is refused there; this record is what a retry gets back);
---   4. the contract's checks in order (not found, project disabled, code disabled, used /
+--   3. the contract's checks in order (not found, project disabled, code disabled, used /
 --      unused, code expired, project expired), the state transition, and the verification-log
 --      event appended to the shard's outbox — together, or not at all.
--- The per-key token bucket lives in the API key's own slot: the caller takes a token (from its
--- lease, lease.lua, or admit.lua) before this script, and gives it back when this script refuses.
+-- The replay check is not here: the caller spent the request's one replay marker, in a slot of
+-- its own, before this script (cache/precall.go). The per-key token bucket lives in the API
+-- key's own slot: the caller takes a token (from its lease, lease.lua, or admit.lua) before
+-- this script, and gives it back when this script refuses.
 --
 -- KEYS[1] code hash      acv:{T}:c:<project, 16 raw bytes><value>
 -- KEYS[2] project copy   acv:{T}:p:<project>
 -- KEYS[3] outbox         acv:{T}:events (a list)
--- then each only when used, so #KEYS is 3, 4 or 5:
--- KEYS[4] replay marker  acv:{T}:rp:<key id>:<replay key>       (absent: no replay check here)
--- KEYS[#] idempotency    acv:{T}:ik:<key id>:<idempotency key>  (present exactly with ARGV[2])
+-- KEYS[4] idempotency    acv:{T}:ik:<key id>:<idempotency key>  (present exactly with ARGV[2])
 --
 -- ARGV[1] the event's head (contract.AppendEventHead), of which this script reads the action
 --         (byte 2: "v" verify, "r" reactivate), now (bytes 3-15: unix ms, 13 digits) and
@@ -33,14 +30,13 @@
 -- ARGV[2] request hash, only when an Idempotency-Key was sent
 --
 -- Reply:
---   an integer: S_CODE_MISS, S_PROJECT_MISS, S_REPLAYED or S_IDEM_CONFLICT;
+--   an integer: S_CODE_MISS, S_PROJECT_MISS or S_IDEM_CONFLICT;
 --   a string, this call's outcome (S_OK to the caller): "" when the code does not exist, else
 --     the code id (16 raw bytes) followed, unless the operation succeeded, by error code "|"
 --     verified_at (unix ms, "" = unused);
 --   an array of one string (S_IDEM_REPLAYED to the caller): the outcome the first request
 --     with this Idempotency-Key stored, verified_at "|" at "|" error code "|" code id (16 raw
---     bytes or ""), or as the previous format stored it, error code "|" code id (hex) "|"
---     verified_at "|" at.
+--     bytes or "").
 --
 -- Outbox entry: one list element, head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
 -- error code "|" version before the operation "|" verified_at ("" = unused) "|" state's
@@ -48,7 +44,6 @@
 -- (contract.DecodeOutboxEntry).
 --
 -- Idempotency record: a string, request hash .. " " .. stored outcome, for T_IDEM seconds.
--- (A record of the previous format is a hash {F_REQ_HASH, F_REPLY}: read, never written.)
 --
 -- Hash field names (F_*), statuses (S_*) and TTLs (T_*) are locals that cache/layout.go prepends.
 
@@ -66,47 +61,34 @@ elseif redis.call('EXISTS', KEYS[1]) == 0 then
   return S_CODE_MISS
 end
 
--- 2. replay: the check and the marker in one command (nil: it was not there, now it is)
-local nk = #KEYS
+-- 2. idempotency (read)
 local req = ARGV[2]
-local marker = nk == 5 or (nk == 4 and not req)
-if marker and redis.call('SET', KEYS[4], '1', 'NX', 'GET', 'EX', T_REPLAY) then
-  return S_REPLAYED
-end
-
--- 3. idempotency (read)
 local head = ARGV[1]
 local now = string.sub(head, 3, 15)
 if req then
-  local s = redis.pcall('GET', KEYS[nk])
-  if type(s) == 'table' then
-    -- WRONGTYPE: a record of the previous format, a hash.
-    local h = redis.call('HMGET', KEYS[nk], F_REQ_HASH, F_REPLY)
-    s = h[1] and (h[1] .. ' ' .. h[2])
-  end
+  local s = redis.call('GET', KEYS[4])
   if s then
     local sp = string.find(s, ' ', 1, true)
     if string.sub(s, 1, sp - 1) ~= req then
-      if marker then redis.call('DEL', KEYS[4]) end
       return S_IDEM_CONFLICT
     end
     -- A retry answers the first request's stored outcome. It still writes once (the record's
     -- TTL, renewed): WAIT (ACV_REDIS_WAIT_REPLICAS) waits for the replicas to reach the
     -- caller's own last write, and a retry that wrote nothing would pass it at once, before
     -- the first request's writes (earlier in the replication stream) reached a replica.
-    redis.call('EXPIRE', KEYS[nk], T_IDEM)
+    redis.call('EXPIRE', KEYS[4], T_IDEM)
     return {string.sub(s, sp + 1)}
   end
 end
 
--- 4. the contract's checks, in order
+-- 3. the contract's checks, in order
 if not id then
   -- An attempt on a value no code has is logged too: 16 zero bytes for the code id, "!", and
   -- the value, which is the key's rest after the hash tag, "c:" and the project's 16 bytes.
   local k = KEYS[1]
   redis.call('RPUSH', KEYS[3], head .. string.rep('\0', 16) .. '!' .. string.sub(k, string.find(k, '}:c:', 1, true) + 20))
   if req then
-    redis.call('SET', KEYS[nk], req .. ' 0|' .. now .. '|CODE_NOT_FOUND|', 'EX', T_IDEM)
+    redis.call('SET', KEYS[4], req .. ' 0|' .. now .. '|CODE_NOT_FOUND|', 'EX', T_IDEM)
   end
   return ''
 end
@@ -168,7 +150,7 @@ end
 redis.call('RPUSH', KEYS[3], head .. id .. (c[5] or '0') .. err .. '|' .. (c[6] or '0') .. '|' .. vat .. '|' .. by)
 
 if req then
-  redis.call('SET', KEYS[nk], req .. ' ' .. (vat == '' and '0' or vat) .. '|' .. now .. '|' .. err .. '|' .. id, 'EX', T_IDEM)
+  redis.call('SET', KEYS[4], req .. ' ' .. (vat == '' and '0' or vat) .. '|' .. now .. '|' .. err .. '|' .. id, 'EX', T_IDEM)
 end
 if err == '' then
   return id

@@ -53,7 +53,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		}
 	}
 	// redis-benchmark's __rand_int__ is twelve digits, the values written above.
-	src, call := cache.BenchmarkVerify(pid, "bench", "__rand_int__", "__rand_int__", time.Unix(1_800_000_000, 0))
+	src, call := cache.BenchmarkVerify(pid, "__rand_int__", time.Unix(1_800_000_000, 0))
 	sha, err := rdb.ScriptLoad(ctx, src).Result()
 	if err != nil {
 		return err
