@@ -39,10 +39,8 @@ var (
 	//go:embed scripts/release.lua
 	releaseSrc string
 
-	// applyFn is the verify script as Verify sends it, a Redis Function (function.go);
-	// applyScript is the same script for EVALSHA (BenchmarkVerify, MeasureVerifyCPU).
+	// applyFn is the verify script as Verify sends it, a Redis Function (function.go).
 	applyFn          = newFunction("acv_apply", luaPrelude(), applySrc)
-	applyScript      = redis.NewScript(luaPrelude() + applySrc)
 	admitScript      = redis.NewScript(luaPrelude() + admitSrc)
 	putCodeScript    = redis.NewScript(luaPrelude() + putCodeSrc)
 	unknownScript    = redis.NewScript(luaPrelude() + unknownSrc)
@@ -98,7 +96,6 @@ type Cache struct {
 	coWorkers  int           // coalescing senders (WithCoalescing)
 	coBatch    int           // calls a coalesced pipeline holds at most
 	limits     *limiter      // this replica's token leases (lease.go)
-	applyCall  ApplyCall     // how the verify script is sent: FCALL but in MeasureVerifyCPU
 }
 
 // Option tunes a Cache.

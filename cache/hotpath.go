@@ -146,9 +146,6 @@ func checkOperation(op contract.Operation) error {
 // idempotency record's when the request has a key; one argument, the event's head, and the
 // request hash with a key.
 func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation) (applyReply, error) {
-	if c.applyCall == ApplyV1 {
-		return c.applyOnceV1(ctx, shard, op)
-	}
 	keys := make([]string, 3, 4)
 	keys[0] = codeKeyIn(shard, op.ProjectID, op.Code)
 	keys[1] = projectKey(shard, op.ProjectID)
@@ -162,11 +159,7 @@ func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation)
 		keys = append(keys, idemKey(shard, op.KeyID, op.IdempotencyKey))
 		args = append(args, op.RequestHash)
 	}
-	var s script = applyFn
-	if c.applyCall == ApplyEvalSha {
-		s = applyScript
-	}
-	v, err := c.eval(ctx, s, keys, args...)
+	v, err := c.eval(ctx, applyFn, keys, args...)
 	if err != nil {
 		return applyReply{}, fmt.Errorf("run apply script: %w", err)
 	}

@@ -409,6 +409,3 @@ func decodeStored(script string, v interface{}) (bool, error) {
 	return n == 1, nil
 }
 
-// eventField is the one field of an outbox entry of the previous format (a stream entry), which
-// only the previous script (applyv1.go) writes.
-const eventField = contract.EventField

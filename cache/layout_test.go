@@ -182,7 +182,7 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 		}
 	}
 	for name, s := range map[string]*redis.Script{
-		"apply.lua": applyScript, "admit.lua": admitScript, "putcode.lua": putCodeScript,
+		"admit.lua": admitScript, "putcode.lua": putCodeScript,
 		"unknown.lua": unknownScript, "disable.lua": disableScript, "putproject.lua": putProjectScript,
 		"putkey.lua": putKeyScript, "revokekey.lua": revokeKeyScript, "refund.lua": refundScript,
 		"lease.lua": leaseScript, "release.lua": releaseScript,

@@ -96,7 +96,7 @@ func (b *bench) run(ctx context.Context) error {
 	}{
 		{"http", "http ceiling", b.httpCeiling},
 		{"redis", "redis ceiling", b.redisCeiling},
-		{"rediscpu", "redis cpu per verify, before and after the lean script", b.redisCPU},
+		{"rediscpu", "redis cpu per verify", b.redisCPU},
 		{"hot", "acv hot path", b.hotPath},
 		{"cluster", "acv hot path on a 3-master Redis Cluster", b.clusterHotPath},
 		{"sustained", "acv sustained", b.sustained},

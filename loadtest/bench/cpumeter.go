@@ -1,4 +1,4 @@
-package cache
+package main
 
 import (
 	"context"
@@ -12,43 +12,16 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/cache"
 	"github.com/redis/go-redis/v9"
 )
-
-// ApplyCall chooses how MeasureVerifyCPU's verifies send the verify script.
-type ApplyCall int
-
-const (
-	// ApplyFCall is what Verify sends: FCALL of the script's Redis Function.
-	ApplyFCall ApplyCall = iota
-	// ApplyEvalSha sends the same script by EVALSHA.
-	ApplyEvalSha
-	// ApplyV1 is the hot path before the lean script: the previous format's script
-	// (testdata/apply_v1.lua) by EVALSHA, and its relay's commands (XREADGROUP, then XACK and
-	// XDEL of each batch in a MULTI), replayed by MeasureVerifyCPU itself: the "before".
-	ApplyV1
-)
-
-func (a ApplyCall) String() string {
-	switch a {
-	case ApplyFCall:
-		return "FCALL"
-	case ApplyEvalSha:
-		return "EVALSHA"
-	case ApplyV1:
-		return "EVALSHA, previous script"
-	}
-	return "ApplyCall(" + strconv.Itoa(int(a)) + ")"
-}
 
 // CPURun is one measurement.
 type CPURun struct {
 	Codes       int // codes stored, each verified once; default 100,000
 	Concurrency int // verifies in flight; default 16
-	Call        ApplyCall
-	// Relay runs the outbox relay (audit.Relay over Outboxes) until its context ends:
+	// Relay runs the outbox relay (audit.Relay over cache.Outboxes) until its context ends:
 	// MeasureVerifyCPU starts it after the verifies and ends it once the outbox is empty.
-	// Required, except for ApplyV1, whose relay commands MeasureVerifyCPU sends itself.
 	Relay func(ctx context.Context) error
 }
 
@@ -63,12 +36,11 @@ type CommandCPU struct {
 
 // VerifyCPU is what Redis spent per verify.
 type VerifyCPU struct {
-	Call     ApplyCall
 	Verifies int
-	Script   float64 // µs per verify in the script calls
+	Script   float64 // µs per verify in the verify phase's calls: the replay marker's SET and FCALL
 	Relay    float64 // µs per verify in the relay's commands
 	Process  float64 // µs per verify of redis-server's CPU time (user and system), both phases
-	Batches  int64   // the relay phase's reads (LRANGE; XREADGROUP before)
+	Batches  int64   // the relay phase's reads (LRANGE)
 	Commands []CommandCPU
 }
 
@@ -78,8 +50,8 @@ func (v VerifyCPU) PerVerify() float64 { return v.Script + v.Relay }
 // String is the measurement with its commands, one a line.
 func (v VerifyCPU) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
-		v.Call, v.PerVerify(), v.Script, v.Relay, v.Verifies, v.Batches, v.Process)
+	fmt.Fprintf(&b, "FCALL: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
+		v.PerVerify(), v.Script, v.Relay, v.Verifies, v.Batches, v.Process)
 	for _, c := range v.Commands {
 		nested := ""
 		if c.Nested {
@@ -91,28 +63,27 @@ func (v VerifyCPU) String() string {
 	return b.String()
 }
 
-// Nested commands: what the hot-path scripts call (timed inside FCALL or EVALSHA), and what
-// the relay sends inside MULTI (timed inside EXEC) or its removal script calls (timed inside
-// EVALSHA). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
+// Nested commands: what the hot-path scripts call (timed inside FCALL), and what the relay
+// sends inside MULTI (timed inside EXEC) or its removal script calls (timed inside EVALSHA). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
 var (
-	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "set": true, "get": true,
-		"hset": true, "hdel": true, "del": true, "expire": true, "xadd": true, "rpush": true}
-	nestedInRelay = map[string]bool{"xack": true, "xdel": true, "xpending": true, "xtrim": true,
-		"lindex": true, "ltrim": true, "get": true, "set": true, "del": true,
+	// The replay marker's SET is a call of its own, not the script's: the meter sends no
+	// Idempotency-Key, so apply.lua sets nothing with SET.
+	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "get": true,
+		"hset": true, "hdel": true, "del": true, "expire": true, "rpush": true}
+	nestedInRelay = map[string]bool{"lindex": true, "ltrim": true, "get": true, "set": true, "del": true,
 		"zadd": true, "zremrangebyscore": true, "pexpire": true, "zrange": true}
 	probes = map[string]bool{"xlen": true, "llen": true, "info": true, "config|resetstat": true, "hello": true,
 		"ping": true, "client|setinfo": true}
 )
 
 // MeasureVerifyCPU measures what Redis spends on each verify, the figure the scale-out target
-// names ("Redis CPU per verify"): it stores codes, runs verifies through Verify (the calls the
-// API makes), then lets the outbox relay move their events, and reads INFO commandstats after
+// names ("Redis CPU per verify"): it stores codes, runs verifies through cache.Verify (the
+// calls the API makes: the replay marker's SET NX and the script's FCALL), then lets the outbox relay move their events, and reads INFO commandstats after
 // each of the two phases. Per verify it reports the script calls' time and the relay's
 // commands' time, each the sum of the usec of its top-level commands (a command run inside a
 // script or a MULTI is timed inside its caller too, so it is listed, not added), and Redis's
 // own CPU time (INFO cpu), which also holds reading and writing the sockets and the
-// append-only file. The cache tests and the benchmark (loadtest/bench) call it, on rdb, a
-// Redis of their own: it is flushed first.
+// append-only file. rdb is a Redis of the benchmark's own: it is flushed first.
 func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
 	if run.Codes <= 0 {
 		run.Codes = 100_000
@@ -120,21 +91,15 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	if run.Concurrency <= 0 {
 		run.Concurrency = 16
 	}
-	if run.Relay == nil && run.Call != ApplyV1 {
+	if run.Relay == nil {
 		return VerifyCPU{}, errors.New("measure verify cpu: no relay")
 	}
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		return VerifyCPU{}, fmt.Errorf("measure verify cpu: flush: %w", err)
 	}
-	c := New(rdb)
-	c.applyCall = run.Call
+	c := cache.New(rdb)
 	if err := c.Preload(ctx); err != nil {
 		return VerifyCPU{}, err
-	}
-	for _, s := range []*redis.Script{applyScript, applyV1Script} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return VerifyCPU{}, fmt.Errorf("load script: %w", err)
-		}
 	}
 	pid := contract.NewID()
 	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
@@ -165,12 +130,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return VerifyCPU{}, err
 	}
-	if run.Call == ApplyV1 {
-		err = relayV1(ctx, rdb)
-	} else {
-		err = relayUntilEmpty(ctx, rdb, run.Relay)
-	}
-	if err != nil {
+	if err := relayUntilEmpty(ctx, rdb, run.Relay); err != nil {
 		return VerifyCPU{}, err
 	}
 	relay, err := commandStats(ctx, rdb, "relay")
@@ -183,7 +143,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	}
 
 	n := float64(run.Codes)
-	out := VerifyCPU{Call: run.Call, Verifies: run.Codes, Process: (cpu1 - cpu0).Seconds() * 1e6 / n}
+	out := VerifyCPU{Verifies: run.Codes, Process: (cpu1 - cpu0).Seconds() * 1e6 / n}
 	for _, s := range append(verify, relay...) {
 		if probes[s.Name] {
 			continue
@@ -200,7 +160,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 			out.Script += float64(s.Usec) / n
 		default:
 			out.Relay += float64(s.Usec) / n
-			if s.Name == "xreadgroup" || s.Name == "lrange" {
+			if s.Name == "lrange" {
 				out.Batches = s.Calls
 			}
 		}
@@ -210,7 +170,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 
 // verifyAll verifies every code once, concurrency at a time, each with a replay key of its own
 // and no Idempotency-Key (as the load generator sends them); every one must succeed.
-func verifyAll(ctx context.Context, c *Cache, pid string, codes []contract.CodeRecord, concurrency int) error {
+func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract.CodeRecord, concurrency int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, concurrency)
@@ -272,12 +232,9 @@ func relayUntilEmpty(ctx context.Context, rdb *redis.Client, relay func(context.
 
 func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 	pipe := rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, Shards)
-	for s := range cmds {
-		cmds[s] = pipe.LLen(ctx, outboxKey(s))
-	}
-	for s := range Shards {
-		cmds = append(cmds, pipe.XLen(ctx, legacyOutboxKey(s)))
+	var cmds []*redis.IntCmd
+	for _, key := range cache.Outboxes() {
+		cmds = append(cmds, pipe.LLen(ctx, key))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("outbox length: %w", err)
@@ -287,56 +244,6 @@ func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 		n += c.Val()
 	}
 	return n, nil
-}
-
-// relayV1 sends, stream by stream, the commands the relay sent before the lean script: the
-// group's creation, one XAUTOCLAIM, a read of its own pending entries, then XREADGROUP of up to
-// 500 entries and XACK+XDEL of them in a MULTI until the stream is empty.
-func relayV1(ctx context.Context, rdb *redis.Client) error {
-	const group, consumer = "relay", "cpu"
-	for s := 0; s < Shards; s++ {
-		key := legacyOutboxKey(s)
-		if err := rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-			return err
-		}
-		if err := rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: group, Consumer: consumer,
-			MinIdle: 30 * time.Second, Start: "0-0", Count: 500}).Err(); err != nil {
-			return err
-		}
-		for id := "0"; ; id = ">" {
-			streams, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: consumer,
-				Streams: []string{key, id}, Count: 500, Block: -1}).Result()
-			if errors.Is(err, redis.Nil) {
-				if id == ">" {
-					break
-				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			var ids []string
-			for _, st := range streams {
-				for _, m := range st.Messages {
-					ids = append(ids, m.ID)
-				}
-			}
-			if len(ids) == 0 {
-				if id == ">" {
-					break
-				}
-				continue
-			}
-			if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.XAck(ctx, key, group, ids...)
-				p.XDel(ctx, key, ids...)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // commandStats reads INFO commandstats.

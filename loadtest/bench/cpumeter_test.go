@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/localenv"
+)
+
+// The CPU meter measures what Verify and the relay send: a run of a few thousand verifies
+// reports the script's FCALL and the replay marker's SET in the verify phase, the relay's
+// reads in the other, and a CPU time of redis-server's own for both.
+func TestMeasureVerifyCPUSeesTheHotPathsCommands(t *testing.T) {
+	r, err := localenv.StartRedis(t.TempDir(), localenv.RedisOptions{AOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Kill() })
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
+	t.Cleanup(func() { rdb.Close() })
+	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 3000, Concurrency: 8,
+		Relay: func(ctx context.Context) error {
+			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v)
+	calls := map[string]int64{}
+	for _, c := range v.Commands {
+		calls[c.Phase+" "+c.Name] += c.Calls
+	}
+	if calls["verify fcall"] != 3000 || calls["verify set"] != 3000 || calls["relay lrange"] == 0 {
+		t.Errorf("commands %v: want 3,000 FCALLs, a SET each and the relay's LRANGEs", calls)
+	}
+	var fcall, set float64
+	for _, c := range v.Commands {
+		switch {
+		case c.Phase == "verify" && c.Name == "fcall":
+			fcall = float64(c.Usec) / float64(v.Verifies)
+		case c.Phase == "verify" && c.Name == "set":
+			set = float64(c.Usec) / float64(v.Verifies)
+		}
+	}
+	if d := v.Script - fcall - set; d < -0.01 || d > 0.01 {
+		t.Errorf("script figure %.2f µs, want FCALL %.2f + the marker's SET %.2f", v.Script, fcall, set)
+	}
+	if v.Script <= 0 || v.Relay <= 0 || v.Process <= 0 || v.Batches == 0 {
+		t.Errorf("figures %+v: want each above zero", v)
+	}
+}
