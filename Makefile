@@ -5,12 +5,14 @@ PG_BIN  := /usr/lib/postgresql/15/bin
 PY_TOOLS    := pytest==9.2.0 schemathesis==4.32.5
 TOOLS_STAMP := .tools/stamp-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
-.PHONY: run test build deps test-deps kafka-deps loadtest bench vet fmt clean
+.PHONY: run test build deps test-deps kafka-deps prometheus-deps loadtest bench vet fmt clean
 
 ## run: start Redis, PostgreSQL, the API and the relay locally (logs straight to PostgreSQL;
-## through Kafka when KAFKA_BROKERS names one, or KAFKA=real starts a one-node Apache Kafka)
-run: deps build $(if $(filter real,$(KAFKA)),kafka-deps)
-	ACV_DEV_KAFKA=$(KAFKA) ./$(BIN) dev
+## through Kafka when KAFKA_BROKERS names one, or KAFKA=real starts a one-node Apache Kafka);
+## /metrics on a loopback address of its own; PROMETHEUS=1 also runs Debian's Prometheus with
+## the deployment's rules, scraping the stack and `make loadtest STACK=running`
+run: deps build $(if $(filter real,$(KAFKA)),kafka-deps) $(if $(filter 1 true yes on,$(PROMETHEUS)),prometheus-deps)
+	ACV_DEV_KAFKA=$(KAFKA) ACV_DEV_PROMETHEUS=$(PROMETHEUS) exec ./$(BIN) dev
 
 ## test: every test, against real Redis and PostgreSQL started on free loopback ports
 test: deps test-deps
@@ -23,9 +25,12 @@ test: deps test-deps
 build:
 	$(GO) build -o $(BIN) ./cmd/acv
 
-## loadtest: the k6 scenarios (loadtest/k6) against a local stack of their own; DURATION=15s each
+## loadtest: the four load scenarios (redeem, contention, reactivate, read mix) with the project's
+## own Go load generator (cmd/acvload), against a local stack of their own (STACK=running: the one
+## of make run); DURATION=15s each. No k6: loadtest/run-k6.sh runs the k6 scripts with yours
 loadtest: deps build
-	./loadtest/run-k6.sh
+	$(GO) build -o bin/acvload ./cmd/acvload
+	./loadtest/run.sh
 
 ## bench: the same-run benchmark tables (ceilings, plain PostgreSQL, acv hot path on one Redis and
 ## on a 3-master Redis Cluster, sustained through a real one-node Kafka 4.4.0; CPU per verify of
@@ -38,8 +43,7 @@ bench: deps kafka-deps build
 ## Python virtual environment in .tools/venv (pytest for the Python SDK, schemathesis against the
 ## OpenAPI document), the TypeScript SDK's npm packages, and the console's browser suite: Debian's
 ## Chromium and its Playwright and axe-core npm packages (internal/console/e2e)
-test-deps: kafka-deps $(TOOLS_STAMP)
-	@command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
+test-deps: kafka-deps prometheus-deps $(TOOLS_STAMP)
 	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
 	@test -x /usr/bin/chromium || (echo "installing chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@test -f internal/console/e2e/node_modules/@playwright/test/cli.js -a -d internal/console/e2e/node_modules/@axe-core/playwright || (echo "installing the console's browser suite"; cd internal/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
@@ -49,6 +53,11 @@ test-deps: kafka-deps $(TOOLS_STAMP)
 kafka-deps:
 	@command -v java >/dev/null || (echo "installing a JDK"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null)
 	@command -v mvn >/dev/null || (echo "installing maven"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null)
+
+## prometheus-deps: Debian's Prometheus server and promtool (`make run PROMETHEUS=1`, the rule
+## and dashboard tests)
+prometheus-deps:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || (echo "installing prometheus"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
 
 ## deps: what the local stack needs on Debian: redis-server, PostgreSQL 15, openssl
 deps:

@@ -408,4 +408,3 @@ func decodeStored(script string, v interface{}) (bool, error) {
 	}
 	return n == 1, nil
 }
-

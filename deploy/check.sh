@@ -29,10 +29,10 @@ need() {
 	fi
 }
 
-RULES=deploy/prometheus/rules/acv.rules.yml
+RULES=deploy/helm/acv/files/acv.rules.yml
 RULE_TESTS=deploy/prometheus/tests/acv.rules.test.yml
 PROM_CONFIG=deploy/prometheus/prometheus.yml
-DASHBOARD=deploy/grafana/dashboards/acv.json
+DASHBOARD=deploy/helm/acv/files/acv.json
 DATASOURCES=deploy/grafana/provisioning/datasources/datasources.yml
 RUNBOOKS=deploy/runbooks.md
 

@@ -26,11 +26,13 @@ import (
 	"github.com/acv/acv/internal/testkit"
 )
 
-// The monitoring files under test, relative to this directory (deploy/), where they live.
+// The monitoring files under test, relative to this directory (deploy/), where they live. The
+// rules and the dashboard have one source, in the Helm chart (its PrometheusRule and dashboard
+// ConfigMap read them); prometheus.yml and the compose stack use the same files.
 const (
-	promRulesFile     = "prometheus/rules/acv.rules.yml"
+	promRulesFile     = "helm/acv/files/acv.rules.yml"
 	promConfigFile    = "prometheus/prometheus.yml"
-	grafanaDashboard  = "grafana/dashboards/acv.json"
+	grafanaDashboard  = "helm/acv/files/acv.json"
 	prometheusBinPath = "/usr/bin/prometheus"
 )
 

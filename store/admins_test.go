@@ -49,29 +49,47 @@ func TestAdminAccountsSessionsAndThrottle(t *testing.T) {
 		t.Fatalf("unknown session: %v", err)
 	}
 
-	lock := func(n int) time.Duration {
+	lock := []store.LoginLimit{{Subject: "user:ann", LockFor: func(n int) time.Duration {
 		if n >= 3 {
 			return time.Minute
 		}
 		return 0
-	}
+	}}}
 	for i := 1; i <= 3; i++ {
-		if n, err := s.RecordLoginFailure(ctx, "user:ann", now, 15*time.Minute, lock); err != nil || n != i {
-			t.Fatalf("failure %d: %d, %v", i, n, err)
+		if _, _, ok, err := s.ReserveLoginAttempt(ctx, lock, now, 15*time.Minute); err != nil || !ok {
+			t.Fatalf("attempt %d: %v, %v", i, ok, err)
 		}
 	}
-	until, locked, err := s.LoginLockedUntil(ctx, []string{"user:ann", "ip:1.2.3.4"}, now)
-	if err != nil || !locked || !until.Equal(now.Add(time.Minute)) {
-		t.Fatalf("locked %v until %v, %v", locked, until, err)
+	// The third attempt locked the subject: the next one is refused with the lock's end.
+	_, until, ok, err := s.ReserveLoginAttempt(ctx, append(lock, store.LoginLimit{Subject: "ip:1.2.3.4", LockFor: noLock}), now, 15*time.Minute)
+	if err != nil || ok || !until.Equal(now.Add(time.Minute)) {
+		t.Fatalf("locked: reserved %v, until %v, %v", ok, until, err)
 	}
-	if _, locked, _ = s.LoginLockedUntil(ctx, []string{"user:ann"}, now.Add(2*time.Minute)); locked {
+	if _, _, ok, _ = s.ReserveLoginAttempt(ctx, lock, now.Add(2*time.Minute), 15*time.Minute); !ok {
 		t.Fatal("the lock must end")
 	}
-	// Past the window the count starts again.
-	if n, err := s.RecordLoginFailure(ctx, "user:ann", now.Add(time.Hour), 15*time.Minute, lock); err != nil || n != 1 {
-		t.Fatalf("after the window: %d, %v", n, err)
+	// Past the window the count starts again: the next two attempts lock nothing.
+	later := now.Add(time.Hour)
+	for i := 1; i <= 2; i++ {
+		if _, _, ok, err := s.ReserveLoginAttempt(ctx, lock, later, 15*time.Minute); err != nil || !ok {
+			t.Fatalf("after the window, attempt %d: %v, %v", i, ok, err)
+		}
+	}
+	// A right password gives its attempt back, and lifts the lock it set.
+	r, _, ok, err := s.ReserveLoginAttempt(ctx, lock, later, 15*time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("third attempt after the window: %v, %v", ok, err)
+	}
+	if err := s.RefundLoginAttempt(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err = s.ReserveLoginAttempt(ctx, lock, later, 15*time.Minute); err != nil || !ok {
+		t.Fatalf("after the refund: %v, %v", ok, err)
 	}
 	if err := s.ClearLoginFailures(ctx, "user:ann"); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// noLock is a LoginLimit.LockFor that never locks.
+func noLock(int) time.Duration { return 0 }

@@ -3,59 +3,150 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// The login throttle of the operator console: failed logins counted per subject (a username,
-// a client IP), in PostgreSQL so every console instance sees the same counts and a restart
-// forgets none.
+// The login throttle of the operator console: login attempts counted per subject (a username,
+// a client IP, a username from one client IP), in PostgreSQL so every console instance sees
+// the same counts and a restart forgets none. An attempt is counted before its password is
+// checked (ReserveLoginAttempt) and given back when the password was right
+// (RefundLoginAttempt): parallel guesses cannot all pass a check that only counts failures
+// after the fact.
 
-// LoginLockedUntil is the latest lock of subjects still in force at now; ok is false when none
-// of them is locked.
-func (s *Store) LoginLockedUntil(ctx context.Context, subjects []string, now time.Time) (until time.Time, ok bool, err error) {
-	var t *time.Time
-	err = s.pool.QueryRow(ctx,
-		`SELECT max(locked_until) FROM admin_login_throttle WHERE subject = ANY($1) AND locked_until > $2`,
-		subjects, now).Scan(&t)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("read login throttle: %w", translate(err))
-	}
-	if t == nil {
-		return time.Time{}, false, nil
-	}
-	return *t, true, nil
+// LoginLimit is one subject an attempt is counted against and how its count locks it.
+type LoginLimit struct {
+	Subject string
+	// LockFor is how long the subject is locked once it has failures attempts within the
+	// window (this one included), from the attempt on; 0 for no lock.
+	LockFor func(failures int) time.Duration
 }
 
-// RecordLoginFailure counts one failed login of subject at now and returns the subject's
-// failures: the count restarts from 1 when the previous failure is older than window. When
-// lockFor(failures) is positive, the subject is locked for that long from now (a longer lock
-// already in force is kept).
-func (s *Store) RecordLoginFailure(ctx context.Context, subject string, now time.Time, window time.Duration,
-	lockFor func(failures int) time.Duration) (int, error) {
-	var failures int
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx,
-			`INSERT INTO admin_login_throttle AS t (subject, failures, last_failure_at) VALUES ($1, 1, $2)
-			 ON CONFLICT (subject) DO UPDATE SET
-			     failures = CASE WHEN t.last_failure_at < $2 - $3::interval THEN 1 ELSE t.failures + 1 END,
-			     last_failure_at = $2
-			 RETURNING failures`,
-			subject, now, window).Scan(&failures)
+// LoginReservation is an attempt ReserveLoginAttempt counted: what RefundLoginAttempt gives
+// back.
+type LoginReservation struct {
+	subjects []string
+	// set is the lock this attempt set on each subject, nil where it set none; prev the lock
+	// it replaced.
+	set, prev []*time.Time
+}
+
+// ReserveLoginAttempt counts one login attempt at now against every limit's subject, in one
+// transaction holding their rows: when a subject is locked at now, nothing is counted and ok
+// is false, with the latest lock of them in until. Otherwise each subject's count goes up by
+// one (restarting from 1 when its previous attempt is older than window) and a subject whose
+// LockFor is positive is locked from now on, before the caller checks the password: of
+// concurrent attempts, on any number of console instances, no more pass than the limits let.
+func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, now time.Time, window time.Duration) (
+	r LoginReservation, until time.Time, ok bool, err error) {
+	// Rows are created and locked in subject order, so two attempts never wait on each other
+	// in a cycle.
+	limits = slices.Clone(limits)
+	slices.SortFunc(limits, func(a, b LoginLimit) int { return strings.Compare(a.Subject, b.Subject) })
+	subjects := make([]string, len(limits))
+	for i, l := range limits {
+		subjects[i] = l.Subject
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		states, err := lockLoginSubjects(ctx, tx, subjects, now)
 		if err != nil {
-			return fmt.Errorf("count login failure: %w", translate(err))
+			return err
 		}
-		if d := lockFor(failures); d > 0 {
-			if _, err := tx.Exec(ctx,
-				`UPDATE admin_login_throttle SET locked_until = greatest(locked_until, $2) WHERE subject = $1`,
-				subject, now.Add(d)); err != nil {
-				return fmt.Errorf("lock login: %w", translate(err))
+		r, until, ok = LoginReservation{}, time.Time{}, false // a retried transaction starts over
+		for _, st := range states {
+			if st.locked != nil && st.locked.After(now) && st.locked.After(until) {
+				until = *st.locked
 			}
 		}
+		if !until.IsZero() {
+			return nil
+		}
+		r = LoginReservation{subjects: subjects, set: make([]*time.Time, len(limits)), prev: make([]*time.Time, len(limits))}
+		failures := make([]int, len(limits))
+		locks := make([]*time.Time, len(limits))
+		for i, l := range limits {
+			st := states[l.Subject]
+			if st.last.Before(now.Add(-window)) {
+				st.failures = 0
+			}
+			failures[i], locks[i], r.prev[i] = st.failures+1, st.locked, st.locked
+			if d := l.LockFor(failures[i]); d > 0 {
+				if t := now.Add(d); st.locked == nil || t.After(*st.locked) {
+					locks[i], r.set[i] = &t, &t
+				}
+			}
+		}
+		if _, err := tx.Exec(ctx,
+			`UPDATE admin_login_throttle AS t SET failures = a.failures, last_failure_at = $4, locked_until = a.locked_until
+			 FROM unnest($1::text[], $2::int[], $3::timestamptz[]) AS a(subject, failures, locked_until)
+			 WHERE t.subject = a.subject`, subjects, failures, locks, now); err != nil {
+			return fmt.Errorf("count login attempt: %w", translate(err))
+		}
+		ok = true
 		return nil
 	})
-	return failures, err
+	if err != nil {
+		return LoginReservation{}, time.Time{}, false, fmt.Errorf("reserve login attempt: %w", err)
+	}
+	return r, until, ok, nil
+}
+
+// loginSubjectState is a throttle row as ReserveLoginAttempt reads it.
+type loginSubjectState struct {
+	failures int
+	last     time.Time
+	locked   *time.Time
+}
+
+// lockLoginSubjects creates the rows of subjects (sorted) that do not exist yet and locks
+// them all for the transaction, in that order, returning what they hold.
+func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now time.Time) (map[string]loginSubjectState, error) {
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO admin_login_throttle (subject, failures, last_failure_at)
+		 SELECT subject, 0, $2 FROM unnest($1::text[]) AS subject ORDER BY subject
+		 ON CONFLICT (subject) DO NOTHING`, subjects, now); err != nil {
+		return nil, fmt.Errorf("create login throttle rows: %w", translate(err))
+	}
+	rows, err := tx.Query(ctx,
+		`SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
+		 WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("lock login throttle rows: %w", translate(err))
+	}
+	defer rows.Close()
+	states := make(map[string]loginSubjectState, len(subjects))
+	for rows.Next() {
+		var subject string
+		var st loginSubjectState
+		if err := rows.Scan(&subject, &st.failures, &st.last, &st.locked); err != nil {
+			return nil, fmt.Errorf("read login throttle row: %w", translate(err))
+		}
+		states[subject] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read login throttle rows: %w", translate(err))
+	}
+	return states, nil
+}
+
+// RefundLoginAttempt gives back an attempt whose password was right: each subject's count
+// goes down by one, and a lock the attempt set is lifted unless a later attempt has replaced
+// it since.
+func (s *Store) RefundLoginAttempt(ctx context.Context, r LoginReservation) error {
+	if len(r.subjects) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx,
+		`UPDATE admin_login_throttle AS t SET failures = greatest(t.failures - 1, 0),
+		     locked_until = CASE WHEN t.locked_until = a.set THEN a.prev ELSE t.locked_until END
+		 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS a(subject, set, prev)
+		 WHERE t.subject = a.subject`, r.subjects, r.set, r.prev); err != nil {
+		return fmt.Errorf("refund login attempt: %w", translate(err))
+	}
+	return nil
 }
 
 // ClearLoginFailures forgets a subject's failures and lock, after a successful login.

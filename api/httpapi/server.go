@@ -171,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 			e.Handle(m, path, s.handle(postOnly))
 		}
 	}
-	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate))
+	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate), s.handle(s.requireUTF8))
 	p.GET("", s.handle(s.getProject))
 	p.GET("/statistics", s.handle(s.getStatistics))
 	p.GET("/codes", s.handle(s.listCodes))

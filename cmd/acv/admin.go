@@ -264,7 +264,9 @@ func codesCmd() *cobra.Command {
 		Long: "Import codes from CSV (code[,expires_at]); '-' reads standard input.\n\n" +
 			"Every row is checked: the good rows are imported, the invalid ones, repeats within the file and codes\n" +
 			"the project already holds are skipped and listed by line. --dry-run writes nothing. The command\n" +
-			"fails when a row is invalid, so a script notices.",
+			"fails when a row is invalid, so a script notices.\n\n" +
+			"Cells are read as acv codes export writes them: one apostrophe before a cell starting with = + - @,\n" +
+			"a tab, CR, LF or another apostrophe is removed, so '=1+2 imports the code =1+2 and ''x the code 'x.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := os.Stdin
@@ -297,6 +299,10 @@ func codesCmd() *cobra.Command {
 	exp := &cobra.Command{
 		Use:   "export",
 		Short: "Export the project's codes as CSV",
+		Long: "Export the project's codes as CSV.\n\n" +
+			"The file is safe to open in a spreadsheet: a cell starting with = + - @, a tab, CR, LF or an apostrophe\n" +
+			"is written with an apostrophe before it, which a spreadsheet takes as \"text\" and does not show, so no\n" +
+			"value runs as a formula. acv codes import removes it again: the file imports as the codes it holds.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := os.Stdout
 			if out != "" && out != "-" {

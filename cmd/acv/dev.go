@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,22 +35,55 @@ type demo struct {
 }
 
 func devCmd() *cobra.Command {
-	var dir, addr, kafkaMode string
+	var o devOptions
+	var kafkaMode string
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, through a local Apache Kafka with --kafka real, or through the Kafka of KAFKA_BROKERS)",
+		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, through a local Apache Kafka with --kafka real, or through the Kafka of KAFKA_BROKERS); /metrics on a loopback address of its own, and with --prometheus a local Prometheus with the deployment's rules",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kafkaMode != "" && kafkaMode != devKafkaReal {
 				return fmt.Errorf("--kafka (ACV_DEV_KAFKA): unknown broker %q (real, or empty for none)", kafkaMode)
 			}
-			return runDev(cmd.Context(), dir, addr, kafkaMode == devKafkaReal)
+			o.realKafka = kafkaMode == devKafkaReal
+			return runDev(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")
-	cmd.Flags().StringVar(&addr, "addr", envOr("ACV_HTTP_ADDR", "127.0.0.1:8080"), "API listen address (a free port is picked when busy)")
+	cmd.Flags().StringVar(&o.dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")
+	cmd.Flags().StringVar(&o.addr, "addr", envOr("ACV_HTTP_ADDR", "127.0.0.1:8080"), "API listen address (a free port is picked when busy)")
 	cmd.Flags().StringVar(&kafkaMode, "kafka", os.Getenv("ACV_DEV_KAFKA"),
 		"real: run the logs through a one-node Apache Kafka "+localenv.Kafka4+" started on loopback, its storage fresh in <dir>/kafka on every start (needs java and mvn; the jars are fetched once from Maven Central); empty: no broker (default: $ACV_DEV_KAFKA)")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", os.Getenv("ACV_DEBUG_ADDR"),
+		"address of the debug listener serving /metrics, /healthz, /readyz and /debug/pprof (default: $ACV_DEBUG_ADDR, else "+devMetricsAddr+" or, when that is busy, the address this data directory used before or a free loopback port)")
+	cmd.Flags().BoolVar(&o.prometheus, "prometheus", envBool("ACV_DEV_PROMETHEUS"),
+		"also run the machine's Prometheus (Debian's "+localenv.PrometheusBin+") with the deployment's rules, scraping this process and the load generators that register with it; its data in <dir>/prometheus (default: $ACV_DEV_PROMETHEUS)")
+	cmd.Flags().StringVar(&o.prometheusAddr, "prometheus-addr", os.Getenv("ACV_DEV_PROMETHEUS_ADDR"),
+		"address of that Prometheus (default: $ACV_DEV_PROMETHEUS_ADDR, else "+devPrometheusAddr+" or, when that is busy, the address this data directory used before or a free loopback port)")
+	cmd.Flags().StringVar(&o.prometheusConfig, "prometheus-config", "deploy/prometheus/prometheus.yml",
+		"the deployment's Prometheus configuration, whose rule_files (relative to it) that Prometheus evaluates")
 	return cmd
+}
+
+// devOptions are acv dev's flags.
+type devOptions struct {
+	dir, addr, metricsAddr           string
+	realKafka, prometheus            bool
+	prometheusAddr, prometheusConfig string
+}
+
+// The default addresses of acv dev's metrics listener (the compose stack's debug port) and of
+// its Prometheus (Prometheus's own default), each used while free.
+const (
+	devMetricsAddr    = "127.0.0.1:9100"
+	devPrometheusAddr = "127.0.0.1:9090"
+)
+
+// envBool reads a yes/no environment variable: 1, true, yes or on are yes.
+func envBool(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // devKafkaReal is the --kafka value (and ACV_DEV_KAFKA) that runs a real Apache Kafka.
@@ -62,9 +96,9 @@ func envOr(name, def string) string {
 	return def
 }
 
-func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
+func runDev(ctx context.Context, o devOptions) error {
 	log := slog.Default()
-	dir, err := filepath.Abs(dir)
+	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
@@ -86,7 +120,16 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	// disk) holds the append-only file's writes back for up to 2 s while it answers, so even a
 	// killed Redis process, not only a crashed host, loses the verifies it acknowledged meanwhile
 	// (TestDevKeepsEveryAcknowledgedLog lost 28 of 2,029 that way on a loaded machine).
-	rds, err := localenv.StartRedis(filepath.Join(dir, "redis"), localenv.RedisOptions{AOF: true, FsyncAlways: true})
+	//
+	// Each server asks for a password of the data directory's own (redis.password and
+	// pg.password, mode 0600, made on the first start): on loopback, any user of the machine
+	// could otherwise read and change both. A data directory of an earlier acv dev, whose servers
+	// trusted every loopback connection, gets them on its next start.
+	redisPassword, err := localenv.PasswordFile(filepath.Join(dir, "redis.password"))
+	if err != nil {
+		return err
+	}
+	rds, err := localenv.StartRedis(filepath.Join(dir, "redis"), localenv.RedisOptions{AOF: true, FsyncAlways: true, Password: redisPassword})
 	if err != nil {
 		return err
 	}
@@ -97,7 +140,11 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	if err != nil {
 		return err
 	}
-	pg, err := localenv.StartPostgres(ctx, pgDir, localenv.PostgresOptions{})
+	pgPassword, err := localenv.PasswordFile(filepath.Join(dir, "pg.password"))
+	if err != nil {
+		return err
+	}
+	pg, err := localenv.StartPostgres(ctx, pgDir, localenv.PostgresOptions{Password: pgPassword})
 	if err != nil {
 		return err
 	}
@@ -114,10 +161,10 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	if cfg.MasterKeys, err = devMasterKeys(keyFile); err != nil {
 		return err
 	}
-	cfg.RedisURL = "redis://" + rds.Addr + "/0"
+	cfg.RedisURL = rds.URL()
 	cfg.DatabaseURL = pg.URL("acv")
 	kafkaNote := ""
-	if realKafka {
+	if o.realKafka {
 		if len(cfg.KafkaBrokers) > 0 {
 			return errors.New("--kafka real starts a broker of its own: unset KAFKA_BROKERS, or drop --kafka (ACV_DEV_KAFKA) to use that Kafka")
 		}
@@ -149,9 +196,9 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	if err := sealSecrets(ctx, cfg); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		log.Warn("address busy; picking a free port", "addr", addr, "err", err)
+		log.Warn("address busy; picking a free port", "addr", o.addr, "err", err)
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return err
 		}
@@ -169,21 +216,41 @@ func runDev(ctx context.Context, dir, addr string, realKafka bool) error {
 	if cfg.UsesKafka() {
 		kafka = strings.Join(cfg.KafkaBrokers, ",") + kafkaNote
 	}
-	envFile := filepath.Join(dir, "env")
-	if err := writeDevEnv(envFile, cfg, keyFile, "http://"+ln.Addr().String(), d); err != nil {
+	// /metrics, /healthz, /readyz and the profiles on a loopback listener of their own, never on
+	// the API port, as a deployment serves them.
+	ports := loadDevPorts(dir)
+	if cfg.DebugListener, err = ports.listen("metrics", o.metricsAddr, devMetricsAddr); err != nil {
 		return err
 	}
-	fmt.Printf("\nacv is running on http://%s (Redis %s, PostgreSQL %s, Kafka %s)\n", ln.Addr(), rds.Addr,
-		cfg.DatabaseURL, kafka)
+	metricsURL := "http://" + cfg.DebugListener.Addr().String() + "/metrics"
+	var prom *devPrometheus
+	if o.prometheus {
+		if prom, err = startDevPrometheus(dir, o.prometheusConfig, o.prometheusAddr, cfg.DebugListener.Addr().String(), ports); err != nil {
+			return err
+		}
+		defer prom.Stop(10 * time.Second)
+	}
+	envFile := filepath.Join(dir, "env")
+	if err := writeDevEnv(envFile, cfg, keyFile, devURLs{api: "http://" + ln.Addr().String(), metrics: metricsURL, prometheus: prom}, d); err != nil {
+		return err
+	}
+	// The URLs with their passwords are in the env file (0600), not on the terminal.
+	fmt.Printf("\nacv is running on http://%s (Redis %s, PostgreSQL %s, Kafka %s)\n", ln.Addr(), redacted(cfg.RedisURL),
+		redacted(cfg.DatabaseURL), kafka)
 	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
 	fmt.Printf("master key in %s; PostgreSQL data in %s\n", keyFile, pgDir)
+	fmt.Printf("metrics: %s (Prometheus text format; /healthz, /readyz and /debug/pprof beside it, not on the API port)\n", metricsURL)
+	if prom != nil {
+		fmt.Printf("Prometheus: %s (scraping this process and load generators that register in %s; %s; alerts at %s/alerts, data in %s)\n",
+			prom.URL, prom.TargetsDir, prom.describe(), prom.URL, filepath.Join(prom.Dir, "data"))
+	}
 	if adminLn != nil {
 		fmt.Printf("operator console: http://%s/ (admin API under %s)\n", adminLn.Addr(), console.APIPrefix)
 		if bootstrap != "" {
 			fmt.Println(bootstrap)
 		}
 	}
-	fmt.Printf("point the acv command at this stack with: source %s   (then e.g. acv project list)\n\n", envFile)
+	fmt.Printf("point the acv command at this stack with: source %s   (then e.g. acv project list; it holds the URLs with their passwords)\n\n", envFile)
 	fmt.Println("Verify a demo code (paste into bash):")
 	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
 	fmt.Println()
@@ -236,9 +303,15 @@ func killStaleKafka(dir string) {
 	}
 }
 
+// devURLs are the addresses of the dev stack's own listeners, for its env file.
+type devURLs struct {
+	api, metrics string
+	prometheus   *devPrometheus // nil without --prometheus
+}
+
 // writeDevEnv writes the shell file that points the acv command at this dev stack:
 // `source .acv/env`. It is rewritten on every start, as the ports may change.
-func writeDevEnv(path string, cfg service.Config, keyFile, apiURL string, d demo) error {
+func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, d demo) error {
 	var b strings.Builder
 	b.WriteString("# acv dev: `source` this file to point the acv command at the running dev stack.\n")
 	b.WriteString("unset ACV_MASTER_KEY\n")
@@ -246,9 +319,13 @@ func writeDevEnv(path string, cfg service.Config, keyFile, apiURL string, d demo
 		{"ACV_REDIS_URL", cfg.RedisURL},
 		{"ACV_DATABASE_URL", cfg.DatabaseURL},
 		{"ACV_MASTER_KEY_FILE", keyFile},
-		{"ACV_DEV_API_URL", apiURL},
+		{"ACV_DEV_API_URL", urls.api},
+		{"ACV_DEV_METRICS_URL", urls.metrics},
 		{"ACV_DEV_PROJECT_ID", d.ProjectID},
 		{"ACV_DEV_KEY_ID", d.KeyID},
+	}
+	if p := urls.prometheus; p != nil {
+		vars = append(vars, [2]string{"ACV_DEV_PROMETHEUS_URL", p.URL}, [2]string{"ACV_DEV_PROMETHEUS_TARGETS", p.TargetsDir})
 	}
 	if cfg.UsesKafka() {
 		vars = append(vars, [2]string{"KAFKA_BROKERS", strings.Join(cfg.KafkaBrokers, ",")})
@@ -262,6 +339,15 @@ func writeDevEnv(path string, cfg service.Config, keyFile, apiURL string, d demo
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// redacted is the URL u with its password, if any, replaced by xxxxx.
+func redacted(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -138,16 +138,14 @@ func TestDevRunsInsidePrivateDirectory(t *testing.T) {
 		if _, err := cl.Project(context.Background(), d.ProjectID); err != nil {
 			t.Fatalf("run %d: read the demo project: %v", run, err)
 		}
-		// .acv/env points the CLI at the stack.
+		// .acv/env points the CLI at the stack (its URLs, which the harness read from it, are
+		// TestDevServersAskForPasswords' subject).
 		env, err := os.ReadFile(filepath.Join(data, "env"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"export ACV_REDIS_URL='redis://" + dev.redis + "/0'", "export ACV_DATABASE_URL='" + dev.pgURL + "'",
-			"export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"} {
-			if !strings.Contains(string(env), want) {
-				t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
-			}
+		if want := "export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"; !strings.Contains(string(env), want) {
+			t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
 		}
 		sh := exec.Command("bash", "-c", `source "$1" && "$2" project create --name FromEnv`, "bash", filepath.Join(data, "env"), h.bin)
 		sh.Env = devEnv()
@@ -173,19 +171,23 @@ func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).St
 type devHarness struct {
 	t               *testing.T
 	work, data, bin string
-	runs            int
-	cur             *devProcess
+	// args are more flags for acv dev.
+	args []string
+	runs int
+	cur  *devProcess
 }
 
 type devProcess struct {
-	cmd   *exec.Cmd
-	done  chan struct{}
-	log   string
-	base  string // API base URL
-	redis string // Redis address
-	pgURL string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      string
+	base     string // API base URL
+	redisURL string // ACV_REDIS_URL of the data directory's env file
+	pgURL    string // ACV_DATABASE_URL of the data directory's env file
 }
 
+// banner is acv dev's line saying it serves; the Redis and PostgreSQL URLs in it hide their
+// passwords.
 var banner = regexp.MustCompile(`(?m)^acv is running on (http://\S+) \(Redis (\S+), PostgreSQL ([^ ,]+), Kafka `)
 
 // start runs `acv dev` and waits for its banner.
@@ -198,8 +200,9 @@ func (h *devHarness) start() *devProcess {
 		h.t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(h.bin, "dev", "--dir", h.data, "--addr", "127.0.0.1:0")
-	cmd.Env = append(devEnv(), "ACV_LOG_LEVEL=warn")
+	// Free ports, so a test never takes the addresses a developer's make run prefers.
+	cmd := exec.Command(h.bin, append([]string{"dev", "--dir", h.data, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, h.args...)...)
+	cmd.Env = append(devEnv(), "ACV_LOG_LEVEL=warn", "ACV_ADMIN_ADDR=127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = f, f
 	// A test binary that dies takes acv dev with it, and acv dev its servers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -216,7 +219,8 @@ func (h *devHarness) start() *devProcess {
 	for {
 		out, _ := os.ReadFile(logPath)
 		if m := banner.FindSubmatch(out); m != nil {
-			p.base, p.redis, p.pgURL = string(m[1]), string(m[2]), string(m[3])
+			p.base = string(m[1])
+			p.redisURL, p.pgURL = h.envURLs()
 			return p
 		}
 		select {
@@ -231,13 +235,32 @@ func (h *devHarness) start() *devProcess {
 	}
 }
 
+// envURLs are the Redis and PostgreSQL URLs of the data directory's env file, as a shell that
+// sources it sees them: acv dev writes it before its banner.
+func (h *devHarness) envURLs() (redisURL, pgURL string) {
+	h.t.Helper()
+	sh := exec.Command("bash", "-c", `source "$1" && printf '%s\n%s\n' "$ACV_REDIS_URL" "$ACV_DATABASE_URL"`,
+		"bash", filepath.Join(h.data, "env"))
+	sh.Env = devEnv()
+	out, err := sh.Output()
+	if err != nil {
+		h.t.Fatalf("source %s: %v", filepath.Join(h.data, "env"), err)
+	}
+	redisURL, pgURL, _ = strings.Cut(strings.TrimSuffix(string(out), "\n"), "\n")
+	if redisURL == "" || pgURL == "" {
+		h.t.Fatalf("%s sets ACV_REDIS_URL %q and ACV_DATABASE_URL %q", filepath.Join(h.data, "env"), redisURL, pgURL)
+	}
+	return redisURL, pgURL
+}
+
 // devEnv is the test's environment without the settings that would point acv dev elsewhere.
 func devEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "KAFKA_BROKERS", "ACV_PIPELINE", "ACV_HTTP_ADDR", "ACV_ROLES", "ACV_LOG_LEVEL":
+		case "KAFKA_BROKERS", "ACV_PIPELINE", "ACV_HTTP_ADDR", "ACV_ROLES", "ACV_LOG_LEVEL", "ACV_DEBUG_ADDR",
+			"ACV_DEV_PROMETHEUS", "ACV_DEV_PROMETHEUS_ADDR", "ACV_DEV_KAFKA":
 			continue
 		}
 		env = append(env, kv)
@@ -339,7 +362,11 @@ func (h *devHarness) waitLogged(p *devProcess, projectID string, acked []string)
 		h.t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rdb := redis.NewClient(&redis.Options{Addr: p.redis})
+	opt, err := redis.ParseURL(p.redisURL)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

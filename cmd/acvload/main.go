@@ -1,24 +1,37 @@
-// Command acvload drives signed verify requests at a running acv and reports throughput and
-// latency percentiles.
+// Command acvload drives signed requests at a running acv. Without a subcommand it verifies the
+// unused codes of an export as fast as it can (or at -rate) and reports throughput and latency
+// percentiles:
 //
 //	acv codes export --project P -o codes.csv
 //	acvload -base http://127.0.0.1:8080 -key K -secret S -project P -codes codes.csv -c 64 -d 10s
+//
+// `acvload scenario` runs the load test scenarios of loadtest/k6 (redeem, contention,
+// reactivate, readmix), ported to Go with their thresholds and checks, serves its own metrics
+// on /metrics and prints a table; `make loadtest` runs it (loadtest/run.sh, loadtest/README.md):
+//
+//	API_SECRET=S acvload scenario -base http://127.0.0.1:8080 -key K -project P -codes codes.csv redeem readmix
 package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/acv/acv/loadtest/loadgen"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "scenario" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runScenarios(ctx, os.Args[2:])
+		stop()
+		os.Exit(code)
+	}
 	var cfg loadgen.Config
 	flag.StringVar(&cfg.BaseURL, "base", "http://127.0.0.1:8080", "service base URL")
 	flag.StringVar(&cfg.KeyID, "key", "", "API key id")
@@ -29,6 +42,11 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "d", 10*time.Second, "duration")
 	flag.Float64Var(&cfg.Rate, "rate", 0, "target requests per second in total (0: as fast as possible)")
 	asJSON := flag.Bool("json", false, "print the report as JSON")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: acvload [flags]   (verify the unused codes of an export)\n"+
+			"       acvload scenario -h   (the load test scenarios)\n")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	codes, err := readCodes(*codesFile)
 	if err != nil {
@@ -44,25 +62,15 @@ func main() {
 	fmt.Println(rep)
 }
 
+// readCodes is the values of the unused codes of an export.
 func readCodes(path string) ([]string, error) {
-	f, err := os.Open(path)
+	codes, err := loadgen.ReadCodesFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("open codes: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
 	var out []string
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read codes: %w", err)
-		}
-		if len(rec) > 2 && rec[2] == "unused" {
-			out = append(out, rec[1])
-		}
+	for _, c := range loadgen.SelectCodes(codes, "", "unused") {
+		out = append(out, c.Value)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no unused codes in %s", path)

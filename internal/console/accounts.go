@@ -196,22 +196,25 @@ var errBadLogin = contract.Errorf(contract.KindUnauthorized, "Invalid username o
 
 // Login checks a username and password from ip and, when they match an enabled account,
 // starts a session and returns it with its token (for the cookie, sent once). Every failure
-// is errBadLogin (401), counted against the username and the address; while either is locked
-// the answer is a *LockedError (429) without checking the password. An account that must
-// change its password gets a session all the same: the server lets it change the password and
-// log out, nothing else (Server.mustChange).
+// is errBadLogin (401). The check is counted by the throttle before the password is hashed
+// (reserveAttempt); while the username from that address, the address, or the username's next
+// check is held back, the answer is a *LockedError (429) without checking the password. An
+// account that must change its password gets a session all the same: the server lets it
+// change the password and log out, nothing else (Server.mustChange).
 func (s *Service) Login(ctx context.Context, username, password, userAgent, ip string) (*Session, string, error) {
 	name, err := normalizeUsername(username)
 	if err != nil || len(password) > maxPasswordLen {
 		// Not an account anyone could have: no need to count it, and nothing to hash.
 		return nil, "", errBadLogin
 	}
-	if err := s.checkLocked(ctx, name, ip); err != nil {
+	try, err := s.reserveAttempt(ctx, name, ip)
+	if err != nil {
 		return nil, "", err
 	}
 	acc, err := s.store.AdminAccountByUsername(ctx, name)
 	found := err == nil
 	if err != nil && !errors.Is(err, contract.ErrNotFound) {
+		s.abandoned(ctx, try)
 		return nil, "", err
 	}
 	hash := s.dummyHash
@@ -224,11 +227,8 @@ func (s *Service) Login(ctx context.Context, username, password, userAgent, ip s
 		ok = false
 	}
 	if !found || !ok || acc.Disabled {
-		if err := s.countFailure(ctx, name, ip); err != nil {
-			return nil, "", err
-		}
-		// A name no account has is not recorded: it may be a password typed into the wrong
-		// field.
+		// The attempt reserved stays counted: it is the failure. A name no account has is not
+		// recorded in the audit log: it may be a password typed into the wrong field.
 		actor := Actor{IP: ip}
 		if found {
 			actor.AdminID, actor.Username = acc.ID, acc.Username
@@ -238,7 +238,7 @@ func (s *Service) Login(ctx context.Context, username, password, userAgent, ip s
 		}
 		return nil, "", errBadLogin
 	}
-	if err := s.store.ClearLoginFailures(ctx, userSubject(name)); err != nil {
+	if err := s.succeeded(ctx, try); err != nil {
 		return nil, "", err
 	}
 	se, token, err := s.newSession(ctx, acc, userAgent, ip)
@@ -261,18 +261,21 @@ func (s *Service) Login(ctx context.Context, username, password, userAgent, ip s
 // must log in again. must_change_password is cleared.
 func (s *Service) ChangePassword(ctx context.Context, se *Session, current, next, userAgent, ip string) (*Session, string, error) {
 	acc := se.Account
-	if err := s.checkLocked(ctx, acc.Username, ip); err != nil {
+	try, err := s.reserveAttempt(ctx, acc.Username, ip)
+	if err != nil {
 		return nil, "", err
 	}
 	ok, err := CheckPassword(acc.PasswordHash, current)
 	if err != nil {
+		s.abandoned(ctx, try)
 		return nil, "", err
 	}
 	if !ok {
-		if err := s.countFailure(ctx, acc.Username, ip); err != nil {
-			return nil, "", err
-		}
+		// The attempt reserved stays counted: it is the failure.
 		return nil, "", contract.Errorf(contract.KindForbidden, "The current password is wrong")
+	}
+	if err := s.succeeded(ctx, try); err != nil {
+		return nil, "", err
 	}
 	if err := checkNewPassword(next, acc.Username); err != nil {
 		return nil, "", contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))

@@ -1,14 +1,20 @@
 package console_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/internal/console"
+	"github.com/acv/acv/store"
 )
 
 func TestConsolePasswordHash(t *testing.T) {
@@ -144,9 +150,12 @@ func TestAdminPasswordChangeEndsEverySession(t *testing.T) {
 	expect(t, "the changer's new session", res, body, http.StatusOK)
 }
 
+// TestAdminLoginThrottle: failures of a username from one address lock that pair, failures from
+// one address over any usernames lock the address, and a lock grows with the failures past it.
+// (The global slowing of one username is TestAdminLoginThrottleLocksPairNotAccount's.)
 func TestAdminLoginThrottle(t *testing.T) {
 	e := newEnv(t, func(c *console.Config, _ *console.ServerConfig) {
-		c.Throttle = console.ThrottlePolicy{UserFailures: 5, IPFailures: 12, Window: 15 * time.Minute,
+		c.Throttle = console.ThrottlePolicy{PairFailures: 5, IPFailures: 12, AccountFailures: 100, Window: 15 * time.Minute,
 			BaseLock: 30 * time.Second, MaxLock: time.Hour}
 	})
 	e.account("carol", console.RoleViewer)
@@ -155,7 +164,7 @@ func TestAdminLoginThrottle(t *testing.T) {
 		res, body := c.login("carol", "guess "+strconv.Itoa(i))
 		expect(t, "failure "+strconv.Itoa(i), res, body, http.StatusUnauthorized)
 	}
-	// Locked: even the right password is refused, at once, with Retry-After.
+	// Locked: even the right password is refused from this address, at once, with Retry-After.
 	res, body := c.login("carol", password)
 	expect(t, "locked", res, body, http.StatusTooManyRequests)
 	if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 30 {
@@ -173,7 +182,8 @@ func TestAdminLoginThrottle(t *testing.T) {
 	res, body = c.login("carol", password)
 	expect(t, "after the lock", res, body, http.StatusOK)
 
-	// The address: 12 failures from it, over any usernames, lock it for everyone.
+	// The address: 12 failures from it, over any usernames, lock it for everyone. (A refused
+	// login is not a failure, and a right password gives its attempt back.)
 	for i := 0; i < 12-10-1; i++ { // 10 failures so far from this address, plus the lock's
 		c.login("user"+strconv.Itoa(i), "guess")
 	}
@@ -191,6 +201,120 @@ func TestAdminLoginThrottle(t *testing.T) {
 	e.clock.Add(31 * time.Second)
 	res, body = c.login("carol", password)
 	expect(t, "after the doubled lock", res, body, http.StatusOK)
+}
+
+// TestAdminLoginThrottleParallelGuesses sends 40 logins of one account from one address at
+// once, spread over two console instances, 39 wrong and the right one: the attempts are counted
+// before the password is hashed, so no more wrong passwords are checked (401) than the
+// threshold, every other login is refused (429), and the owner still logs in from elsewhere.
+func TestAdminLoginThrottleParallelGuesses(t *testing.T) {
+	const threshold = 5
+	e := newEnv(t, func(c *console.Config, s *console.ServerConfig) {
+		c.Throttle = console.ThrottlePolicy{PairFailures: threshold, IPFailures: 100, AccountFailures: 100}
+		s.TrustedProxies = []string{"127.0.0.0/8"}
+	})
+	e.account("admin", console.RoleAdmin)
+	_, second := e.build(console.ServerConfig{TrustedProxies: []string{"127.0.0.0/8"}})
+	bases := []string{e.http.URL, startServer(t, second)}
+
+	statuses := make(chan int, 40)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pw := "guess " + strconv.Itoa(i)
+			if i == 39 {
+				pw = password
+			}
+			body, _ := json.Marshal(map[string]string{"username": "admin", "password": pw})
+			req, err := http.NewRequest("POST", bases[i%2]+console.APIPrefix+"/session", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Forwarded-For", "203.0.113.66")
+			<-start
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			statuses <- res.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for st := range statuses {
+		count[st]++
+	}
+	// The right password's check is no guess: a login that succeeds gives its reservation back,
+	// so it may let one more attempt in. Wrong passwords checked never pass the threshold.
+	guessed := count[http.StatusUnauthorized]
+	if guessed > threshold || count[http.StatusOK] > 1 || guessed+count[http.StatusOK]+count[http.StatusTooManyRequests] != 40 {
+		t.Fatalf("answers by status %v: %d wrong passwords checked, want at most %d and every other login 429", count, guessed, threshold)
+	}
+	// Each password checked is one login or login.failed row in the audit log.
+	rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "login.failed"})
+	if err != nil || len(rows) > threshold {
+		t.Fatalf("%d failed logins audited (%v), want at most %d", len(rows), err, threshold)
+	}
+	// The lock is the address's: the owner logs in from another one.
+	owner := e.client()
+	owner.header.Set("X-Forwarded-For", "198.51.100.7")
+	owner.mustLogin("admin", password)
+}
+
+// TestAdminLoginThrottleLocksPairNotAccount: guesses at the admin account from one address
+// lock that address out of the account and no one else, so nobody who can reach the console
+// can lock the operators out. Guesses spread over many addresses slow the account's password
+// checks to one per AccountSpacing, which its owner waits out in seconds.
+func TestAdminLoginThrottleLocksPairNotAccount(t *testing.T) {
+	e := newEnv(t, func(c *console.Config, s *console.ServerConfig) {
+		c.Throttle = console.ThrottlePolicy{PairFailures: 5, IPFailures: 20, AccountFailures: 8, AccountSpacing: 2 * time.Second,
+			Window: 15 * time.Minute, BaseLock: 30 * time.Second, MaxLock: time.Hour}
+		s.TrustedProxies = []string{"127.0.0.0/8"}
+	})
+	e.account("admin", console.RoleAdmin)
+	from := func(addr string) *client {
+		c := e.client()
+		c.header.Set("X-Forwarded-For", addr)
+		return c
+	}
+	attacker, owner := from("203.0.113.1"), from("198.51.100.2")
+	for i := 1; i <= 5; i++ {
+		res, body := attacker.login("admin", "guess "+strconv.Itoa(i))
+		expect(t, "failure "+strconv.Itoa(i), res, body, http.StatusUnauthorized)
+	}
+	res, body := attacker.login("admin", password)
+	expect(t, "the guessing address, locked", res, body, http.StatusTooManyRequests)
+	res, body = owner.login("admin", password)
+	expect(t, "the owner from another address", res, body, http.StatusOK)
+
+	// Guesses from other addresses: 5 so far, the 8th failure of the account slows it.
+	for i, addr := range []string{"203.0.113.2", "203.0.113.2", "203.0.113.3"} {
+		res, body = from(addr).login("admin", "guess")
+		expect(t, "spread failure "+strconv.Itoa(i+6), res, body, http.StatusUnauthorized)
+	}
+	res, body = from("203.0.113.4").login("admin", "guess")
+	expect(t, "a check before the account's next is due", res, body, http.StatusTooManyRequests)
+	res, body = owner.login("admin", password)
+	expect(t, "the owner, slowed", res, body, http.StatusTooManyRequests)
+	if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 2 {
+		t.Errorf("slowed: Retry-After %q, want at most the 2 s spacing", res.Header.Get("Retry-After"))
+	}
+	e.clock.Add(2 * time.Second)
+	res, body = owner.login("admin", password)
+	expect(t, "the owner, once the check is due", res, body, http.StatusOK)
+	// The owner's login cleared the owner's address only: the guessing one stays locked.
+	res, body = attacker.login("admin", password)
+	expect(t, "the guessing address after the owner's login", res, body, http.StatusTooManyRequests)
 }
 
 func TestAdminSessionSurvivesRestartAndIdles(t *testing.T) {

@@ -18,19 +18,24 @@ import (
 var errNotJSON = &statusError{http.StatusUnsupportedMediaType, "Request body must be JSON (Content-Type: application/json)"}
 
 // bindJSON reads a request's JSON object into v: Content-Type application/json (a cross-site
-// form cannot send it without the browser asking first), at most MaxBodyBytes, exactly one
-// object, no unknown fields.
+// form cannot send it without the browser asking first), at most MaxBodyBytes (or the route's
+// lower limit), valid UTF-8 with no lone surrogate escapes, exactly one object, no unknown
+// fields.
 func (s *Server) bindJSON(c *gin.Context, v any) error {
 	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "application/json" {
 		return errNotJSON
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return contract.Errorf(contract.KindTooLarge, "Request body must be at most %d bytes", s.cfg.MaxBodyBytes)
+	if tooLarge := errTooLarge(err); tooLarge != nil {
+		// The route's own limit (boundBody) when it is the lower one: the login's.
+		return tooLarge
 	}
 	if err != nil {
 		return contract.Errorf(contract.KindInvalid, "Could not read the request body")
+	}
+	// Before decoding: encoding/json would turn invalid UTF-8 and lone surrogates into U+FFFD.
+	if err := contract.ValidateBodyUTF8(body); err != nil {
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")

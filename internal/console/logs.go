@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/safecsv"
 	"github.com/acv/acv/store"
 )
 
@@ -131,8 +132,9 @@ func (s *Service) ExportLogsReady(ctx context.Context, a Actor, q LogSearch) err
 	return err
 }
 
-// ExportLogs writes every log matching q as CSV (operator and above) and records the export,
-// with its filters, in the admin audit log. It returns how many rows it wrote.
+// ExportLogs writes every log matching q as CSV (operator and above), in the spreadsheet-safe
+// format of every export (safecsv), and records the export, with its filters, in the admin
+// audit log. It returns how many rows it wrote.
 func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Writer) (int, error) {
 	if err := a.require(RoleOperator); err != nil {
 		return 0, err
@@ -151,7 +153,7 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 	if err := s.record(ctx, a, "logs.export", "project", q.ProjectID, q.ProjectID, detail); err != nil {
 		return 0, err
 	}
-	out := newSafeCSV(w)
+	out := safecsv.NewWriter(w)
 	if err := out.Write(logColumns...); err != nil {
 		return 0, err
 	}
@@ -171,12 +173,13 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 var auditColumns = []string{"seq", "at", "admin_id", "admin_username", "client_ip", "action", "target_kind", "target_id",
 	"project_id", "detail", "prev_hash", "hash"}
 
-// maxAuditExport bounds one audit export, a page of the store at a time.
+// auditExportPage is how many audit rows an export reads from the store at a time.
 const auditExportPage = 1000
 
 // ExportAudit writes the admin audit rows matching f as CSV, newest first (operator and
-// above), and records the export itself, with its filters, in the audit log first: the row
-// of the export is the newest in it, so a reader of the file sees who took it.
+// above), in the spreadsheet-safe format of every export (safecsv), and records the export
+// itself, with its filters, in the audit log first: the row of the export is the newest in it,
+// so a reader of the file sees who took it.
 func (s *Service) ExportAudit(ctx context.Context, a Actor, f store.AuditFilter, w io.Writer) (int, error) {
 	if err := a.require(RoleOperator); err != nil {
 		return 0, err
@@ -197,7 +200,7 @@ func (s *Service) ExportAudit(ctx context.Context, a Actor, f store.AuditFilter,
 	if err := s.record(ctx, a, "audit.export", "", "", f.ProjectID, detail); err != nil {
 		return 0, err
 	}
-	out := newSafeCSV(w)
+	out := safecsv.NewWriter(w)
 	if err := out.Write(auditColumns...); err != nil {
 		return 0, err
 	}

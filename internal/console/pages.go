@@ -1,9 +1,7 @@
 package console
 
 import (
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -22,6 +20,7 @@ type pageRoute struct {
 	Need                 Role
 	Anonymous            bool
 	DuringPasswordChange bool
+	MaxBody              int64 // as Route.MaxBody
 	handler              func(*gin.Context, *Session) error
 }
 
@@ -31,7 +30,7 @@ func (s *Server) pageRoutes() []pageRoute {
 	const get, post = http.MethodGet, http.MethodPost
 	return []pageRoute{
 		{Method: get, Path: "/login", Anonymous: true, handler: s.loginPage},
-		{Method: post, Path: "/login", Anonymous: true, handler: s.loginSubmit},
+		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, handler: s.loginSubmit},
 		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, handler: s.logoutSubmit},
 		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordPage},
 		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordSubmit},
@@ -43,7 +42,8 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.projectEnabledSubmit(true)},
 		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.projectEnabledSubmit(false)},
 		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generateSubmit},
-		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importSubmit},
+		// The CSV, and the form's other fields and framing beside it.
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, handler: s.importSubmit},
 		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
 		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.batchCancelSubmit},
@@ -79,8 +79,11 @@ func (s *Server) pageRoutes() []pageRoute {
 	}
 }
 
-// pageChain refuses a page request as chain refuses an API request, as a page.
+// pageChain refuses a page request as chain refuses an API request, as a page, and reads a
+// posted form (readForm) where chain would bound the body: after the session and role checks,
+// before the CSRF check that needs the form's token.
 func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
+	limit := s.bodyLimit(r.MaxBody)
 	return func(c *gin.Context) {
 		// A form another site's page submits is refused before anything else, the login form
 		// too (which has no session, so no CSRF token, to check): browsers say where a request
@@ -89,11 +92,16 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 			s.renderError(c, nil, errCrossSite)
 			return
 		}
-		if err := s.limitUpload(c); err != nil {
-			s.renderError(c, nil, err)
-			return
-		}
 		if r.Anonymous {
+			boundBody(c, limit)
+			if err := readForm(c); err != nil {
+				s.renderError(c, nil, err)
+				return
+			}
+			if err := requireUTF8(c); err != nil {
+				s.renderError(c, nil, err)
+				return
+			}
 			if err := r.handler(c, nil); err != nil {
 				s.renderError(c, nil, err)
 			}
@@ -108,10 +116,6 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 			s.renderError(c, nil, err)
 			return
 		}
-		if err := checkCSRF(c, se); err != nil {
-			s.renderError(c, se, err)
-			return
-		}
 		if se.Account.MustChangePassword && !r.DuringPasswordChange {
 			if c.Request.Method == http.MethodGet {
 				c.Redirect(http.StatusSeeOther, "/password")
@@ -124,27 +128,23 @@ func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
 			s.renderError(c, se, err)
 			return
 		}
+		boundBody(c, limit)
+		if err := readForm(c); err != nil {
+			s.renderError(c, se, err)
+			return
+		}
+		if err := checkCSRF(c, se); err != nil {
+			s.renderError(c, se, err)
+			return
+		}
+		if err := requireUTF8(c); err != nil {
+			s.renderError(c, se, err)
+			return
+		}
 		if err := r.handler(c, se); err != nil {
 			s.renderError(c, se, err)
 		}
 	}
-}
-
-// limitUpload bounds a file upload (a multipart form: the import's) to the import's size and
-// reads it, before the CSRF check reads its token field, so an oversized file is a 413.
-func (s *Server) limitUpload(c *gin.Context) error {
-	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "multipart/form-data" {
-		return nil
-	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxImportBytes+64<<10)
-	if err := c.Request.ParseMultipartForm(8 << 20); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return contract.Errorf(contract.KindTooLarge, "The upload must be at most %d bytes", s.cfg.MaxImportBytes)
-		}
-		return contract.Errorf(contract.KindInvalid, "The form cannot be read")
-	}
-	return nil
 }
 
 // errCrossSite refuses a form posted from another site's page.

@@ -10,7 +10,7 @@ import (
 // problem rows, so an operator checks a file, fixes it and imports it from one place.
 func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	dry := c.PostForm("action") != "import"
-	// pageChain's limitUpload has bounded and read the form.
+	// pageChain has bounded the body to the route's MaxBody and read the form.
 	fh, err := c.FormFile("file")
 	if err != nil {
 		return contract.Errorf(contract.KindInvalid, "Choose a CSV file to import")

@@ -18,6 +18,9 @@ type Route struct {
 	// password first (the change itself, reading who one is, logging out); every other route
 	// answers such a session 403.
 	DuringPasswordChange bool
+	// MaxBody is the most its request body may hold, 413 past it; ServerConfig.MaxBodyBytes
+	// when 0.
+	MaxBody int64
 
 	handler func(*gin.Context, *Session) error
 }
@@ -38,7 +41,7 @@ func (s *Server) routes() []Route {
 	)
 	return []Route{
 		{Method: get, Path: "/openapi.yaml", Anonymous: true, handler: s.openAPIDoc},
-		{Method: post, Path: "/session", Anonymous: true, handler: s.login},
+		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, handler: s.login},
 		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, handler: s.logout},
 		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, handler: s.me},
 		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.changePassword},
@@ -70,7 +73,7 @@ func (s *Server) routes() []Route {
 		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, handler: s.getBatch},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.cancelBatch},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.revokeBatch},
-		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, handler: s.importCodes},
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, handler: s.importCodes},
 		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
 
 		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.listLogs},
@@ -90,26 +93,39 @@ func (s *Server) routes() []Route {
 	}
 }
 
-// chain is a route's handlers, in the order a request is refused: no session 401, a missing
-// or wrong CSRF token 403, a password still to change 403, a role too low 403; then the
-// handler.
+// chain is a route's handlers, in the order a request is refused: no session 401, a password
+// still to change 403, a role too low 403; only then is the body read, at most the route's
+// MaxBody (413 past it, boundBody): a missing or wrong CSRF token 403 (a form may carry it), a
+// query not UTF-8 400 (requireUTF8); then the handler. An anonymous route bounds its body at
+// once.
 func (s *Server) chain(r Route) []gin.HandlerFunc {
+	limit := s.bodyLimit(r.MaxBody)
 	if r.Anonymous {
 		h := r.handler
-		return []gin.HandlerFunc{s.handle(func(c *gin.Context) error { return h(c, nil) })}
+		return []gin.HandlerFunc{s.handle(func(c *gin.Context) error {
+			boundBody(c, limit)
+			if err := requireUTF8(c); err != nil {
+				return err
+			}
+			return h(c, nil)
+		})}
 	}
 	return []gin.HandlerFunc{s.handle(func(c *gin.Context) error {
 		se, err := s.session(c)
 		if err != nil {
 			return err
 		}
-		if err := checkCSRF(c, se); err != nil {
-			return err
-		}
 		if se.Account.MustChangePassword && !r.DuringPasswordChange {
 			return errMustChange
 		}
 		if err := se.Actor("").require(r.Need); err != nil {
+			return err
+		}
+		boundBody(c, limit)
+		if err := checkCSRF(c, se); err != nil {
+			return err
+		}
+		if err := requireUTF8(c); err != nil {
 			return err
 		}
 		return r.handler(c, se)

@@ -42,7 +42,7 @@ type Config struct {
 	Now func() time.Time
 	// Passwords is the argon2id cost of new password hashes; DefaultPasswordParams when zero.
 	Passwords PasswordParams
-	// Throttle bounds failed logins; DefaultThrottle when zero.
+	// Throttle bounds password guessing; a field left zero is DefaultThrottle's.
 	Throttle ThrottlePolicy
 	// Sessions bounds the sessions' lifetime; DefaultSessionPolicy when zero.
 	Sessions SessionPolicy
@@ -85,9 +85,7 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Passwords == (PasswordParams{}) {
 		cfg.Passwords = DefaultPasswordParams()
 	}
-	if cfg.Throttle == (ThrottlePolicy{}) {
-		cfg.Throttle = DefaultThrottle()
-	}
+	cfg.Throttle = cfg.Throttle.withDefaults()
 	if cfg.Sessions == (SessionPolicy{}) {
 		cfg.Sessions = DefaultSessionPolicy()
 	}

@@ -4,30 +4,69 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"time"
+
+	"github.com/acv/acv/store"
 )
 
-// ThrottlePolicy bounds failed logins, per username and per client IP. Once a subject reaches
-// its threshold of failures within Window, every further failure locks it for BaseLock,
-// doubled for each failure past the threshold, up to MaxLock. While a subject is locked every
-// login of it is refused at once (429), without looking at the password, so a locked account
-// cannot be guessed at. Usernames are counted whether or not an account has them.
+// ThrottlePolicy bounds password guessing. Every password check is counted before it is made
+// (ThrottlePolicy.limits), against three subjects:
+//
+//   - a username from one client address: PairFailures failures within Window lock the pair
+//     for BaseLock, doubled for each failure past the threshold, up to MaxLock. The lock stops
+//     that address only: whoever guesses at an account from one place does not lock its owner
+//     out elsewhere.
+//   - a client address: IPFailures failures within Window, over any usernames, lock the
+//     address the same way (one address spraying guesses over many accounts).
+//   - a username from anywhere: past AccountFailures failures within Window its password is
+//     checked at most once per AccountSpacing. This slows guesses spread over many addresses
+//     without ever locking the account: a refused login waits seconds, not minutes.
+//
+// While a subject is locked (or its next check is not due) every login of it is refused at
+// once (429), without looking at the password. Usernames are counted whether or not an
+// account has them, so a refusal tells nothing about which accounts exist. A right password
+// gives its attempt back and clears its pair.
 type ThrottlePolicy struct {
-	UserFailures int           // failures of one username that lock it
-	IPFailures   int           // failures from one client IP that lock it (higher: offices share one)
-	Window       time.Duration // a failure older than this no longer counts
-	BaseLock     time.Duration
-	MaxLock      time.Duration
+	PairFailures    int           // failures of one username from one address that lock the pair
+	IPFailures      int           // failures from one address that lock it (higher: offices share one)
+	AccountFailures int           // failures of one username from anywhere past which its checks are spaced
+	AccountSpacing  time.Duration // the least time between two checks of such a username's password
+	Window          time.Duration // a failure older than this no longer counts
+	BaseLock        time.Duration
+	MaxLock         time.Duration
 }
 
-// DefaultThrottle: 5 failures of a username, or 20 from one address, within 15 minutes lock it
-// for 30 s, then 1 min, 2 min, … up to an hour.
+// DefaultThrottle: 5 failures of a username from one address, or 20 from one address, within
+// 15 minutes lock that pair or address for 30 s, then 1 min, 2 min, … up to an hour; past 10
+// failures of a username from anywhere, its password is checked at most once every 2 s.
 func DefaultThrottle() ThrottlePolicy {
-	return ThrottlePolicy{UserFailures: 5, IPFailures: 20, Window: 15 * time.Minute, BaseLock: 30 * time.Second, MaxLock: time.Hour}
+	return ThrottlePolicy{PairFailures: 5, IPFailures: 20, AccountFailures: 10, AccountSpacing: 2 * time.Second,
+		Window: 15 * time.Minute, BaseLock: 30 * time.Second, MaxLock: time.Hour}
 }
 
-// lockFor is how long failures of a subject whose threshold is threshold lock it.
+// withDefaults fills each field left zero from DefaultThrottle.
+func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
+	d := DefaultThrottle()
+	p.PairFailures = orDefault(p.PairFailures, d.PairFailures)
+	p.IPFailures = orDefault(p.IPFailures, d.IPFailures)
+	p.AccountFailures = orDefault(p.AccountFailures, d.AccountFailures)
+	p.AccountSpacing = orDefault(p.AccountSpacing, d.AccountSpacing)
+	p.Window = orDefault(p.Window, d.Window)
+	p.BaseLock = orDefault(p.BaseLock, d.BaseLock)
+	p.MaxLock = orDefault(p.MaxLock, d.MaxLock)
+	return p
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// lockFor is how long failures of a subject whose threshold is threshold lock it: nothing
+// below the threshold, BaseLock at it, doubled for each failure past it, up to MaxLock.
 func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration {
 	return func(failures int) time.Duration {
 		if failures < threshold {
@@ -41,53 +80,90 @@ func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration 
 	}
 }
 
-// userSubject is the throttle's key of a username: its SHA-256, so a password typed into the
-// username field by mistake is not kept in clear.
-func userSubject(username string) string {
-	h := sha256.Sum256([]byte(username))
-	return "user:" + hex.EncodeToString(h[:])
+// spacing is how long a username's failures hold its next password check back: nothing
+// below AccountFailures, AccountSpacing from there on, never longer.
+func (p ThrottlePolicy) spacing(failures int) time.Duration {
+	if failures < p.AccountFailures {
+		return 0
+	}
+	return p.AccountSpacing
 }
+
+// limits are the subjects a password check of username from ip counts against, with how
+// each locks. Without an address (none known) only the username's subjects count.
+func (p ThrottlePolicy) limits(username, ip string) []store.LoginLimit {
+	ls := []store.LoginLimit{
+		{Subject: pairSubject(username, ip), LockFor: p.lockFor(p.PairFailures)},
+		{Subject: accountSubject(username), LockFor: p.spacing},
+	}
+	if ip != "" {
+		ls = append(ls, store.LoginLimit{Subject: ipSubject(ip), LockFor: p.lockFor(p.IPFailures)})
+	}
+	return ls
+}
+
+// usernameHash keeps a username out of the throttle's keys in clear: a password typed into
+// the username field by mistake is not stored.
+func usernameHash(username string) string {
+	h := sha256.Sum256([]byte(username))
+	return hex.EncodeToString(h[:])
+}
+
+// pairSubject is the throttle's key of a username tried from one client address.
+func pairSubject(username, ip string) string { return "pair:" + usernameHash(username) + "@" + ip }
+
+// accountSubject is the throttle's key of a username tried from anywhere.
+func accountSubject(username string) string { return "account:" + usernameHash(username) }
 
 // ipSubject is the throttle's key of a client address.
 func ipSubject(ip string) string { return "ip:" + ip }
 
-// LockedError refuses a login while its username or address is locked; Wait says for how long
-// yet (the Retry-After of the answer).
+// LockedError refuses a login while its username from that address, the address, or the
+// username's next password check is held back; Wait says for how long yet (the Retry-After of
+// the answer).
 type LockedError struct{ Wait time.Duration }
 
 func (e *LockedError) Error() string {
 	return "Too many failed logins; try again later"
 }
 
-// checkLocked refuses a login whose username or client address is locked now.
-func (s *Service) checkLocked(ctx context.Context, username, ip string) error {
-	subjects := []string{userSubject(username)}
-	if ip != "" {
-		subjects = append(subjects, ipSubject(ip))
-	}
-	now := s.now()
-	until, locked, err := s.store.LoginLockedUntil(ctx, subjects, now)
-	if err != nil {
-		return err
-	}
-	if locked {
-		return &LockedError{Wait: until.Sub(now)}
-	}
-	return nil
+// attempt is one password check the throttle let through: counted as a failure until
+// succeeded says otherwise.
+type attempt struct {
+	username, ip string
+	reservation  store.LoginReservation
 }
 
-// countFailure counts a failed login against its username and its client address.
-func (s *Service) countFailure(ctx context.Context, username, ip string) error {
+// reserveAttempt counts a password check of username from ip before it is made, or refuses
+// it with a *LockedError while one of its subjects is locked. Counting first is what bounds
+// parallel guesses: each one takes its place in the count (in PostgreSQL, shared by every
+// console instance) before hashing, so no more checks run than the thresholds allow.
+func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*attempt, error) {
 	p := s.cfg.Throttle
 	now := s.now()
-	if _, err := s.store.RecordLoginFailure(ctx, userSubject(username), now, p.Window, p.lockFor(p.UserFailures)); err != nil {
-		return fmt.Errorf("count failed login: %w", err)
+	r, until, ok, err := s.store.ReserveLoginAttempt(ctx, p.limits(username, ip), now, p.Window)
+	if err != nil {
+		return nil, err
 	}
-	if ip == "" {
-		return nil
+	if !ok {
+		return nil, &LockedError{Wait: until.Sub(now)}
 	}
-	if _, err := s.store.RecordLoginFailure(ctx, ipSubject(ip), now, p.Window, p.lockFor(p.IPFailures)); err != nil {
-		return fmt.Errorf("count failed login: %w", err)
+	return &attempt{username: username, ip: ip, reservation: r}, nil
+}
+
+// succeeded gives back the attempt of a right password and forgets the failures of its
+// username from its address; the address's and the username's other failures stay counted.
+func (s *Service) succeeded(ctx context.Context, a *attempt) error {
+	if err := s.store.RefundLoginAttempt(ctx, a.reservation); err != nil {
+		return err
 	}
-	return nil
+	return s.store.ClearLoginFailures(ctx, pairSubject(a.username, a.ip))
+}
+
+// abandoned gives back the attempt of a check that was never made (a failure reading the
+// account), so an outage does not count against anyone; a failure to do so is only logged.
+func (s *Service) abandoned(ctx context.Context, a *attempt) {
+	if err := s.store.RefundLoginAttempt(ctx, a.reservation); err != nil {
+		s.log.WarnContext(ctx, "console: give back a login attempt", "err", err)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -75,15 +74,6 @@ func parsePages() (pages, error) {
 		ps[name] = t
 	}
 	return ps, nil
-}
-
-// staticFS is what /static/ serves.
-func staticFS() http.FileSystem {
-	sub, err := fs.Sub(webFS, "web/static")
-	if err != nil {
-		panic(err) // the embedded tree is fixed at build time
-	}
-	return http.FS(sub)
 }
 
 // view is what every page template receives: the layout's fields and the page's own Data.

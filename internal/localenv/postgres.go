@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -28,18 +29,28 @@ type PostgresOptions struct {
 	// leaves recovery and refuses every connection with SQLSTATE 57P03 (cannot_connect_now), as
 	// a server that is starting up does: for tests of how the service answers then.
 	Standby bool
+	// Password, when set, is the superuser's, and every connection must give it (scram-sha-256),
+	// over loopback TCP and over the Unix socket alike: see securePostgres. Without it the
+	// cluster trusts every connection, as the tests' throwaway clusters do. See PasswordFile.
+	Password string
 }
 
-// Postgres is a running PostgreSQL server whose superuser is "postgres", trusted on loopback.
+// Postgres is a running PostgreSQL server whose superuser is "postgres": trusted on loopback,
+// or, started with a password, asked for it.
 type Postgres struct {
 	*Process
-	Port int
-	Dir  string
+	Port     int
+	Dir      string
+	password string
 }
 
-// URL is the connection string of database db.
+// URL is the connection string of database db, with the superuser's password when it has one.
 func (p *Postgres) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
+	user := url.User("postgres")
+	if p.password != "" {
+		user = url.UserPassword("postgres", p.password)
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", user, p.Port, db)
 }
 
 // pgCredential runs the server as the postgres user when we are root: initdb refuses root.
@@ -74,22 +85,28 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	if err != nil {
 		return nil, err
 	}
+	if o.Password != "" {
+		if err := checkPassword(o.Password); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		if o.Standby {
+			return nil, errors.New("postgres: a standby refuses every connection, so its password cannot be set: start it without one")
+		}
+	}
 	if err := mkdirFor(dir, cred); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
-		initdb, err := pgBinary("initdb")
-		if err != nil {
+		if err := initdb(dir, cred, o.Password); err != nil {
 			return nil, err
 		}
-		p, err := start("initdb", cred, initdb, "-D", dir, "-U", "postgres", "--auth=trust",
-			"-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
-		if err != nil {
-			return nil, err
-		}
-		<-p.done
-		if p.err != nil {
-			return nil, fmt.Errorf("initdb %s: %w: %s", dir, p.err, p.Output())
+	}
+	if o.Password != "" {
+		// Until securePostgres has set the password, only the Unix socket, in the data
+		// directory that only the server's user (and root) may enter, lets the superuser in
+		// without it; loopback TCP asks for it from the first connection.
+		if err := writePrivateFile(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBAOpening), cred); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
 		}
 	}
 	port := o.Port
@@ -116,6 +133,10 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	if o.Fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	if o.Password != "" {
+		// The socket itself is the server user's only, as its directory is.
+		args = append(args, "-c", "unix_socket_permissions=0700", "-c", "password_encryption=scram-sha-256")
+	}
 	if o.Standby {
 		if err := writeStandbySignal(dir, cred); err != nil {
 			return nil, err
@@ -133,8 +154,14 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 		if err != nil {
 			return nil, err
 		}
-		pg := &Postgres{Process: p, Port: port, Dir: dir}
+		pg := &Postgres{Process: p, Port: port, Dir: dir, password: o.Password}
 		err = pg.waitReady(ctx, 30*time.Second, o.Standby)
+		if err == nil && o.Password != "" {
+			if err = securePostgres(ctx, pg, cred); err != nil {
+				p.Kill()
+				return nil, err
+			}
+		}
 		if err == nil {
 			return pg, nil
 		}
@@ -144,6 +171,37 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// initdb makes a new cluster in dir whose superuser is postgres: with password, asked for it
+// (scram-sha-256) from the start; without, trusted.
+func initdb(dir string, cred *syscall.Credential, password string) error {
+	bin, err := pgBinary("initdb")
+	if err != nil {
+		return err
+	}
+	args := []string{"-D", dir, "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"}
+	if password == "" {
+		args = append(args, "--auth=trust")
+	} else {
+		// initdb reads the password from a file its user (postgres, when we are root) can
+		// read, beside dir: StartPostgres' callers make dir's parent reachable for that user.
+		pwfile := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb-pw")
+		if err := writePrivateFile(pwfile, []byte(password+"\n"), cred); err != nil {
+			return fmt.Errorf("initdb %s: %w", dir, err)
+		}
+		defer os.Remove(pwfile)
+		args = append(args, "--auth=scram-sha-256", "--pwfile="+pwfile)
+	}
+	p, err := start("initdb", cred, bin, args...)
+	if err != nil {
+		return err
+	}
+	<-p.done
+	if p.err != nil {
+		return fmt.Errorf("initdb %s: %w: %s", dir, p.err, p.Output())
+	}
+	return nil
 }
 
 // writeStandbySignal makes the cluster in dir start as a standby.

@@ -168,7 +168,7 @@ func (n *ClusterNode) start() error {
 		p.Kill()
 		return fmt.Errorf("redis cluster node %s did not come up: %w: %s", n.Addr, err, p.Output())
 	}
-	if err := waitPong(n.Addr, 5*time.Minute); err != nil {
+	if err := waitPong(n.Addr, "", 5*time.Minute); err != nil {
 		p.Kill()
 		return err
 	}

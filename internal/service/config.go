@@ -22,8 +22,12 @@ import (
 
 // Config is the whole configuration, read from the environment by FromEnv.
 type Config struct {
-	HTTPAddr       string
+	HTTPAddr string
+	// DebugAddr is where /metrics, /healthz, /readyz and the profiles are served
+	// (ACV_DEBUG_ADDR); empty serves none. DebugListener, when set, is used instead (acv dev
+	// opens it first, so it can print the address and fall back to a free port).
 	DebugAddr      string
+	DebugListener  net.Listener
 	RedisURL       string
 	DatabaseURL    string
 	KafkaBrokers   []string

@@ -14,8 +14,9 @@ import (
 
 // serveDebug serves /metrics, /healthz, /readyz and the pprof profiles on a separate address:
 // operators profile a replica under load without exposing profiles on the public port, and
-// processes that run no API role (the pipeline workers) can still be scraped and probed.
-func serveDebug(ctx context.Context, addr string, d *Deps) error {
+// processes that run no API role (the pipeline workers) can still be scraped and probed. It
+// serves on ln, or, when ln is nil, on a listener of addr.
+func serveDebug(ctx context.Context, addr string, ln net.Listener, d *Deps) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -28,9 +29,11 @@ func serveDebug(ctx context.Context, addr string, d *Deps) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen debug %s: %w", addr, err)
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen debug %s: %w", addr, err)
+		}
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -16,21 +16,32 @@ type probe struct {
 	gates bool
 }
 
-// readyChecks are the dependencies a process reports, and which of them its roles cannot work
-// without. An API replica needs Redis alone for verify and reactivate; with PostgreSQL down
-// its lists and history fail, but every replica shares that PostgreSQL, so a 503 would only
-// make the load balancer pull the replicas that still redeem codes. The relay needs Redis and
-// Kafka (or PostgreSQL, writing logs itself in the direct pipeline); the consumer needs Kafka
-// and PostgreSQL.
-func readyChecks(d *Deps) map[string]probe {
-	r := d.Config.Roles
-	kafka := d.Config.UsesKafka()
-	ready := map[string]probe{
-		"redis":    {d.Cache.Ping, r.API || r.Relay},
-		"postgres": {d.Store.Ping, r.Consumer || (r.Relay && !kafka)},
+// ReadinessGates tells, for each dependency a process reports on /readyz ("redis", "postgres",
+// "kafka"), whether losing it makes a process with c's roles unready (503) rather than degraded
+// (200). An API replica needs Redis alone for verify and reactivate; with PostgreSQL or Kafka down
+// its lists and history fail, but every replica shares them, so a 503 would only make the load
+// balancer pull the replicas that still redeem codes. The relay needs Redis and Kafka (or
+// PostgreSQL, writing the logs itself in the direct pipeline); the consumer needs Kafka and
+// PostgreSQL, and runs nothing in the direct pipeline, so there it gates nothing.
+func (c Config) ReadinessGates() map[string]bool {
+	r, kafka := c.Roles, c.UsesKafka()
+	return map[string]bool{
+		"redis":    r.API || r.Relay,
+		"postgres": r.Relay && !kafka || r.Consumer && kafka,
+		"kafka":    kafka && (r.Relay || r.Consumer),
 	}
-	if kafka && len(d.Config.KafkaBrokers) > 0 {
-		ready["kafka"] = probe{KafkaReady(d.Config.KafkaBrokers), r.Relay || r.Consumer}
+}
+
+// readyChecks are the dependencies a process reports, each gating as ReadinessGates says. Kafka
+// is asked only in the kafka pipeline.
+func readyChecks(d *Deps) map[string]probe {
+	gates := d.Config.ReadinessGates()
+	ready := map[string]probe{
+		"redis":    {d.Cache.Ping, gates["redis"]},
+		"postgres": {d.Store.Ping, gates["postgres"]},
+	}
+	if d.Config.UsesKafka() && len(d.Config.KafkaBrokers) > 0 {
+		ready["kafka"] = probe{KafkaReady(d.Config.KafkaBrokers), gates["kafka"]}
 	}
 	return ready
 }

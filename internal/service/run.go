@@ -183,8 +183,8 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		}
 		start(&pipeWG, "api key last use", pipeCtx, func(c context.Context) error { return d.KeyUses.Run(c, every) })
 	}
-	if cfg.DebugAddr != "" {
-		start(&apiWG, "debug", apiCtx, func(c context.Context) error { return serveDebug(c, cfg.DebugAddr, d) })
+	if cfg.DebugAddr != "" || cfg.DebugListener != nil {
+		start(&apiWG, "debug", apiCtx, func(c context.Context) error { return serveDebug(c, cfg.DebugAddr, cfg.DebugListener, d) })
 	}
 	if srv != nil {
 		cfg.Logger.Info("api listening", "addr", ln.Addr().String(), "instance", cfg.Instance)

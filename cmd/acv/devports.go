@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/acv/acv/internal/localenv"
+)
+
+// devPorts chooses the loopback addresses of acv dev's own listeners (the metrics listener and
+// Prometheus) and remembers them in the data directory (ports.json), so a restart serves on
+// the same address whenever it is free: a bookmark, a dashboard or a Prometheus series keeps
+// working. Each listener has a default address; when that is busy (another acv dev, a
+// developer's own Prometheus), the address the data directory last used is tried, then a
+// free port.
+type devPorts struct {
+	path  string
+	addrs map[string]string
+}
+
+// loadDevPorts reads dir/ports.json; a missing or unreadable file remembers nothing.
+func loadDevPorts(dir string) *devPorts {
+	p := &devPorts{path: filepath.Join(dir, "ports.json"), addrs: map[string]string{}}
+	if b, err := os.ReadFile(p.path); err == nil {
+		_ = json.Unmarshal(b, &p.addrs)
+	}
+	return p
+}
+
+// candidates are the addresses to try for the listener name, in order: the one asked for
+// (a flag or its environment variable) or else the default, then the one remembered.
+func (p *devPorts) candidates(name, asked, def string) []string {
+	first := asked
+	if first == "" {
+		first = def
+	}
+	out := []string{first}
+	if r := p.addrs[name]; r != "" && r != first && asked == "" {
+		out = append(out, r)
+	}
+	return out
+}
+
+// listen opens the listener name on the first candidate address that is free, else on a free
+// loopback port, and remembers the address it got.
+func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
+	for _, addr := range p.candidates(name, asked, def) {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln, p.remember(name, ln.Addr().String())
+		}
+		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
+	}
+	port, err := localenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", name, err)
+	}
+	return ln, p.remember(name, ln.Addr().String())
+}
+
+// pick is listen for a server of another process (Prometheus), which binds the address itself:
+// the first candidate nothing listens on now, else a free port (port 0 asks for one). The
+// caller remembers it once the server serves on it.
+func (p *devPorts) pick(name, asked, def string) (string, error) {
+	for _, addr := range p.candidates(name, asked, def) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
+			return freeAddr(host)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			ln.Close()
+			return addr, nil
+		}
+		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
+	}
+	return freeAddr("127.0.0.1")
+}
+
+// freeAddr is host with a free port (localenv.FreePort: outside the kernel's ephemeral range,
+// reserved for this process).
+func freeAddr(host string) (string, error) {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port, err := localenv.FreePort()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// remember records that the listener name serves on addr.
+func (p *devPorts) remember(name, addr string) error {
+	if p.addrs[name] == addr {
+		return nil
+	}
+	p.addrs[name] = addr
+	b, err := json.MarshalIndent(p.addrs, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("remember the %s address: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package localenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pgHBA is the pg_hba.conf of a cluster started with a password: every connection, over
+// loopback TCP or the Unix socket, gives the password of its role.
+const pgHBA = `# Written by acv (internal/localenv) on every start of a cluster with a password.
+# TYPE  DATABASE  USER  ADDRESS        METHOD
+local   all       all                  scram-sha-256
+host    all       all   127.0.0.1/32   scram-sha-256
+host    all       all   ::1/128        scram-sha-256
+`
+
+// pgHBAOpening is the pg_hba.conf a cluster with a password starts with, until securePostgres
+// has set the password: the superuser comes in over the Unix socket without it. The socket is
+// in the data directory, which only the server's user and root may enter, and its mode is
+// 0700: only those who may read and write the cluster's files anyway. TCP asks for the password
+// throughout.
+const pgHBAOpening = `# Written by acv (internal/localenv) while it sets the superuser's password; replaced at once.
+# TYPE  DATABASE  USER      ADDRESS        METHOD
+local   all       postgres                 trust
+host    all       all       127.0.0.1/32   scram-sha-256
+host    all       all       ::1/128        scram-sha-256
+`
+
+// securePostgres makes pg's superuser password the one it was started with and then asks every
+// connection for it. It runs on every start, so a cluster reaches that state however it was
+// left: made by initdb with the password, made by an earlier acv that trusted every loopback
+// connection (no password, trust in pg_hba.conf), or given another password before its
+// password file was lost. Over the socket that pgHBAOpening trusts, it sets the password
+// (ALTER ROLE), writes pgHBA, has the server reload it, and waits until the socket asks for
+// the password too.
+func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := connectSocket(ctx, pg)
+	if err != nil {
+		return fmt.Errorf("postgres: set the superuser's password: %w", err)
+	}
+	defer conn.Close(ctx)
+	// The server's log (Process.Output, in error messages) must not show the statement, which
+	// carries the password, even if it fails.
+	if _, err := conn.Exec(ctx, "SET log_statement = 'none'; SET log_min_error_statement = 'panic'"); err != nil {
+		return fmt.Errorf("postgres: set the superuser's password: %w", err)
+	}
+	// checkPassword admits no quote, so the literal needs no escaping.
+	if _, err := conn.Exec(ctx, "ALTER ROLE postgres PASSWORD '"+pg.password+"'"); err != nil {
+		return fmt.Errorf("postgres: set the superuser's password: %w", err)
+	}
+	if err := writePrivateFile(filepath.Join(pg.Dir, "pg_hba.conf"), []byte(pgHBA), cred); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	var reloaded bool
+	if err := conn.QueryRow(ctx, "SELECT pg_reload_conf()").Scan(&reloaded); err != nil || !reloaded {
+		return fmt.Errorf("postgres: reload pg_hba.conf: %v %w", reloaded, err)
+	}
+	// The postmaster reads the file when it handles the signal: a connection before that is
+	// still let in.
+	for {
+		c, err := connectSocket(ctx, pg)
+		switch {
+		case err == nil:
+			c.Close(ctx)
+		case authRefused(err):
+			return nil
+		case ctx.Err() == nil:
+			return fmt.Errorf("postgres: after reloading pg_hba.conf: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres: pg_hba.conf not in effect after reloading it: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// connectSocket connects to pg's database postgres as the superuser, without a password, over
+// the Unix socket in its data directory. The environment's PG* settings and ~/.pgpass do not
+// apply.
+func connectSocket(ctx context.Context, pg *Postgres) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("sslmode=disable")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host, cfg.Port = pg.Dir, uint16(pg.Port)
+	cfg.User, cfg.Password, cfg.Database = "postgres", "", "postgres"
+	cfg.Fallbacks = nil
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// authRefused tells whether the server refused a connection for its credentials (SQLSTATE
+// class 28: invalid authorization specification).
+func authRefused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28")
+}

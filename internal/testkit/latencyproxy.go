@@ -1,0 +1,167 @@
+package testkit
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// LatencyProxy is a TCP proxy on loopback in front of one server (Redis, say) that holds every
+// byte it forwards, either way, for a delay the test may change at any time: a slow link or a
+// slow server between a service and its dependency, while both keep running and answering.
+// It adds latency without limiting throughput: what arrives during the delay is forwarded in
+// order when its own delay is over, not after the previous chunk's.
+type LatencyProxy struct {
+	// Addr is where clients connect instead of the server ("127.0.0.1:port").
+	Addr string
+
+	target string
+	ln     net.Listener
+	delay  atomic.Int64 // one way, in nanoseconds
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// StartLatencyProxy listens on a free loopback port and forwards every connection to target,
+// with no delay until SetDelay. It is closed, every connection with it, when tb ends.
+func StartLatencyProxy(tb testing.TB, target string) *LatencyProxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("latency proxy: %v", err)
+	}
+	p := &LatencyProxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// SetDelay sets how long each chunk read from either side is held before it is written to the
+// other: a request/answer round trip through the proxy takes twice d longer. It applies to the
+// chunks read from then on, on open connections and new ones alike.
+func (p *LatencyProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// Delay is the one-way delay SetDelay set.
+func (p *LatencyProxy) Delay() time.Duration { return time.Duration(p.delay.Load()) }
+
+// Close stops listening, cuts every connection and waits for the forwarding to end. It is safe
+// to call more than once.
+func (p *LatencyProxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.ln.Close()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *LatencyProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// track adds c to the open connections, or closes it and returns false once the proxy closed.
+func (p *LatencyProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *LatencyProxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+		c.Close()
+	}
+}
+
+// serve forwards one client connection to a connection of its own to the target.
+func (p *LatencyProxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	if !p.track(client) {
+		return
+	}
+	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		p.untrack(client)
+		return
+	}
+	if !p.track(server) {
+		p.untrack(client)
+		return
+	}
+	var both sync.WaitGroup
+	both.Add(2)
+	go func() { defer both.Done(); p.forward(server, client) }()
+	go func() { defer both.Done(); p.forward(client, server) }()
+	both.Wait()
+	p.untrack(client, server)
+}
+
+// heldChunk is what one read returned, and when it may be written on.
+type heldChunk struct {
+	b   []byte
+	due time.Time
+}
+
+// forward copies src to dst, each chunk held for the delay current when it was read. When src
+// ends, dst's writing side is closed (the peer sees EOF, as without the proxy); when dst fails,
+// src is closed so that its reader stops.
+func (p *LatencyProxy) forward(dst, src net.Conn) {
+	chunks := make(chan heldChunk, 64)
+	go func() {
+		defer close(chunks)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				chunks <- heldChunk{b: b[:n], due: time.Now().Add(p.Delay())}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for c := range chunks {
+		if failed {
+			continue
+		}
+		if wait := time.Until(c.due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			failed = true
+			src.Close()
+		}
+	}
+	if tc, ok := dst.(*net.TCPConn); ok && !failed {
+		_ = tc.CloseWrite()
+		return
+	}
+	dst.Close()
+}

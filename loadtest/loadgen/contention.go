@@ -1,0 +1,201 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// contention is loadtest/k6/contention.js: s.VUs VUs race for s.Codes codes, in s.Rounds
+// rounds on a fixed timetable. A round's verify phase (s.VerifyPhase) starts every VU at once;
+// each sends s.Attempts batches of one concurrent verify per code. Its reactivate phase
+// (s.ReactivatePhase) has one VU reactivate every code, so the next round starts from unused
+// codes again.
+//
+// Between two reactivations all verifies of a code fall in one verify phase, the code starts
+// unused and at least one verify is sent: a correct service answers success=true to exactly
+// one of them. redeem_success{round:R,code:C} must be 1 for every round and code; every other
+// verify must be refused with CODE_ALREADY_USED, every reactivate must succeed. The phases
+// measure themselves against the timetable: a verify batch answered after its phase ended, or
+// a reactivate after its round ended, counts in phase_overrun, and a verifier cut short shows
+// as verifier_iterations_completed below VUs x Rounds; either makes the round counts no
+// evidence of a product bug (give the phases more time or use fewer VUs). The codes end unused.
+func (x *run) contention(ctx context.Context, s ContentionSettings) error {
+	if s.VerifyPhase < time.Second || s.ReactivatePhase < time.Second {
+		return errors.New("VERIFY_SECS and REACTIVATE_SECS must be at least 1")
+	}
+	if s.VUs < 1 || s.Codes < 1 || s.Attempts < 1 || s.Rounds < 1 {
+		return fmt.Errorf("VUs (%d), codes (%d), attempts (%d) and rounds (%d) must be at least 1", s.VUs, s.Codes, s.Attempts, s.Rounds)
+	}
+	pool := SelectCodes(x.r.Codes, s.Prefix, "unused", "used")
+	if len(pool) < s.Codes {
+		return fmt.Errorf("contention needs %d unused or used codes of prefix %q in the export; it has %d", s.Codes, s.Prefix, len(pool))
+	}
+	codes := pool[:s.Codes]
+	reset, err := x.resetToUnused(ctx, codes)
+	if err != nil {
+		return err
+	}
+	// Every (round, code) has a count, so a round in which no verify succeeded shows 0.
+	for r := range s.Rounds {
+		for c := range s.Codes {
+			x.add(roundCounter(r, c), 0)
+		}
+	}
+	round := s.VerifyPhase + s.ReactivatePhase
+	x.logf("contention: %d rounds of %s verify + %s reactivate; %d VUs x %d attempts on %d codes (%d reset by setup)",
+		s.Rounds, s.VerifyPhase, s.ReactivatePhase, s.VUs, s.Attempts, s.Codes, reset)
+
+	done := x.load(0)
+	base := time.Now()
+	var wg sync.WaitGroup
+	for r := range s.Rounds {
+		start := base.Add(time.Duration(r) * round)
+		for vu := 1; vu <= s.VUs; vu++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x.verifyRound(ctx, s, codes, r, vu, start)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x.reactivateRound(ctx, s, codes, r, start.Add(s.VerifyPhase), start.Add(round))
+		}()
+	}
+	wg.Wait()
+	done()
+
+	x.standard(s.Limits)
+	x.expect("unexpected_failures", "==", 0)
+	x.expect("phase_overrun", "==", 0)
+	x.expect("verifier_iterations_completed", "==", float64(s.VUs*s.Rounds))
+	x.expect("redeem_success", "==", float64(s.Codes*s.Rounds))
+	x.expect("reactivate_success", "==", float64(s.Codes*s.Rounds))
+	for r := range s.Rounds {
+		for c := range s.Codes {
+			x.expect(roundCounter(r, c), "==", 1)
+		}
+	}
+	return nil
+}
+
+// roundCounter is the success count of code c (its index) in round r.
+func roundCounter(r, c int) string {
+	return fmt.Sprintf("redeem_success{round:%d,code:%d}", r, c)
+}
+
+// verifyRound is one VU's verify phase of round r: it waits for the phase's start, then sends
+// its batches. Like a k6 iteration with maxDuration VerifyPhase and gracefulStop
+// ReactivatePhase, it is cut short (and not counted complete) once both have passed.
+func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Code, r, vu int, start time.Time) {
+	end := start.Add(s.VerifyPhase)
+	ctx, cancel := context.WithDeadline(ctx, end.Add(s.ReactivatePhase))
+	defer cancel()
+	if !sleepUntil(ctx, start) {
+		return
+	}
+	who := fmt.Sprintf("acvload-vu%d", vu)
+	for a := 0; a < s.Attempts; a++ {
+		// A later attempt that could not finish inside the phase is not sent.
+		if a > 0 && time.Now().After(end.Add(-s.VerifyPhase/4)) {
+			break
+		}
+		answers := make([]answer, len(codes))
+		var wg sync.WaitGroup
+		for c, code := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[c] = x.verify(ctx, phaseLoad, code.Value, who)
+			}()
+		}
+		wg.Wait()
+		if late := time.Since(end); late > 0 {
+			x.add("phase_overrun", 1)
+			x.warnf("round %d: a verify batch was answered %s after the verify phase ended", r, late.Round(time.Millisecond))
+		}
+		for c, ans := range answers {
+			if ans.interrupted {
+				continue
+			}
+			x.add("verify_attempts", 1)
+			b := ans.decode()
+			code, _ := b.str("error_code")
+			won := ans.status == 200 && b.isTrue("success")
+			lost := ans.status == 200 && b.isFalse("success") && code == "CODE_ALREADY_USED"
+			x.checkAll(
+				namedCheck{"verify: status 200", ans.status == 200},
+				namedCheck{"verify: success or CODE_ALREADY_USED", won || lost},
+			)
+			switch {
+			case won:
+				x.add("redeem_success", 1)
+				x.add(roundCounter(r, c), 1)
+			case !lost:
+				x.unexpected(fmt.Sprintf("round %d verify %s", r, codes[c].Value), ans)
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	x.add("verifier_iterations_completed", 1)
+}
+
+// reactivateRound is round r's reactivate phase: from notBefore, one VU reactivates every code;
+// each must succeed, and be answered before the round's end.
+func (x *run) reactivateRound(ctx context.Context, s ContentionSettings, codes []Code, r int, notBefore, end time.Time) {
+	ctx, cancel := context.WithDeadline(ctx, notBefore.Add(s.ReactivatePhase+s.VerifyPhase))
+	defer cancel()
+	if !sleepUntil(ctx, notBefore) {
+		return
+	}
+	for _, code := range codes {
+		a := x.reactivateCode(ctx, phaseLoad, code.Value, "acvload-contention", fmt.Sprintf("round %d", r))
+		if a.interrupted {
+			return
+		}
+		if late := time.Since(end); late > 0 {
+			x.add("phase_overrun", 1)
+			x.warnf("round %d: a reactivate was answered %s after the round ended", r, late.Round(time.Millisecond))
+		}
+		b := a.decode()
+		if x.checkAll(
+			namedCheck{"reactivate: status 200", a.status == 200},
+			namedCheck{"reactivate: success=true", b.isTrue("success")},
+		) {
+			x.add("reactivate_success", 1)
+		} else {
+			x.unexpected(fmt.Sprintf("round %d reactivate %s", r, code.Value), a)
+		}
+	}
+}
+
+// resetToUnused makes every code unused before a scenario relies on it: a code a previous,
+// interrupted run left used is reactivated. A code that is missing, disabled or expired is an
+// error: no scenario can use it. It returns how many it reactivated.
+func (x *run) resetToUnused(ctx context.Context, codes []Code) (int, error) {
+	n := 0
+	for _, row := range codes {
+		a := x.codeByValue(ctx, phaseSetup, "by_code", row.Value)
+		c := a.decode()
+		if a.status != 200 || c == nil {
+			return n, fmt.Errorf("setup: GET code %s: %s", row.Value, a)
+		}
+		if c.isTrue("is_disabled") || c.isTrue("is_expired") {
+			return n, fmt.Errorf("setup: code %s is disabled or expired; export fresh codes", row.Value)
+		}
+		if c.isTrue("status") {
+			r := x.reactivateCode(ctx, phaseSetup, row.Value, "acvload-setup", "reset before load test")
+			if r.status != 200 || !r.decode().isTrue("success") {
+				return n, fmt.Errorf("setup: reactivate %s: %s", row.Value, r)
+			}
+			n++
+		}
+	}
+	return n, nil
+}

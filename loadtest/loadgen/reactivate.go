@@ -1,0 +1,114 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+)
+
+// reactivate is loadtest/k6/reactivate.js: verify → reactivate cycles without contention. VU
+// n owns codes (n-1)·CodesPerVU … n·CodesPerVU-1 and cycles through them: the verify must
+// succeed, then the reactivate (sent even after a failed verify, so the code is unused for the
+// next cycle) must succeed. With probability s.ReadBack a cycle reads the code back after each
+// step: the single-code endpoint must show the acknowledged state at once (read your writes).
+// A closed model of s.VUs VUs for s.Duration, or with s.Rate an open one of that many cycles
+// per second on those VUs. The codes end unused.
+func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
+	if s.VUs < 1 || s.CodesPerVU < 1 {
+		return fmt.Errorf("VUs (%d) and codes per VU (%d) must be at least 1", s.VUs, s.CodesPerVU)
+	}
+	pool := SelectCodes(x.r.Codes, s.Prefix, "unused", "used")
+	if len(pool) < s.VUs*s.CodesPerVU {
+		return fmt.Errorf("reactivate needs %d unused or used codes of prefix %q (VUs %d x codes per VU %d); the export has %d",
+			s.VUs*s.CodesPerVU, s.Prefix, s.VUs, s.CodesPerVU, len(pool))
+	}
+	pool = pool[:s.VUs*s.CodesPerVU]
+	reset, err := x.resetToUnused(ctx, pool)
+	if err != nil {
+		return err
+	}
+	x.logf("reactivate: %d VUs x %d codes each for %s, %d reset by setup", s.VUs, s.CodesPerVU, s.Duration, reset)
+	// Each VU's place in its own codes; a VU runs one cycle at a time.
+	cursor := make([]int, s.VUs+1)
+	cycle := func(vu int) {
+		code := pool[(vu-1)*s.CodesPerVU+cursor[vu]%s.CodesPerVU].Value
+		cursor[vu]++
+		x.cycle(ctx, code, fmt.Sprintf("acvload-vu%d", vu), rand.Float64() < s.ReadBack)
+	}
+	done := x.load(s.Rate)
+	if s.Rate > 0 {
+		x.dropped(openModel(ctx, s.Rate, s.Duration, s.VUs, func(vu int, _ int64) { cycle(vu) }))
+	} else {
+		closedModel(ctx, s.VUs, s.Duration, cycle)
+	}
+	done()
+
+	x.standard(s.Limits)
+	x.expect("unexpected_failures", "==", 0)
+	x.expect("cycles_ok", ">", 0)
+	return nil
+}
+
+// cycle verifies and reactivates code as who, reading it back after each step when readBack.
+func (x *run) cycle(ctx context.Context, code, who string, readBack bool) {
+	v := x.verify(ctx, phaseLoad, code, who)
+	if v.interrupted {
+		return
+	}
+	verified := x.checkAll(
+		namedCheck{"verify: status 200", v.status == 200},
+		namedCheck{"verify: success=true", v.decode().isTrue("success")},
+	)
+	if !verified {
+		x.unexpected("verify "+code, v)
+	}
+	seen := !verified || !readBack || x.readBack(ctx, code, true, who)
+
+	r := x.reactivateCode(ctx, phaseLoad, code, who, "acvload reactivate cycle")
+	if r.interrupted {
+		return
+	}
+	reactivated := x.checkAll(
+		namedCheck{"reactivate: status 200", r.status == 200},
+		namedCheck{"reactivate: success=true", r.decode().isTrue("success")},
+	)
+	if !reactivated {
+		x.unexpected("reactivate "+code, r)
+	}
+	seenAgain := !reactivated || !readBack || x.readBack(ctx, code, false, who)
+	if verified && reactivated && seen && seenAgain {
+		x.add("cycles_ok", 1)
+	}
+}
+
+// readBack reads code by value and checks it shows the state just acknowledged: used by who
+// with a verified_at, or unused without one.
+func (x *run) readBack(ctx context.Context, code string, wantUsed bool, who string) bool {
+	a := x.codeByValue(ctx, phaseLoad, "by_code", code)
+	if a.interrupted {
+		return true
+	}
+	c := a.decode()
+	state := false
+	if c != nil {
+		status, isBool := c.boolean("status")
+		by, _ := c.str("verified_by")
+		if wantUsed {
+			state = isBool && status && by == who && c.isInt("verified_at")
+		} else {
+			state = isBool && !status && c.isNull("verified_at")
+		}
+	}
+	ok := x.checkAll(
+		namedCheck{"read-back: status 200", a.status == 200},
+		namedCheck{"read-back: state is the acknowledged one", state},
+	)
+	if !ok {
+		step := "read-back after reactivate"
+		if wantUsed {
+			step = "read-back after verify"
+		}
+		x.unexpected(step+" "+code, a)
+	}
+	return ok
+}

@@ -1,0 +1,218 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// readEndpoints are readmix's reads: each sends one request and returns the checks of its
+// answer, those of loadtest/k6/readmix.js.
+var readEndpoints = map[string]func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck){
+	"project":     readProject,
+	"list_unused": readListUnused,
+	"list_used":   readListUsed,
+	"list_page":   readListPage,
+	"search":      readSearch,
+	"by_id":       readByID,
+	"by_code":     readByCode,
+}
+
+func readEndpointNames() []string {
+	names := make([]string, 0, len(readEndpoints))
+	for n := range readEndpoints {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var pageSizes = []int{10, 20, 50, 100}
+
+// readMix is loadtest/k6/readmix.js: an open model of s.Rate reads per second, each picked by
+// the weights of s.Mix, each answer checked against the shape the contract promises
+// (statistics that add up, consistent paging, list items inside their filter and without
+// logs, a search that finds the code it was cut from, a code read back with its own id and
+// value). A read whose checks fail counts in unexpected_failures. Besides the standard
+// thresholds, each read's p(95) must stay below the P95 limit.
+func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
+	codes := x.r.Codes
+	if len(codes) == 0 {
+		return errors.New("readmix needs codes in the export (any state)")
+	}
+	total := 0.0
+	for _, e := range s.Mix {
+		total += e.Weight
+	}
+	if len(s.Mix) == 0 || total <= 0 {
+		return errors.New("readmix needs a mix with a positive weight")
+	}
+	needed := iterations(s.Rate, s.Duration)
+	maxDropped := math.Floor(s.MaxDroppedRate * s.Rate * s.Duration.Seconds())
+	x.logf("readmix: %g reads/s for %s, mix %s, %d known codes", s.Rate, s.Duration, mixString(s.Mix), len(codes))
+
+	done := x.load(s.Rate)
+	dropped := openModel(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(int, int64) {
+		pick := rand.Float64() * total
+		e := s.Mix[len(s.Mix)-1]
+		for _, m := range s.Mix {
+			if pick < m.Weight {
+				e = m
+				break
+			}
+			pick -= m.Weight
+		}
+		a, checks := readEndpoints[e.Name](x, ctx, codes)
+		if a.interrupted {
+			return
+		}
+		named := make([]namedCheck, len(checks))
+		for i, c := range checks {
+			named[i] = namedCheck{e.Name + ": " + c.name, c.ok}
+		}
+		if !x.checkAll(named...) {
+			x.unexpected(e.Name, a)
+		}
+	})
+	done()
+	x.dropped(dropped)
+	if needed == 0 {
+		x.note("readmix: a rate of %g/s for %s starts no read", s.Rate, s.Duration)
+	}
+
+	x.standard(s.Limits)
+	x.expect("unexpected_failures", "==", 0)
+	x.expect("dropped_iterations", "<=", maxDropped)
+	for _, e := range s.Mix {
+		x.endpointP95(e.Name, s.Limits.P95Ms)
+	}
+	return nil
+}
+
+func mixString(mix []MixEntry) string {
+	parts := make([]string, len(mix))
+	for i, e := range mix {
+		parts[i] = e.Name + ":" + strconv.FormatFloat(e.Weight, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+func randomCode(codes []Code) Code { return codes[rand.IntN(len(codes))] }
+
+// smallPage is a page within the first few, so most pages of a filter hold items.
+func smallPage() int { return 1 + rand.IntN(3) }
+
+func readProject(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
+	a := x.project(ctx, phaseLoad, "project")
+	p := a.decode()
+	id, _ := p.str("id")
+	_, name := p.str("name")
+	_, status := p.boolean("status")
+	s := p.object("statistics")
+	adds := s != nil
+	var n [5]int64
+	for i, k := range []string{"total_codes", "used_codes", "unused_codes", "disabled_codes", "expired_codes"} {
+		v, ok := s.integer(k)
+		adds = adds && ok && v >= 0
+		n[i] = v
+	}
+	return a, []namedCheck{
+		{"status 200", a.status == 200},
+		{"project is the key's", p != nil && id == x.r.Target.ProjectID && name && status && p.isNullOrInt("expires_at") && p.isInt("created_at")},
+		{"statistics add up", adds && n[0] == n[1]+n[2]+n[3]+n[4]},
+	}
+}
+
+// pageChecks are the checks of a list answer: its shape, paging fields consistent with the
+// page and size asked for, and every item a code without logs that itemOK accepts.
+func pageChecks(a answer, b object, page, size int, itemOK func(object) bool) []namedCheck {
+	items, isArray := b.array("items")
+	total, totalOK := b.integer("total")
+	pages, pagesOK := b.integer("total_pages")
+	gotPage, _ := b.integer("page")
+	gotSize, _ := b.integer("page_size")
+	inFilter := isArray
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		c := object(m)
+		inFilter = inFilter && ok && codeShape(c) && !c.has("verification_logs") && itemOK(c)
+	}
+	return []namedCheck{
+		{"status 200", a.status == 200},
+		{"page shape", b != nil && isArray && totalOK && pagesOK},
+		{"paging consistent", b != nil && isArray && totalOK && pagesOK && gotPage == int64(page) && gotSize == int64(size) &&
+			pages == int64(math.Ceil(float64(total)/float64(size))) && len(items) <= size},
+		{"items match the filter", inFilter},
+	}
+}
+
+func list(x *run, ctx context.Context, endpoint, status string, page, size int, itemOK func(object) bool) (answer, []namedCheck) {
+	a := x.listCodes(ctx, phaseLoad, endpoint, [2]string{"status", status}, [2]string{"page", strconv.Itoa(page)},
+		[2]string{"page_size", strconv.Itoa(size)})
+	return a, pageChecks(a, a.decode(), page, size, itemOK)
+}
+
+func readListUnused(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
+	return list(x, ctx, "list_unused", "unused", smallPage(), pageSizes[rand.IntN(len(pageSizes))], func(c object) bool {
+		return c.isFalse("status") && c.isFalse("is_disabled") && c.isFalse("is_expired")
+	})
+}
+
+func readListUsed(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
+	return list(x, ctx, "list_used", "used", smallPage(), pageSizes[rand.IntN(len(pageSizes))], func(c object) bool {
+		return c.isTrue("status") && c.isFalse("is_disabled") && c.isFalse("is_expired")
+	})
+}
+
+func readListPage(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+	size := pageSizes[rand.IntN(len(pageSizes))]
+	page := 1 + rand.IntN(max(1, int(math.Ceil(float64(len(codes))/float64(size)))))
+	return list(x, ctx, "list_page", "", page, size, func(object) bool { return true })
+}
+
+func readSearch(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+	value := []rune(randomCode(codes).Value)
+	n := min(len(value), 3+rand.IntN(4))
+	at := rand.IntN(len(value) - n + 1)
+	term := string(value[at : at+n])
+	if rand.IntN(2) == 0 {
+		term = strings.ToLower(term)
+	}
+	size := pageSizes[rand.IntN(len(pageSizes))]
+	a := x.listCodes(ctx, phaseLoad, "search", [2]string{"search", term}, [2]string{"page", "1"}, [2]string{"page_size", strconv.Itoa(size)})
+	b := a.decode()
+	checks := pageChecks(a, b, 1, size, func(c object) bool {
+		v, _ := c.str("code")
+		return strings.Contains(strings.ToLower(v), strings.ToLower(term))
+	})
+	total, _ := b.integer("total")
+	return a, append(checks, namedCheck{"search finds the code", b != nil && total >= 1})
+}
+
+func readByID(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+	row := randomCode(codes)
+	a := x.codeByID(ctx, phaseLoad, "by_id", row.ID)
+	return a, theCode(a, row)
+}
+
+func readByCode(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+	row := randomCode(codes)
+	a := x.codeByValue(ctx, phaseLoad, "by_code", row.Value)
+	return a, theCode(a, row)
+}
+
+// theCode checks a single-code answer: that code, with its logs.
+func theCode(a answer, row Code) []namedCheck {
+	c := a.decode()
+	id, _ := c.str("id")
+	v, _ := c.str("code")
+	_, logs := c.array("verification_logs")
+	return []namedCheck{
+		{"status 200", a.status == 200},
+		{"the code, with its logs", codeShape(c) && id == row.ID && v == row.Value && logs},
+	}
+}

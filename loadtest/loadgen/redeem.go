@@ -1,0 +1,160 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// redeemBy is the verified_by of redeem's verifies; the audit check looks for it in the logs.
+const redeemBy = "acvload-redeem"
+
+// redeem is loadtest/k6/redeem.js: an open model of s.Rate verifies per second for s.Duration,
+// each on a different unused code (iteration n takes code n), whatever the latency. Every
+// verify must answer 200 with success=true, the code's id and a verified_at; anything else
+// counts in unexpected_failures. Afterwards the audit check reads the successfully verified
+// codes back (every one, or a sample of s.AuditSample spread over the run) and waits up to
+// s.AuditWait for each to show exactly one verification log, the successful verify:
+// audit_log_missing and audit_log_duplicated must stay 0. It uses up its codes.
+func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
+	codes := SelectCodes(x.r.Codes, s.Prefix, "unused")
+	needed := iterations(s.Rate, s.Duration)
+	if needed == 0 {
+		return fmt.Errorf("a rate of %g/s for %s starts no verify", s.Rate, s.Duration)
+	}
+	if len(codes) < needed {
+		return fmt.Errorf("redeem needs %d unused codes (rate %g/s x %s); the export has %d of prefix %q: generate more with `acv codes generate` and export again",
+			needed, s.Rate, s.Duration, len(codes), s.Prefix)
+	}
+	maxDropped := math.Floor(s.MaxDroppedRate * float64(needed))
+	x.logf("redeem: %g verifies/s for %s over %d of %d unused codes", s.Rate, s.Duration, needed, len(codes))
+
+	var mu sync.Mutex
+	var redeemed []Code
+	done := x.load(s.Rate)
+	dropped := openModel(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(_ int, i int64) {
+		if i >= int64(len(codes)) {
+			x.add("unexpected_failures", 1)
+			x.warnf("iteration %d: no unused code left in the export", i)
+			return
+		}
+		row := codes[i]
+		a := x.verify(ctx, phaseLoad, row.Value, redeemBy)
+		if a.interrupted {
+			return
+		}
+		b := a.decode()
+		id, _ := b.str("code_id")
+		ok := x.checkAll(
+			namedCheck{"verify: status 200", a.status == 200},
+			namedCheck{"verify: success=true", b.isTrue("success")},
+			namedCheck{"verify: code_id is the code's id", id == row.ID},
+			namedCheck{"verify: verified_at set", b.isInt("verified_at")},
+		)
+		if ok {
+			x.add("redeem_success", 1)
+			mu.Lock()
+			redeemed = append(redeemed, row)
+			mu.Unlock()
+			return
+		}
+		x.unexpected("verify "+row.Value, a)
+	})
+	done()
+	x.dropped(dropped)
+	x.audit(ctx, redeemed, s)
+
+	x.standard(s.Limits)
+	x.expect("unexpected_failures", "==", 0)
+	x.expect("audit_log_missing", "==", 0)
+	x.expect("audit_log_duplicated", "==", 0)
+	x.expect("dropped_iterations", "<=", maxDropped)
+	return nil
+}
+
+// audit checks that each sampled code redeemed in the run shows exactly one verification log,
+// the successful verify of this run, within s.AuditWait: the contract's promise that an
+// acknowledged verify's log is never lost and never written twice.
+func (x *run) audit(ctx context.Context, redeemed []Code, s RedeemSettings) {
+	sample := redeemed
+	if n := s.AuditSample; n > 0 && n < len(redeemed) {
+		sample = make([]Code, n)
+		for k := range sample {
+			sample[k] = redeemed[k*len(redeemed)/n]
+		}
+	}
+	deadline := time.Now().Add(s.AuditWait)
+	pending := sample
+	checked, missing, duplicated := 0, 0, 0
+	for len(pending) > 0 && ctx.Err() == nil {
+		var mu sync.Mutex
+		var again []Code
+		parallel(pending, 8, func(row Code) {
+			a := x.codeByValue(ctx, phaseTeardown, "by_code", row.Value)
+			c := a.decode()
+			logs, isArray := c.array("verification_logs")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case a.status != 200 || !isArray:
+				again = append(again, row)
+			case len(logs) == 1 && isSuccessBy(logs[0], redeemBy):
+				checked++
+			case len(logs) > 1:
+				duplicated++
+				x.warnf("audit: %s has %d verification logs, want 1: %s", row.Value, len(logs), a.body)
+			case len(logs) == 1:
+				missing++
+				x.warnf("audit: %s: the one log is not the successful verify: %s", row.Value, a.body)
+			default:
+				again = append(again, row)
+			}
+		})
+		pending = again
+		if len(pending) > 0 {
+			if time.Now().After(deadline) {
+				break
+			}
+			sleepUntil(ctx, time.Now().Add(500*time.Millisecond))
+		}
+	}
+	for _, row := range pending {
+		missing++
+		x.warnf("audit: no verification log for %s after %s", row.Value, s.AuditWait)
+	}
+	x.add("audit_log_missing", float64(missing))
+	x.add("audit_log_duplicated", float64(duplicated))
+	x.add("audit_checked", float64(checked))
+	x.note("audit: %d of %d successful verifies checked; %d show exactly their verify's log, %d missing, %d duplicated",
+		len(sample), len(redeemed), checked, missing, duplicated)
+}
+
+// isSuccessBy tells whether a verification log entry is a successful verify by who.
+func isSuccessBy(entry any, who string) bool {
+	m, ok := entry.(map[string]any)
+	if !ok {
+		return false
+	}
+	e := object(m)
+	result, _ := e.str("result")
+	by, _ := e.str("verified_by")
+	return result == "success" && by == who
+}
+
+// parallel runs fn on every item, n at a time.
+func parallel[T any](items []T, n int, fn func(T)) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(it)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,460 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acv/acv/api/client"
+)
+
+// Scenarios are the scenarios of loadtest/k6, ported to Go, in the order make loadtest runs
+// them. Each keeps its k6 script's model (open or closed), thresholds and checks.
+var Scenarios = []string{"redeem", "contention", "reactivate", "readmix"}
+
+// Target is the service a scenario drives and the key it signs with, as the k6 scripts take
+// them (BASE_URL, API_KEY, API_SECRET, PROJECT_ID). A path prefix of BaseURL is signed with the
+// path, as the service signs the path it receives.
+type Target struct {
+	BaseURL, KeyID, Secret, ProjectID string
+}
+
+// Runner runs scenarios against one target with the codes of one export.
+type Runner struct {
+	Target   Target
+	Codes    []Code
+	Settings Settings
+	// Metrics, when set, receives every request and each scenario's verdict.
+	Metrics *Metrics
+	// Log receives each scenario's progress, its first few failing answers and its summary;
+	// nil discards them.
+	Log io.Writer
+	// HTTP is the client; nil makes one with Settings.Timeout and enough idle connections for
+	// every VU.
+	HTTP *http.Client
+}
+
+// Run runs the scenario name (one of Scenarios). A scenario that cannot start (too few codes,
+// a code disabled, a setup request refused) returns an error, as a k6 script's setup throws;
+// one that ran returns its Result, whose thresholds say whether it passed.
+func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
+	x := r.newRun(name)
+	var err error
+	switch name {
+	case "redeem":
+		err = x.redeem(ctx, r.Settings.Redeem)
+	case "contention":
+		err = x.contention(ctx, r.Settings.Contention)
+	case "reactivate":
+		err = x.reactivate(ctx, r.Settings.Reactivate)
+	case "readmix":
+		err = x.readMix(ctx, r.Settings.ReadMix)
+	default:
+		return Result{}, fmt.Errorf("no scenario %q (scenarios: %s)", name, strings.Join(Scenarios, ", "))
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	res := x.result()
+	if m := r.Metrics; m != nil {
+		pass := 0
+		for _, t := range res.Thresholds {
+			if t.Pass {
+				pass++
+			}
+		}
+		m.thresholds.WithLabelValues(name, "pass").Set(float64(pass))
+		m.thresholds.WithLabelValues(name, "fail").Set(float64(len(res.Thresholds) - pass))
+	}
+	x.logf("%s", res.Summary())
+	return res, nil
+}
+
+// Result is what a scenario measured in its load phase and how its thresholds judged it.
+type Result struct {
+	Scenario       string      `json:"scenario"`
+	Requests       int64       `json:"requests"`
+	Seconds        float64     `json:"seconds"`
+	RPS            float64     `json:"rps"`
+	P95Ms          float64     `json:"p95_ms"`
+	P99Ms          float64     `json:"p99_ms"`
+	FailedRequests int64       `json:"failed_requests"`
+	Checks         int64       `json:"checks"`
+	ChecksFailed   int64       `json:"checks_failed"`
+	Thresholds     []Threshold `json:"thresholds"`
+	// Counters are the scenario's own counts (unexpected_failures, redeem_success, …), by
+	// name with their tags as k6 names them (redeem_success{round:0,code:1}).
+	Counters map[string]float64 `json:"counters"`
+	// Notes say what the scenario checked beyond the thresholds' numbers (the audit's counts).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Threshold is one threshold: the metric (with its tags) as the k6 script names it, the
+// condition, the value measured and the verdict.
+type Threshold struct {
+	Metric    string `json:"metric"`
+	Condition string `json:"condition"`
+	Actual    string `json:"actual"`
+	Pass      bool   `json:"pass"`
+}
+
+// Passed tells whether every threshold held.
+func (r Result) Passed() bool {
+	for _, t := range r.Thresholds {
+		if !t.Pass {
+			return false
+		}
+	}
+	return len(r.Thresholds) > 0
+}
+
+// Summary is the result as k6's summary shows thresholds: one line each, ✓ or ✗, with the
+// value measured, then the notes.
+func (r Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d requests in the load phase (%.1f/s), p95 %.1f ms, p99 %.1f ms, %d failed, %d of %d checks failed\n",
+		r.Scenario, r.Requests, r.RPS, r.P95Ms, r.P99Ms, r.FailedRequests, r.ChecksFailed, r.Checks)
+	for _, t := range r.Thresholds {
+		mark := "✓"
+		if !t.Pass {
+			mark = "✗"
+		}
+		fmt.Fprintf(&b, "  %s %s %s  %s\n", mark, t.Metric, t.Condition, t.Actual)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Phases of a scenario: only the load phase's requests and checks are judged.
+const (
+	phaseSetup    = "setup"
+	phaseLoad     = "load"
+	phaseTeardown = "teardown"
+)
+
+// run is one scenario's run: it sends the requests and records what the thresholds judge.
+type run struct {
+	scenario string
+	r        *Runner
+	cl       *client.Client
+	warned   atomic.Int64
+
+	mu         sync.Mutex
+	loadStart  time.Time
+	loadEnd    time.Time
+	lat        []time.Duration
+	latBy      map[string][]time.Duration
+	requests   int64
+	failed     int64
+	checksPass int64
+	checksFail int64
+	failing    map[string]int64
+	counters   map[string]float64
+	thresholds []Threshold
+	notes      []string
+}
+
+func (r *Runner) newRun(name string) *run {
+	hc := r.HTTP
+	if hc == nil {
+		timeout := r.Settings.Timeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		// No proxy: the load goes straight to the target.
+		hc = &http.Client{Timeout: timeout, Transport: &http.Transport{
+			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
+		}}
+	}
+	t := r.Target
+	return &run{scenario: name, r: r,
+		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
+		latBy:   map[string][]time.Duration{},
+		failing: map[string]int64{}, counters: map[string]float64{}}
+}
+
+// logf writes a line of the scenario to the runner's log.
+func (x *run) logf(format string, args ...any) {
+	if x.r.Log != nil {
+		fmt.Fprintf(x.r.Log, format+"\n", args...)
+	}
+}
+
+// warnf logs the first few failing answers of the scenario, so a failing run explains itself
+// without flooding the console.
+func (x *run) warnf(format string, args ...any) {
+	if x.warned.Add(1) <= 5 {
+		x.logf(x.scenario+": "+format, args...)
+	}
+}
+
+// answer is one request's answer; interrupted is set when the scenario cut the request short
+// (its phase ended), which counts as no sample at all.
+type answer struct {
+	status      int
+	body        []byte
+	err         error
+	interrupted bool
+}
+
+// ok is k6's notion of a request that did not fail: answered with a 2xx or 3xx status.
+func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 400 }
+
+func (a answer) String() string {
+	if a.err != nil {
+		return a.err.Error()
+	}
+	b := a.body
+	if len(b) > 300 {
+		b = b[:300]
+	}
+	return fmt.Sprintf("HTTP %d %s", a.status, b)
+}
+
+// send sends one signed request of the phase to pathAndQuery (already encoded) and records
+// it under endpoint.
+func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery string, body any) answer {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return answer{err: err}
+		}
+	}
+	t0 := time.Now()
+	resp, rb, err := x.cl.Do(ctx, method, pathAndQuery, b, nil)
+	d := time.Since(t0)
+	a := answer{body: rb, err: err}
+	if resp != nil {
+		a.status = resp.StatusCode
+	}
+	if err != nil && ctx.Err() != nil {
+		a.interrupted = true
+		return a
+	}
+	if m := x.r.Metrics; m != nil {
+		m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
+		m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
+	}
+	if phase == phaseLoad {
+		x.mu.Lock()
+		x.lat = append(x.lat, d)
+		x.latBy[endpoint] = append(x.latBy[endpoint], d)
+		x.requests++
+		if !a.ok() {
+			x.failed++
+		}
+		x.mu.Unlock()
+	}
+	return a
+}
+
+// check records one check of the load phase and returns ok.
+func (x *run) check(name string, ok bool) bool {
+	x.mu.Lock()
+	if ok {
+		x.checksPass++
+	} else {
+		x.checksFail++
+		x.failing[name]++
+	}
+	x.mu.Unlock()
+	if m := x.r.Metrics; m != nil {
+		result := "pass"
+		if !ok {
+			result = "fail"
+		}
+		m.checks.WithLabelValues(x.scenario, result).Inc()
+	}
+	return ok
+}
+
+// checkAll records every check of one answer, as k6's check() does, and tells whether all
+// passed.
+func (x *run) checkAll(checks ...namedCheck) bool {
+	all := true
+	for _, c := range checks {
+		all = x.check(c.name, c.ok) && all
+	}
+	return all
+}
+
+type namedCheck struct {
+	name string
+	ok   bool
+}
+
+// add adds v to the scenario's counter name (with its tags, k6-style).
+func (x *run) add(name string, v float64) {
+	x.mu.Lock()
+	x.counters[name] += v
+	x.mu.Unlock()
+	if name == "unexpected_failures" && x.r.Metrics != nil {
+		x.r.Metrics.unexpected.WithLabelValues(x.scenario).Add(v)
+	}
+}
+
+// counter is the counter's value.
+func (x *run) counter(name string) float64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.counters[name]
+}
+
+// unexpected counts an answer a correct service never gives, and shows the first few.
+func (x *run) unexpected(what string, a answer) {
+	x.add("unexpected_failures", 1)
+	x.warnf("%s: %s", what, a)
+}
+
+// note adds a line to the result.
+func (x *run) note(format string, args ...any) {
+	x.mu.Lock()
+	x.notes = append(x.notes, fmt.Sprintf(format, args...))
+	x.mu.Unlock()
+}
+
+// load marks the load phase's start and end, for the request rate and the running gauge.
+func (x *run) load(rate float64) (done func()) {
+	x.mu.Lock()
+	x.loadStart = time.Now()
+	x.mu.Unlock()
+	if m := x.r.Metrics; m != nil {
+		m.running.WithLabelValues(x.scenario).Set(1)
+		m.rate.WithLabelValues(x.scenario).Set(rate)
+	}
+	return func() {
+		x.mu.Lock()
+		x.loadEnd = time.Now()
+		x.mu.Unlock()
+		if m := x.r.Metrics; m != nil {
+			m.running.WithLabelValues(x.scenario).Set(0)
+		}
+	}
+}
+
+// dropped counts iterations an open model could not start.
+func (x *run) dropped(n int64) {
+	x.add("dropped_iterations", float64(n))
+	if m := x.r.Metrics; m != nil {
+		m.dropped.WithLabelValues(x.scenario).Add(float64(n))
+	}
+}
+
+// standard adds the latency, failure and check thresholds of the load phase.
+func (x *run) standard(l Limits) {
+	x.mu.Lock()
+	lat := append([]time.Duration(nil), x.lat...)
+	reqs, failed, pass, fail := x.requests, x.failed, x.checksPass, x.checksFail
+	x.mu.Unlock()
+	p95, p99 := percentileMs(lat, 95), percentileMs(lat, 99)
+	ts := []Threshold{
+		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(95)<%g", l.P95Ms), Actual: fmt.Sprintf("p(95)=%.2fms", p95), Pass: p95 < l.P95Ms},
+		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(99)<%g", l.P99Ms), Actual: fmt.Sprintf("p(99)=%.2fms", p99), Pass: p99 < l.P99Ms},
+	}
+	failedRate := 0.0
+	if reqs > 0 {
+		failedRate = float64(failed) / float64(reqs)
+	}
+	ts = append(ts, Threshold{Metric: "http_req_failed{phase:load}", Condition: fmt.Sprintf("rate<=%g", l.MaxFailedRate),
+		Actual: fmt.Sprintf("rate=%.4f (%d of %d)", failedRate, failed, reqs), Pass: failedRate <= l.MaxFailedRate})
+	if pass+fail > 0 {
+		rate := float64(pass) / float64(pass+fail)
+		ts = append(ts, Threshold{Metric: "checks{phase:load}", Condition: fmt.Sprintf("rate>=%g", l.MinChecksRate),
+			Actual: fmt.Sprintf("rate=%.4f (%d of %d failed)", rate, fail, pass+fail), Pass: rate >= l.MinChecksRate})
+	} else {
+		// k6 does not judge a metric without samples; http_reqs below fails an empty run.
+		ts = append(ts, Threshold{Metric: "checks{phase:load}", Condition: fmt.Sprintf("rate>=%g", l.MinChecksRate), Actual: "no checks", Pass: true})
+	}
+	ts = append(ts, Threshold{Metric: "http_reqs{phase:load}", Condition: "count>0", Actual: fmt.Sprintf("count=%d", reqs), Pass: reqs > 0})
+	x.mu.Lock()
+	x.thresholds = append(x.thresholds, ts...)
+	x.mu.Unlock()
+}
+
+// expect adds a threshold on the counter name: its value compared with want by op (==, <=,
+// >).
+func (x *run) expect(name, op string, want float64) {
+	got := x.counter(name)
+	var pass bool
+	switch op {
+	case "==":
+		pass = got == want
+	case "<=":
+		pass = got <= want
+	case ">":
+		pass = got > want
+	default:
+		panic("loadgen: unknown comparison " + op)
+	}
+	x.mu.Lock()
+	x.thresholds = append(x.thresholds, Threshold{Metric: name, Condition: fmt.Sprintf("count%s%g", op, want),
+		Actual: fmt.Sprintf("count=%g", got), Pass: pass})
+	x.mu.Unlock()
+}
+
+// endpointP95 adds the threshold p(95) < limit on the load phase's requests to endpoint. An
+// endpoint without requests is not judged, as k6 does not judge a sub-metric without samples.
+func (x *run) endpointP95(endpoint string, limit float64) {
+	x.mu.Lock()
+	lat := append([]time.Duration(nil), x.latBy[endpoint]...)
+	x.mu.Unlock()
+	t := Threshold{Metric: "http_req_duration{endpoint:" + endpoint + "}", Condition: fmt.Sprintf("p(95)<%g", limit), Actual: "no requests", Pass: true}
+	if len(lat) > 0 {
+		p := percentileMs(lat, 95)
+		t.Actual, t.Pass = fmt.Sprintf("p(95)=%.2fms", p), p < limit
+	}
+	x.mu.Lock()
+	x.thresholds = append(x.thresholds, t)
+	x.mu.Unlock()
+}
+
+func (x *run) result() Result {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	res := Result{Scenario: x.scenario, Requests: x.requests, FailedRequests: x.failed,
+		Checks: x.checksPass + x.checksFail, ChecksFailed: x.checksFail,
+		P95Ms: percentileMs(x.lat, 95), P99Ms: percentileMs(x.lat, 99),
+		Thresholds: x.thresholds, Counters: x.counters, Notes: x.notes}
+	if !x.loadEnd.IsZero() {
+		res.Seconds = x.loadEnd.Sub(x.loadStart).Seconds()
+	}
+	if res.Seconds > 0 {
+		res.RPS = float64(res.Requests) / res.Seconds
+	}
+	names := make([]string, 0, len(x.failing))
+	for n := range x.failing {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		res.Notes = append(res.Notes, fmt.Sprintf("check %q failed %d times", n, x.failing[n]))
+	}
+	return res
+}
+
+// percentileMs is the p-th percentile of the durations in milliseconds, interpolated between
+// the two nearest samples as k6's trend metrics compute it; 0 without samples.
+func percentileMs(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	pos := p / 100 * float64(len(s)-1)
+	lo := int(pos)
+	if lo >= len(s)-1 {
+		return float64(s[len(s)-1]) / 1e6
+	}
+	frac := pos - float64(lo)
+	return (float64(s[lo]) + frac*float64(s[lo+1]-s[lo])) / 1e6
+}

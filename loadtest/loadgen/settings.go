@@ -1,0 +1,241 @@
+package loadgen
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits are the latency, failure and check thresholds every scenario sets on its load phase,
+// as the k6 scripts' standardThresholds do (P95_MS, P99_MS, MAX_FAILED_RATE, MIN_CHECKS_RATE):
+// setup and teardown requests are left out.
+type Limits struct {
+	P95Ms, P99Ms  float64 // request duration p(95) and p(99) must stay below these
+	MaxFailedRate float64 // share of requests answered outside 2xx/3xx, or not at all, at most
+	MinChecksRate float64 // share of passed checks at least
+}
+
+// RedeemSettings are redeem's: distinct-code verifies at a target rate (loadtest/k6/redeem.js).
+type RedeemSettings struct {
+	Rate           float64       // verifies started per second (an open model)
+	Duration       time.Duration // length of the load phase
+	VUs, MaxVUs    int           // concurrent verifies: pre-allocated, at most
+	MaxDroppedRate float64       // share of scheduled verifies that may not start for want of a free VU
+	AuditSample    int           // successful verifies whose log is checked afterwards (0: every one)
+	AuditWait      time.Duration // how long to wait for those logs
+	Prefix         string        // codes of this prefix only
+	Limits         Limits
+}
+
+// ContentionSettings are contention's: VUs race for few codes, round after round
+// (loadtest/k6/contention.js).
+type ContentionSettings struct {
+	VUs, Codes, Attempts, Rounds int
+	VerifyPhase, ReactivatePhase time.Duration
+	Prefix                       string
+	Limits                       Limits
+}
+
+// ReactivateSettings are reactivate's: verify → reactivate cycles on codes of each VU's own
+// (loadtest/k6/reactivate.js).
+type ReactivateSettings struct {
+	VUs, CodesPerVU int
+	Duration        time.Duration
+	Rate            float64 // cycles per second (an open model); 0: each VU cycles back to back
+	ReadBack        float64 // share of cycles that read the code back after each step
+	Prefix          string
+	Limits          Limits
+}
+
+// ReadMixSettings are readmix's: the read endpoints in a weighted mix at a target rate
+// (loadtest/k6/readmix.js).
+type ReadMixSettings struct {
+	Rate           float64
+	Duration       time.Duration
+	VUs, MaxVUs    int
+	MaxDroppedRate float64
+	Mix            []MixEntry
+	Limits         Limits
+}
+
+// MixEntry is one read of the mix and its weight.
+type MixEntry struct {
+	Name   string
+	Weight float64
+}
+
+// Settings are every scenario's settings and the per-request timeout.
+type Settings struct {
+	Timeout    time.Duration
+	Redeem     RedeemSettings
+	Contention ContentionSettings
+	Reactivate ReactivateSettings
+	ReadMix    ReadMixSettings
+}
+
+// DefaultMix is readmix's default mix.
+const DefaultMix = "project:1,list_unused:2,list_used:2,list_page:1,search:2,by_id:2,by_code:3"
+
+// SettingsFromEnv reads the settings from the environment variables that loadtest/run.sh and
+// loadtest/run-k6.sh document (lookup is os.Getenv): the names and defaults of run-k6.sh, and
+// the k6 scripts' own for the rest, so one environment drives either load generator (but
+// AUDIT_SAMPLE's default, 0, checks every successful verify). DURATION applies to every
+// scenario, and so do P95_MS, P99_MS, MAX_FAILED_RATE and MIN_CHECKS_RATE when set (each
+// scenario has its own defaults, those of its k6 script).
+func SettingsFromEnv(lookup func(string) string) (Settings, error) {
+	e := envReader{lookup: lookup}
+	var s Settings
+	s.Timeout = e.duration("HTTP_TIMEOUT", 10*time.Second)
+	dur := e.duration("DURATION", 15*time.Second)
+	limits := func(p95, p99 float64) Limits {
+		return Limits{P95Ms: e.float("P95_MS", p95), P99Ms: e.float("P99_MS", p99),
+			MaxFailedRate: e.float("MAX_FAILED_RATE", 0), MinChecksRate: e.float("MIN_CHECKS_RATE", 1)}
+	}
+	dropped := e.float("MAX_DROPPED_RATE", 0.01)
+
+	vus := e.integer("REDEEM_VUS", 50)
+	s.Redeem = RedeemSettings{Rate: e.float("REDEEM_RATE", 100), Duration: dur, VUs: vus,
+		MaxVUs: e.integer("REDEEM_MAX_VUS", 4*vus), MaxDroppedRate: dropped,
+		AuditSample: e.integer("AUDIT_SAMPLE", 0), AuditWait: e.seconds("AUDIT_WAIT_SECS", 15*time.Second),
+		Prefix: lookup("REDEEM_PREFIX"), Limits: limits(200, 500)}
+
+	c := ContentionSettings{VUs: e.integer("CONTENTION_VUS", 50), Codes: e.integer("CONTENTION_CODES", 5),
+		Attempts: e.integer("ATTEMPTS", 2), VerifyPhase: e.seconds("VERIFY_SECS", 2*time.Second),
+		ReactivatePhase: e.seconds("REACTIVATE_SECS", time.Second), Prefix: lookup("CONTENTION_PREFIX"),
+		Limits: limits(1000, 2000)}
+	// As many rounds as fit in DURATION.
+	rounds := 1
+	if round := c.VerifyPhase + c.ReactivatePhase; round > 0 {
+		rounds = max(1, int(dur/round))
+	}
+	c.Rounds = e.integer("ROUNDS", rounds)
+	s.Contention = c
+
+	s.Reactivate = ReactivateSettings{VUs: e.integer("REACTIVATE_VUS", 10), CodesPerVU: e.integer("REACTIVATE_PER_VU", 5),
+		Duration: dur, Rate: e.float("REACTIVATE_RATE", 0), ReadBack: e.float("READBACK", 0.2),
+		Prefix: lookup("REACTIVATE_PREFIX"), Limits: limits(200, 500)}
+
+	vus = e.integer("READMIX_VUS", 20)
+	s.ReadMix = ReadMixSettings{Rate: e.float("READMIX_RATE", 50), Duration: dur, VUs: vus,
+		MaxVUs: e.integer("READMIX_MAX_VUS", 5*vus), MaxDroppedRate: dropped, Limits: limits(300, 800)}
+	mix := lookup("MIX")
+	if mix == "" {
+		mix = DefaultMix
+	}
+	var err error
+	if s.ReadMix.Mix, err = ParseMix(mix); err != nil {
+		e.errs = append(e.errs, err.Error())
+	}
+	if len(e.errs) > 0 {
+		return s, fmt.Errorf("settings: %s", strings.Join(e.errs, "; "))
+	}
+	return s, nil
+}
+
+// ParseMix reads a mix such as DefaultMix: name:weight pairs of readmix's reads.
+func ParseMix(s string) ([]MixEntry, error) {
+	var out []MixEntry
+	total := 0.0
+	for _, part := range strings.Split(s, ",") {
+		name, w, _ := strings.Cut(strings.TrimSpace(part), ":")
+		weight, err := strconv.ParseFloat(w, 64)
+		if _, known := readEndpoints[name]; !known || err != nil || weight < 0 || math.IsNaN(weight) || math.IsInf(weight, 0) {
+			return nil, fmt.Errorf("MIX: bad entry %q; reads: %s", part, strings.Join(readEndpointNames(), ", "))
+		}
+		total += weight
+		out = append(out, MixEntry{Name: name, Weight: weight})
+	}
+	if total <= 0 {
+		return nil, fmt.Errorf("MIX: the weights add up to zero")
+	}
+	return out, nil
+}
+
+// envReader parses environment variables, collecting every malformed one.
+type envReader struct {
+	lookup func(string) string
+	errs   []string
+}
+
+func (e *envReader) integer(name string, def int) int {
+	v := strings.TrimSpace(e.lookup(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (e *envReader) float(name string, def float64) float64 {
+	v := strings.TrimSpace(e.lookup(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not a number", name, v))
+		return def
+	}
+	return n
+}
+
+// seconds reads a number of seconds (VERIFY_SECS=1.5).
+func (e *envReader) seconds(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(e.lookup(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not a number of seconds", name, v))
+		return def
+	}
+	return time.Duration(n * float64(time.Second))
+}
+
+// kDuration is a k6 duration: 90 (seconds), 15s, 2m, 1m30s, 1h, 500ms.
+var kDuration = regexp.MustCompile(`^(\d+(?:\.\d+)?)(ms|h|m|s)`)
+
+func (e *envReader) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(e.lookup(name))
+	if v == "" {
+		return def
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s: %v", name, v, err))
+		return def
+	}
+	return d
+}
+
+// ParseDuration reads a duration as k6 writes them: a number of seconds, or units such as
+// 15s, 2m, 1m30s, 1h, 500ms.
+func ParseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 && !math.IsInf(n, 0) {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	if v == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	var total time.Duration
+	rest := v
+	for rest != "" {
+		m := kDuration.FindStringSubmatch(rest)
+		if m == nil {
+			return 0, fmt.Errorf("use forms like 30s, 2m, 1m30s")
+		}
+		n, _ := strconv.ParseFloat(m[1], 64)
+		unit := map[string]time.Duration{"ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour}[m[2]]
+		total += time.Duration(n * float64(unit))
+		rest = rest[len(m[0]):]
+	}
+	return total, nil
+}
