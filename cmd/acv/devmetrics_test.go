@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/acv/acv/internal/testkit"
 	"io"
 	"net"
 	"net/http"
@@ -141,7 +142,7 @@ func TestDevPrometheusScrapesTheStack(t *testing.T) {
 			env["ACV_DEV_PROMETHEUS_URL"], env["ACV_DEV_PROMETHEUS_TARGETS"], prom)
 	}
 	metricsHost := strings.TrimSuffix(strings.TrimPrefix(env["ACV_DEV_METRICS_URL"], "http://"), "/metrics")
-	waitPrometheus(t, 60*time.Second, "every target up", func() (bool, string) {
+	testkit.WaitFor(t, 60*time.Second, "every target up", func() (bool, string) {
 		targets := promTargets(t, prom)
 		up := map[string]bool{}
 		for _, tg := range targets {
@@ -152,7 +153,7 @@ func TestDevPrometheusScrapesTheStack(t *testing.T) {
 		}
 		return up[devJobAPI+" "+metricsHost] && up["prometheus "+strings.TrimPrefix(prom, "http://")], fmt.Sprintf("targets %v", up)
 	})
-	waitPrometheus(t, 60*time.Second, "every rule of the deployment loaded and evaluated", func() (bool, string) {
+	testkit.WaitFor(t, 60*time.Second, "every rule of the deployment loaded and evaluated", func() (bool, string) {
 		rules := promRules(t, prom)
 		if len(rules) != setup.rules {
 			return false, fmt.Sprintf("%d rules loaded, the deployment's files hold %d", len(rules), setup.rules)
@@ -320,21 +321,6 @@ func runWithin(cmd *exec.Cmd, d time.Duration) error {
 		_ = cmd.Process.Kill()
 		<-done
 		return fmt.Errorf("still running after %s", d)
-	}
-}
-
-func waitPrometheus(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s: %s", within, what, state)
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 }
 
