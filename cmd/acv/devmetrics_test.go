@@ -222,34 +222,33 @@ func TestDevLoadtestOnRunningStackNeedsItsEnv(t *testing.T) {
 	}
 }
 
-// devBins are the binaries the dev tests run, built once per test binary.
+// devBins are the binaries the dev tests run: acv (acvBinary's, built once per test binary)
+// and acvload, built once too.
 type devBins struct{ acv, acvload string }
 
 var (
-	devBuild     sync.Once
-	devBuilt     devBins
-	devBuildErrs string
+	acvloadBuild sync.Once
+	acvloadBin   string
+	acvloadErr   string
 )
 
 func devBinaries(t *testing.T) devBins {
 	t.Helper()
-	devBuild.Do(func() {
+	acvloadBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "acv-devbin-")
 		if err != nil {
-			devBuildErrs = err.Error()
+			acvloadErr = err.Error()
 			return
 		}
-		devBuilt = devBins{acv: filepath.Join(dir, "acv"), acvload: filepath.Join(dir, "acvload")}
-		for pkg, out := range map[string]string{".": devBuilt.acv, "../acvload": devBuilt.acvload} {
-			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-				devBuildErrs += fmt.Sprintf("go build %s: %v\n%s", pkg, err, b)
-			}
+		acvloadBin = filepath.Join(dir, "acvload")
+		if b, err := exec.Command("go", "build", "-o", acvloadBin, "../acvload").CombinedOutput(); err != nil {
+			acvloadErr = fmt.Sprintf("go build ../acvload: %v\n%s", err, b)
 		}
 	})
-	if devBuildErrs != "" {
-		t.Fatal(devBuildErrs)
+	if acvloadErr != "" {
+		t.Fatal(acvloadErr)
 	}
-	return devBuilt
+	return devBins{acv: acvBinary(t), acvload: acvloadBin}
 }
 
 // waitLine waits for a line of acv dev's output (the banner's lines come one write each).
