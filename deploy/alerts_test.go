@@ -261,7 +261,7 @@ func startKafkaAsync(t *testing.T, version string) func() *localenv.Kafka {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		if k, err = localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: version}); err == nil {
+		if k, err = localenv.StartKafka(ctx, dir, testkit.KafkaOptions(version, 1)); err == nil {
 			err = k.WaitGroupCoordinator(ctx, time.Minute)
 		}
 	}()

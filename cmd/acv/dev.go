@@ -23,6 +23,7 @@ import (
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/internal/settings"
 	"github.com/acv/acv/store"
 )
 
@@ -49,14 +50,14 @@ func devCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")
-	cmd.Flags().StringVar(&o.addr, "addr", envOr("ACV_HTTP_ADDR", "127.0.0.1:8080"), "API listen address (a free port is picked when busy)")
-	cmd.Flags().StringVar(&kafkaMode, "kafka", os.Getenv("ACV_DEV_KAFKA"),
+	cmd.Flags().StringVar(&o.addr, "addr", settings.Get("ACV_HTTP_ADDR"), "API listen address (a free port is picked when busy)")
+	cmd.Flags().StringVar(&kafkaMode, "kafka", settings.Get("ACV_DEV_KAFKA"),
 		"real: run the logs through a one-node Apache Kafka "+localenv.Kafka4+" started on loopback, its storage fresh in <dir>/kafka on every start (needs java and mvn; the jars are fetched once from Maven Central); empty: no broker (default: $ACV_DEV_KAFKA)")
-	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", os.Getenv("ACV_DEBUG_ADDR"),
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", settings.Get("ACV_DEBUG_ADDR"),
 		"address of the debug listener serving /metrics, /healthz, /readyz and /debug/pprof (default: $ACV_DEBUG_ADDR, else "+devMetricsAddr+" or, when that is busy, the address this data directory used before or a free loopback port)")
-	cmd.Flags().BoolVar(&o.prometheus, "prometheus", envBool("ACV_DEV_PROMETHEUS"),
+	cmd.Flags().BoolVar(&o.prometheus, "prometheus", yes(settings.Get("ACV_DEV_PROMETHEUS")),
 		"also run the machine's Prometheus (Debian's "+localenv.PrometheusBin+") with the deployment's rules, scraping this process and the load generators that register with it; its data in <dir>/prometheus (default: $ACV_DEV_PROMETHEUS)")
-	cmd.Flags().StringVar(&o.prometheusAddr, "prometheus-addr", os.Getenv("ACV_DEV_PROMETHEUS_ADDR"),
+	cmd.Flags().StringVar(&o.prometheusAddr, "prometheus-addr", settings.Get("ACV_DEV_PROMETHEUS_ADDR"),
 		"address of that Prometheus (default: $ACV_DEV_PROMETHEUS_ADDR, else "+devPrometheusAddr+" or, when that is busy, the address this data directory used before or a free loopback port)")
 	cmd.Flags().StringVar(&o.prometheusConfig, "prometheus-config", "deploy/prometheus/prometheus.yml",
 		"the deployment's Prometheus configuration, whose rule_files (relative to it) that Prometheus evaluates")
@@ -77,9 +78,9 @@ const (
 	devPrometheusAddr = "127.0.0.1:9090"
 )
 
-// envBool reads a yes/no environment variable: 1, true, yes or on are yes.
-func envBool(name string) bool {
-	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+// yes reads a yes/no setting: 1, true, yes or on are yes.
+func yes(v string) bool {
+	switch strings.ToLower(v) {
 	case "1", "true", "yes", "on":
 		return true
 	}
@@ -88,13 +89,6 @@ func envBool(name string) bool {
 
 // devKafkaReal is the --kafka value (and ACV_DEV_KAFKA) that runs a real Apache Kafka.
 const devKafkaReal = "real"
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
 
 func runDev(ctx context.Context, o devOptions) error {
 	log := slog.Default()
@@ -268,7 +262,8 @@ func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
 		return nil, fmt.Errorf("clear %s: %w", dir, err)
 	}
 	slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4, "dir", dir)
-	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4})
+	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4,
+		JavaHome: settings.Get("JAVA_HOME"), JarCache: settings.Get("ACV_KAFKA_CACHE")})
 	if err != nil {
 		return nil, fmt.Errorf("start kafka: %w", err)
 	}

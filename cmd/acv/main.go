@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/acv/acv/internal/settings"
 	"github.com/acv/acv/internal/telemetry"
 	"github.com/spf13/cobra"
 )
@@ -38,23 +41,35 @@ func main() {
 	}
 }
 
+// logLevel is ACV_LOG_LEVEL's level; info when it names none.
 func logLevel() slog.Level {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("ACV_LOG_LEVEL"))); err != nil {
+	if err := l.UnmarshalText([]byte(settings.Get("ACV_LOG_LEVEL"))); err != nil {
 		return slog.LevelInfo
 	}
 	return l
 }
 
-// tuneGC trades a little memory for CPU: the service's live heap is small (tens of MiB), so
-// collecting at 4× instead of 2× of it halves the collector's share of a verify, while a soft
-// limit of 120 MiB keeps the process within its memory budget. GOGC and GOMEMLIMIT, when set,
-// win.
+// tuneGC applies GOGC and GOMEMLIMIT's defaults (internal/settings), which trade a little memory
+// for CPU. The runtime has already applied a value set in the environment; one this does not
+// parse (off, other units) is left as the runtime applied it.
 func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+	if p, err := strconv.Atoi(settings.Get("GOGC")); err == nil {
+		debug.SetGCPercent(p)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(120 << 20)
+	if n, err := parseBytes(settings.Get("GOMEMLIMIT")); err == nil {
+		debug.SetMemoryLimit(n)
 	}
+}
+
+// parseBytes reads a size as GOMEMLIMIT writes it: a number of bytes with an optional B, KiB,
+// MiB, GiB or TiB.
+func parseBytes(s string) (int64, error) {
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB", "B"} {
+		if n, ok := strings.CutSuffix(s, unit); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v << (10 * (4 - i)), err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

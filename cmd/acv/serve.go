@@ -39,10 +39,10 @@ func migrateCmd() *cobra.Command {
 	}
 }
 
-// runTraced runs the service with the tracer the OTEL_* environment asks for, flushing its
+// runTraced runs the service with the tracer cfg.Tracing (the OTEL_* variables) asks for, flushing its
 // spans after the service stopped.
 func runTraced(ctx context.Context, cfg service.Config, ln net.Listener) error {
-	tp, shutdown, err := telemetry.Setup(ctx, cfg.Instance)
+	tp, shutdown, err := telemetry.Setup(ctx, cfg.Tracing, cfg.Instance)
 	if err != nil {
 		return err
 	}

@@ -13,16 +13,17 @@ import (
 
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
+	"github.com/acv/acv/internal/settings"
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Every environment variable a container sets is one internal/service reads (its Settings, the
-// list README's configuration table is held to), set once, and none comes in bulk (envFrom).
+// Every environment variable a container sets is one the service reads (internal/settings'
+// Service list, which README's configuration table is), set once, and none comes in bulk (envFrom).
 func TestEnvironmentIsWhatTheServiceReads(t *testing.T) {
 	read := map[string]bool{}
-	for _, s := range service.Settings {
+	for _, s := range settings.Service {
 		read[s.Name] = true
 	}
 	for _, vs := range valueSets {
@@ -36,7 +37,7 @@ func TestEnvironmentIsWhatTheServiceReads(t *testing.T) {
 					seen := map[string]bool{}
 					for _, e := range c.Env {
 						if !read[e.Name] {
-							t.Errorf("%s sets %s, which acv does not read (internal/service.Settings)", w, e.Name)
+							t.Errorf("%s sets %s, which acv does not read (internal/settings.Service)", w, e.Name)
 						}
 						if seen[e.Name] {
 							t.Errorf("%s sets %s twice", w, e.Name)
@@ -247,7 +248,7 @@ func configOf(t *testing.T, w workload) service.Config {
 		}
 		env["ACV_MASTER_KEY_FILE"] = keyFile(t)
 	}
-	for _, s := range service.Settings {
+	for _, s := range settings.Service {
 		if v, ok := env[s.Name]; ok {
 			t.Setenv(s.Name, v)
 		} else {

@@ -5,11 +5,6 @@ import (
 	"time"
 )
 
-// DefaultAuditRetention is how long the admin audit log keeps a row unless configured
-// otherwise (ACV_ADMIN_AUDIT_RETENTION): as long as the verification logs by default, so an
-// operator's action can be read beside the logs it caused.
-const DefaultAuditRetention = 400 * 24 * time.Hour
-
 // AuditRetentionEvery is how often each console process applies the retention.
 const AuditRetentionEvery = time.Hour
 

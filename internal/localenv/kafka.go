@@ -25,8 +25,14 @@ type KafkaOptions struct {
 	Nodes int
 	// HeapMB is each JVM's maximum heap. Default 384.
 	HeapMB int
-	// Dist is the jars to run; nil fetches Version's with FetchKafka.
+	// Dist is the jars to run; nil fetches Version's with FetchKafka into JarCache.
 	Dist *KafkaDist
+	// JarCache is where fetched jars are kept (ACV_KAFKA_CACHE); empty: acv in the user's
+	// cache directory.
+	JarCache string
+	// JavaHome is the JDK whose bin/java runs the nodes (JAVA_HOME); empty: the java of the
+	// PATH.
+	JavaHome string
 	// JVMOptions are added after the default JVM options, so they override them: e.g.
 	// -XX:TieredStopAtLevel=4 for the full JIT where the broker's throughput matters more than
 	// its start.
@@ -99,13 +105,13 @@ type Kafka struct {
 // (auto.create.topics.enable=false): use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
 	o = o.withDefaults()
-	if _, err := javaBinary(); err != nil {
+	if _, err := javaBinary(o.JavaHome); err != nil {
 		return nil, err
 	}
 	dist := o.Dist
 	if dist == nil {
 		var err error
-		if dist, err = FetchKafka(ctx, o.Version); err != nil {
+		if dist, err = FetchKafka(ctx, o.Version, o.JarCache); err != nil {
 			return nil, err
 		}
 	}

@@ -25,11 +25,6 @@ const (
 // KafkaVersions are the releases the suites run against, oldest first.
 var KafkaVersions = []string{Kafka3, Kafka4}
 
-// KafkaCacheEnv names the environment variable that says where the broker's jars are kept
-// (default: $XDG_CACHE_HOME/acv, else ~/.cache/acv). Each release has its own directory in it,
-// kafka-<version>, that every later run reuses.
-const KafkaCacheEnv = "ACV_KAFKA_CACHE"
-
 // KafkaDist is a release's jars in the cache, ready to run with `java -cp Libs/*`.
 type KafkaDist struct {
 	Version string
@@ -43,15 +38,15 @@ type KafkaDist struct {
 	Fetched time.Duration
 }
 
-// KafkaCacheDir is the root of the jar cache: $ACV_KAFKA_CACHE, else the user's cache
-// directory's acv.
-func KafkaCacheDir() (string, error) {
-	if d := os.Getenv(KafkaCacheEnv); d != "" {
-		return filepath.Abs(d)
+// jarCache is the root of the jar cache: dir, else the user's cache directory's acv. Each
+// release has its own directory in it, kafka-<version>, that every later run reuses.
+func jarCache(dir string) (string, error) {
+	if dir != "" {
+		return filepath.Abs(dir)
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("kafka jar cache: %w (set %s)", err, KafkaCacheEnv)
+		return "", fmt.Errorf("kafka jar cache: %w (set ACV_KAFKA_CACHE)", err)
 	}
 	return filepath.Join(d, "acv"), nil
 }
@@ -62,15 +57,16 @@ const completeMarker = "complete"
 
 // FetchKafka returns the jars of Kafka version, fetching them from Maven Central on first use
 // (`mvn dependency:copy-dependencies` of a generated pom depending on
-// org.apache.kafka:kafka_2.13) into the cache. Concurrent callers, in this process or others
-// (several test binaries at once), are serialised by a lock on the cache, so a release is
-// fetched once and never read half-written. It needs java and mvn on the PATH.
-func FetchKafka(ctx context.Context, version string) (*KafkaDist, error) {
+// org.apache.kafka:kafka_2.13) into the jar cache in cache (empty: the user's, see
+// jarCache). Concurrent callers, in this process or others (several test binaries at once),
+// are serialised by a lock on the cache, so a release is fetched once and never read
+// half-written. It needs java and mvn on the PATH.
+func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) {
 	bindings, ok := kafkaLogBindings[major(version)]
 	if !ok {
 		return nil, fmt.Errorf("kafka %s: only the 3.x and 4.x lines are supported", version)
 	}
-	root, err := KafkaCacheDir()
+	root, err := jarCache(cache)
 	if err != nil {
 		return nil, err
 	}

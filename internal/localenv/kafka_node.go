@@ -37,10 +37,10 @@ type KafkaNode struct {
 	stopped bool
 }
 
-// javaBinary finds java: $JAVA_HOME/bin/java, else the PATH.
-func javaBinary() (string, error) {
-	if h := os.Getenv("JAVA_HOME"); h != "" {
-		if p := filepath.Join(h, "bin", "java"); isExecutable(p) {
+// javaBinary finds java: home's bin/java (a JDK's directory, JAVA_HOME), else the PATH's.
+func javaBinary(home string) (string, error) {
+	if home != "" {
+		if p := filepath.Join(home, "bin", "java"); isExecutable(p) {
 			return p, nil
 		}
 	}
@@ -176,7 +176,7 @@ func (n *KafkaNode) jvmArgs(heapMB int) []string {
 // format formats the node's storage with the release's own tool, for the cluster's id and its
 // static quorum (controller.quorum.voters): the same command on 3.x and 4.x.
 func (n *KafkaNode) format(ctx context.Context) error {
-	java, err := javaBinary()
+	java, err := javaBinary(n.k.opts.JavaHome)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (n *KafkaNode) launch() error {
 	if err := stopStale(n.pidFile(), "java", syscall.SIGKILL, 10*time.Second); err != nil {
 		return err
 	}
-	java, err := javaBinary()
+	java, err := javaBinary(n.k.opts.JavaHome)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ func startKafka(t *testing.T, version string, nodes int) *localenv.Kafka {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	k, err := localenv.StartKafka(ctx, t.TempDir(), localenv.KafkaOptions{Version: version, Nodes: nodes})
+	k, err := localenv.StartKafka(ctx, t.TempDir(), localenv.KafkaOptions{Version: version, Nodes: nodes,
+		JavaHome: os.Getenv("JAVA_HOME"), JarCache: os.Getenv("ACV_KAFKA_CACHE")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestReshardingUnderLoad(t *testing.T) {
 	s := testkit.NewStackWith(t, testkit.StackOptions{OwnRedisCluster: c})
 	s.Config.Pipeline = service.PipelineDirect
 	bases := s.StartAPIs(3)
-	s.StartRelay("relay-a", testkit.NoHooks)
+	s.StartRelay("relay-a")
 	tn := s.NewTenant(nil, bases...)
 	masters, ranges, err := c.Masters()
 	if err != nil {
@@ -188,7 +188,7 @@ func masterLoss(t *testing.T, waitReplicas int) {
 	s.Config.RedisWaitReplicas = waitReplicas
 	s.Config.RedisWaitTimeout = 100 * time.Millisecond
 	bases := s.StartAPIs(3)
-	s.StartRelay("relay-a", testkit.NoHooks)
+	s.StartRelay("relay-a")
 	tn := s.NewTenant(nil, bases...)
 	// The victim and the shards it serves; the probes' codes live there.
 	victim := mastersNow(t, c)[0]

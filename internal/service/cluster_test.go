@@ -105,7 +105,7 @@ func TestClusterSpreadsOneProject(t *testing.T) {
 	s := testkit.NewStackWith(t, testkit.StackOptions{RedisCluster: true})
 	s.Config.Pipeline = service.PipelineDirect // the relay writes PostgreSQL: no broker to feed on 2 cores
 	bases := s.StartAPIs(3)
-	s.StartRelay("relay-a", testkit.NoHooks)
+	s.StartRelay("relay-a")
 	tn := s.NewTenant(nil, bases...)
 	values := make([]string, n)
 	for i := range values {
@@ -202,7 +202,7 @@ func TestProjectDisableReachesEveryShard(t *testing.T) {
 	s := testkit.NewStackWith(t, testkit.StackOptions{RedisCluster: true})
 	s.Config.Pipeline = service.PipelineDirect
 	bases := s.StartAPIs(3)
-	s.StartRelay("relay-a", testkit.NoHooks)
+	s.StartRelay("relay-a")
 	tn := s.NewTenant(nil, bases...)
 	// At least 2048 codes, and as many more as it takes for every shard to hold some: which
 	// shard a value lands in depends on the project id, so a fixed set could miss one.

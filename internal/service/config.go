@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/audit"
-	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/internal/settings"
+	"github.com/acv/acv/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Config is the whole configuration, read from the environment by FromEnv.
+// Config is the whole configuration, read from the environment by FromEnv. Each field's
+// variable and default are in internal/settings.
 type Config struct {
 	HTTPAddr string
 	// DebugAddr is where /metrics, /healthz, /readyz and the profiles are served
@@ -50,30 +50,27 @@ type Config struct {
 	RedisWaitTimeout  time.Duration
 	PGMaxConns        int
 	Logger            *slog.Logger
-	// Tracer makes the spans of every part; none when nil.
-	Tracer trace.TracerProvider
+	// Tracer makes the spans of every part; none when nil. cmd/acv makes it from Tracing (the
+	// OTEL_* variables).
+	Tracer  trace.TracerProvider
+	Tracing telemetry.Tracing
 	// MasterKeys seal and open the API keys' secrets (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE);
 	// the API role and the admin commands need them, the pipeline does not.
 	MasterKeys *secrets.Keyring
 
 	// RelayLease is how long a relay holds its share of the outboxes without renewing it, and
 	// so how long a dead relay's outboxes wait before the other relays take them over
-	// (ACV_RELAY_LEASE). Zero takes the relay's default (5s).
+	// (ACV_RELAY_LEASE). Zero takes the relay's own default.
 	RelayLease time.Duration
 
 	// KafkaSessionTimeout is how long the group coordinator waits for a consumer that stopped
 	// heartbeating (a killed process) before it gives that consumer's partitions to the others
 	// (ACV_KAFKA_SESSION_TIMEOUT); the consumer then heartbeats every third of it, at most every
-	// 3s. Zero takes kafka-go's 30s.
+	// 3s. Zero takes kafka-go's default.
 	KafkaSessionTimeout time.Duration
 	// LogRetentionDays is how many days of verification logs the relay and consumer processes
 	// keep (whole day partitions past it are dropped); 0 keeps every day.
 	LogRetentionDays int
-
-	// KafkaEventFormat is the form of the Kafka message values the relay publishes
-	// (ACV_KAFKA_EVENT_FORMAT): audit.ValuesEntry (the outbox entry as it is; empty means it)
-	// or audit.ValuesJSON, which log writers of earlier versions need during an upgrade.
-	KafkaEventFormat string
 
 	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
 	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
@@ -87,15 +84,9 @@ type Config struct {
 	AdminAddr           string
 	AdminListener       net.Listener
 	AdminTrustedProxies []string
-	// KeyUseFlush is how often an API process writes when its keys were last used to
-	// PostgreSQL (httpapi.KeyUses); 10 s when 0.
-	KeyUseFlush time.Duration
 	// AdminAuditRetentionDays is how many days of the admin audit log the console keeps
 	// (ACV_ADMIN_AUDIT_RETENTION); each console process applies it hourly. 0 keeps every row.
 	AdminAuditRetentionDays int
-
-	// Hooks inject faults in tests; production leaves them zero.
-	Hooks Hooks
 }
 
 // Roles selects which parts a process runs; a deployment may split them.
@@ -116,8 +107,6 @@ func (c Config) Validate() error {
 		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles of the kafka pipeline")
 	case !c.UsesKafka() && c.Roles.Consumer && !c.Roles.API && !c.Roles.Relay:
 		return errors.New("a consumer-only process needs the kafka pipeline (KAFKA_BROKERS): in the direct pipeline the relay writes the logs itself")
-	case c.KafkaEventFormat != "" && c.KafkaEventFormat != audit.ValuesEntry && c.KafkaEventFormat != audit.ValuesJSON:
-		return fmt.Errorf("ACV_KAFKA_EVENT_FORMAT: unknown format %q (entry or json)", c.KafkaEventFormat)
 	case c.KafkaSessionTimeout < 0:
 		return errors.New("ACV_KAFKA_SESSION_TIMEOUT must not be negative")
 	case !c.Roles.API && !c.Roles.Relay && !c.Roles.Consumer:
@@ -144,61 +133,10 @@ func (c Config) UsesKafka() bool {
 	return c.Pipeline == PipelineKafka || c.Pipeline == "" && len(c.KafkaBrokers) > 0
 }
 
-// Setting documents one environment variable; a test holds README's table to the same list.
-type Setting struct {
-	Name, Default, Meaning string
-}
-
-// Settings lists every environment variable the service reads.
-var Settings = []Setting{
-	{"ACV_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on"},
-	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0; a Redis Cluster: redis-cluster://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes, the others are discovered; rediss-cluster:// with TLS)"},
-	{"ACV_DATABASE_URL", "", "PostgreSQL URL, e.g. postgres://acv@127.0.0.1:5432/acv"},
-	{"KAFKA_BROKERS", "", "comma-separated Kafka bootstrap addresses"},
-	{"ACV_PIPELINE", "", "how the relay delivers log events: kafka (to KAFKA_BROKERS; the consumer role writes PostgreSQL) or direct (the relay writes PostgreSQL itself, the consumer role is skipped); unset: kafka when KAFKA_BROKERS is set, else direct"},
-	{"ACV_KAFKA_TOPIC", audit.Topic, "topic of the verification-log events"},
-	{"ACV_KAFKA_PARTITIONS", "8", "partitions when the topic is created"},
-	{"ACV_KAFKA_EVENT_FORMAT", audit.ValuesEntry, "form of the Kafka message values the relay publishes: entry (the outbox entry as it is) or json (the event's JSON, which log writers of versions before entry need: set it on every replica while upgrading from such a version, and unset it once every log writer runs this one)"},
-	{"ACV_CONSUMER_GROUP", "acv-log-writer", "Kafka consumer group of the log writers"},
-	{"ACV_KAFKA_SESSION_TIMEOUT", "30s", "how long Kafka waits for a silent log writer (a killed process) before its partitions go to the other members of the group; its logs wait in Kafka that long. Heartbeats go every third of it (at most 3s). The brokers must allow it: group.min.session.timeout.ms and group.max.session.timeout.ms, 6s to 30m by default"},
-	{"ACV_ROLES", "api,relay,consumer", "parts this process runs"},
-	{"ACV_INSTANCE", "host name", "this replica's name (relay consumer name)"},
-	{"ACV_KEY_CACHE_TTL", "1s", "how long an API-key lookup is reused: a revocation or a project disable reaches every replica within it"},
-	{"ACV_REQUEST_TIMEOUT", "10s", "bound on one request's work"},
-	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
-	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
-	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
-	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated kid:hex entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
-	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one kid:hex (or hex) a line, the first line sealing; # starts a comment"},
-	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node); "},
-	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
-	{"ACV_REDIS_WAIT_REPLICAS", "0", "Redis replicas that must hold a verify or reactivate before it is answered (WAIT); 0 answers once the master applied it"},
-	{"ACV_REDIS_WAIT_TIMEOUT", "100ms", "how long a write waits for those replicas; a shortfall is answered 503"},
-	{"ACV_PG_MAX_CONNS", "32", "Postgres connections per process"},
-	{"ACV_RELAY_LEASE", "5s", "how long a relay holds its share of the outboxes without renewing it (it renews every third of it): a dead relay's outboxes pass to the other relays after that"},
-	{"ACV_LOG_RETENTION", "400", "days of verification logs kept: the relay and consumer processes (hourly) and acv logs maintain drop the day partitions of verification_logs wholly older than that; 400d is accepted too; 0 keeps every day"},
-	{"ACV_ADMIN_ADDR", "127.0.0.1:8081", "address the operator console's admin API listens on, in processes with the api role; loopback by default (put a TLS proxy in front to reach it from elsewhere); empty runs no console"},
-	{"ACV_ADMIN_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For (the client IP in the admin audit log) and X-Forwarded-Proto (Secure session cookies) the console believes"},
-	{"ACV_ADMIN_AUDIT_RETENTION", "400", "days of the admin audit log kept: each console process removes older rows hourly (the hash chain's anchor moves with them, so the rest still verifies) and records the removal; 400d is accepted too; 0 keeps every row"},
-	{"ACV_LOG_LEVEL", "info", "debug, info, warn or error; at info the access log has a line per refused or failed request (4xx, 5xx), at debug one per request"},
-	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint traces are exported to; with OTEL_TRACES_EXPORTER and the other standard OTEL_* variables, traces are exported only when one is set"},
-	{"OTEL_TRACES_EXPORTER", "", "trace exporter (otlp, console, none)"},
-	{"OTEL_SERVICE_NAME", "acv", "service name on every span"},
-}
-
-// FromEnv reads the configuration from the environment, with the defaults of Settings.
+// FromEnv reads the configuration from the environment (internal/settings, whose Service
+// list holds every variable's default).
 func FromEnv() (Config, error) {
-	get := func(name string) string {
-		if v, ok := os.LookupEnv(name); ok {
-			return strings.TrimSpace(v)
-		}
-		for _, s := range Settings {
-			if s.Name == name {
-				return s.Default
-			}
-		}
-		return ""
-	}
+	get := settings.Get
 	var errs []error
 	dur := func(name string) time.Duration {
 		d, err := time.ParseDuration(get(name))
@@ -214,6 +152,18 @@ func FromEnv() (Config, error) {
 		}
 		return n
 	}
+	// A retention set empty keeps its default, as when unset.
+	days := func(name string) int {
+		v := get(name)
+		if v == "" {
+			v = settings.Default(name)
+		}
+		n, err := parseDays(name, v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return n
+	}
 	c := Config{
 		HTTPAddr:       get("ACV_HTTP_ADDR"),
 		DebugAddr:      get("ACV_DEBUG_ADDR"),
@@ -224,7 +174,7 @@ func FromEnv() (Config, error) {
 		KafkaTopic:     get("ACV_KAFKA_TOPIC"),
 		Partitions:     num("ACV_KAFKA_PARTITIONS"),
 		ConsumerGroup:  get("ACV_CONSUMER_GROUP"),
-		Instance:       os.Getenv("ACV_INSTANCE"),
+		Instance:       get("ACV_INSTANCE"),
 		KeyCacheTTL:    dur("ACV_KEY_CACHE_TTL"),
 		RequestTimeout: dur("ACV_REQUEST_TIMEOUT"),
 		Drain:          dur("ACV_SHUTDOWN_DRAIN"),
@@ -238,30 +188,19 @@ func FromEnv() (Config, error) {
 
 		RelayLease: dur("ACV_RELAY_LEASE"),
 
-		KafkaEventFormat: get("ACV_KAFKA_EVENT_FORMAT"),
-
 		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
+		LogRetentionDays:    days(LogRetentionEnv),
 
-		AdminAddr:           get("ACV_ADMIN_ADDR"),
-		AdminTrustedProxies: list(get("ACV_ADMIN_TRUSTED_PROXIES")),
-	}
-	auditKeep := get("ACV_ADMIN_AUDIT_RETENTION")
-	if auditKeep == "" {
-		auditKeep = strconv.Itoa(int(console.DefaultAuditRetention / (24 * time.Hour)))
-	}
-	if days, err := parseDays("ACV_ADMIN_AUDIT_RETENTION", auditKeep); err != nil {
-		errs = append(errs, err)
-	} else {
-		c.AdminAuditRetentionDays = days
-	}
-	retention := get(LogRetentionEnv)
-	if retention == "" {
-		retention = strconv.Itoa(store.DefaultLogRetentionDays)
-	}
-	if days, err := ParseLogRetention(retention); err != nil {
-		errs = append(errs, err)
-	} else {
-		c.LogRetentionDays = days
+		AdminAddr:               get("ACV_ADMIN_ADDR"),
+		AdminTrustedProxies:     list(get("ACV_ADMIN_TRUSTED_PROXIES")),
+		AdminAuditRetentionDays: days("ACV_ADMIN_AUDIT_RETENTION"),
+
+		Tracing: telemetry.Tracing{
+			Exporter:       get("OTEL_TRACES_EXPORTER"),
+			Endpoint:       get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+			TracesEndpoint: get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+			ServiceName:    get("OTEL_SERVICE_NAME"),
+		},
 	}
 	for _, r := range list(get("ACV_ROLES")) {
 		switch r {
@@ -279,7 +218,7 @@ func FromEnv() (Config, error) {
 		c.Instance, _ = os.Hostname()
 	}
 	var err error
-	if c.MasterKeys, err = masterKeysFromEnv(); err != nil {
+	if c.MasterKeys, err = masterKeys(get("ACV_MASTER_KEY"), get("ACV_MASTER_KEY_FILE")); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
+	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
 )
 
@@ -437,7 +438,7 @@ func runFaults(t *testing.T, sc faultScenario) {
 	}
 	f := newTraffic(t, s, 12)
 
-	relayHooks, consumerHooks := testkit.NoHooks, testkit.NoHooks
+	var relayHooks, consumerHooks service.Hooks
 	relayCrashed, relayHook, crashIDs := crashOn(3, changesState)
 	if sc.relayCrash {
 		relayHooks.RelayAfterPublish = relayHook
@@ -446,8 +447,12 @@ func runFaults(t *testing.T, sc faultScenario) {
 	if sc.consumerCrash {
 		consumerHooks.ConsumerBeforeCommit = func() error { return consumerHook(nil) }
 	}
-	relay := s.StartRelay("relay-a", relayHooks)
-	consumer := s.StartConsumer(consumerHooks)
+	relay := s.Go(func(ctx context.Context) error {
+		return service.RunWithHooks(ctx, s.RelayConfig("relay-a"), nil, relayHooks)
+	})
+	consumer := s.Go(func(ctx context.Context) error {
+		return service.RunWithHooks(ctx, s.ConsumerConfig(), nil, consumerHooks)
+	})
 
 	stopTraffic := f.background(150)
 	defer stopTraffic()
@@ -462,7 +467,7 @@ func runFaults(t *testing.T, sc faultScenario) {
 			t.Fatalf("%d of the crashed batch's %d entries left the outbox", len(*crashIDs)-n, len(*crashIDs))
 		}
 		f.wave(200) // no relay runs: these wait in the outbox
-		s.StartRelay(sc.restartName, testkit.NoHooks)
+		s.StartRelay(sc.restartName)
 	}
 	if sc.consumerCrash {
 		testkit.WaitFor(t, 30*time.Second, "the consumer's 2nd batch", testkit.Closed(consumerCrashed))
@@ -474,7 +479,7 @@ func runFaults(t *testing.T, sc faultScenario) {
 			t.Fatal("after the consumer crash: every stored log is below the committed offsets; want the crashed batch stored, not committed")
 		}
 		f.wave(200) // no consumer runs: these wait in Kafka
-		s.StartConsumer(testkit.NoHooks)
+		s.StartConsumer()
 	}
 	f.wave(100)
 	stopTraffic()

@@ -2,10 +2,12 @@ package service_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
 )
 
@@ -14,8 +16,22 @@ import (
 // time never moves backwards.
 func TestAPIKeyLastUse(t *testing.T) {
 	s := testkit.NewStack(t)
-	s.Config.KeyUseFlush = 200 * time.Millisecond
-	base := s.StartAPI()
+	// An API replica as StartAPI starts it, flushing every 200ms instead of every 10s.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.Config
+	cfg.Roles = service.Roles{API: true}
+	api := s.Go(func(ctx context.Context) error {
+		return service.RunWithHooks(ctx, cfg, ln, service.Hooks{KeyUseFlush: 200 * time.Millisecond})
+	})
+	t.Cleanup(func() {
+		if err := api.Stop(); err != nil {
+			t.Errorf("api replica: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
 	tn := s.NewTenant(nil)
 	ctx := context.Background()
 	lastUsed := func() *int64 {

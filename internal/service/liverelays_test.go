@@ -26,8 +26,8 @@ func TestLiveRelaysCounted(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Fatalf("%d relays alive before any started", n)
 	}
-	s.StartRelay("relay-a", testkit.NoHooks)
-	s.StartRelay("relay-b", testkit.NoHooks)
+	s.StartRelay("relay-a")
+	s.StartRelay("relay-b")
 	testkit.WaitFor(t, 20*time.Second, "two relays alive", func() (bool, string) {
 		n := count()
 		return n == 2, strconv.FormatInt(n, 10)

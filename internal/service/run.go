@@ -16,13 +16,17 @@ import (
 	"github.com/acv/acv/internal/console"
 )
 
-// DefaultKeyUseFlush is how often an API process flushes its keys' last use (Config.KeyUseFlush).
-const DefaultKeyUseFlush = 10 * time.Second
+// keyUseFlush is how often an API process flushes its keys' last use to PostgreSQL.
+const keyUseFlush = 10 * time.Second
 
-// Hooks inject faults in tests; production leaves them nil.
-type Hooks struct {
-	RelayAfterPublish    func(entryIDs []string) error
-	ConsumerBeforeCommit func() error
+// runOptions are what a test changes in a run (export_test.go): Run runs with the zero value.
+type runOptions struct {
+	// relayAfterPublish and consumerBeforeCommit inject faults into the relay and the consumer
+	// (audit.RelayConfig.AfterPublish, audit.ConsumerConfig.BeforeCommit).
+	relayAfterPublish    func(entryIDs []string) error
+	consumerBeforeCommit func() error
+	// keyUseFlush, when above 0, replaces the package's keyUseFlush.
+	keyUseFlush time.Duration
 }
 
 // NewAPI builds an API replica over deps.
@@ -50,15 +54,14 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 	})
 }
 
-// RunRelay moves outbox entries to Kafka (the kafka pipeline) or straight into Postgres (the
+// runRelay moves outbox entries to Kafka (the kafka pipeline) or straight into Postgres (the
 // direct pipeline) until ctx ends, then flushes its in-flight batches. Either way an entry is
 // removed from the outbox only after its destination acknowledged it.
-func RunRelay(ctx context.Context, d *Deps) error {
+func runRelay(ctx context.Context, d *Deps, o runOptions) error {
 	cfg := audit.RelayConfig{
 		Outboxes: cache.Outboxes(), LegacyStreams: cache.LegacyOutboxStreams(),
-		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
+		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: o.relayAfterPublish,
 		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
-		Values: d.Config.KafkaEventFormat,
 	}
 	var pub audit.Publisher
 	if d.Config.UsesKafka() {
@@ -75,11 +78,11 @@ func RunRelay(ctx context.Context, d *Deps) error {
 	return r.Run(ctx)
 }
 
-// RunConsumer writes log events from Kafka to Postgres until ctx ends.
-func RunConsumer(ctx context.Context, d *Deps) error {
+// runConsumer writes log events from Kafka to Postgres until ctx ends.
+func runConsumer(ctx context.Context, d *Deps, o runOptions) error {
 	c := audit.NewConsumer(audit.ConsumerConfig{
 		Brokers: d.Config.KafkaBrokers, Topic: d.Config.KafkaTopic, GroupID: d.Config.ConsumerGroup,
-		Logger: d.Config.Logger, BeforeCommit: d.Config.Hooks.ConsumerBeforeCommit, Metrics: d.Audit,
+		Logger: d.Config.Logger, BeforeCommit: o.consumerBeforeCommit, Metrics: d.Audit,
 		Tracer: d.Config.Tracer, SessionTimeout: d.Config.KafkaSessionTimeout,
 	}, d.Store)
 	defer c.Close()
@@ -91,6 +94,10 @@ func RunConsumer(ctx context.Context, d *Deps) error {
 // starts, so a failed start leaves nothing running. Shutdown order: stop accepting and drain
 // requests, then let the relay flush what it read, then close Kafka, Redis and Postgres.
 func Run(ctx context.Context, cfg Config, ln net.Listener) error {
+	return run(ctx, cfg, ln, runOptions{})
+}
+
+func run(ctx context.Context, cfg Config, ln net.Listener, o runOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -163,13 +170,13 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 		}()
 	}
 	if cfg.Roles.Relay {
-		start(&pipeWG, "relay", pipeCtx, func(c context.Context) error { return RunRelay(c, d) })
+		start(&pipeWG, "relay", pipeCtx, func(c context.Context) error { return runRelay(c, d, o) })
 	}
 	if cfg.Roles.Consumer && !cfg.UsesKafka() {
 		cfg.Logger.Info("direct pipeline: the relay writes the logs to postgres; the consumer role has nothing to read")
 	}
 	if cfg.Roles.Consumer && cfg.UsesKafka() {
-		start(&pipeWG, "consumer", pipeCtx, func(c context.Context) error { return RunConsumer(c, d) })
+		start(&pipeWG, "consumer", pipeCtx, func(c context.Context) error { return runConsumer(c, d, o) })
 	}
 	if cfg.Roles.Relay || cfg.Roles.Consumer {
 		start(&pipeWG, "log maintenance", pipeCtx, func(c context.Context) error { return RunLogMaintenance(c, d) })
@@ -177,9 +184,9 @@ func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	if srv != nil && d.KeyUses != nil {
 		// In the pipeline's group: it stops after the API drained, so its last flush holds
 		// every request's use.
-		every := cfg.KeyUseFlush
-		if every <= 0 {
-			every = DefaultKeyUseFlush
+		every := keyUseFlush
+		if o.keyUseFlush > 0 {
+			every = o.keyUseFlush
 		}
 		start(&pipeWG, "api key last use", pipeCtx, func(c context.Context) error { return d.KeyUses.Run(c, every) })
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -29,10 +28,10 @@ func (c Config) RequireMasterKeys() error {
 	return nil
 }
 
-// masterKeysFromEnv reads the keyring from ACV_MASTER_KEY or ACV_MASTER_KEY_FILE (not both);
-// nil when neither is set. Its errors never quote key material.
-func masterKeysFromEnv() (*secrets.Keyring, error) {
-	inline, file := strings.TrimSpace(os.Getenv("ACV_MASTER_KEY")), strings.TrimSpace(os.Getenv("ACV_MASTER_KEY_FILE"))
+// masterKeys reads the keyring from ACV_MASTER_KEY's value inline or from the file
+// ACV_MASTER_KEY_FILE names (not both); nil when neither is set. Its errors never quote key
+// material.
+func masterKeys(inline, file string) (*secrets.Keyring, error) {
 	switch {
 	case inline != "" && file != "":
 		return nil, errors.New("ACV_MASTER_KEY and ACV_MASTER_KEY_FILE are both set; set one")

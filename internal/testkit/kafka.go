@@ -14,6 +14,7 @@ import (
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/localenv/localkafka"
+	"github.com/acv/acv/internal/settings"
 )
 
 // KafkaVersionsEnv names the environment variable that narrows the Apache Kafka releases the
@@ -26,9 +27,16 @@ const KafkaVersionsEnv = "ACV_KAFKA_VERSIONS"
 // with -v, so `make test` prints that file instead.
 const TimingsEnv = "ACV_TEST_TIMINGS"
 
+// KafkaOptions are the options of a cluster of nodes running version, with the machine's JDK
+// (JAVA_HOME) and jar cache (ACV_KAFKA_CACHE).
+func KafkaOptions(version string, nodes int) localenv.KafkaOptions {
+	return localenv.KafkaOptions{Version: version, Nodes: nodes,
+		JavaHome: settings.Get("JAVA_HOME"), JarCache: settings.Get("ACV_KAFKA_CACHE")}
+}
+
 // KafkaVersions are the Kafka releases the suites run against.
 func KafkaVersions() []string {
-	v := strings.TrimSpace(os.Getenv(KafkaVersionsEnv))
+	v := settings.Get(KafkaVersionsEnv)
 	if v == "" {
 		return localenv.KafkaVersions
 	}
@@ -76,7 +84,7 @@ func RealKafka(tb testing.TB, version string) *localenv.Kafka {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		rk.k, rk.err = localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: version})
+		rk.k, rk.err = localenv.StartKafka(ctx, dir, KafkaOptions(version, 1))
 		if rk.err != nil {
 			os.RemoveAll(dir)
 			return
@@ -101,7 +109,7 @@ func KafkaCluster(tb testing.TB, version string, nodes int) *localenv.Kafka {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	k, err := localenv.StartKafka(ctx, tb.TempDir(), localenv.KafkaOptions{Version: version, Nodes: nodes})
+	k, err := localenv.StartKafka(ctx, tb.TempDir(), KafkaOptions(version, nodes))
 	if err != nil {
 		tb.Fatalf("start kafka %s (%d nodes): %v", version, nodes, err)
 	}
@@ -127,7 +135,7 @@ func reportStart(k *localenv.Kafka) {
 	line := fmt.Sprintf("%s: Apache Kafka %s (%s) started in %s, storage formatted in %s, %s",
 		binaryName(), k.Version, nodes, k.Started.Round(time.Millisecond), k.Formatted.Round(time.Millisecond), fetch)
 	fmt.Fprintln(os.Stderr, "testkit: "+line)
-	if f := os.Getenv(TimingsEnv); f != "" {
+	if f := settings.Get(TimingsEnv); f != "" {
 		if w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 			fmt.Fprintln(w, line)
 			w.Close()

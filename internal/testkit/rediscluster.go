@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/settings"
 )
 
 // Redis Cluster in tests. Starting a 3-master cluster takes about 2.5 s on the 2-core test
@@ -140,7 +141,7 @@ func OnEachRedis(t *testing.T, fn func(t *testing.T)) {
 // OnRedisCluster tells whether tb runs on a Redis Cluster (UseRedisCluster, or
 // ACV_TEST_REDIS=cluster).
 func OnRedisCluster(tb testing.TB) bool {
-	if os.Getenv("ACV_TEST_REDIS") == "cluster" {
+	if settings.Get("ACV_TEST_REDIS") == "cluster" {
 		return true
 	}
 	name := tb.Name()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/acv/acv/internal/settings"
 )
 
 // Report logs a figure line of a test and appends it, named after the test, to the timings
@@ -13,7 +15,7 @@ func Report(tb testing.TB, format string, args ...any) {
 	tb.Helper()
 	line := fmt.Sprintf(format, args...)
 	tb.Log(line)
-	f := os.Getenv(TimingsEnv)
+	f := settings.Get(TimingsEnv)
 	if f == "" {
 		return
 	}

@@ -47,9 +47,6 @@ type Stack struct {
 // real failure.
 var ErrInjected = errors.New("injected fault")
 
-// NoHooks runs a relay or consumer without injected faults.
-var NoHooks = service.Hooks{}
-
 // NewStack starts the servers, migrates the database and opens the operator's connections;
 // the parts are started by the test with StartAPI, StartRelay, StartConsumer and StartWorker.
 // Everything stops when the test ends.
@@ -134,9 +131,15 @@ func (p *Part) Stop() error {
 // ends or Stop. Its error is the test's to examine through Stop: a fault hook may make it fail
 // on purpose.
 func (s *Stack) Run(cfg service.Config, ln net.Listener) *Part {
+	return s.Go(func(ctx context.Context) error { return service.Run(ctx, cfg, ln) })
+}
+
+// Go runs run as a part: until the test ends or Stop, which cancels run's context. A test that
+// runs the service with hooks of its own (service.RunWithHooks) starts it through Go.
+func (s *Stack) Go(run func(context.Context) error) *Part {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Part{cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- service.Run(ctx, cfg, ln) }()
+	go func() { p.done <- run(ctx) }()
 	s.T.Cleanup(func() { _ = p.Stop() })
 	return p
 }
@@ -223,20 +226,28 @@ func (s *Stack) StartAPIs(n int) []string {
 	return bases
 }
 
-// StartRelay runs a relay process named name (its Redis consumer name); hooks inject faults.
-func (s *Stack) StartRelay(name string, h service.Hooks) *Part {
-	s.T.Helper()
+// RelayConfig is the configuration of a relay process named name (its Redis consumer name).
+func (s *Stack) RelayConfig(name string) service.Config {
 	cfg := s.Config
-	cfg.Roles, cfg.Instance, cfg.Hooks = service.Roles{Relay: true}, name, h
-	return s.Run(cfg, nil)
+	cfg.Roles, cfg.Instance = service.Roles{Relay: true}, name
+	return cfg
 }
 
-// StartConsumer runs one log writer of the test's consumer group; hooks inject faults.
-func (s *Stack) StartConsumer(h service.Hooks) *Part {
-	s.T.Helper()
+// StartRelay runs a relay process named name (its Redis consumer name).
+func (s *Stack) StartRelay(name string) *Part {
+	return s.Run(s.RelayConfig(name), nil)
+}
+
+// ConsumerConfig is the configuration of one log writer of the test's consumer group.
+func (s *Stack) ConsumerConfig() service.Config {
 	cfg := s.Config
-	cfg.Roles, cfg.Hooks = service.Roles{Consumer: true}, h
-	return s.Run(cfg, nil)
+	cfg.Roles = service.Roles{Consumer: true}
+	return cfg
+}
+
+// StartConsumer runs one log writer of the test's consumer group.
+func (s *Stack) StartConsumer() *Part {
+	return s.Run(s.ConsumerConfig(), nil)
 }
 
 // StartPipeline runs a relay under each name and one consumer, without faults: the audit
@@ -244,9 +255,9 @@ func (s *Stack) StartConsumer(h service.Hooks) *Part {
 func (s *Stack) StartPipeline(relays ...string) {
 	s.T.Helper()
 	for _, name := range relays {
-		s.StartRelay(name, NoHooks)
+		s.StartRelay(name)
 	}
-	s.StartConsumer(NoHooks)
+	s.StartConsumer()
 }
 
 // StartWorker runs the pipeline worker the way the compose stack does: relay and consumer, no

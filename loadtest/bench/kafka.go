@@ -11,6 +11,7 @@ import (
 
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/settings"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -30,6 +31,7 @@ func (b *bench) startKafka(ctx context.Context) error {
 	t0 := time.Now()
 	k, err := localenv.StartKafka(ctx, filepath.Join(b.dir, "kafka"), localenv.KafkaOptions{
 		Version: localenv.Kafka4, HeapMB: 512, JVMOptions: []string{"-XX:TieredStopAtLevel=4"},
+		JavaHome: settings.Get("JAVA_HOME"), JarCache: settings.Get("ACV_KAFKA_CACHE"),
 	})
 	if err != nil {
 		return fmt.Errorf("start kafka: %w", err)

@@ -153,7 +153,7 @@ spec:
 
 {{/*
 The environment of an acv process, by the names of README's configuration table
-(internal/service.Settings). dict: root, component (api, console, relay, log-writer, migrate),
+(internal/settings.Service). dict: root, component (api, console, relay, log-writer, migrate),
 values (the component's values).
 */}}
 {{- define "acv.env" -}}
