@@ -120,7 +120,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 	if key.Revoked {
 		return unauthorized(AuthRevoked, "API key has been revoked")
 	}
-	now := s.cfg.Now().Unix()
+	now := s.now().Unix()
 	if d := now - tsVal; d > contract.SignatureWindow || d < -contract.SignatureWindow {
 		return unauthorized(AuthSkew, "Request timestamp is outside the allowed window of 300 seconds; server time is "+strconv.FormatInt(now, 10))
 	}
@@ -130,7 +130,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 	// The key proved itself (signature, not revoked, in the time window): that is a use, noted
 	// in memory only (KeyUses says why).
 	if s.cfg.KeyUses != nil {
-		s.cfg.KeyUses.Used(key.ID, s.cfg.Now())
+		s.cfg.KeyUses.Used(key.ID, s.now())
 	}
 	c.Set(ctxKey, key)
 	c.Set(ctxBody, body)
@@ -174,7 +174,7 @@ func (s *Server) admit(c *gin.Context, key contract.APIKey, checkReplay bool) er
 	ctx, span := s.tracer.Start(c.Request.Context(), "redis admit.lua", trace.WithSpanKind(trace.SpanKindClient))
 	rs, err := s.cfg.HotPath.Admit(ctx, contract.Admission{
 		ProjectID: key.ProjectID, KeyID: key.ID, ReplayKey: c.GetString(ctxReplay),
-		CheckReplay: checkReplay, Limit: key.Limit(), Now: s.cfg.Now(),
+		CheckReplay: checkReplay, Limit: key.Limit(), Now: s.now(),
 	})
 	span.End()
 	s.metrics.script.WithLabelValues("admit").Observe(time.Since(start).Seconds())

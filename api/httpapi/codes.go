@@ -29,7 +29,7 @@ func (s *Server) listCodes(c *gin.Context) error {
 		return err
 	}
 	key := keyOf(c)
-	now := s.cfg.Now().Unix()
+	now := s.now().Unix()
 	rows, total, err := s.cfg.Records.ListCodes(c.Request.Context(), key.ProjectID, addressable(q), now)
 	if err != nil {
 		return fmt.Errorf("list codes: %w", err)
@@ -149,7 +149,7 @@ func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) 
 	if found {
 		rec = rec.WithLiveState(live)
 	}
-	code := rec.Resource(key.ProjectExpiresAt, s.cfg.Now().Unix())
+	code := rec.Resource(key.ProjectExpiresAt, s.now().Unix())
 	logs, err := s.cfg.Records.Logs(ctx, rec.ID, s.cfg.LogsLimit)
 	if err != nil {
 		return fmt.Errorf("read verification logs: %w", err)

@@ -404,16 +404,14 @@ func newEnv(t testing.TB) *env {
 func (e *env) reconfigure(t testing.TB, edit func(*httpapi.Config)) {
 	t.Helper()
 	cfg := httpapi.Config{
-		Records:    e.rec,
-		HotPath:    e.hot,
-		Logger:     slog.New(slog.NewTextHandler(e.log, nil)),
-		Now:        func() time.Time { return fixedNow },
-		NewEventID: func() string { return eventID },
+		Records: e.rec,
+		HotPath: e.hot,
+		Logger:  slog.New(slog.NewTextHandler(e.log, nil)),
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := httpapi.New(cfg)
+	srv, err := httpapi.NewWithClock(cfg, func() time.Time { return fixedNow }, func() string { return eventID })
 	if err != nil {
 		t.Fatal(err)
 	}

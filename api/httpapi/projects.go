@@ -19,7 +19,7 @@ func (s *Server) getProject(c *gin.Context) error {
 	if err != nil {
 		return fmt.Errorf("read project: %w", err)
 	}
-	st, err := s.cfg.Records.Statistics(ctx, key.ProjectID, s.cfg.Now().Unix())
+	st, err := s.cfg.Records.Statistics(ctx, key.ProjectID, s.now().Unix())
 	if err != nil {
 		return fmt.Errorf("read statistics: %w", err)
 	}
@@ -36,7 +36,7 @@ func (s *Server) getStatistics(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	pid := keyOf(c).ProjectID
-	st, recent, err := s.cfg.Records.ProjectStatistics(ctx, pid, s.cfg.Now().Unix(), contract.RecentVerificationsLimit)
+	st, recent, err := s.cfg.Records.ProjectStatistics(ctx, pid, s.now().Unix(), contract.RecentVerificationsLimit)
 	if err != nil {
 		return fmt.Errorf("read statistics: %w", err)
 	}

@@ -57,8 +57,6 @@ type Config struct {
 	Ready http.Handler
 	// Logger receives access and error logs; slog.Default() when nil.
 	Logger *slog.Logger
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 	// KeyCacheTTL bounds how long a key's lookup is reused: revocation and project disable take
 	// effect within it. Default 1 s.
 	KeyCacheTTL time.Duration
@@ -71,8 +69,6 @@ type Config struct {
 	TrustedProxies []string
 	// LogsLimit is how many verification logs a single-code response shows, newest first. Default 100.
 	LogsLimit int
-	// NewEventID makes verification-log ids; contract.NewID when nil.
-	NewEventID func() string
 	// Registerer receives the replica's metrics; a private registry when nil.
 	Registerer prometheus.Registerer
 	// Tracer makes the request and Lua-call spans; no spans when nil.
@@ -89,9 +85,6 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	if c.KeyCacheTTL <= 0 {
 		c.KeyCacheTTL = time.Second
 	}
@@ -104,9 +97,6 @@ func (c *Config) defaults() error {
 	if c.LogsLimit <= 0 {
 		c.LogsLimit = 100
 	}
-	if c.NewEventID == nil {
-		c.NewEventID = contract.NewID
-	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
@@ -118,21 +108,30 @@ func (c *Config) defaults() error {
 
 // Server is one API replica.
 type Server struct {
-	cfg     Config
-	keys    *keyCache
-	engine  *gin.Engine
-	metrics *metrics
-	tracer  trace.Tracer
+	cfg Config
+	// now is the clock and newEventID makes verification-log ids: time.Now and contract.NewID,
+	// which tests replace (export_test.go).
+	now        func() time.Time
+	newEventID func() string
+	keys       *keyCache
+	engine     *gin.Engine
+	metrics    *metrics
+	tracer     trace.Tracer
 }
 
 // New builds a replica's handler tree.
 func New(cfg Config) (*Server, error) {
+	return newServer(cfg, time.Now, contract.NewID)
+}
+
+func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Server, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
 	m := newMetrics(cfg.Registerer)
-	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.KeyCacheStale, cfg.Now, m.keyCache), metrics: m,
+	s := &Server{cfg: cfg, now: now, newEventID: newEventID,
+		keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.KeyCacheStale, now, m.keyCache), metrics: m,
 		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/httpapi")}
 	e := gin.New()
 	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.

@@ -52,8 +52,8 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 		IP:        c.ClientIP(),
 		ReplayKey: c.GetString(ctxReplay),
 		Limit:     key.Limit(),
-		EventID:   s.cfg.NewEventID(),
-		Now:       s.cfg.Now(),
+		EventID:   s.newEventID(),
+		Now:       s.now(),
 	}
 	if idem, ok := c.Request.Header["Idempotency-Key"]; ok {
 		if err := contract.ValidateIdempotencyKey(idem[0]); err != nil {
