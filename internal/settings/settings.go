@@ -67,7 +67,7 @@ var Service = []Setting{
 var Dev = []Setting{
 	{"ACV_DEV_KAFKA", "", "--kafka: real runs the logs through a one-node Apache Kafka started on loopback; empty: no broker"},
 	{"ACV_DEV_PROMETHEUS", "", "--prometheus: 1, true, yes or on also runs the machine's Prometheus with the deployment's rules"},
-	{"ACV_DEV_PROMETHEUS_ADDR", "", "--prometheus-addr: that Prometheus's address; empty: 127.0.0.1:9090 while free, else the address the data directory used before or a free loopback port"},
+	{"ACV_DEV_PROMETHEUS_ADDR", "", "--prometheus-addr: that Prometheus's address; empty: Prometheus's own default address while free, else the address the data directory used before or a free loopback port"},
 	{"ACV_KAFKA_CACHE", "", "where the Apache Kafka jars are kept once fetched, a directory per release; empty: acv in the user's cache directory ($XDG_CACHE_HOME, else ~/.cache)"},
 	{"JAVA_HOME", "", "the JDK whose bin/java runs Apache Kafka; empty: the java of the PATH"},
 }

@@ -89,22 +89,6 @@ func rowsByName(table string) map[string]string {
 	return rows
 }
 
-// Each variable has one row: a name in two lists would have two defaults.
-func TestEveryVariableHasOneRow(t *testing.T) {
-	seen := map[string]bool{}
-	for _, l := range [][]settings.Setting{settings.Service, settings.Dev, settings.Test} {
-		for _, s := range l {
-			if seen[s.Name] {
-				t.Errorf("%s has two rows", s.Name)
-			}
-			seen[s.Name] = true
-			if s.Meaning == "" {
-				t.Errorf("%s says nothing of what it means", s.Name)
-			}
-		}
-	}
-}
-
 // An unset variable reads as its default; one set, even empty, as its value, trimmed.
 func TestGet(t *testing.T) {
 	t.Setenv("ACV_ADMIN_ADDR", "")
