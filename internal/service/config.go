@@ -50,10 +50,10 @@ type Config struct {
 	RedisWaitTimeout  time.Duration
 	PGMaxConns        int
 	Logger            *slog.Logger
-	// Tracer makes the spans of every part; none when nil. cmd/acv makes it from Tracing (the
-	// OTEL_* variables).
-	Tracer  trace.TracerProvider
+	// Tracing is what the OTEL_* variables ask of tracing; cmd/acv makes Tracer from it.
 	Tracing telemetry.Tracing
+	// Tracer makes the spans of every part; none when nil.
+	Tracer trace.TracerProvider
 	// MasterKeys seal and open the API keys' secrets (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE);
 	// the API role and the admin commands need them, the pipeline does not.
 	MasterKeys *secrets.Keyring
