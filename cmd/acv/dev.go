@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +51,9 @@ func devCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")
-	cmd.Flags().StringVar(&o.addr, "addr", settings.Get("ACV_HTTP_ADDR"), "API listen address (a free port is picked when busy)")
+	// ACV_HTTP_ADDR set empty is its default here too: acv dev listens on loopback.
+	cmd.Flags().StringVar(&o.addr, "addr", cmp.Or(settings.Get("ACV_HTTP_ADDR"), settings.Default("ACV_HTTP_ADDR")),
+		"API listen address (a free port is picked when busy)")
 	cmd.Flags().StringVar(&kafkaMode, "kafka", settings.Get("ACV_DEV_KAFKA"),
 		"real: run the logs through a one-node Apache Kafka "+localenv.Kafka4+" started on loopback, its storage fresh in <dir>/kafka on every start (needs java and mvn; the jars are fetched once from Maven Central); empty: no broker (default: $ACV_DEV_KAFKA)")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", settings.Get("ACV_DEBUG_ADDR"),
