@@ -1,6 +1,7 @@
-// Package settings is where the acv programs read their environment: every variable they
-// read has one row here, with its default and its meaning, and no other package calls
-// os.Getenv. The packages that use a setting receive its value (internal/service's Config,
+// Package settings is where the acv command and the test kit read their environment: every
+// variable they read has one row here, with its default and its meaning, and they read it here
+// only (a test holds them to it; the load tools, cmd/acvload and loadtest/, keep their own
+// flags). The packages that use a setting receive its value (internal/service's Config,
 // internal/telemetry's Tracing, internal/localenv's options), so each default is written once,
 // in its row. README's configuration table is the Service list, rendered (a test holds the two
 // to each other).
