@@ -48,8 +48,8 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f CodeFilter, n
 		}
 		where = append(where, cond)
 		if f.State == contract.StateUsed {
-			// The used codes are found through code_used (migration 00016), not by checking
-			// every code of the project: early in a campaign they are few among millions.
+			// The used codes are found through code_used, not by checking every code of the
+			// project: early in a campaign they are few among millions.
 			where = append(where, `EXISTS (SELECT 1 FROM code_used u WHERE u.project_id = c.project_id AND u.seq = c.seq)`)
 		}
 	}

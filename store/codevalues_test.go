@@ -76,47 +76,22 @@ func TestSearchAfterStateChanges(t *testing.T) {
 	}
 }
 
-// TestCodeValuesMigrationCopiesCodes: codes stored before the search moved to code_values are
-// found after the migration.
-func TestCodeValuesMigrationCopiesCodes(t *testing.T) {
+// TestValueKey: a value is unique in its project through code_values' key, for rows written by
+// any SQL; lookups by value find the code, ExistingValues names the values a project holds, and
+// InsertCodes skips them.
+func TestValueKey(t *testing.T) {
 	ctx := testCtx(t)
-	s, url := storeAt(t, 11)
+	s := newStore(t)
 	p := mustProject(t, s, nil)
-	rawCodes(t, s, p.ID, "OLD-A", "OLD-B", "NEW-C")
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
+	other := mustProject(t, s, nil)
+	old := mustInsert(t, s, p.ID, values("KEY-A", "KEY-B")...)
+	_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'KEY-A')`, contract.NewID(), p.ID)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "code_values_project_code_key" {
+		t.Fatalf("duplicate value: %v, want a violation of code_values_project_code_key", err)
 	}
-	if got := searchValues(t, s, p.ID, "old-", ""); !slices.Equal(got, []string{"OLD-B", "OLD-A"}) {
-		t.Errorf("search after migration = %v", got)
-	}
-	mustInsert(t, s, p.ID, values("OLD-D")...)
-	if got := searchValues(t, s, p.ID, "old-", ""); !slices.Equal(got, []string{"OLD-D", "OLD-B", "OLD-A"}) {
-		t.Errorf("search after an insert = %v", got)
-	}
-}
-
-// TestValueKeyMigration: the uniqueness of a value in its project moves to code_values and
-// back with migration 00015, holding at every step; codes stored before are found by value.
-func TestValueKeyMigration(t *testing.T) {
-	ctx := testCtx(t)
-	s, url := storeAt(t, 14)
-	p := mustProject(t, s, nil)
-	old := rawCodes(t, s, p.ID, "KEY-A", "KEY-B")
-	refused := func(constraint string) {
-		t.Helper()
-		_, err := s.Pool().Exec(ctx, `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, 'KEY-A')`, contract.NewID(), p.ID)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != constraint {
-			t.Fatalf("duplicate value: %v, want a violation of %s", err, constraint)
-		}
-	}
-	refused("codes_project_code_key")
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	refused("code_values_project_code_key")
 	if got, err := s.CodeByValue(ctx, p.ID, "KEY-B"); err != nil || got.ID != old[1].ID {
-		t.Fatalf("code by value after migration: %+v, %v", got, err)
+		t.Fatalf("code by value: %+v, %v", got, err)
 	}
 	if got, err := s.ExistingValues(ctx, p.ID, []string{"KEY-A", "KEY-Z"}); err != nil || !slices.Equal(got, []string{"KEY-A"}) {
 		t.Fatalf("existing values: %v, %v", got, err)
@@ -124,15 +99,11 @@ func TestValueKeyMigration(t *testing.T) {
 	if _, err := s.CodeByValue(ctx, p.ID, "KEY-Z"); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("code by unknown value: %v", err)
 	}
-	if err := store.MigrateDownTo(ctx, url, 14); err != nil {
-		t.Fatal(err)
-	}
-	refused("codes_project_code_key")
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	refused("code_values_project_code_key")
 	if got := mustInsert(t, s, p.ID, values("KEY-A", "KEY-C")...); len(got) != 1 || got[0].Code != "KEY-C" {
-		t.Fatalf("insert after migrations: %+v, want KEY-C only", got)
+		t.Fatalf("insert of a held value and a new one: %+v, want KEY-C only", got)
+	}
+	// Another project may hold the same value.
+	if got := mustInsert(t, s, other.ID, values("KEY-A")...); len(got) != 1 {
+		t.Fatalf("the same value in another project: %+v", got)
 	}
 }

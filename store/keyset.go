@@ -91,8 +91,8 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 		where = append(where, cond)
 	}
 	if q.Search != "" {
-		// The matches newest first from code_values (its trigram index; migration 00012), each
-		// joined to its code for the state, until the page is full.
+		// The matches newest first from code_values (its trigram index), each joined to its
+		// code for the state, until the page is full.
 		matches := searchCondition(q.Search, arg)
 		if after != "" {
 			matches += " AND v.seq < " + after

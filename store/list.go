@@ -46,7 +46,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	}
 	withoutSearch := strings.Join(where, " AND ")
 	if q.Search != "" {
-		// The trigram index is on code_values (migration 00012), which verifies never touch.
+		// The trigram index is on code_values, which verifies never touch.
 		matches = searchCondition(q.Search, arg)
 		where = append(where, `c.id IN (SELECT v.code_id FROM code_values v WHERE `+matches+`)`)
 	}
@@ -133,11 +133,11 @@ func pageOffset(page, pageSize int, total int64) (int64, bool) {
 // walking the list in order; 200,000 ids sort in tens of milliseconds.
 const sparseRows = 200_000
 
-// usedCodes is the source of a list of used codes: code_used (migration 00016), which holds
-// exactly the project's used codes keyed by seq, walked newest first, each joined to its code
-// row (alias c) by codes_project_seq_key. No index of codes names the state, so that a verify's
-// update of its row stays on its page; the used codes are the one state a list must find
-// without walking the others (early in a campaign they are few among millions).
+// usedCodes is the source of a list of used codes: code_used, which holds exactly the project's
+// used codes keyed by seq, walked newest first, each joined to its code row (alias c) by
+// codes_project_seq_key. No index of codes names the state, so that a verify's update of its
+// row stays on its page; the used codes are the one state a list must find without walking
+// the others (early in a campaign they are few among millions).
 const usedCodes = `code_used u JOIN codes c ON c.project_id = u.project_id AND c.seq = u.seq`
 
 // stateCondition is the SQL predicate of a derived state on a code row c. arg binds a parameter

@@ -14,7 +14,7 @@ import (
 )
 
 // migrationsFS holds the versioned schema, compiled into the binary so `acv migrate` needs no
-// files beside it.
+// files beside it: 00001_baseline.sql, the schema of 0.1.0, and every migration after it.
 //
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
@@ -35,7 +35,8 @@ func Migrate(ctx context.Context, databaseURL string) error {
 // carries. A server started on an older schema would answer 500 from whatever reads a table or
 // column it lacks, long after it reported ready; refused at start, the operator reads at once
 // that `acv migrate` has to run first. A newer schema (a newer binary migrated already, during
-// a rolling deploy) is fine: migrations only add to what older binaries use.
+// a rolling deploy) is fine: migrations only add to what older binaries use (CHANGELOG.md,
+// Upgrading).
 func CheckSchema(ctx context.Context, databaseURL string) error {
 	// Without the migration lock: every replica reads this at start, at once, and goose retries
 	// a lock it did not get only seconds later.

@@ -11,8 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// verification_logs is range-partitioned by verified_at into UTC days (migration 00008). The
-// functions here keep the days ahead created and drop the days past the retention.
+// verification_logs is range-partitioned by verified_at into UTC days (the schema makes today
+// and the next 7 days). The functions here keep the days ahead created and drop the days past
+// the retention.
 
 const (
 	// DefaultLogPartitionsAhead is how many days after today get their partition in advance: a

@@ -67,10 +67,10 @@ func TestLogPartitionBoundary(t *testing.T) {
 	today := utcMidnight(now)
 	midnight := today.Add(day)
 
-	// The migration made today and the next 7 days, and the default partition.
+	// The schema made today and the next 7 days, and the default partition.
 	names := partitionNames(t, s)
 	if len(names) != 9 || names[0] != store.PartitionName(today) || names[8] != "verification_logs_default" {
-		t.Fatalf("partitions after migration = %v", names)
+		t.Fatalf("partitions of a new database = %v", names)
 	}
 
 	before, after := logAt(c, midnight.Add(-time.Millisecond)), logAt(c, midnight)
@@ -193,49 +193,5 @@ func TestLogRetention(t *testing.T) {
 	// Retention 0 keeps everything.
 	if res, err := s.MaintainLogPartitions(ctx, now.Add(1000*day), store.LogPolicy{Ahead: -1}); err != nil || len(res.Dropped) != 0 {
 		t.Errorf("run keeping everything = %+v, %v", res, err)
-	}
-}
-
-// TestLogMigrationKeepsRows migrates a plain verification_logs with rows of the past, today
-// and the future into the partitioned table, and back.
-func TestLogMigrationKeepsRows(t *testing.T) {
-	ctx := testCtx(t)
-	s, url := storeAt(t, 7)
-	p := mustProject(t, s, nil)
-	c := rawCodes(t, s, p.ID, "migrated")[0]
-	now := time.Now()
-	today := utcMidnight(now)
-	evs := []contract.Event{logAt(c, today.Add(-100*day)), logAt(c, today.Add(-1*time.Millisecond)), logAt(c, now), logAt(c, today.Add(30*day))}
-	for _, e := range evs { // as the schema before wrote them
-		if _, err := s.Pool().Exec(ctx,
-			`INSERT INTO verification_logs (id, code_id, project_id, action, result, ip_address, verified_at)
-			 VALUES ($1, $2, $3, $4, $5, $6, timestamptz 'epoch' + $7 * interval '1 millisecond')`,
-			e.ID, e.CodeID, e.ProjectID, string(e.Action), e.Result, e.IP, e.TS); err != nil {
-			t.Fatalf("log before migration: %v", err)
-		}
-	}
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	hist := store.PartitionName(today.Add(-100 * day))
-	for i, want := range []string{hist, hist, store.PartitionName(today), "verification_logs_default"} {
-		if got := partitionOf(t, s, evs[i].ID); got != want {
-			t.Errorf("migrated log %d in %s, want %s", i, got, want)
-		}
-	}
-	if got, want := logIDs(t, s, c.ID), []string{evs[3].ID, evs[2].ID, evs[1].ID, evs[0].ID}; !slices.Equal(got, want) {
-		t.Errorf("history after migration = %v, want %v", got, want)
-	}
-	if n, err := s.ApplyEvents(ctx, evs); err != nil || n != 0 {
-		t.Errorf("redelivery after migration = %d, %v; want 0", n, err)
-	}
-	if err := store.MigrateDownTo(ctx, url, 7); err != nil {
-		t.Fatal(err)
-	}
-	if got := countLogs(t, s); got != 4 {
-		t.Errorf("logs after down migration = %d, want 4", got)
-	}
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"github.com/acv/acv/internal/testkit"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -184,53 +183,3 @@ func TestListScale(t *testing.T) {
 
 // scaleColumns selects a code's value, to compare pages.
 const scaleColumns = `c.code`
-
-// TestMigrateScale writes millions of codes at schema version 1 and times migration 00002 over
-// them (the backfill rewrites every row).
-func TestMigrateScale(t *testing.T) {
-	n := scaleCodes(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
-	defer cancel()
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 1); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	projects := []string{contract.NewID(), contract.NewID()}
-	for _, id := range projects {
-		if _, err := conn.Exec(ctx, `INSERT INTO projects (id, name) VALUES ($1, 'scale')`, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := time.Now()
-	const chunk = 250_000
-	for from := 0; from < n; from += chunk {
-		// Most codes in the first project; random values, as generated ones are.
-		if _, err := conn.Exec(ctx, `INSERT INTO codes (id, project_id, code, created_at)
-			SELECT gen_random_uuid(), CASE WHEN i % 10 = 0 THEN $2::uuid ELSE $1::uuid END,
-			       upper(substr(md5(i::text), 1, 12)), now() + i * interval '1 millisecond'
-			FROM generate_series($3::int, $4::int) i`,
-			projects[0], projects[1], from, min0(from+chunk, n)-1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Exec(ctx, `VACUUM ANALYZE codes`); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %d codes at version 1 in %v", n, time.Since(start))
-	start = time.Now()
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	t.Logf("migration 00002 over %d codes: %v", n, time.Since(start))
-	var gaps int64
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM projects p
-		WHERE p.code_seq <> (SELECT count(*) FROM codes c WHERE c.project_id = p.id)
-		   OR p.code_seq <> (SELECT coalesce(max(seq), 0) FROM codes c WHERE c.project_id = p.id)`).Scan(&gaps); err != nil || gaps != 0 {
-		t.Fatalf("%d projects numbered wrongly (%v)", gaps, err)
-	}
-}

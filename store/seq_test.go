@@ -3,7 +3,6 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/testkit"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -326,110 +325,9 @@ func TestRawInsertNumbered(t *testing.T) {
 	checkStats(t, s, p.ID, time.Now().Unix(), contract.Statistics{TotalCodes: 4, UnusedCodes: 4})
 }
 
-// TestMigrateBackfill writes codes the way schema version 1 did (no seq), in an order unlike
-// their creation order and with created_at ties, then migrates: every project's codes are
-// numbered by created_at, id; code_seq follows; inserts and lists carry on from there; and the
-// migration goes down and up again.
-func TestMigrateBackfill(t *testing.T) {
-	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, 1); err != nil {
-		t.Fatalf("migrate to 1: %v", err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var cols int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
-		WHERE table_name = 'codes' AND column_name = 'seq'`).Scan(&cols); err != nil || cols != 0 {
-		t.Fatalf("version 1 has seq (%d, %v)", cols, err)
-	}
-	projects := []string{contract.NewID(), contract.NewID(), contract.NewID()} // the last one without codes
-	for _, id := range projects {
-		if _, err := conn.Exec(ctx, `INSERT INTO projects (id, name) VALUES ($1, 'v1')`, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := time.Now().Add(-time.Hour).Truncate(time.Second)
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := 0; i < 500; i++ {
-		// created_at in whole seconds from a narrow range, so many codes share one.
-		at := base.Add(time.Duration(r.IntN(60)) * time.Second)
-		if _, err := conn.Exec(ctx, `INSERT INTO codes (id, project_id, code, created_at, is_disabled)
-			VALUES ($1, $2, $3, $4, $5)`, contract.NewID(), projects[i%2], fmt.Sprintf("old-%d", i), at, i%10 == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate up: %v", err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i, id := range projects {
-		rows := checkSeq(t, s.Pool(), id)
-		if want := []int{250, 250, 0}[i]; len(rows) != want {
-			t.Fatalf("project %d: %d codes, want %d", i, len(rows), want)
-		}
-	}
-	// The statistics trigger on updates is back on.
-	now := time.Now().Unix()
-	checkStats(t, s, projects[0], now, contract.Statistics{TotalCodes: 250, UnusedCodes: 200, DisabledCodes: 50})
-	first, err := s.CodeByValue(ctx, projects[0], "old-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ApplySnapshot(ctx, contract.CodeRecord{ID: first.ID, VerifiedAtMs: now * 1000, Version: 1}); err != nil {
-		t.Fatal(err)
-	}
-	checkStats(t, s, projects[0], now, contract.Statistics{TotalCodes: 250, UnusedCodes: 199, UsedCodes: 1, DisabledCodes: 50})
-
-	// Inserts carry on after the backfilled numbers and list first.
-	added := mustInsert(t, s, projects[0], values("new-1", "old-4", "new-2")...)
-	mustInsert(t, s, projects[2], values("new-1")...)
-	if len(added) != 2 {
-		t.Fatalf("inserted %d", len(added))
-	}
-	for _, id := range projects {
-		checkSeq(t, s.Pool(), id)
-		checkPages(t, s, id, 1, 7, 100)
-	}
-	page, _, err := s.ListCodes(ctx, projects[0], contract.ListQuery{PageSize: 2}, now)
-	if err != nil || len(page) != 2 || page[0].Code != "new-2" || page[1].Code != "new-1" {
-		t.Fatalf("first page %q, %v", codesOf(page), err)
-	}
-
-	// Down to version 1 and up again renumbers the same way.
-	before := seqRows(t, s.Pool(), projects[0])
-	if err := store.MigrateDownTo(ctx, url, 1); err != nil {
-		t.Fatalf("migrate down: %v", err)
-	}
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
-		WHERE table_name = 'codes' AND column_name = 'seq'`).Scan(&cols); err != nil || cols != 0 {
-		t.Fatalf("seq still there after down (%d, %v)", cols, err)
-	}
-	s.Pool().Reset() // cached statement plans name dropped columns
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate up again: %v", err)
-	}
-	s.Pool().Reset()
-	after := checkSeq(t, s.Pool(), projects[0])
-	if !slices.EqualFunc(before, after, func(a, b seqRow) bool {
-		return a.Seq == b.Seq && a.ID == b.ID && a.Code == b.Code && a.CreatedAt.Equal(b.CreatedAt)
-	}) {
-		t.Fatalf("renumbered differently after down and up")
-	}
-	checkPages(t, s, projects[0], 10)
-}
-
 // TestSeqAssignLooksUpValuesByIndex: a code inserted without a seq (a row-by-row import) is
 // checked against its project's values through code_values' key, not by walking the project's
-// codes (which hold no value key since migration 00015).
+// codes (which hold no key on the value).
 func TestSeqAssignLooksUpValuesByIndex(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)

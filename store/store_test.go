@@ -56,39 +56,6 @@ func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.N
 	return rows
 }
 
-// storeAt gives a test a store on a fresh database migrated to version only (a test of a
-// later migration migrates on from there), and the database's URL.
-func storeAt(t *testing.T, version int64) (*store.Store, string) {
-	t.Helper()
-	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.MigrateTo(ctx, url, version); err != nil {
-		t.Fatalf("migrate to %d: %v", version, err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(s.Close)
-	return s, url
-}
-
-// rawCodes inserts codes with plain SQL, as a writer of an older schema did (for tests that
-// migrate to an earlier version first: the store's own InsertCodes reads tables of the
-// latest), and returns them in input order.
-func rawCodes(t *testing.T, s *store.Store, projectID string, vs ...string) []contract.CodeRecord {
-	t.Helper()
-	out := make([]contract.CodeRecord, len(vs))
-	for i, v := range vs {
-		out[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: projectID, Code: v}
-		if _, err := s.Pool().Exec(testCtx(t), `INSERT INTO codes (id, project_id, code) VALUES ($1, $2, $3)`,
-			out[i].ID, projectID, v); err != nil {
-			t.Fatalf("insert code %q: %v", v, err)
-		}
-	}
-	return out
-}
-
 // insertNumbered inserts n codes valued prefix-00000, prefix-00001, … into the project, in that
 // order (their seqs follow it), and returns them.
 func insertNumbered(t *testing.T, s *store.Store, projectID, prefix string, n int) []contract.CodeRecord {
