@@ -193,18 +193,18 @@ func runDev(ctx context.Context, o devOptions) error {
 	if err := sealSecrets(ctx, cfg); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	// Every listener of the stack keeps its address across restarts while it is free, so the
+	// URLs in .acv/env, a bookmark and a dashboard stay valid.
+	ports := loadDevPorts(dir)
+	ln, err := ports.listen("api", "", o.addr)
 	if err != nil {
-		log.Warn("address busy; picking a free port", "addr", o.addr, "err", err)
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return err
-		}
+		return err
 	}
 	code, err := unusedDemoCode(ctx, cfg, d)
 	if err != nil {
 		return err
 	}
-	adminLn, bootstrap, err := devConsole(ctx, cfg, log)
+	adminLn, bootstrap, err := devConsole(ctx, cfg, ports)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	// /metrics, /healthz, /readyz and the profiles on a loopback listener of their own, never on
 	// the API port, as a deployment serves them.
-	ports := loadDevPorts(dir)
 	if cfg.DebugListener, err = ports.listen("metrics", o.metricsAddr, devMetricsAddr); err != nil {
 		return err
 	}
@@ -228,7 +227,7 @@ func runDev(ctx context.Context, o devOptions) error {
 		defer prom.Stop(10 * time.Second)
 	}
 	envFile := filepath.Join(dir, "env")
-	if err := writeDevEnv(envFile, cfg, keyFile, devURLs{api: "http://" + ln.Addr().String(), metrics: metricsURL, prometheus: prom}, d); err != nil {
+	if err := writeDevEnv(envFile, cfg, keyFile, devURLs{api: "http://" + ln.Addr().String(), console: consoleURL(adminLn), metrics: metricsURL, prometheus: prom}, d); err != nil {
 		return err
 	}
 	// The URLs with their passwords are in the env file (0600), not on the terminal.
@@ -242,7 +241,7 @@ func runDev(ctx context.Context, o devOptions) error {
 			prom.URL, prom.TargetsDir, prom.describe(), prom.URL, filepath.Join(prom.Dir, "data"))
 	}
 	if adminLn != nil {
-		fmt.Printf("operator console: http://%s/ (admin API under %s)\n", adminLn.Addr(), console.APIPrefix)
+		fmt.Printf("operator console: %s (admin API under %s)\n", consoleURL(adminLn), console.APIPrefix)
 		if bootstrap != "" {
 			fmt.Println(bootstrap)
 		}
@@ -303,8 +302,16 @@ func killStaleKafka(dir string) {
 
 // devURLs are the addresses of the dev stack's own listeners, for its env file.
 type devURLs struct {
-	api, metrics string
-	prometheus   *devPrometheus // nil without --prometheus
+	api, console, metrics string         // console is empty when the console is off
+	prometheus            *devPrometheus // nil without --prometheus
+}
+
+// consoleURL is the operator console's address on ln, empty when the console is off.
+func consoleURL(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // writeDevEnv writes the shell file that points the acv command at this dev stack:
@@ -313,12 +320,19 @@ func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, 
 	var b strings.Builder
 	b.WriteString("# acv dev: `source` this file to point the acv command at the running dev stack.\n")
 	b.WriteString("unset ACV_MASTER_KEY\n")
+	// The acv command that runs this stack, first on PATH (once, however often the file is
+	// sourced), so `acv project list` works in the shell that sourced it.
+	if exe, err := os.Executable(); err == nil {
+		bin := shellQuote(filepath.Dir(exe))
+		fmt.Fprintf(&b, "case \":$PATH:\" in *:%s:*) ;; *) export PATH=%s:\"$PATH\" ;; esac\n", bin, bin)
+	}
 	vars := [][2]string{
 		{"ACV_REDIS_URL", cfg.RedisURL},
 		{"ACV_DATABASE_URL", cfg.DatabaseURL},
 		{"ACV_MASTER_KEY_FILE", keyFile},
 		{"ACV_DEV_API_URL", urls.api},
 		{"ACV_DEV_METRICS_URL", urls.metrics},
+		{"ACV_DEV_CONSOLE_URL", urls.console},
 		{"ACV_DEV_PROJECT_ID", d.ProjectID},
 		{"ACV_DEV_KEY_ID", d.KeyID},
 	}

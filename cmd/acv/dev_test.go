@@ -147,10 +147,23 @@ func TestDevRunsInsidePrivateDirectory(t *testing.T) {
 		if want := "export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"; !strings.Contains(string(env), want) {
 			t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
 		}
-		sh := exec.Command("bash", "-c", `source "$1" && "$2" project create --name FromEnv`, "bash", filepath.Join(data, "env"), h.bin)
+		// Sourced (twice, as a second terminal or a re-run does), it puts this acv first on
+		// PATH, once: the README's `source .acv/env; acv project list` works as written.
+		sh := exec.Command("bash", "-c", `source "$1" && source "$1" && command -v acv && acv project create --name FromEnv && printf 'PATH=%s\n' "$PATH"`,
+			"bash", filepath.Join(data, "env"))
 		sh.Env = devEnv()
-		if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `"FromEnv"`) {
+		out, err := sh.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"FromEnv"`) {
 			t.Errorf("run %d: source .acv/env && acv project create: %v\n%s", run, err, out)
+		}
+		if first, _, _ := strings.Cut(string(out), "\n"); first != h.bin {
+			t.Errorf("run %d: after source .acv/env, acv is %q, want %s", run, first, h.bin)
+		}
+		if n := strings.Count(string(out), filepath.Dir(h.bin)+":"); n != 1 {
+			t.Errorf("run %d: PATH holds %s %d times after sourcing twice:\n%s", run, filepath.Dir(h.bin), n, out)
+		}
+		if got, want := h.envVars("ACV_DEV_CONSOLE_URL")["ACV_DEV_CONSOLE_URL"], h.waitLine(dev, consoleLine)[1]; got != want {
+			t.Errorf("run %d: .acv/env has ACV_DEV_CONSOLE_URL=%q; the banner says %s", run, got, want)
 		}
 		if os.Geteuid() == 0 {
 			// The server runs as postgres, which cannot enter work (0700): the cluster is elsewhere.
@@ -189,6 +202,9 @@ type devProcess struct {
 // banner is acv dev's line saying it serves; the Redis and PostgreSQL URLs in it hide their
 // passwords.
 var banner = regexp.MustCompile(`(?m)^acv is running on (http://\S+) \(Redis (\S+), PostgreSQL ([^ ,]+), Kafka `)
+
+// consoleLine is acv dev's line naming the operator console's address.
+var consoleLine = regexp.MustCompile(`(?m)^operator console: (http://\S+) `)
 
 // start runs `acv dev` and waits for its banner.
 func (h *devHarness) start() *devProcess {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 
 	"github.com/acv/acv/internal/console"
@@ -11,20 +10,17 @@ import (
 	"github.com/acv/acv/store"
 )
 
-// devConsole prepares acv dev's operator console: its listener (a free port when
-// ACV_ADMIN_ADDR's is busy, as for the API) and, on a stack without any console account, an
+// devConsole prepares acv dev's operator console: its listener (ACV_ADMIN_ADDR, else the
+// address this data directory used last, else a free port) and, on a stack without any console account, an
 // "admin" account whose one-time password it returns for the banner. It returns a nil
 // listener when ACV_ADMIN_ADDR is empty.
-func devConsole(ctx context.Context, cfg service.Config, log *slog.Logger) (net.Listener, string, error) {
+func devConsole(ctx context.Context, cfg service.Config, ports *devPorts) (net.Listener, string, error) {
 	if cfg.AdminAddr == "" {
 		return nil, "", nil
 	}
-	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	ln, err := ports.listen("console", "", cfg.AdminAddr)
 	if err != nil {
-		log.Warn("console address busy; picking a free port", "addr", cfg.AdminAddr, "err", err)
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, "", err
-		}
+		return nil, "", err
 	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
