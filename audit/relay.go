@@ -25,19 +25,12 @@ type RelayConfig struct {
 	// Outboxes are the outbox lists to relay, one a shard; the wiring takes them from the
 	// cache's layout. Required: Run refuses to start without one.
 	Outboxes []string
-	// LegacyStreams are the outbox streams of the previous format, index for index with
-	// Outboxes (the same shard), or none. An API replica of the previous version writes there
-	// during a rolling upgrade; the relay holding an outbox drains its stream too.
-	LegacyStreams []string
 	// Name is this replica's relay name. Keep it stable across restarts (a pod name of a
 	// StatefulSet, a host name) and unique among the relays: a restarted relay takes its own
 	// outboxes back at once, instead of after a Lease. Default: the host name.
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// Values is the form of the Kafka message values (ValuesEntry, the default, or
-	// ValuesJSON); see the constants.
-	Values string
 	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
 	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
 	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), during which
@@ -122,9 +115,6 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if len(c.LegacyStreams) != len(c.Outboxes) {
-		c.LegacyStreams = nil
 	}
 	return c
 }
@@ -237,10 +227,6 @@ func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
 	}
 }
 
-// legacyEvery is how often a relay looks at the previous format's streams of its outboxes while
-// they give nothing; once every poll while they do.
-const legacyEvery = 10 * time.Second
-
 // outboxState is what a worker knows of an outbox it relays: the prefix it published and has
 // not removed yet. The next read starts after it.
 type outboxState struct {
@@ -254,8 +240,7 @@ type outboxState struct {
 type batch struct {
 	msgs    []kafka.Message
 	entries []string
-	read    map[int][]string    // outbox index → entries read from it, in order
-	legacy  map[string][]string // stream of the previous format → ids read from it
+	read    map[int][]string // outbox index → entries read from it, in order
 }
 
 // runWorker relays the outboxes i with i % Workers == w that this relay holds, until ctx ends;
@@ -266,7 +251,6 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 	states := map[int]*outboxState{}
 	bo := newBackOff()
 	pause := time.Duration(0)
-	nextLegacy := time.Now()
 	for {
 		if pause > 0 && !sleep(ctx, pause) {
 			break
@@ -281,15 +265,6 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			}
 		}
 		b, full, err := r.poll(ops, mine, states)
-		if err == nil && r.cfg.LegacyStreams != nil && !time.Now().Before(nextLegacy) {
-			before := len(b.msgs)
-			err = r.pollLegacy(ops, mine, &b)
-			// Nothing writes the streams after an upgrade: look again soon only while they
-			// still give entries.
-			if len(b.msgs) == before {
-				nextLegacy = time.Now().Add(legacyEvery)
-			}
-		}
 		if err != nil {
 			if ops.Err() != nil {
 				break
@@ -299,7 +274,7 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			pause = bo.NextBackOff()
 			continue
 		}
-		if len(b.entries) > 0 || len(b.legacy) > 0 {
+		if len(b.entries) > 0 {
 			if err := r.deliver(ops, b, states, log); err != nil {
 				var he *hookError
 				if errors.As(err, &he) {
@@ -357,7 +332,7 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		full = full || len(entries) == r.cfg.Batch
 		b.read[mine[j]] = entries
 		for _, e := range entries {
-			m, malformed := toMessage(e, r.cfg.Values == ValuesJSON)
+			m, malformed := toMessage(e)
 			if malformed {
 				r.cfg.Metrics.relayError("decode")
 				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "outbox", keys[j], "bytes", len(e))
@@ -367,38 +342,6 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		}
 	}
 	return b, full, nil
-}
-
-// pollLegacy adds to b the entries of the previous format's streams of the outboxes in mine.
-func (r *Relay) pollLegacy(ctx context.Context, mine []int, b *batch) error {
-	if len(mine) == 0 {
-		return nil
-	}
-	keys := make([]string, len(mine))
-	for j, i := range mine {
-		keys[j] = r.cfg.LegacyStreams[i]
-	}
-	got, err := readLegacy(ctx, r.rdb, keys, r.cfg.Batch)
-	if err != nil {
-		return err
-	}
-	for j, msgs := range got {
-		for _, e := range msgs {
-			if b.legacy == nil {
-				b.legacy = map[string][]string{}
-			}
-			b.legacy[keys[j]] = append(b.legacy[keys[j]], e.ID)
-			m, ok, malformed := legacyMessage(e, r.cfg.Values == ValuesJSON)
-			if malformed {
-				r.cfg.Metrics.relayError("decode")
-				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "stream", keys[j], "id", e.ID, "published", ok)
-			}
-			if ok {
-				b.msgs = append(b.msgs, m)
-			}
-		}
-	}
-	return nil
 }
 
 // deliver publishes a batch and records its entries as published in their outboxes' states
@@ -447,21 +390,6 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 		}
 		st.read += len(entries)
 		st.last = entries[len(entries)-1]
-	}
-	bo.Reset()
-	for {
-		err := deleteLegacy(ops, r.rdb, b.legacy)
-		if err == nil {
-			break
-		}
-		if ops.Err() != nil {
-			return errAbandoned
-		}
-		r.cfg.Metrics.relayError("remove")
-		log.Warn("outbox relay: remove published entries", "err", err)
-		if !sleep(ops, bo.NextBackOff()) {
-			return errAbandoned
-		}
 	}
 	return nil
 }

@@ -99,20 +99,11 @@ func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }
 // Cluster.
 func outboxKey(s int) string { return ShardPrefix(s) + "events" }
 
-// legacyOutboxKey names a shard's outbox of the previous format, a stream read through a
-// consumer group. Nothing writes it any more; the relay drains what an older API replica
-// wrote there during an upgrade.
-func legacyOutboxKey(s int) string { return ShardPrefix(s) + "outbox" }
-
 // OutboxOf names the outbox that receives a code's events.
 func OutboxOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
 
 // Outboxes names every outbox, one a shard; the wiring hands them to the relay.
 func Outboxes() []string { return shardKeys(outboxKey) }
-
-// LegacyOutboxStreams names every outbox stream of the previous format, index for index with
-// Outboxes.
-func LegacyOutboxStreams() []string { return shardKeys(legacyOutboxKey) }
 
 func shardKeys(name func(int) string) []string {
 	out := make([]string, Shards)

@@ -70,10 +70,6 @@ type Config struct {
 	// keep (whole day partitions past it are dropped); 0 keeps every day.
 	LogRetentionDays int
 
-	// KafkaEventFormat is the form of the Kafka message values the relay publishes
-	// (ACV_KAFKA_EVENT_FORMAT): audit.ValuesEntry (the outbox entry as it is; empty means it)
-	// or audit.ValuesJSON, which log writers of earlier versions need during an upgrade.
-	KafkaEventFormat string
 
 	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
 	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
@@ -116,8 +112,6 @@ func (c Config) Validate() error {
 		return errors.New("KAFKA_BROKERS is required for the relay and consumer roles of the kafka pipeline")
 	case !c.UsesKafka() && c.Roles.Consumer && !c.Roles.API && !c.Roles.Relay:
 		return errors.New("a consumer-only process needs the kafka pipeline (KAFKA_BROKERS): in the direct pipeline the relay writes the logs itself")
-	case c.KafkaEventFormat != "" && c.KafkaEventFormat != audit.ValuesEntry && c.KafkaEventFormat != audit.ValuesJSON:
-		return fmt.Errorf("ACV_KAFKA_EVENT_FORMAT: unknown format %q (entry or json)", c.KafkaEventFormat)
 	case c.KafkaSessionTimeout < 0:
 		return errors.New("ACV_KAFKA_SESSION_TIMEOUT must not be negative")
 	case !c.Roles.API && !c.Roles.Relay && !c.Roles.Consumer:
@@ -158,7 +152,6 @@ var Settings = []Setting{
 	{"ACV_PIPELINE", "", "how the relay delivers log events: kafka (to KAFKA_BROKERS; the consumer role writes PostgreSQL) or direct (the relay writes PostgreSQL itself, the consumer role is skipped); unset: kafka when KAFKA_BROKERS is set, else direct"},
 	{"ACV_KAFKA_TOPIC", audit.Topic, "topic of the verification-log events"},
 	{"ACV_KAFKA_PARTITIONS", "8", "partitions when the topic is created"},
-	{"ACV_KAFKA_EVENT_FORMAT", audit.ValuesEntry, "form of the Kafka message values the relay publishes: entry (the outbox entry as it is) or json (the event's JSON, which log writers of versions before entry need: set it on every replica while upgrading from such a version, and unset it once every log writer runs this one)"},
 	{"ACV_CONSUMER_GROUP", "acv-log-writer", "Kafka consumer group of the log writers"},
 	{"ACV_KAFKA_SESSION_TIMEOUT", "30s", "how long Kafka waits for a silent log writer (a killed process) before its partitions go to the other members of the group; its logs wait in Kafka that long. Heartbeats go every third of it (at most 3s). The brokers must allow it: group.min.session.timeout.ms and group.max.session.timeout.ms, 6s to 30m by default"},
 	{"ACV_ROLES", "api,relay,consumer", "parts this process runs"},
@@ -237,8 +230,6 @@ func FromEnv() (Config, error) {
 		PGMaxConns:        num("ACV_PG_MAX_CONNS"),
 
 		RelayLease: dur("ACV_RELAY_LEASE"),
-
-		KafkaEventFormat: get("ACV_KAFKA_EVENT_FORMAT"),
 
 		KafkaSessionTimeout: dur("ACV_KAFKA_SESSION_TIMEOUT"),
 

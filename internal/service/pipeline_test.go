@@ -13,7 +13,6 @@ import (
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
@@ -58,18 +57,6 @@ func TestPipelineRule(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error with %q", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-// ACV_KAFKA_EVENT_FORMAT takes entry (the default when empty) or json, nothing else.
-func TestKafkaEventFormatRule(t *testing.T) {
-	for format, ok := range map[string]bool{"": true, audit.ValuesEntry: true, audit.ValuesJSON: true, "avro": false, "JSON": false} {
-		cfg := service.Config{RedisURL: "redis://127.0.0.1:6379/0", DatabaseURL: "postgres://acv@127.0.0.1/acv",
-			KafkaBrokers: []string{"127.0.0.1:9092"}, Roles: service.Roles{Relay: true}, KafkaEventFormat: format}
-		err := cfg.Validate()
-		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), "ACV_KAFKA_EVENT_FORMAT")) {
-			t.Errorf("format %q: Validate() = %v", format, err)
-		}
 	}
 }
 
