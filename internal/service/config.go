@@ -70,7 +70,6 @@ type Config struct {
 	// keep (whole day partitions past it are dropped); 0 keeps every day.
 	LogRetentionDays int
 
-
 	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
 	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
 	// Empty picks kafka when KafkaBrokers is set, else direct (see UsesKafka).

@@ -55,8 +55,7 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 // removed from the outbox only after its destination acknowledged it.
 func RunRelay(ctx context.Context, d *Deps) error {
 	cfg := audit.RelayConfig{
-		Outboxes: cache.Outboxes(),
-		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
+		Outboxes: cache.Outboxes(), Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: d.Config.Hooks.RelayAfterPublish,
 		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
 	}
 	var pub audit.Publisher
