@@ -810,9 +810,7 @@ func testCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		f.code(fmt.Sprintf("C%d", i), contract.CodeRecord{})
 	}
-	if err := f.rdb.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushFunctions(t, f.rdb)
 	var wg sync.WaitGroup
 	results := make([]contract.OperationResult, 100)
 	errs := make([]error, 100)
