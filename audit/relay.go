@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
@@ -176,11 +178,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, stopLoop)
 	defer stopAfter()
 
-	// Load the relay's scripts (on every master of a cluster) so that its pipelines run them by
-	// EVALSHA from the first poll; a node that lacks one later (a new or restarted master)
-	// answers NOSCRIPT and gets it by EVAL (runScripts). A failure here is only that fallback.
-	for _, sc := range []*redis.Script{trimScript, acquireScript, releaseScript} {
-		_ = sc.Load(ops, r.rdb).Err()
+	// Load the relay's scripts (on every master of a cluster) before the first poll; a node that
+	// lacks one later (a new or restarted master) gets it when a call finds it missing
+	// (runScripts). A failure here only leaves the loading to that.
+	for _, sc := range []*redisscript.Script{trimScript, acquireScript, releaseScript} {
+		_ = sc.Load(ops, r.rdb)
 	}
 	ls := newLeases(r.rdb, r.cfg.Outboxes, r.cfg.Name, r.cfg.Lease)
 	keeperDone := make(chan struct{})
@@ -401,21 +403,20 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool, log *slog.Logger) error {
 	now := time.Now()
 	var due []int
-	var calls []scriptCall
+	var calls []*redisscript.Call
 	for i, st := range states {
 		if st.read > 0 && (all || st.read >= r.cfg.TrimAt || now.Sub(st.since) >= r.cfg.TrimEvery) {
 			due = append(due, i)
 			calls = append(calls, trimCall(r.cfg.Outboxes[i], st))
 		}
 	}
-	cmds, err := runScripts(ctx, r.rdb, calls)
+	done, err := runScripts(ctx, r.rdb, calls)
 	removed := 0
 	for c, i := range due {
-		n, cerr := cmds[c].Int()
-		if cerr != nil {
+		if calls[c].Err != nil {
 			continue
 		}
-		if n == 1 {
+		if done[c] {
 			removed += states[i].read
 		} else {
 			r.cfg.Metrics.trimRefused()

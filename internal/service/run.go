@@ -21,7 +21,7 @@ const DefaultKeyUseFlush = 10 * time.Second
 
 // Hooks inject faults in tests; production leaves them nil.
 type Hooks struct {
-	RelayAfterPublish    func(entryIDs []string) error
+	RelayAfterPublish    func(entries []string) error
 	ConsumerBeforeCommit func() error
 }
 
