@@ -17,7 +17,7 @@ func TestApplyReplyDecoding(t *testing.T) {
 		vat   = int64(1_750_000_000_123)
 		first = int64(1_790_000_000_001)
 	)
-	raw := rawID(idHex)
+	raw := contract.RawID(idHex)
 	oddID := " " + strings.Repeat("|", 15) // a code id of 16 raw bytes may hold any byte
 	now := time.UnixMilli(1_800_000_000_007)
 	verify := contract.Operation{Action: contract.ActionVerify, Now: now}

@@ -73,7 +73,7 @@ func putCodeArgs(r contract.CodeRecord) []interface{} {
 	if r.Disabled {
 		dis = "1"
 	}
-	return []interface{}{rawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
+	return []interface{}{contract.RawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
 }
 
 // MarkUnknown remembers for ttl that value does not exist in the project, so repeated attempts
@@ -104,7 +104,7 @@ func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contra
 	if len(m) == 0 || m[fUnknown] == "1" {
 		return contract.CodeRecord{}, false, nil
 	}
-	r = contract.CodeRecord{ID: hexID(m[fCodeID]), ProjectID: projectID, Code: value,
+	r = contract.CodeRecord{ID: contract.HexID(m[fCodeID]), ProjectID: projectID, Code: value,
 		VerifiedBy: m[fVerifiedBy], Disabled: m[fDisabled] == "1"}
 	if x, ok := m[fExpiresAt]; ok {
 		v, err := strconv.ParseInt(x, 10, 64)

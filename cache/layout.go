@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -38,7 +37,7 @@ func ShardOf(projectID, value string) int {
 	h := uint64(offset)
 	if isHexID(projectID) {
 		for i := 0; i < len(projectID); i += 2 {
-			h ^= uint64(unhex(projectID[i])<<4 | unhex(projectID[i+1]))
+			h ^= uint64(contract.HexDigit(projectID[i])<<4 | contract.HexDigit(projectID[i+1]))
 			h *= prime
 		}
 	} else {
@@ -59,29 +58,17 @@ func ShardOf(projectID, value string) int {
 	return int((h >> 32) * Shards >> 32)
 }
 
-// isHexID tells whether rawID turns id into 16 bytes: 32 hex digits.
+// isHexID tells whether contract.RawID turns id into 16 bytes: 32 hex digits.
 func isHexID(id string) bool {
 	if len(id) != 32 {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		if unhex(id[i]) > 15 {
+		if contract.HexDigit(id[i]) > 15 {
 			return false
 		}
 	}
 	return true
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10
-	}
-	return 255
 }
 
 // homeShard is the shard whose copy of a project's state authentication reads (the GET
@@ -122,7 +109,7 @@ func codeKey(projectID, value string) string {
 }
 
 func codeKeyIn(s int, projectID, value string) string {
-	return ShardPrefix(s) + "c:" + rawID(projectID) + value
+	return ShardPrefix(s) + "c:" + contract.RawID(projectID) + value
 }
 
 // projectKey names shard s's copy of a project's state. Every shard holds its own copy, so
@@ -142,27 +129,6 @@ func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 // bucketKey names an API key's token bucket, in the key's own slot: one bucket for all of the
 // key's requests, whichever shards their codes live in.
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
-
-// rawID is a 32-hex-character id as 16 bytes; anything else is kept as it is (it names nothing
-// that exists, so it only has to stay distinct).
-func rawID(id string) string {
-	if len(id) != 32 {
-		return id
-	}
-	var b [16]byte
-	if _, err := hex.Decode(b[:], []byte(id)); err != nil {
-		return id
-	}
-	return string(b[:])
-}
-
-// hexID is the wire form of an id stored raw.
-func hexID(raw string) string {
-	if len(raw) != 16 {
-		return raw
-	}
-	return hex.EncodeToString([]byte(raw))
-}
 
 // Hash fields. One letter each: a code's hash is paid for millions of times.
 const (
@@ -287,7 +253,7 @@ func decodeOutcome(out string, op contract.Operation) (applyReply, error) {
 	if len(out) < 16 {
 		return applyReply{}, applyScript.Errorf("malformed outcome %q", out)
 	}
-	a.codeID = hexID(out[:16])
+	a.codeID = contract.HexID(out[:16])
 	if rest := out[16:]; rest != "" {
 		code, vat, ok := strings.Cut(rest, "|")
 		if !ok || code == "" {
@@ -312,7 +278,7 @@ func decodeStoredOutcome(s string) (applyReply, error) {
 	var a applyReply
 	var vat, at string
 	if f := strings.SplitN(s, "|", 4); len(f) == 4 && (f[3] == "" || len(f[3]) == 16) {
-		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], hexID(f[3])
+		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], contract.HexID(f[3])
 	}
 	var err1, err2 error
 	a.verifiedAtMs, err1 = parseMillis(vat)
