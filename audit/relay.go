@@ -39,10 +39,9 @@ type RelayConfig struct {
 	// events gather: each poll, Redis pipeline and Kafka request then carries about PollTarget
 	// events, or IdlePoll's worth at a low rate, instead of one poll of every outbox per event.
 	// IdlePoll bounds how long an event waits for its poll, and how late a stop is noticed.
-	// Defaults 2000, 10ms and 100ms: at 12,000 events/s a poll then carries about 800 (with a
-	// target of 500, about 350), and every Kafka write is a produce request per partition,
-	// which the broker, the relay and the consumer's fetches each pay for. The wait is bounded
-	// by IdlePoll either way.
+	// Defaults 2000, 10ms and 100ms: a large target makes fewer, larger polls, and every Kafka
+	// write is a produce request per partition, which the broker, the relay and the consumer's
+	// fetches each pay for. The wait is bounded by IdlePoll either way.
 	PollTarget int
 	Poll       time.Duration
 	IdlePoll   time.Duration

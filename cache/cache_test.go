@@ -47,7 +47,7 @@ func newFixtureOn(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option)
 
 func (f *fixture) project(enabled bool, exp *int64) {
 	f.t.Helper()
-	if err := f.c.PutProject(context.Background(), contract.Project{ID: f.pid, Status: enabled, ExpiresAt: exp}); err != nil {
+	if err := f.c.PublishProject(context.Background(), contract.Project{ID: f.pid, Status: enabled, ExpiresAt: exp}, 0); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -141,7 +141,7 @@ const (
 	fVersion    = "n" // incremented by every state change (a project copy: its row's version)
 	fUnknown    = "z" // "1" on a negative entry
 	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion, the version of
-	// the projects row it was copied from (0: written without one, by PutProject).
+	// the projects row it was copied from (0: written without one).
 	fEnabled = "en" // "1" / "0"
 	// fProjectState holds fEnabled and fExpiresAt in one value, "1"/"0" followed by the expiry
 	// if any, so apply.lua reads the copy with one HGET: no reply array to build.

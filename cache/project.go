@@ -19,7 +19,8 @@ import (
 // PublishProject writes a project's state, as of version of its row, to every shard, pipelined
 // (a cluster client sends each master its shards in one round trip). It returns once every
 // shard holds that version or a newer one, so every verify that starts after it returned sees
-// the new state. Operator commands call it after changing the row.
+// the new state. Operator commands call it after changing the row; version 0 (a project built
+// in Redis alone) yields to any copy loaded from a versioned row.
 func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version int64) error {
 	args := projectArgs(p, version)
 	calls := make([]*redisscript.Call, Shards)
@@ -41,13 +42,6 @@ func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version 
 		return fmt.Errorf("publish project %s to %d of %d shards: %w", p.ID, len(errs), Shards, errors.Join(errs...))
 	}
 	return nil
-}
-
-// PutProject writes a project's state to every shard as version 0: any copy loaded from a
-// versioned row replaces it. It serves tests and benchmarks that build a project in Redis
-// alone; operator commands use PublishProject with the row's version.
-func (c *Cache) PutProject(ctx context.Context, p contract.Project) error {
-	return c.PublishProject(ctx, p, 0)
 }
 
 // storeProject writes one shard's copy of a project's state unless the shard holds a newer one.

@@ -39,7 +39,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		pid = contract.NewID()
 	}
 	c := cache.New(rdb)
-	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return err
 	}
 	const keyspace = 1_000_000

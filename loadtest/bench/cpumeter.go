@@ -102,7 +102,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 		return VerifyCPU{}, err
 	}
 	pid := contract.NewID()
-	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return VerifyCPU{}, err
 	}
 	codes := make([]contract.CodeRecord, run.Codes)

@@ -30,7 +30,7 @@ func TestVerifyCallRedeems(t *testing.T) {
 	for strings.Contains(contract.RawID(pid), "\x00") {
 		pid = contract.NewID()
 	}
-	if err := cache.New(rdb).PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+	if err := cache.New(rdb).PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		t.Fatal(err)
 	}
 	codeID := contract.NewID()
