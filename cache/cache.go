@@ -142,20 +142,20 @@ func (c *Cache) Close() {
 	}
 }
 
-// eval runs a hot-path script, through the coalescer when there is one. An unavailable Redis
+// call runs a hot-path script, through the coalescer when there is one. An unavailable Redis
 // is reported as contract.KindUnavailable (translate).
 //
 // While a cluster moves slots (resharding), a script is refused when its slot moved (MOVED)
 // or is being migrated (ASK, TRYAGAIN: its keys are split between two nodes until the last one
 // moved, and a script naming keys of both runs on neither). go-redis follows such answers
 // only a few times within some 100 ms (MaxRedirects), and not at all for a call of a batch
-// (sendBatch). A refused script did not run, so eval sends it again, after asking the client
+// (sendBatch). A refused script did not run, so call sends it again, after asking the client
 // to reload its slot map (MOVED) or while the slot is in migration, after a pause growing from
 // 5 to 80 ms, for up to slotMotionWait (or the caller's deadline); only then is it a 503.
-func (c *Cache) eval(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
+func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		v, err := c.evalOnce(ctx, s, keys, args...)
+		v, err := c.callOnce(ctx, s, keys, args...)
 		moved, inMotion := slotInMotion(err)
 		if !inMotion || time.Since(start) >= slotMotionWait {
 			return v, translate(err)
@@ -173,7 +173,7 @@ func (c *Cache) eval(ctx context.Context, s *redisscript.Script, keys []string, 
 	}
 }
 
-// How long eval waits for a slot in motion: the first pause before a refused call is sent
+// How long call waits for a slot in motion: the first pause before a refused call is sent
 // again (each next one doubles, up to 16 times it), and the longest wait in all. A slot migrates in milliseconds to
 // seconds, depending on the keys it holds (redis-cli moves them 10 to a MIGRATE).
 const (
@@ -181,8 +181,8 @@ const (
 	slotMotionWait  = 5 * time.Second
 )
 
-// evalOnce sends a script call once.
-func (c *Cache) evalOnce(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
+// callOnce sends a script call once.
+func (c *Cache) callOnce(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
 		return c.co.run(ctx, s, keys, args...)
 	}

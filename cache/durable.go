@@ -54,7 +54,7 @@ func errNotReplicated(got, want int64) error {
 // whole batch again, so the scripts of the batch that had run run a second time (a verify
 // without Idempotency-Key is then refused as its own replay, though it redeemed the code). A
 // call whose slot moved or is moving is answered MOVED, ASK or TRYAGAIN here and did not run;
-// Cache.eval sends it again.
+// Cache.call sends it again.
 func sendBatch(ctx context.Context, rdb Redis, batch []*redisscript.Call, w replicaWait) {
 	if cl, ok := rdb.(cluster); ok {
 		byMaster := map[*redis.Client][]*redisscript.Call{}

@@ -91,12 +91,10 @@ func outboxKey(s int) string { return ShardPrefix(s) + "events" }
 func OutboxOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
 
 // Outboxes names every outbox, one a shard; the wiring hands them to the relay.
-func Outboxes() []string { return shardKeys(outboxKey) }
-
-func shardKeys(name func(int) string) []string {
+func Outboxes() []string {
 	out := make([]string, Shards)
 	for s := range out {
-		out[s] = name(s)
+		out[s] = outboxKey(s)
 	}
 	return out
 }

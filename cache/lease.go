@@ -190,7 +190,7 @@ func (m *limiter) start(keyID string, ls *lease, now time.Time) *refill {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
 		defer cancel()
-		v, err := m.c.eval(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
+		v, err := m.c.call(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
 			strconv.FormatFloat(l.Rate, 'f', -1, 64), l.Burst, want)
 		var a leaseReply
 		if err == nil {

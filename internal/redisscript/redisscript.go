@@ -105,7 +105,7 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 			break
 		}
 		var again []*Call
-		loaded := map[*Script]error{}
+		var loaded map[*Script]error
 		for _, call := range pending {
 			if !missing(call.Err) {
 				continue
@@ -113,6 +113,9 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 			err, done := loaded[call.Script]
 			if !done {
 				err = call.Script.Load(ctx, c)
+				if loaded == nil {
+					loaded = map[*Script]error{}
+				}
 				loaded[call.Script] = err
 			}
 			if err == nil {
