@@ -13,9 +13,10 @@ import (
 
 // An outbox is a Redis list per shard: the verify script appends each event (RPUSH, the
 // cheapest write Redis has for it), and the relay that holds the outbox's lease reads a prefix
-// (LRANGE), publishes it, and only then removes it (scripts/trim.lua). Nothing else changes the list:
-// appends at the tail, trims at the head. So an entry's index only moves when a trim removed
-// entries before it, and an entry, which carries its unique event id, is never written twice.
+// (LRANGE), publishes it, and only then removes it (scripts/trim.lua). Nothing else changes
+// the list: appends at the tail, trims at the head. So an entry's index only moves when a trim
+// removed entries before it, and an entry, which carries its unique event id, is never written
+// twice.
 
 // The relay's scripts (scripts/*.lua, each with its KEYS, ARGV and reply), run as Redis
 // Functions. Each replies a status first: statusOK when it did what it asks, statusRefused when
