@@ -91,9 +91,9 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 // after the sink stored them, so an event is never lost and at worst applied twice (which the
 // sink ignores by event id).
 type Consumer struct {
-	cfg  ConsumerConfig
-	sink Sink
-	r    *kafka.Reader
+	cfg ConsumerConfig
+	w   *logWriter
+	r   *kafka.Reader
 }
 
 // NewConsumer builds a consumer of cfg.Topic in group cfg.GroupID. A new group starts at the
@@ -121,7 +121,8 @@ func NewConsumer(cfg ConsumerConfig, sink Sink) *Consumer {
 			cfg.Logger.Warn("audit consumer: kafka: " + fmt.Sprintf(msg, args...))
 		}),
 	})
-	return &Consumer{cfg: cfg, sink: sink, r: r}
+	w := &logWriter{name: "audit consumer", sink: sink, log: cfg.Logger, metrics: cfg.Metrics, tracer: cfg.Tracer}
+	return &Consumer{cfg: cfg, w: w, r: r}
 }
 
 // Close leaves the consumer group, so its partitions move to another member at once, and
@@ -190,38 +191,16 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 // process decodes a batch, stores it in the sink (retrying until it succeeds or ctx ends) and
 // commits its offsets.
 func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
-	events := make([]contract.Event, 0, len(batch))
-	for _, m := range batch {
-		ev, err := decodeEvent(m.Value)
-		if err != nil {
-			c.cfg.Metrics.consumerError("decode")
-			c.cfg.Logger.Error("audit consumer: skip message that is not an event",
-				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
-			continue
-		}
-		events = append(events, ev)
-	}
-
-	if len(events) > 0 {
-		spans := startSpans(c.cfg.Tracer, "postgres write verification logs", trace.SpanKindConsumer, batch, false)
-		defer endSpans(spans, nil)
-		wctx := ctx
-		if len(spans) > 0 {
-			// The batch's queries are traced under its first traced event.
-			wctx = trace.ContextWithSpan(ctx, spans[0])
-		}
+	if events := c.w.decode(batch); len(events) > 0 {
 		bo := newBackOff()
 		for {
-			start := time.Now()
-			inserted, err := c.sink.ApplyEvents(wctx, events)
+			err := c.w.store(ctx, events, batch)
 			if err == nil {
-				c.cfg.Metrics.wroteBatch(inserted, len(events)-inserted, time.Since(start), events, time.Now())
 				break
 			}
 			if ctx.Err() != nil {
 				return errStopped
 			}
-			c.cfg.Metrics.consumerError("write")
 			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
 			if !sleep(ctx, bo.NextBackOff()) {
 				return errStopped

@@ -1,14 +1,11 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/acv/acv/api/contract"
-	gojson "github.com/goccy/go-json"
-	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -16,37 +13,16 @@ import (
 // consumer; the relay's writer and the consumer's reader must agree on it.
 const Topic = "acv.verification-logs"
 
-// The forms of a Kafka message value the relay can publish (RelayConfig.Values,
-// ACV_KAFKA_EVENT_FORMAT). The log writer of this version reads both; one of an earlier
-// version reads only JSON, and skips (and logs) a value it cannot read, which loses that
-// event's log row. An upgrade from such a version therefore publishes JSON until every log
-// writer runs this version (docs/design.md, "Outbox event").
-const (
-	// ValuesEntry publishes the outbox entry as it is: the compact form (or the JSON of an
-	// entry written before it). Encoding JSON in the relay and decoding it in the log writer
-	// was a fifth of each one's CPU, and the JSON three times the entry's bytes.
-	ValuesEntry = "entry"
-	// ValuesJSON publishes the event's JSON, the form of earlier versions.
-	ValuesJSON = "json"
-)
-
-// toMessage turns an outbox entry into a Kafka message: its value is the entry as it is, or
-// the event's JSON when asJSON is set. The relay decodes the entry in any case, for its key
-// and trace context, and to tell a malformed one apart: malformed is true when the entry does
-// not decode or names neither a code id nor a value; it is then published as it is, without a
-// key, and the log writer skips it (and logs it).
-func toMessage(raw string, asJSON bool) (msg kafka.Message, malformed bool) {
+// toMessage turns an outbox entry into a Kafka message whose value is the entry as it is: the
+// log writer decodes the same compact form the verify script wrote, so nothing is encoded twice.
+// The relay decodes the entry for its key and trace context, and to tell a malformed one apart:
+// malformed is true when the entry does not decode or names neither a code id nor a value; it
+// is then published as it is, without a key, and the log writer skips it (and logs it).
+func toMessage(raw string) (msg kafka.Message, malformed bool) {
 	ev, traceParent, err := contract.DecodeOutboxEntry(raw)
 	msg.Value = []byte(raw)
 	if err != nil || (ev.CodeID == "" && ev.Code == "") {
 		return msg, true
-	}
-	if asJSON && contract.IsCompact(msg.Value) {
-		js, err := gojson.Marshal(ev)
-		if err != nil {
-			return msg, true
-		}
-		msg.Value = js
 	}
 	// The code id is the Kafka key: every event of one code lands in one partition, in order.
 	// An attempt on a value no code has is keyed by project and value.
@@ -60,21 +36,43 @@ func toMessage(raw string, asJSON bool) (msg kafka.Message, malformed bool) {
 	return msg, false
 }
 
-// legacyMessage is toMessage for an entry of the previous outbox format, a stream entry whose
-// EventField holds the event (compact or JSON) and whose header fields carry the trace context
-// of a JSON one. ok is false when the entry holds no event field at all (nothing to publish).
-func legacyMessage(e redis.XMessage, asJSON bool) (msg kafka.Message, ok, malformed bool) {
-	raw, found := e.Values[contract.EventField]
-	if !found {
-		return kafka.Message{}, false, true
+// errNotEvent is a message that decodes but holds no event PostgreSQL could store: an event,
+// project or code id missing or not 32 lowercase hex digits (an attempt on an unknown value
+// has no code id but a value).
+var errNotEvent = errors.New("no event: an event, project or code id is missing or malformed")
+
+// decodeEvent reads a message value, an outbox entry in the compact form, as an event the sink
+// can store, or refuses it, so that the log writer skips it (and logs it) rather than offering
+// PostgreSQL, again and again, a batch it can never commit.
+func decodeEvent(value []byte) (contract.Event, error) {
+	ev, _, err := contract.DecodeOutboxEntry(string(value))
+	if err != nil {
+		return contract.Event{}, fmt.Errorf("decode event: %w", err)
 	}
-	msg, malformed = toMessage(fmt.Sprint(raw), asJSON) // go-redis hands stream values over as strings
-	for _, field := range slices.Sorted(maps.Keys(e.Values)) {
-		name, isHeader := strings.CutPrefix(field, contract.HeaderFieldPrefix)
-		if !isHeader || name == "" {
-			continue
-		}
-		msg.Headers = append(msg.Headers, kafka.Header{Key: name, Value: []byte(fmt.Sprint(e.Values[field]))})
+	return storable(ev)
+}
+
+// storable is ev as PostgreSQL can hold it, or errNotEvent. Its ids must be well-formed (they
+// go into uuid columns); its texts get U+FFFD for invalid UTF-8 and for NUL, which a text
+// column refuses. The API checks what it writes, but the sink must not depend on every writer:
+// one such event would fail its whole batch for ever.
+func storable(ev contract.Event) (contract.Event, error) {
+	if !ev.WellFormedIDs() {
+		return contract.Event{}, errNotEvent
 	}
-	return msg, true, malformed
+	ev.Action = contract.Action(pgText(string(ev.Action)))
+	for _, s := range []*string{&ev.Result, &ev.Reason, &ev.VerifiedBy, &ev.IP, &ev.Code, &ev.StateBy} {
+		*s = pgText(*s)
+	}
+	return ev, nil
+}
+
+// pgText is s with U+FFFD for each run of invalid UTF-8 and for each NUL; s itself, without a
+// copy, when it holds neither.
+func pgText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
 }

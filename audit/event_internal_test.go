@@ -1,11 +1,8 @@
 package audit
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -24,7 +21,7 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	}
 	const codeID = "0123456789abcdef0123456789abcdef"
 	raw := string(head) + "\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef" + "0|0|1800000000123|till-7"
-	msg, malformed := toMessage(raw, false)
+	msg, malformed := toMessage(raw)
 	if malformed {
 		t.Fatal("toMessage: malformed")
 	}
@@ -45,20 +42,6 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 		t.Fatalf("headers %v, want the traceparent", msg.Headers)
 	}
 
-	// With JSON values (an upgrade while log writers of an earlier version run) the same
-	// entry becomes the event's JSON, which encoding/json reads as that event (as such a log
-	// writer does) and so does this version's; key and trace context as before.
-	jmsg, malformed := toMessage(raw, true)
-	var old contract.Event
-	if err := json.Unmarshal(jmsg.Value, &old); err != nil || malformed || old != want {
-		t.Fatalf("JSON value %s (malformed %v) read by encoding/json as %+v, %v; want %+v", jmsg.Value, malformed, old, err, want)
-	}
-	if ev, err := decodeEvent(jmsg.Value); err != nil || ev != want {
-		t.Fatalf("JSON value read as %+v, %v; want %+v", ev, err, want)
-	}
-	if string(jmsg.Key) != codeID || len(jmsg.Headers) != 1 || string(jmsg.Headers[0].Value) != op.TraceParent {
-		t.Fatalf("JSON message key %q, headers %v", jmsg.Key, jmsg.Headers)
-	}
 	// Texts that are not UTF-8 (the API refuses them, but the sink must not depend on every
 	// writer: PostgreSQL would refuse the batch again and again) are read with U+FFFD. The
 	// entry is the one above with its ip ("\x07": a text of 6 bytes) ending in a stray byte.
@@ -70,23 +53,14 @@ func TestCompactEntriesBecomeEventMessages(t *testing.T) {
 	}
 
 	cut := raw[:len(raw)-30]
-	msg, malformed = toMessage(cut, false)
+	msg, malformed = toMessage(cut)
 	if !malformed || string(msg.Value) != cut || msg.Key != nil {
 		t.Fatalf("a cut entry: malformed %v, key %q, value %q", malformed, msg.Key, msg.Value)
 	}
 	for _, bad := range []string{"", "\x00", "{not json"} {
-		if msg, malformed := toMessage(bad, false); !malformed || string(msg.Value) != bad {
+		if msg, malformed := toMessage(bad); !malformed || string(msg.Value) != bad {
 			t.Errorf("entry %q: malformed %v, value %q", bad, malformed, msg.Value)
 		}
-	}
-
-	// The previous format's stream entry: the same event in its field, published the same way.
-	msg, ok, malformed := legacyMessage(redis.XMessage{ID: "1-1", Values: map[string]interface{}{contract.EventField: raw}}, false)
-	if !ok || malformed || string(msg.Key) != codeID || len(msg.Headers) != 1 {
-		t.Fatalf("legacy entry: ok %v, malformed %v, key %q, headers %v", ok, malformed, msg.Key, msg.Headers)
-	}
-	if _, ok, malformed := legacyMessage(redis.XMessage{ID: "1-2", Values: map[string]interface{}{"x": "1"}}, false); ok || !malformed {
-		t.Fatalf("legacy entry without an event: ok %v, malformed %v", ok, malformed)
 	}
 }
 

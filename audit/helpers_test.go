@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -25,20 +24,16 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-// The tests' outbox layout, like the cache package's: one outbox list per hash-tag shard (and
-// one stream of the previous format), a project's events in its shard's. Package audit does not
+// The tests' outbox layout, like the cache package's: one outbox list per hash-tag shard, a
+// project's events in its shard's. Package audit does not
 // know the layout; the relay is handed the names.
 const testShards = 8
 
-// outboxKey names a shard's outbox; legacyStream its stream of the previous format.
-func outboxKey(shard int) string    { return fmt.Sprintf("acv:{%02d}:events", shard) }
-func legacyStream(shard int) string { return fmt.Sprintf("acv:{%02d}:outbox", shard) }
+// outboxKey names a shard's outbox.
+func outboxKey(shard int) string { return fmt.Sprintf("acv:{%02d}:events", shard) }
 
-// testOutboxes and testLegacy are what the tests write to and the relays read.
-var (
-	testOutboxes = shardNames(outboxKey)
-	testLegacy   = shardNames(legacyStream)
-)
+// testOutboxes are what the tests write to and the relays read.
+var testOutboxes = shardNames(outboxKey)
 
 func shardNames(name func(int) string) []string {
 	out := make([]string, testShards)
@@ -58,7 +53,7 @@ func shardOf(projectID string) int {
 // outboxLen is the number of entries the test outboxes and streams hold.
 func outboxLen(t *testing.T, rdb redis.Cmdable) int64 {
 	t.Helper()
-	n, _, err := audit.OutboxLen(context.Background(), rdb, testOutboxes, testLegacy)
+	n, _, err := audit.OutboxLen(context.Background(), rdb, testOutboxes)
 	if err != nil {
 		t.Fatalf("outbox length: %v", err)
 	}
@@ -102,7 +97,7 @@ func (e *env) writer(t *testing.T) *kafka.Writer {
 
 // relayConfig is a relay of the test outboxes tuned for tests: short pauses, quick trims.
 func relayConfig(name string) audit.RelayConfig {
-	return audit.RelayConfig{Outboxes: testOutboxes, LegacyStreams: testLegacy, Name: name,
+	return audit.RelayConfig{Outboxes: testOutboxes, Name: name,
 		Poll: 5 * time.Millisecond, IdlePoll: 20 * time.Millisecond, TrimEvery: 50 * time.Millisecond}
 }
 
@@ -340,17 +335,6 @@ func pushCompact(t *testing.T, rdb redis.Cmdable, traceParent string) contract.E
 	return ev
 }
 
-// xadd appends ev to its shard's stream of the previous format, as an API replica of the
-// previous version did: the event's JSON, with extra fields (trace headers).
-func xadd(ctx context.Context, rdb redis.Cmdable, ev contract.Event, extra ...any) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	vals := append([]any{contract.EventField, string(b)}, extra...)
-	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: legacyStream(shardOf(ev.ProjectID)), Values: vals}).Err()
-}
-
 // memSink is the Postgres sink reduced to its contract: one row per event id, redeliveries
 // ignored. It remembers the order in which rows were inserted.
 type memSink struct {
@@ -421,7 +405,7 @@ func waitRows(t *testing.T, s *memSink, n int) {
 func (e *env) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
 	testkit.WaitFor(t, 10*time.Second, "outbox empty", func() (bool, string) {
-		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes, testLegacy)
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes)
 		if err != nil {
 			t.Fatalf("outbox len: %v", err)
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // Relays share the outboxes by leases: each outbox has one lease key in its own slot, held by
@@ -24,7 +26,7 @@ import (
 //
 // Leases spread the work; they do not guard the outbox. A relay that still believes it holds
 // a lease that already passed to another only publishes entries twice (the sink writes an
-// event id once): the trim that removes entries checks the list itself (trimScript), so no
+// event id once): the trim that removes entries checks the list itself (scripts/trim.lua), so no
 // relay ever removes an entry it did not publish.
 
 // leaseKeyOf names an outbox's lease key: the outbox's own name and a suffix, so it shares the
@@ -76,28 +78,6 @@ func preferredRelay(names []string, outbox string) string {
 	return best
 }
 
-// acquireScript takes or renews a lease: it is free, ours, or held by a previous run of the
-// same relay name (a restart takes its own outboxes back at once, not a lease later).
-//
-// KEYS[1] the lease; ARGV[1] our token; ARGV[2] its lifetime (ms); ARGV[3] our name and "/".
-// Reply: 1 held, 0 held by another relay.
-var acquireScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == false or v == ARGV[1] or string.sub(v, 1, #ARGV[3]) == ARGV[3] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0
-`)
-
-// releaseScript gives a lease up if we still hold it. KEYS[1] the lease; ARGV[1] our token.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // leases keeps this relay's share of the outboxes: it beats the heartbeat, takes and renews
 // the leases of the outboxes it should hold, and gives up those that now belong to another
 // relay. held is what the readers use; it is replaced whole on each round.
@@ -144,23 +124,22 @@ func (l *leases) round(ctx context.Context) error {
 	l.relays.Store(int64(len(names)))
 	old := *l.held.Load()
 	ms := strconv.FormatInt(l.ttl.Milliseconds(), 10)
-	var calls []scriptCall
+	var calls []*redisscript.Call
 	var acquired []int // outbox index of each acquire call
 	for i, k := range l.outboxes {
 		switch {
 		case preferredRelay(names, k) == l.name:
-			calls = append(calls, scriptCall{acquireScript, []string{leaseKeyOf(k)}, []any{l.token, ms, l.name + "/"}})
+			calls = append(calls, &redisscript.Call{Script: acquireScript, Keys: []string{leaseKeyOf(k)}, Args: []any{l.token, ms, l.name + "/"}})
 			acquired = append(acquired, i)
 		case old[i]:
-			calls = append(calls, scriptCall{releaseScript, []string{leaseKeyOf(k)}, []any{l.token}})
+			calls = append(calls, &redisscript.Call{Script: releaseScript, Keys: []string{leaseKeyOf(k)}, Args: []any{l.token}})
 		}
 	}
-	cmds, err := runScripts(ctx, l.rdb, calls)
+	done, err := runScripts(ctx, l.rdb, calls)
 	held := make([]bool, len(l.outboxes))
 	for c, i := range acquired {
-		n, aerr := cmds[c].Int()
 		// A renewal that got no answer keeps what we had: the lease may still be ours.
-		held[i] = (aerr == nil && n == 1) || (aerr != nil && old[i])
+		held[i] = done[c] || (calls[c].Err != nil && old[i])
 	}
 	l.held.Store(&held)
 	if err != nil {
@@ -202,10 +181,10 @@ func (l *leases) releaseAll(ctx context.Context) error {
 	held := *l.held.Load()
 	none := make([]bool, len(l.outboxes))
 	l.held.Store(&none)
-	var calls []scriptCall
+	var calls []*redisscript.Call
 	for i, k := range l.outboxes {
 		if held[i] {
-			calls = append(calls, scriptCall{releaseScript, []string{leaseKeyOf(k)}, []any{l.token}})
+			calls = append(calls, &redisscript.Call{Script: releaseScript, Keys: []string{leaseKeyOf(k)}, Args: []any{l.token}})
 		}
 	}
 	_, err := runScripts(ctx, l.rdb, calls)

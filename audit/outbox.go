@@ -2,60 +2,63 @@ package audit
 
 import (
 	"context"
-	"errors"
+	_ "embed"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // An outbox is a Redis list per shard: the verify script appends each event (RPUSH, the
 // cheapest write Redis has for it), and the relay that holds the outbox's lease reads a prefix
-// (LRANGE), publishes it, and only then removes it (trimScript). Nothing else changes the list:
-// appends at the tail, trims at the head. So an entry's index only moves when a trim removed
-// entries before it, and an entry, which carries its unique event id, is never written twice.
+// (LRANGE), publishes it, and only then removes it (scripts/trim.lua). Nothing else changes
+// the list: appends at the tail, trims at the head. So an entry's index only moves when a trim
+// removed entries before it, and an entry, which carries its unique event id, is never written
+// twice.
 
-// scriptCall is one script run of a pipeline.
-type scriptCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-}
+// The relay's scripts (scripts/*.lua, each with its KEYS, ARGV and reply), run as Redis
+// Functions. Each replies a status first: statusOK when it did what it asks, statusRefused when
+// the state was not what the relay expected.
+const (
+	statusOK      = 0
+	statusRefused = 1
+)
 
-// runScripts sends calls in one pipeline by EVALSHA; the calls a node refused with NOSCRIPT (a
-// restarted or new master) did not run, so they are sent again by EVAL, which also caches the
-// script there. The replies come back in the calls' order; err is the first failure.
-func runScripts(ctx context.Context, rdb redis.Cmdable, calls []scriptCall) ([]*redis.Cmd, error) {
-	if len(calls) == 0 {
-		return nil, nil
-	}
-	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = c.script.EvalSha(ctx, p, c.keys, c.args...)
-		}
-		return nil
-	})
-	var again []int
-	for i, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range again {
-				cmds[i] = calls[i].script.Eval(ctx, p, calls[i].keys, calls[i].args...)
+var (
+	//go:embed scripts/trim.lua
+	trimSrc string
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+
+	prelude       = fmt.Sprintf("local S_OK = %d\nlocal S_REFUSED = %d\n", statusOK, statusRefused)
+	trimScript    = redisscript.New("acv_relay_trim", prelude, trimSrc)
+	acquireScript = redisscript.New("acv_relay_acquire", prelude, acquireSrc)
+	releaseScript = redisscript.New("acv_relay_release", prelude, releaseSrc)
+)
+
+// runScripts sends calls in one pipeline (one per node on a cluster) and tells, call by call,
+// whether it did what it asks. A call that failed, or replied anything but a status, keeps the
+// error in its Err and is not done. err is the first failure.
+func runScripts(ctx context.Context, rdb redisscript.Client, calls []*redisscript.Call) (done []bool, err error) {
+	redisscript.Send(ctx, rdb, calls, nil)
+	done = make([]bool, len(calls))
+	for i, c := range calls {
+		if c.Err == nil {
+			var st int64
+			if st, _, c.Err = c.Script.Decode(c.Reply, 0); c.Err == nil && st != statusOK && st != statusRefused {
+				c.Err = c.Script.Errorf("unknown status %d", st)
 			}
-			return nil
-		})
-	}
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return cmds, err
+			done[i] = c.Err == nil && st == statusOK
+		}
+		if c.Err != nil && err == nil {
+			err = c.Err
 		}
 	}
-	return cmds, nil
+	return done, err
 }
 
 // readOutboxes reads, in one pipeline (one per node on a cluster, every command naming one
@@ -79,66 +82,7 @@ func readOutboxes(ctx context.Context, rdb redis.Cmdable, keys []string, offsets
 	return out, nil
 }
 
-// trimScript removes the n entries a relay published from the head of an outbox, if they are
-// still its head: the entry at index 0 is the first one the relay read, and the entry at n-1 is
-// the last one it published. Entries are unique and leave only from the head, so a first entry
-// still in place means nothing was removed since the relay read, and the entries at 0..n-1 are
-// the ones it published. The last entry guards a list rebuilt after a failover that lost its
-// tail. Anything else (another relay trimmed meanwhile) refuses, and the relay reads again from
-// the head: at worst an entry is published twice, never removed unpublished.
-//
-// KEYS[1] the outbox; ARGV[1] the first entry; ARGV[2] the last published; ARGV[3] n.
-// Reply: 1 trimmed, 0 refused.
-var trimScript = redis.NewScript(`
-local n = tonumber(ARGV[3])
-if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] and redis.call('LINDEX', KEYS[1], n - 1) == ARGV[2] then
-  redis.call('LTRIM', KEYS[1], n, -1)
-  return 1
-end
-return 0
-`)
-
-// trimCall is the removal of an outbox's published prefix.
-func trimCall(key string, st *outboxState) scriptCall {
-	return scriptCall{trimScript, []string{key}, []any{st.first, st.last, strconv.Itoa(st.read)}}
-}
-
-// readLegacy reads up to count entries of each stream of the previous outbox format (a stream
-// per shard, read through a consumer group), which an API replica of an older version may
-// still be writing to during a rolling upgrade. The relay reads them whatever their state in
-// that group, publishes them and deletes them (deleteLegacy).
-func readLegacy(ctx context.Context, rdb redis.Cmdable, keys []string, count int) ([][]redis.XMessage, error) {
-	cmds := make([]*redis.XMessageSliceCmd, len(keys))
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = p.XRangeN(ctx, k, "-", "+", int64(count))
-		}
-		return nil
-	})
-	if err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
-		return nil, fmt.Errorf("read %d streams of the previous outbox format: %w", len(keys), err)
-	}
-	out := make([][]redis.XMessage, len(keys))
-	for i, c := range cmds {
-		out[i] = c.Val()
-	}
-	return out, nil
-}
-
-// deleteLegacy deletes published entries of the previous format's streams (XDEL: deleting
-// an id twice is harmless).
-func deleteLegacy(ctx context.Context, rdb redis.Cmdable, ids map[string][]string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, list := range ids {
-			p.XDel(ctx, k, list...)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("delete published entries of the previous outbox format: %w", err)
-	}
-	return nil
+// trimCall is the removal of an outbox's published prefix (scripts/trim.lua).
+func trimCall(key string, st *outboxState) *redisscript.Call {
+	return &redisscript.Call{Script: trimScript, Keys: []string{key}, Args: []any{st.first, st.last, strconv.Itoa(st.read)}}
 }

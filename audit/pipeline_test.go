@@ -1,9 +1,7 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -30,27 +28,27 @@ func TestRelayMovesOnlyItsOutboxes(t *testing.T) {
 		mine := []string{outboxKey(0), outboxKey(3), outboxKey(15)}
 		other := outboxKey(9)
 		for _, key := range append(mine, other) {
-			b, err := json.Marshal(newEvent(contract.NewID(), contract.NewID(), 1))
+			raw, err := compactEntry(newEvent(contract.NewID(), contract.NewID(), 1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.rdb.RPush(ctx, key, string(b)).Err(); err != nil {
+			if err := e.rdb.RPush(ctx, key, raw).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		cfg := relayConfig("r1")
-		cfg.Outboxes, cfg.LegacyStreams = mine, nil
+		cfg.Outboxes = mine
 		m, reg := newMetrics()
 		cfg.Metrics = m
 		start(t, audit.NewRelay(e.rdb, e.writer(t), cfg).Run)
 		testkit.WaitFor(t, 10*time.Second, "the relay's outboxes drained", func() (bool, string) {
-			n, _, err := audit.OutboxLen(ctx, e.rdb, mine, nil)
+			n, _, err := audit.OutboxLen(ctx, e.rdb, mine)
 			if err != nil {
 				t.Fatalf("outbox len: %v", err)
 			}
 			return n == 0, fmt.Sprintf("%d entries", n)
 		})
-		if n, _, err := audit.OutboxLen(ctx, e.rdb, []string{other}, nil); err != nil || n != 1 {
+		if n, _, err := audit.OutboxLen(ctx, e.rdb, []string{other}); err != nil || n != 1 {
 			t.Errorf("the outbox not given to the relay holds %d entries (%v), want 1", n, err)
 		}
 		if got := metricValue(t, reg, "acv_relay_published_total"); got != float64(len(mine)) {
@@ -108,7 +106,7 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 		traced := pushCompact(t, e.rdb, traceParent)
 		evs = append(evs, traced)
 
-		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes, testLegacy)
+		n, age, err := audit.OutboxLen(context.Background(), e.rdb, testOutboxes)
 		if err != nil || n != 151 || age <= 0 {
 			t.Fatalf("OutboxLen before relaying = %d, %s, %v; want 151 entries with an age", n, age, err)
 		}
@@ -165,76 +163,12 @@ func TestPipelineDeliversEachEventOnce(t *testing.T) {
 	})
 }
 
-// An upgrade from a version whose log writers read only JSON: with JSON values the relay
-// publishes each compact outbox entry as the event's JSON, which encoding/json reads back as
-// the event, knowing no other field (as such a log writer does), keyed by its code id; this
-// version's log writer reads them too. With the default, the values are the entries as they
-// are, which encoding/json refuses: why the upgrade needs the setting.
-func TestJSONValuesForEarlierLogWriters(t *testing.T) {
-	eachKafka(t, 2, func(t *testing.T, e *env) {
-		evs := spreadEvents(40, 8)
-		pushAll(t, e.rdb, evs)
-		rcfg := relayConfig("r1")
-		rcfg.Values = audit.ValuesJSON
-		relay := start(t, audit.NewRelay(e.rdb, e.writer(t), rcfg).Run)
-		e.waitOutboxEmpty(t)
-		if err := relay.stop(); err != nil {
-			t.Fatal(err)
-		}
-		msgs, byID := e.messagesOf(t, evs)
-		for _, m := range msgs {
-			dec := json.NewDecoder(bytes.NewReader(m.Value))
-			dec.DisallowUnknownFields()
-			var ev contract.Event
-			if err := dec.Decode(&ev); err != nil {
-				t.Fatalf("value %q: %v", m.Value, err)
-			}
-			if want, ok := byID[ev.ID]; !ok || ev != want || string(m.Key) != want.CodeID {
-				t.Fatalf("message keyed %q holds %+v, want %+v", m.Key, ev, want)
-			}
-		}
-
-		more := spreadEvents(40, 8)
-		pushAll(t, e.rdb, more)
-		start(t, audit.NewRelay(e.rdb, e.writer(t), relayConfig("r1")).Run)
-		sink := newMemSink()
-		e.startConsumer(t, e.consumerConfig("sink"), sink)
-		waitRows(t, sink, len(evs)+len(more))
-		sink.checkRows(t, append(evs, more...))
-		later := map[string]bool{}
-		for _, ev := range more {
-			later[ev.ID] = true
-		}
-		compact := 0
-		for _, m := range e.topicMessages(t) {
-			var js contract.Event
-			jsErr := json.Unmarshal(m.Value, &js)
-			ev, _, err := contract.DecodeOutboxEntry(string(m.Value))
-			switch {
-			case err != nil:
-				t.Fatalf("value %q: %v", m.Value, err)
-			case later[ev.ID] && (jsErr == nil || !contract.IsCompact(m.Value)):
-				t.Fatalf("a default value %q is not the compact entry (encoding/json: %v)", m.Value, jsErr)
-			case later[ev.ID]:
-				compact++
-			}
-		}
-		if compact != len(more) {
-			t.Fatalf("%d compact values, want %d", compact, len(more))
-		}
-	})
-}
-
-// Entries that are not events are reported, not fatal: one with broken JSON is published
-// unkeyed and skipped by the consumer; a stream entry of the previous format without the event
-// field is removed (nothing to deliver).
+// Entries that are not events are reported, not fatal: one that does not decode is published
+// unkeyed and skipped by the consumer.
 func TestMalformedEntriesAreSkipped(t *testing.T) {
 	eachKafka(t, 2, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		good := newEvent(contract.NewID(), contract.NewID(), 1)
-		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: legacyStream(1), Values: []any{"x", "1"}}).Err(); err != nil {
-			t.Fatal(err)
-		}
 		if err := e.rdb.RPush(ctx, outboxKey(2), "{not json").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -255,8 +189,8 @@ func TestMalformedEntriesAreSkipped(t *testing.T) {
 		sink.checkRows(t, []contract.Event{good})
 		malformed := metricValue(t, rreg, "acv_relay_errors_total", "stage", "decode")
 		published := metricValue(t, rreg, "acv_relay_published_total")
-		if malformed != 2 || published != 2 {
-			t.Errorf("relay: %v malformed, %v published; want 2 malformed, 2 published", malformed, published)
+		if malformed != 1 || published != 2 {
+			t.Errorf("relay: %v malformed, %v published; want 1 malformed, 2 published", malformed, published)
 		}
 		testkit.WaitFor(t, 5*time.Second, "consumer counts the malformed message", func() (bool, string) {
 			malformed := metricValue(t, creg, "acv_consumer_errors_total", "stage", "decode")

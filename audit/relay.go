@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
@@ -25,29 +27,21 @@ type RelayConfig struct {
 	// Outboxes are the outbox lists to relay, one a shard; the wiring takes them from the
 	// cache's layout. Required: Run refuses to start without one.
 	Outboxes []string
-	// LegacyStreams are the outbox streams of the previous format, index for index with
-	// Outboxes (the same shard), or none. An API replica of the previous version writes there
-	// during a rolling upgrade; the relay holding an outbox drains its stream too.
-	LegacyStreams []string
 	// Name is this replica's relay name. Keep it stable across restarts (a pod name of a
 	// StatefulSet, a host name) and unique among the relays: a restarted relay takes its own
 	// outboxes back at once, instead of after a Lease. Default: the host name.
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// Values is the form of the Kafka message values (ValuesEntry, the default, or
-	// ValuesJSON); see the constants.
-	Values string
 	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
 	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
 	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), during which
 	// events gather: each poll, Redis pipeline and Kafka request then carries about PollTarget
 	// events, or IdlePoll's worth at a low rate, instead of one poll of every outbox per event.
 	// IdlePoll bounds how long an event waits for its poll, and how late a stop is noticed.
-	// Defaults 2000, 10ms and 100ms: at 12,000 events/s a poll then carries about 800 (with a
-	// target of 500, about 350), and every Kafka write is a produce request per partition,
-	// which the broker, the relay and the consumer's fetches each pay for. The wait is bounded
-	// by IdlePoll either way.
+	// Defaults 2000, 10ms and 100ms: a large target makes fewer, larger polls, and every Kafka
+	// write is a produce request per partition, which the broker, the relay and the consumer's
+	// fetches each pay for. The wait is bounded by IdlePoll either way.
 	PollTarget int
 	Poll       time.Duration
 	IdlePoll   time.Duration
@@ -123,9 +117,6 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if len(c.LegacyStreams) != len(c.Outboxes) {
-		c.LegacyStreams = nil
-	}
 	return c
 }
 
@@ -186,11 +177,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, stopLoop)
 	defer stopAfter()
 
-	// Load the relay's scripts (on every master of a cluster) so that its pipelines run them by
-	// EVALSHA from the first poll; a node that lacks one later (a new or restarted master)
-	// answers NOSCRIPT and gets it by EVAL (runScripts). A failure here is only that fallback.
-	for _, sc := range []*redis.Script{trimScript, acquireScript, releaseScript} {
-		_ = sc.Load(ops, r.rdb).Err()
+	// Load the relay's scripts (on every master of a cluster) before the first poll; a node that
+	// lacks one later (a new or restarted master) gets it when a call finds it missing
+	// (runScripts). A failure here only leaves the loading to that.
+	for _, sc := range []*redisscript.Script{trimScript, acquireScript, releaseScript} {
+		_ = sc.Load(ops, r.rdb)
 	}
 	ls := newLeases(r.rdb, r.cfg.Outboxes, r.cfg.Name, r.cfg.Lease)
 	keeperDone := make(chan struct{})
@@ -237,10 +228,6 @@ func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
 	}
 }
 
-// legacyEvery is how often a relay looks at the previous format's streams of its outboxes while
-// they give nothing; once every poll while they do.
-const legacyEvery = 10 * time.Second
-
 // outboxState is what a worker knows of an outbox it relays: the prefix it published and has
 // not removed yet. The next read starts after it.
 type outboxState struct {
@@ -254,8 +241,7 @@ type outboxState struct {
 type batch struct {
 	msgs    []kafka.Message
 	entries []string
-	read    map[int][]string    // outbox index → entries read from it, in order
-	legacy  map[string][]string // stream of the previous format → ids read from it
+	read    map[int][]string // outbox index → entries read from it, in order
 }
 
 // runWorker relays the outboxes i with i % Workers == w that this relay holds, until ctx ends;
@@ -266,7 +252,6 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 	states := map[int]*outboxState{}
 	bo := newBackOff()
 	pause := time.Duration(0)
-	nextLegacy := time.Now()
 	for {
 		if pause > 0 && !sleep(ctx, pause) {
 			break
@@ -281,15 +266,6 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			}
 		}
 		b, full, err := r.poll(ops, mine, states)
-		if err == nil && r.cfg.LegacyStreams != nil && !time.Now().Before(nextLegacy) {
-			before := len(b.msgs)
-			err = r.pollLegacy(ops, mine, &b)
-			// Nothing writes the streams after an upgrade: look again soon only while they
-			// still give entries.
-			if len(b.msgs) == before {
-				nextLegacy = time.Now().Add(legacyEvery)
-			}
-		}
 		if err != nil {
 			if ops.Err() != nil {
 				break
@@ -299,7 +275,7 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			pause = bo.NextBackOff()
 			continue
 		}
-		if len(b.entries) > 0 || len(b.legacy) > 0 {
+		if len(b.entries) > 0 {
 			if err := r.deliver(ops, b, states, log); err != nil {
 				var he *hookError
 				if errors.As(err, &he) {
@@ -357,7 +333,7 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		full = full || len(entries) == r.cfg.Batch
 		b.read[mine[j]] = entries
 		for _, e := range entries {
-			m, malformed := toMessage(e, r.cfg.Values == ValuesJSON)
+			m, malformed := toMessage(e)
 			if malformed {
 				r.cfg.Metrics.relayError("decode")
 				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "outbox", keys[j], "bytes", len(e))
@@ -367,38 +343,6 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		}
 	}
 	return b, full, nil
-}
-
-// pollLegacy adds to b the entries of the previous format's streams of the outboxes in mine.
-func (r *Relay) pollLegacy(ctx context.Context, mine []int, b *batch) error {
-	if len(mine) == 0 {
-		return nil
-	}
-	keys := make([]string, len(mine))
-	for j, i := range mine {
-		keys[j] = r.cfg.LegacyStreams[i]
-	}
-	got, err := readLegacy(ctx, r.rdb, keys, r.cfg.Batch)
-	if err != nil {
-		return err
-	}
-	for j, msgs := range got {
-		for _, e := range msgs {
-			if b.legacy == nil {
-				b.legacy = map[string][]string{}
-			}
-			b.legacy[keys[j]] = append(b.legacy[keys[j]], e.ID)
-			m, ok, malformed := legacyMessage(e, r.cfg.Values == ValuesJSON)
-			if malformed {
-				r.cfg.Metrics.relayError("decode")
-				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "stream", keys[j], "id", e.ID, "published", ok)
-			}
-			if ok {
-				b.msgs = append(b.msgs, m)
-			}
-		}
-	}
-	return nil
 }
 
 // deliver publishes a batch and records its entries as published in their outboxes' states
@@ -448,21 +392,6 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 		st.read += len(entries)
 		st.last = entries[len(entries)-1]
 	}
-	bo.Reset()
-	for {
-		err := deleteLegacy(ops, r.rdb, b.legacy)
-		if err == nil {
-			break
-		}
-		if ops.Err() != nil {
-			return errAbandoned
-		}
-		r.cfg.Metrics.relayError("remove")
-		log.Warn("outbox relay: remove published entries", "err", err)
-		if !sleep(ops, bo.NextBackOff()) {
-			return errAbandoned
-		}
-	}
 	return nil
 }
 
@@ -473,21 +402,20 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool, log *slog.Logger) error {
 	now := time.Now()
 	var due []int
-	var calls []scriptCall
+	var calls []*redisscript.Call
 	for i, st := range states {
 		if st.read > 0 && (all || st.read >= r.cfg.TrimAt || now.Sub(st.since) >= r.cfg.TrimEvery) {
 			due = append(due, i)
 			calls = append(calls, trimCall(r.cfg.Outboxes[i], st))
 		}
 	}
-	cmds, err := runScripts(ctx, r.rdb, calls)
+	done, err := runScripts(ctx, r.rdb, calls)
 	removed := 0
 	for c, i := range due {
-		n, cerr := cmds[c].Int()
-		if cerr != nil {
+		if calls[c].Err != nil {
 			continue
 		}
-		if n == 1 {
+		if done[c] {
 			removed += states[i].read
 		} else {
 			r.cfg.Metrics.trimRefused()

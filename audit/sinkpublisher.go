@@ -2,14 +2,11 @@ package audit
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/acv/acv/api/contract"
 )
 
 // SinkPublisher is the Publisher of the direct pipeline, for a deployment without Kafka (`acv
@@ -40,34 +37,15 @@ func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message
 	if log == nil {
 		log = slog.Default()
 	}
-	events := make([]contract.Event, 0, len(msgs))
-	for _, m := range msgs {
-		ev, err := decodeEvent(m.Value)
-		if err != nil {
-			p.Metrics.consumerError("decode")
-			log.Error("audit direct write: skip outbox entry that is not an event", "err", err)
-			continue
-		}
-		events = append(events, ev)
-	}
+	w := &logWriter{name: "audit direct write", sink: p.Sink, log: log, metrics: p.Metrics, tracer: p.Tracer}
+	events := w.decode(msgs)
 	if len(events) == 0 {
 		return nil
 	}
-	spans := startSpans(p.Tracer, "postgres write verification logs", trace.SpanKindConsumer, msgs, false)
-	wctx := ctx
-	if len(spans) > 0 {
-		wctx = trace.ContextWithSpan(ctx, spans[0])
+	if err := w.store(ctx, events, msgs); err != nil {
+		return err
 	}
-	start := time.Now()
-	inserted, err := p.Sink.ApplyEvents(wctx, events)
-	endSpans(spans, err)
-	if err != nil {
-		p.Metrics.consumerError("write")
-		return fmt.Errorf("store %d events: %w", len(events), err)
-	}
-	now := time.Now()
-	p.Metrics.wroteBatch(inserted, len(events)-inserted, now.Sub(start), events, now)
-	p.Metrics.committed(now)
+	p.Metrics.committed(time.Now())
 	return nil
 }
 

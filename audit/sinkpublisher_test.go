@@ -154,8 +154,7 @@ func TestDirectPipelineSkipsMalformedEntries(t *testing.T) {
 }
 
 // A traced event stays one trace without Kafka: the relay's span hangs under the request's, and
-// the Postgres write under the relay's. The event is an entry of the previous format, whose
-// trace context is a field of its own (pipeline_test.go has the compact form's).
+// the Postgres write under the relay's.
 func TestDirectPipelineTrace(t *testing.T) {
 	rdb := directRedis(t)
 	exp := tracetest.NewInMemoryExporter()
@@ -165,10 +164,7 @@ func TestDirectPipelineTrace(t *testing.T) {
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	req.End()
-	ev := newEvent(contract.NewID(), contract.NewID(), 1)
-	if err := xadd(ctx, rdb, ev, contract.HeaderFieldPrefix+"traceparent", carrier["traceparent"]); err != nil {
-		t.Fatal(err)
-	}
+	pushCompact(t, rdb, carrier["traceparent"])
 	sink := newMemSink()
 	cfg := relayConfig("r1")
 	cfg.Tracer = tp

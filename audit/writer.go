@@ -18,8 +18,8 @@ import (
 //     call; each partition's messages go out as produce requests of up to 1000 messages or
 //     8 MiB, after at most 2 ms of lingering for more;
 //   - compressed with LZ4 per batch: a batch's events repeat their project id, action, time
-//     digits and verifier (64–65 bytes a message on the broker's disk in the bench, for entries
-//     of 104), cheap to compress and decompress (kafka-go's reader handles it transparently);
+//     digits and verifier, so they shrink well, and LZ4 is cheap to compress and decompress
+//     (kafka-go's reader handles it transparently);
 //   - never creating the topic (EnsureTopic does, with the right partition count).
 //
 // It is not idempotent: kafka-go's writer has no idempotent producer (its record batches carry

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/redis/go-redis/v9"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // SetDisabledMany is SetDisabled for many codes of one project, pipelined: one round trip a
@@ -18,9 +18,6 @@ func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []c
 		if err := checkCodeID(r); err != nil {
 			return nil, err
 		}
-	}
-	if err := disableScript.Load(ctx, c.rdb).Err(); err != nil {
-		return nil, fmt.Errorf("load disable script: %w", translate(err))
 	}
 	flag := "0"
 	if disabled {
@@ -41,18 +38,18 @@ func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []c
 				return nil, err
 			}
 		}
-		pipe := c.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(pending))
+		calls := make([]*redisscript.Call, len(pending))
 		for j, i := range pending {
-			cmds[j] = disableScript.EvalSha(ctx, pipe, []string{codeKey(projectID, codes[i].Code)}, flag)
+			calls[j] = &redisscript.Call{Script: disableScript, Keys: []string{codeKey(projectID, codes[i].Code)}, Args: []interface{}{flag}}
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("set %d codes disabled: %w", len(pending), translate(err))
-		}
+		redisscript.Send(ctx, c.rdb, calls, nil)
 		var missed []int
-		for j, cmd := range cmds {
+		for j, call := range calls {
 			i := pending[j]
-			r, err := decodeDisable(cmd.Val())
+			if call.Err != nil {
+				return nil, fmt.Errorf("set %d codes disabled: %w", len(pending), translate(call.Err))
+			}
+			r, err := decodeDisable(call.Reply)
 			if err != nil {
 				return nil, err
 			}

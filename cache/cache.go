@@ -2,7 +2,8 @@
 // reactivate is one Lua call that checks, transitions and appends its log event to the outbox
 // atomically. A code or project Redis has not seen is loaded from the system of record through
 // a Loader, inside Verify and Reactivate, so callers make one call. Scripts live in
-// scripts/*.lua, one file each, with their KEYS, ARGV and reply; layout.go is the data format.
+// scripts/*.lua, one file each, with their KEYS, ARGV and reply, and run as Redis Functions
+// (internal/redisscript); layout.go is the data format.
 package cache
 
 import (
@@ -12,10 +13,13 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
 	"github.com/redis/go-redis/v9"
 )
 
 var (
+	//go:embed scripts/prelude.lua
+	preludeSrc string
 	//go:embed scripts/apply.lua
 	applySrc string
 	//go:embed scripts/admit.lua
@@ -39,28 +43,36 @@ var (
 	//go:embed scripts/release.lua
 	releaseSrc string
 
-	// applyFn is the verify script as Verify sends it, a Redis Function (function.go).
-	applyFn          = newFunction("acv_apply", luaPrelude(), applySrc)
-	admitScript      = redis.NewScript(luaPrelude() + admitSrc)
-	putCodeScript    = redis.NewScript(luaPrelude() + putCodeSrc)
-	unknownScript    = redis.NewScript(luaPrelude() + unknownSrc)
-	disableScript    = redis.NewScript(luaPrelude() + disableSrc)
-	putProjectScript = redis.NewScript(luaPrelude() + putProjectSrc)
-	refundScript     = redis.NewScript(luaPrelude() + refundSrc)
-	putKeyScript     = redis.NewScript(luaPrelude() + putKeySrc)
-	revokeKeyScript  = redis.NewScript(luaPrelude() + revokeKeySrc)
-	leaseScript      = redis.NewScript(luaPrelude() + leaseSrc)
-	releaseScript    = redis.NewScript(luaPrelude() + releaseSrc)
+	applyScript      = newScript("apply", applySrc)
+	admitScript      = newScript("admit", admitSrc)
+	putCodeScript    = newScript("putcode", putCodeSrc)
+	unknownScript    = newScript("unknown", unknownSrc)
+	disableScript    = newScript("disable", disableSrc)
+	putProjectScript = newScript("putproject", putProjectSrc)
+	refundScript     = newScript("refund", refundSrc)
+	putKeyScript     = newScript("putkey", putKeySrc)
+	revokeKeyScript  = newScript("revokekey", revokeKeySrc)
+	leaseScript      = newScript("lease", leaseSrc)
+	releaseScript    = newScript("release", releaseSrc)
+
+	allScripts = []*redisscript.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript,
+		putProjectScript, refundScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript}
 )
+
+// newScript is a script file of scripts/ behind the prelude (layout.go), as a Redis Function
+// named acv_<name>_<digest>.
+func newScript(name, src string) *redisscript.Script {
+	return redisscript.New("acv_"+name, luaPrelude(), src)
+}
 
 // Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit
 // (every call names keys of one slot, so a cluster client routes it to the slot's master).
 type Redis interface {
-	redis.Scripter
+	redisscript.Client
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd
-	Pipeline() redis.Pipeliner
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
@@ -130,20 +142,20 @@ func (c *Cache) Close() {
 	}
 }
 
-// eval runs a hot-path script, through the coalescer when there is one. An unavailable Redis
+// call runs a hot-path script, through the coalescer when there is one. An unavailable Redis
 // is reported as contract.KindUnavailable (translate).
 //
 // While a cluster moves slots (resharding), a script is refused when its slot moved (MOVED)
 // or is being migrated (ASK, TRYAGAIN: its keys are split between two nodes until the last one
 // moved, and a script naming keys of both runs on neither). go-redis follows such answers
 // only a few times within some 100 ms (MaxRedirects), and not at all for a call of a batch
-// (sendBatch). A refused script did not run, so eval sends it again, after asking the client
+// (sendBatch). A refused script did not run, so call sends it again, after asking the client
 // to reload its slot map (MOVED) or while the slot is in migration, after a pause growing from
 // 5 to 80 ms, for up to slotMotionWait (or the caller's deadline); only then is it a 503.
-func (c *Cache) eval(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
+func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		v, err := c.evalOnce(ctx, s, keys, args...)
+		v, err := c.callOnce(ctx, s, keys, args...)
 		moved, inMotion := slotInMotion(err)
 		if !inMotion || time.Since(start) >= slotMotionWait {
 			return v, translate(err)
@@ -161,7 +173,7 @@ func (c *Cache) eval(ctx context.Context, s script, keys []string, args ...inter
 	}
 }
 
-// How long eval waits for a slot in motion: the first pause before a refused call is sent
+// How long call waits for a slot in motion: the first pause before a refused call is sent
 // again (each next one doubles, up to 16 times it), and the longest wait in all. A slot migrates in milliseconds to
 // seconds, depending on the keys it holds (redis-cli moves them 10 to a MIGRATE).
 const (
@@ -169,24 +181,24 @@ const (
 	slotMotionWait  = 5 * time.Second
 )
 
-// evalOnce sends a script call once.
-func (c *Cache) evalOnce(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
+// callOnce sends a script call once.
+func (c *Cache) callOnce(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
 		return c.co.run(ctx, s, keys, args...)
 	}
 	if c.wait.replicas > 0 {
-		call := &scriptCall{script: s, keys: keys, args: args}
-		sendBatch(ctx, c.rdb, []*scriptCall{call}, c.wait)
-		return call.reply, call.err
+		call := &redisscript.Call{Script: s, Keys: keys, Args: args}
+		sendBatch(ctx, c.rdb, []*redisscript.Call{call}, c.wait)
+		return call.Reply, call.Err
 	}
-	return s.Run(ctx, c.rdb, keys, args...).Result()
+	return s.Run(ctx, c.rdb, keys, args...)
 }
 
-// Preload loads every script into Redis so the first requests do not pay for EVAL.
+// Preload loads every script into Redis so the first requests do not pay for loading one.
 func (c *Cache) Preload(ctx context.Context) error {
-	for _, s := range []script{applyFn, admitScript, refundScript, putCodeScript, unknownScript, disableScript, putProjectScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript} {
-		if err := s.Load(ctx, c.rdb).Err(); err != nil {
-			return fmt.Errorf("load lua script: %w", err)
+	for _, s := range allScripts {
+		if err := s.Load(ctx, c.rdb); err != nil {
+			return fmt.Errorf("preload: %w", err)
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func newFixtureOn(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option)
 
 func (f *fixture) project(enabled bool, exp *int64) {
 	f.t.Helper()
-	if err := f.c.PutProject(context.Background(), contract.Project{ID: f.pid, Status: enabled, ExpiresAt: exp}); err != nil {
+	if err := f.c.PublishProject(context.Background(), contract.Project{ID: f.pid, Status: enabled, ExpiresAt: exp}, 0); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -810,9 +810,7 @@ func testCoalescedCallsKeepTheirOwnReplies(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		f.code(fmt.Sprintf("C%d", i), contract.CodeRecord{})
 	}
-	if err := f.rdb.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushFunctions(t, f.rdb)
 	var wg sync.WaitGroup
 	results := make([]contract.OperationResult, 100)
 	errs := make([]error, 100)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // coalescer sends script calls that arrive together in one pipeline. Under load, dozens of
@@ -15,26 +15,23 @@ import (
 type coalescer struct {
 	rdb      Redis
 	wait     replicaWait
-	calls    chan *scriptCall
+	calls    chan *queuedCall
 	maxBatch int
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
 
-type scriptCall struct {
-	script script
-	keys   []string
-	args   []interface{}
-	reply  interface{}
-	err    error
-	done   chan struct{}
+// queuedCall is a call waiting for its pipeline; done closes once it has its reply.
+type queuedCall struct {
+	redisscript.Call
+	done chan struct{}
 }
 
 // batchTimeout bounds one pipeline's round trip, whatever the callers' deadlines.
 const batchTimeout = 10 * time.Second
 
 func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer {
-	c := &coalescer{rdb: rdb, wait: wait, calls: make(chan *scriptCall, workers*maxBatch), maxBatch: maxBatch, stop: make(chan struct{})}
+	c := &coalescer{rdb: rdb, wait: wait, calls: make(chan *queuedCall, workers*maxBatch), maxBatch: maxBatch, stop: make(chan struct{})}
 	for i := 0; i < workers; i++ {
 		c.wg.Add(1)
 		go c.work()
@@ -44,8 +41,8 @@ func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer
 
 // run queues one call and waits for its reply or the caller's context. A call whose caller gave
 // up may still run: like a command already on the wire, its effect stands.
-func (c *coalescer) run(ctx context.Context, s script, keys []string, args ...interface{}) (interface{}, error) {
-	call := &scriptCall{script: s, keys: keys, args: args, done: make(chan struct{})}
+func (c *coalescer) run(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
+	call := &queuedCall{Call: redisscript.Call{Script: s, Keys: keys, Args: args}, done: make(chan struct{})}
 	select {
 	case c.calls <- call:
 	case <-ctx.Done():
@@ -53,7 +50,7 @@ func (c *coalescer) run(ctx context.Context, s script, keys []string, args ...in
 	}
 	select {
 	case <-call.done:
-		return call.reply, call.err
+		return call.Reply, call.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -61,41 +58,45 @@ func (c *coalescer) run(ctx context.Context, s script, keys []string, args ...in
 
 func (c *coalescer) work() {
 	defer c.wg.Done()
-	batch := make([]*scriptCall, 0, c.maxBatch)
-	cmds := make([]*redis.Cmd, 0, c.maxBatch)
+	queued := make([]*queuedCall, 0, c.maxBatch)
+	batch := make([]*redisscript.Call, 0, c.maxBatch)
 	for {
 		select {
 		case <-c.stop:
 			return
 		case first := <-c.calls:
-			batch = append(batch[:0], first)
+			queued = append(queued[:0], first)
 		}
 	fill:
-		for len(batch) < c.maxBatch {
+		for len(queued) < c.maxBatch {
 			select {
 			case call := <-c.calls:
-				batch = append(batch, call)
+				queued = append(queued, call)
 			default:
 				break fill
 			}
 		}
-		c.send(batch, cmds[:0])
+		batch = batch[:0]
+		for _, q := range queued {
+			batch = append(batch, &q.Call)
+		}
+		c.send(batch)
+		for _, q := range queued {
+			close(q.done)
+		}
 	}
 }
 
-func (c *coalescer) send(batch []*scriptCall, _ []*redis.Cmd) {
+// send sends one batch, on its own deadline: its callers' may differ.
+func (c *coalescer) send(batch []*redisscript.Call) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	if len(batch) == 1 && c.wait.replicas == 0 {
 		call := batch[0]
-		call.reply, call.err = call.script.Run(ctx, c.rdb, call.keys, call.args...).Result()
-		close(call.done)
+		call.Reply, call.Err = call.Script.Run(ctx, c.rdb, call.Keys, call.Args...)
 		return
 	}
 	sendBatch(ctx, c.rdb, batch, c.wait)
-	for _, call := range batch {
-		close(call.done)
-	}
 }
 
 func (c *coalescer) close() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // PutCode stores a code unless Redis already holds a state for it (Redis is always the newer
@@ -16,11 +17,11 @@ func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRe
 	if err := checkCodeID(r); err != nil {
 		return false, err
 	}
-	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...).Result()
+	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
 	if err != nil {
 		return false, fmt.Errorf("put code: %w", translate(err))
 	}
-	return decodeStored("putcode.lua", v)
+	return decodeDone(putCodeScript, v)
 }
 
 // PutCodes stores many new codes of one project in pipelined batches, with PutCode's rule.
@@ -30,18 +31,22 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract
 			return err
 		}
 	}
-	if err := putCodeScript.Load(ctx, c.rdb).Err(); err != nil {
-		return fmt.Errorf("load putcode script: %w", err)
-	}
 	const batch = 2000
 	for start := 0; start < len(codes); start += batch {
 		end := min(start+batch, len(codes))
-		pipe := c.rdb.Pipeline()
+		calls := make([]*redisscript.Call, 0, end-start)
 		for _, r := range codes[start:end] {
-			putCodeScript.EvalSha(ctx, pipe, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
+			calls = append(calls, &redisscript.Call{Script: putCodeScript, Keys: []string{codeKey(projectID, r.Code)}, Args: putCodeArgs(r)})
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("put codes %d..%d: %w", start, end, err)
+		redisscript.Send(ctx, c.rdb, calls, nil)
+		for _, call := range calls {
+			err := call.Err
+			if err == nil {
+				_, err = decodeDone(putCodeScript, call.Reply)
+			}
+			if err != nil {
+				return fmt.Errorf("put codes %d..%d: %w", start, end, translate(err))
+			}
 		}
 	}
 	return nil
@@ -68,7 +73,7 @@ func putCodeArgs(r contract.CodeRecord) []interface{} {
 	if r.Disabled {
 		dis = "1"
 	}
-	return []interface{}{rawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
+	return []interface{}{contract.RawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
 }
 
 // MarkUnknown remembers for ttl that value does not exist in the project, so repeated attempts
@@ -79,7 +84,11 @@ func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl ti
 	if ttl < time.Second {
 		return fmt.Errorf("mark unknown code: ttl %s is under the 1s minimum", ttl)
 	}
-	if err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second)).Err(); err != nil {
+	v, err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second))
+	if err == nil {
+		_, err = decodeDone(unknownScript, v)
+	}
+	if err != nil {
 		return fmt.Errorf("mark unknown code: %w", translate(err))
 	}
 	return nil
@@ -95,7 +104,7 @@ func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contra
 	if len(m) == 0 || m[fUnknown] == "1" {
 		return contract.CodeRecord{}, false, nil
 	}
-	r = contract.CodeRecord{ID: hexID(m[fCodeID]), ProjectID: projectID, Code: value,
+	r = contract.CodeRecord{ID: contract.HexID(m[fCodeID]), ProjectID: projectID, Code: value,
 		VerifiedBy: m[fVerifiedBy], Disabled: m[fDisabled] == "1"}
 	if x, ok := m[fExpiresAt]; ok {
 		v, err := strconv.ParseInt(x, 10, 64)
@@ -124,7 +133,7 @@ func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabl
 		flag = "1"
 	}
 	for attempt := 0; attempt < maxLoads; attempt++ {
-		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag).Result()
+		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag)
 		if err != nil {
 			return contract.CodeRecord{}, fmt.Errorf("set code disabled: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // Durability: by default a verify is acknowledged once the Redis master applied it, and its
@@ -42,9 +43,8 @@ func errNotReplicated(got, want int64) error {
 }
 
 // sendBatch runs calls in one pipeline and, when w asks for replicas, a WAIT after them on the
-// same connection. A call whose script Redis forgot (NOSCRIPT after a restart; "Function not
-// found" on a node without the library) is loaded and sent again, followed by a WAIT of its
-// own. Each call gets its own reply or error.
+// same connection (redisscript.Send, which also loads a script a node lacks and sends its calls
+// again, with a WAIT of their own). Each call gets its own reply or error.
 //
 // On a cluster the batch is split by the master of each call's slot, and each master gets its
 // calls (and its WAIT) in a pipeline of its own, on a connection to that node. WAIT counts the
@@ -54,14 +54,14 @@ func errNotReplicated(got, want int64) error {
 // whole batch again, so the scripts of the batch that had run run a second time (a verify
 // without Idempotency-Key is then refused as its own replay, though it redeemed the code). A
 // call whose slot moved or is moving is answered MOVED, ASK or TRYAGAIN here and did not run;
-// Cache.eval sends it again.
-func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWait) {
+// Cache.call sends it again.
+func sendBatch(ctx context.Context, rdb Redis, batch []*redisscript.Call, w replicaWait) {
 	if cl, ok := rdb.(cluster); ok {
-		byMaster := map[*redis.Client][]*scriptCall{}
+		byMaster := map[*redis.Client][]*redisscript.Call{}
 		for _, call := range batch {
-			m, err := cl.MasterForKey(ctx, call.keys[0])
+			m, err := cl.MasterForKey(ctx, call.Keys[0])
 			if err != nil {
-				call.err = err
+				call.Err = err
 				continue
 			}
 			byMaster[m] = append(byMaster[m], call)
@@ -77,35 +77,25 @@ func sendBatch(ctx context.Context, rdb Redis, batch []*scriptCall, w replicaWai
 		wg.Wait()
 		return
 	}
-	pending := batch
-	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		pipe := rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(pending))
-		for i, call := range pending {
-			cmds[i] = call.script.EvalSha(ctx, pipe, call.keys, call.args...)
-		}
-		var wait *redis.Cmd
-		if w.replicas > 0 {
-			wait = pipe.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
-		}
-		_, _ = pipe.Exec(ctx) // each command carries its own error
-		var again []*scriptCall
-		for i, call := range pending {
-			call.reply, call.err = cmds[i].Result()
-			if scriptMissing(call.err) && attempt == 0 {
-				if err := call.script.Load(ctx, rdb).Err(); err == nil {
-					again = append(again, call)
-					continue
-				}
+	redisscript.Send(ctx, rdb, batch, w.tail())
+}
+
+// tail is the WAIT that follows a pipeline of hot-path writes, or nil for none.
+func (w replicaWait) tail() redisscript.Tail {
+	if w.replicas == 0 {
+		return nil
+	}
+	return func(ctx context.Context, p redis.Pipeliner) func() error {
+		wait := p.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
+		return func() error {
+			n, err := wait.Int64()
+			if err != nil {
+				return fmt.Errorf("wait for replicas: %w", err)
 			}
-			if call.err == nil && wait != nil {
-				if n, err := wait.Int64(); err != nil {
-					call.err = fmt.Errorf("wait for replicas: %w", err)
-				} else if n < int64(w.replicas) {
-					call.err = errNotReplicated(n, int64(w.replicas))
-				}
+			if n < int64(w.replicas) {
+				return errNotReplicated(n, int64(w.replicas))
 			}
+			return nil
 		}
-		pending = again
 	}
 }

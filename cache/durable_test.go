@@ -170,7 +170,7 @@ func BenchmarkVerifyDurability(b *testing.B) {
 			c := cache.New(rdb, opts...)
 			ctx := context.Background()
 			pid := contract.NewID()
-			if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+			if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 				b.Fatal(err)
 			}
 			recs := make([]contract.CodeRecord, b.N)

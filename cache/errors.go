@@ -12,7 +12,7 @@ import (
 
 // unavailablePrefixes are the Redis error replies that mean "not now" rather than "never": the
 // server is loading its dataset, its master or cluster is down, a slot is migrating or moved
-// (a cluster client follows MOVED and ASK itself, and Cache.eval sends a refused script again
+// (a cluster client follows MOVED and ASK itself, and Cache.call sends a refused script again
 // for a while; one reaches here only after that), a script holds the server ("BUSY " with its
 // space, so BUSYGROUP and BUSYKEY stay what they are), a failover left this node a replica, or
 // it has no room for one more client. A request refused with one of them may simply be sent

@@ -142,7 +142,7 @@ func checkOperation(op contract.Operation) error {
 	return nil
 }
 
-// applyOnce sends apply.lua once (FCALL): the code's, project copy's and outbox's keys, and the
+// applyOnce sends apply.lua once: the code's, project copy's and outbox's keys, and the
 // idempotency record's when the request has a key; one argument, the event's head, and the
 // request hash with a key.
 func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation) (applyReply, error) {
@@ -159,7 +159,7 @@ func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation)
 		keys = append(keys, idemKey(shard, op.KeyID, op.IdempotencyKey))
 		args = append(args, op.RequestHash)
 	}
-	v, err := c.eval(ctx, applyFn, keys, args...)
+	v, err := c.call(ctx, applyScript, keys, args...)
 	if err != nil {
 		return applyReply{}, fmt.Errorf("run apply script: %w", err)
 	}
@@ -227,7 +227,7 @@ func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateS
 
 // admit takes one token from a key's bucket with admit.lua.
 func (c *Cache) admit(ctx context.Context, keyID string, limit contract.RateLimit, now time.Time) (contract.RateState, error) {
-	v, err := c.eval(ctx, admitScript, []string{bucketKey(keyID)}, now.UnixMilli(),
+	v, err := c.call(ctx, admitScript, []string{bucketKey(keyID)}, now.UnixMilli(),
 		strconv.FormatFloat(limit.Rate, 'f', -1, 64), limit.Burst)
 	if err != nil {
 		return contract.RateState{}, fmt.Errorf("run admit script: %w", err)

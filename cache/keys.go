@@ -23,17 +23,21 @@ func (c *Cache) PutKey(ctx context.Context, k contract.APIKey) (bool, error) {
 		revoked = "1"
 	}
 	v, err := putKeyScript.Run(ctx, c.rdb, []string{apiKeyKey(k.ID)}, k.ProjectID, k.Secret,
-		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, revoked, k.Version).Result()
+		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, revoked, k.Version)
 	if err != nil {
 		return false, fmt.Errorf("put api key: %w", translate(err))
 	}
-	return decodeStored("putkey.lua", v)
+	return decodeDone(putKeyScript, v)
 }
 
 // RevokeKey marks a key revoked in the mirror, before Postgres hears of it, so a revocation
 // reaches every replica even while Postgres is down.
 func (c *Cache) RevokeKey(ctx context.Context, keyID string) error {
-	if err := revokeKeyScript.Run(ctx, c.rdb, []string{apiKeyKey(keyID)}).Err(); err != nil {
+	v, err := revokeKeyScript.Run(ctx, c.rdb, []string{apiKeyKey(keyID)})
+	if err == nil {
+		_, err = decodeDone(revokeKeyScript, v)
+	}
+	if err != nil {
 		return fmt.Errorf("revoke api key in redis: %w", translate(err))
 	}
 	return nil
@@ -84,7 +88,11 @@ func (c *Cache) loadKey(ctx context.Context, id string) (contract.APIKey, error)
 	}
 	k, err := c.loader.APIKey(ctx, id)
 	if errors.Is(err, contract.ErrNotFound) {
-		if err := unknownScript.Run(ctx, c.rdb, []string{apiKeyKey(id)}, int64(unknownKeyTTL/time.Second)).Err(); err != nil {
+		v, err := unknownScript.Run(ctx, c.rdb, []string{apiKeyKey(id)}, int64(unknownKeyTTL/time.Second))
+		if err == nil {
+			_, err = decodeDone(unknownScript, v)
+		}
+		if err != nil {
 			return contract.APIKey{}, fmt.Errorf("mark unknown api key: %w", translate(err))
 		}
 		return contract.APIKey{}, fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)

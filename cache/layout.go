@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // This file is the whole Redis data format: key names, hash fields, script statuses and
@@ -37,7 +37,7 @@ func ShardOf(projectID, value string) int {
 	h := uint64(offset)
 	if isHexID(projectID) {
 		for i := 0; i < len(projectID); i += 2 {
-			h ^= uint64(unhex(projectID[i])<<4 | unhex(projectID[i+1]))
+			h ^= uint64(contract.HexDigit(projectID[i])<<4 | contract.HexDigit(projectID[i+1]))
 			h *= prime
 		}
 	} else {
@@ -58,29 +58,17 @@ func ShardOf(projectID, value string) int {
 	return int((h >> 32) * Shards >> 32)
 }
 
-// isHexID tells whether rawID turns id into 16 bytes: 32 hex digits.
+// isHexID tells whether contract.RawID turns id into 16 bytes: 32 hex digits.
 func isHexID(id string) bool {
 	if len(id) != 32 {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		if unhex(id[i]) > 15 {
+		if contract.HexDigit(id[i]) > 15 {
 			return false
 		}
 	}
 	return true
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10
-	}
-	return 255
 }
 
 // homeShard is the shard whose copy of a project's state authentication reads (the GET
@@ -99,25 +87,14 @@ func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }
 // Cluster.
 func outboxKey(s int) string { return ShardPrefix(s) + "events" }
 
-// legacyOutboxKey names a shard's outbox of the previous format, a stream read through a
-// consumer group. Nothing writes it any more; the relay drains what an older API replica
-// wrote there during an upgrade.
-func legacyOutboxKey(s int) string { return ShardPrefix(s) + "outbox" }
-
 // OutboxOf names the outbox that receives a code's events.
 func OutboxOf(projectID, value string) string { return outboxKey(ShardOf(projectID, value)) }
 
 // Outboxes names every outbox, one a shard; the wiring hands them to the relay.
-func Outboxes() []string { return shardKeys(outboxKey) }
-
-// LegacyOutboxStreams names every outbox stream of the previous format, index for index with
-// Outboxes.
-func LegacyOutboxStreams() []string { return shardKeys(legacyOutboxKey) }
-
-func shardKeys(name func(int) string) []string {
+func Outboxes() []string {
 	out := make([]string, Shards)
 	for s := range out {
-		out[s] = name(s)
+		out[s] = outboxKey(s)
 	}
 	return out
 }
@@ -130,7 +107,7 @@ func codeKey(projectID, value string) string {
 }
 
 func codeKeyIn(s int, projectID, value string) string {
-	return ShardPrefix(s) + "c:" + rawID(projectID) + value
+	return ShardPrefix(s) + "c:" + contract.RawID(projectID) + value
 }
 
 // projectKey names shard s's copy of a project's state. Every shard holds its own copy, so
@@ -151,27 +128,6 @@ func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 // key's requests, whichever shards their codes live in.
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
 
-// rawID is a 32-hex-character id as 16 bytes; anything else is kept as it is (it names nothing
-// that exists, so it only has to stay distinct).
-func rawID(id string) string {
-	if len(id) != 32 {
-		return id
-	}
-	var b [16]byte
-	if _, err := hex.Decode(b[:], []byte(id)); err != nil {
-		return id
-	}
-	return string(b[:])
-}
-
-// hexID is the wire form of an id stored raw.
-func hexID(raw string) string {
-	if len(raw) != 16 {
-		return raw
-	}
-	return hex.EncodeToString([]byte(raw))
-}
-
 // Hash fields. One letter each: a code's hash is paid for millions of times.
 const (
 	// A code's hash. A negative entry (the value is unknown in Postgres) holds only fUnknown.
@@ -183,7 +139,7 @@ const (
 	fVersion    = "n" // incremented by every state change (a project copy: its row's version)
 	fUnknown    = "z" // "1" on a negative entry
 	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion, the version of
-	// the projects row it was copied from (0: written without one, by PutProject).
+	// the projects row it was copied from (0: written without one).
 	fEnabled = "en" // "1" / "0"
 	// fProjectState holds fEnabled and fExpiresAt in one value, "1"/"0" followed by the expiry
 	// if any, so apply.lua reads the copy with one HGET: no reply array to build.
@@ -199,8 +155,8 @@ const (
 	fKeyRevoked = "kx" // "1" once revoked, for good
 )
 
-// status is the explicit status number a script replies with; success is never inferred from
-// the other reply fields.
+// status is the explicit status number every script replies first (redisscript.Decode); success
+// is never inferred from the other reply fields.
 type status int64
 
 // Script statuses.
@@ -209,13 +165,17 @@ const (
 	statusCodeMiss     status = 1 // the code is not in Redis: load it from Postgres and call again
 	statusProjectMiss  status = 2 // the project is not in Redis: load it and call again
 	statusRateLimited  status = 3
+	statusUnchanged    status = 4 // nothing to do: an entry was there, or newer, or not this caller's
 	statusIdemConflict status = 5
 	statusIdemReplayed status = 6
 )
 
-// luaPrelude defines the field names and statuses above as Lua locals at the top of every
-// script.
-func luaPrelude() string {
+// luaPrelude is what every script's library runs once when it loads: the field names,
+// statuses and TTLs above as Lua locals (luaConstants), then scripts/prelude.lua.
+func luaPrelude() string { return luaConstants() + preludeSrc }
+
+// luaConstants defines the field names, statuses and TTLs above as Lua locals.
+func luaConstants() string {
 	var b strings.Builder
 	for _, f := range [][2]string{
 		{"F_ID", fCodeID}, {"F_EXP", fExpiresAt}, {"F_VAT", fVerifiedAt}, {"F_BY", fVerifiedBy},
@@ -232,7 +192,7 @@ func luaPrelude() string {
 		v    status
 	}{
 		{"S_OK", statusOK}, {"S_CODE_MISS", statusCodeMiss}, {"S_PROJECT_MISS", statusProjectMiss},
-		{"S_RATE_LIMITED", statusRateLimited},
+		{"S_RATE_LIMITED", statusRateLimited}, {"S_UNCHANGED", statusUnchanged},
 		{"S_IDEM_CONFLICT", statusIdemConflict}, {"S_IDEM_REPLAYED", statusIdemReplayed},
 	} {
 		fmt.Fprintf(&b, "local %s = %d\n", s.name, s.v)
@@ -240,41 +200,6 @@ func luaPrelude() string {
 	// TTLs in seconds, as strings: Redis formats a number passed to redis.call on every call.
 	fmt.Fprintf(&b, "local T_IDEM = '%d'\n", int64(IdempotencyTTL/time.Second))
 	return b.String()
-}
-
-// reply reads a script's array reply strictly: a missing element, or one of another type
-// than the script's header promises, is an error, never a zero value.
-type reply struct {
-	script string
-	v      []interface{}
-	err    error
-}
-
-func newReply(script string, v interface{}, want int) (*reply, error) {
-	arr, ok := v.([]interface{})
-	if !ok {
-		return nil, fmt.Errorf("%s replied %T, want an array", script, v)
-	}
-	if len(arr) != want {
-		return nil, fmt.Errorf("%s replied %d fields, want %d", script, len(arr), want)
-	}
-	return &reply{script: script, v: arr}, nil
-}
-
-func (r *reply) int(i int) int64 {
-	n, ok := r.v[i].(int64)
-	if !ok && r.err == nil {
-		r.err = fmt.Errorf("%s reply field %d is %T, want an integer", r.script, i+1, r.v[i])
-	}
-	return n
-}
-
-func (r *reply) str(i int) string {
-	s, ok := r.v[i].(string)
-	if !ok && r.err == nil {
-		r.err = fmt.Errorf("%s reply field %d is %T, want a string", r.script, i+1, r.v[i])
-	}
-	return s
 }
 
 // applyReply is apply.lua's reply.
@@ -286,60 +211,63 @@ type applyReply struct {
 	atMs         int64
 }
 
-// decodeApply reads apply.lua's reply to op (see its header): an integer status; a string,
-// this call's outcome (the code id as 16 raw bytes, then "error code|verified_at" unless it
-// succeeded; "" when the code does not exist); or an array of one string, the outcome stored by
-// the first request with its Idempotency-Key.
+// decodeApply reads apply.lua's reply to op (see its header): a status and a string, this
+// call's outcome (S_OK: the code id as 16 raw bytes, then "error code|verified_at" unless it
+// succeeded; "" when the code does not exist) or the outcome stored by the first request with
+// its Idempotency-Key (S_IDEM_REPLAYED).
 func decodeApply(v interface{}, op contract.Operation) (applyReply, error) {
-	switch r := v.(type) {
-	case int64:
-		switch st := status(r); st {
-		case statusCodeMiss, statusProjectMiss, statusIdemConflict:
-			return applyReply{status: st}, nil
-		}
-		return applyReply{}, fmt.Errorf("apply.lua replied status %d, which it never sends alone", r)
-	case []interface{}:
-		if s, ok := firstString(r); ok {
-			a, err := decodeStoredOutcome(s)
-			a.status = statusIdemReplayed
-			return a, err
-		}
-	case string:
-		a := applyReply{status: statusOK, atMs: op.Now.UnixMilli()}
-		if r == "" {
-			a.errorCode = string(contract.CodeNotFound)
-			return a, nil
-		}
-		if len(r) < 16 {
-			return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q", r)
-		}
-		a.codeID = hexID(r[:16])
-		if rest := r[16:]; rest != "" {
-			code, vat, ok := strings.Cut(rest, "|")
-			if !ok || code == "" {
-				return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q", r)
-			}
-			a.errorCode = code
-			if vat != "" {
-				var err error
-				if a.verifiedAtMs, err = parseMillis(vat); err != nil {
-					return applyReply{}, fmt.Errorf("apply.lua replied a malformed outcome %q: %w", r, err)
-				}
-			}
-		} else if op.Action == contract.ActionVerify {
-			a.verifiedAtMs = a.atMs
-		}
-		return a, nil
+	st, r, err := applyScript.Decode(v, 1)
+	if err != nil {
+		return applyReply{}, err
 	}
-	return applyReply{}, fmt.Errorf("apply.lua replied %#v (%T), want an integer, a string or one string in an array", v, v)
+	out := r.Str(0)
+	if err := r.Err(); err != nil {
+		return applyReply{}, err
+	}
+	switch st := status(st); st {
+	case statusCodeMiss, statusProjectMiss, statusIdemConflict:
+		if out != "" {
+			return applyReply{}, applyScript.Errorf("status %d with the outcome %q", st, out)
+		}
+		return applyReply{status: st}, nil
+	case statusIdemReplayed:
+		a, err := decodeStoredOutcome(out)
+		a.status = statusIdemReplayed
+		return a, err
+	case statusOK:
+		return decodeOutcome(out, op)
+	}
+	return applyReply{}, applyScript.Errorf("unknown status %d", st)
 }
 
-func firstString(v []interface{}) (string, bool) {
-	if len(v) != 1 {
-		return "", false
+// decodeOutcome reads the outcome of this call: "" when the code does not exist, else the code
+// id (16 raw bytes) followed, unless the operation succeeded, by "error code|verified_at".
+func decodeOutcome(out string, op contract.Operation) (applyReply, error) {
+	a := applyReply{status: statusOK, atMs: op.Now.UnixMilli()}
+	if out == "" {
+		a.errorCode = string(contract.CodeNotFound)
+		return a, nil
 	}
-	s, ok := v[0].(string)
-	return s, ok
+	if len(out) < 16 {
+		return applyReply{}, applyScript.Errorf("malformed outcome %q", out)
+	}
+	a.codeID = contract.HexID(out[:16])
+	if rest := out[16:]; rest != "" {
+		code, vat, ok := strings.Cut(rest, "|")
+		if !ok || code == "" {
+			return applyReply{}, applyScript.Errorf("malformed outcome %q", out)
+		}
+		a.errorCode = code
+		if vat != "" {
+			var err error
+			if a.verifiedAtMs, err = parseMillis(vat); err != nil {
+				return applyReply{}, applyScript.Errorf("malformed outcome %q: %w", out, err)
+			}
+		}
+	} else if op.Action == contract.ActionVerify {
+		a.verifiedAtMs = a.atMs
+	}
+	return a, nil
 }
 
 // decodeStoredOutcome reads the outcome an idempotency record holds: "verified_at|at|error
@@ -348,13 +276,13 @@ func decodeStoredOutcome(s string) (applyReply, error) {
 	var a applyReply
 	var vat, at string
 	if f := strings.SplitN(s, "|", 4); len(f) == 4 && (f[3] == "" || len(f[3]) == 16) {
-		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], hexID(f[3])
+		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], contract.HexID(f[3])
 	}
 	var err1, err2 error
 	a.verifiedAtMs, err1 = parseMillis(vat)
 	a.atMs, err2 = parseMillis(at)
 	if err := errors.Join(err1, err2); err != nil {
-		return applyReply{}, fmt.Errorf("apply.lua replied a malformed stored outcome %q: %w", s, err)
+		return applyReply{}, applyScript.Errorf("malformed stored outcome %q: %w", s, err)
 	}
 	return a, nil
 }
@@ -375,12 +303,12 @@ type admitReply struct {
 }
 
 func decodeAdmit(v interface{}) (admitReply, error) {
-	r, err := newReply("admit.lua", v, 3)
+	st, r, err := admitScript.Decode(v, 2)
 	if err != nil {
 		return admitReply{}, err
 	}
-	a := admitReply{status: status(r.int(0)), rlRemaining: r.int(1), rlWaitMs: r.int(2)}
-	return a, r.err
+	a := admitReply{status: status(st), rlRemaining: r.Int(0), rlWaitMs: r.Int(1)}
+	return a, r.Err()
 }
 
 // disableReply is disable.lua's reply.
@@ -392,19 +320,26 @@ type disableReply struct {
 }
 
 func decodeDisable(v interface{}) (disableReply, error) {
-	r, err := newReply("disable.lua", v, 4)
+	st, r, err := disableScript.Decode(v, 3)
 	if err != nil {
 		return disableReply{}, err
 	}
-	d := disableReply{status: status(r.int(0)), verifiedAtMs: r.int(1), verifiedBy: r.str(2), version: r.int(3)}
-	return d, r.err
+	d := disableReply{status: status(st), verifiedAtMs: r.Int(0), verifiedBy: r.Str(1), version: r.Int(2)}
+	return d, r.Err()
 }
 
-// decodeStored reads the 1/0 reply of the scripts that store an entry unless one is present.
-func decodeStored(script string, v interface{}) (bool, error) {
-	n, ok := v.(int64)
-	if !ok || (n != 0 && n != 1) {
-		return false, fmt.Errorf("%s replied %v (%T), want 1 or 0", script, v, v)
+// decodeDone reads the reply of the scripts that answer a status alone: true for S_OK, false
+// for S_UNCHANGED (an entry was there already, or newer; nothing to give back).
+func decodeDone(s *redisscript.Script, v interface{}) (bool, error) {
+	st, _, err := s.Decode(v, 0)
+	if err != nil {
+		return false, err
 	}
-	return n == 1, nil
+	switch status(st) {
+	case statusOK:
+		return true, nil
+	case statusUnchanged:
+		return false, nil
+	}
+	return false, s.Errorf("unknown status %d", st)
 }

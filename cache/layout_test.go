@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // The strict reply decoders must refuse anything but the reply their script promises: a wrong
@@ -57,7 +57,7 @@ func TestReplyDecodersAreStrict(t *testing.T) {
 				got, err := d.decode(v)
 				if err == nil {
 					t.Errorf("%s (%#v): decoded %+v without an error", what, v, got)
-				} else if !strings.Contains(err.Error(), d.name) {
+				} else if !strings.Contains(err.Error(), strings.TrimSuffix(d.name, ".lua")) {
 					t.Errorf("%s: error %q does not name the script", what, err)
 				}
 			}
@@ -89,23 +89,23 @@ func TestReplyDecodersAreStrict(t *testing.T) {
 		})
 	}
 
-	t.Run("stored replies", func(t *testing.T) {
-		for v, want := range map[int64]bool{1: true, 0: false} {
-			got, err := decodeStored("putcode.lua", v)
+	t.Run("status replies", func(t *testing.T) {
+		for v, want := range map[status]bool{statusOK: true, statusUnchanged: false} {
+			got, err := decodeDone(putCodeScript, []interface{}{int64(v)})
 			if err != nil || got != want {
-				t.Fatalf("decodeStored(%d) = %v, %v; want %v", v, got, err, want)
+				t.Fatalf("decodeDone(%d) = %v, %v; want %v", v, got, err, want)
 			}
 		}
-		for _, v := range []interface{}{int64(2), int64(-1), "1", "0", "", nil, true,
-			[]interface{}{int64(1)}, []interface{}{}, 1.0} {
-			got, err := decodeStored("putcode.lua", v)
+		for _, v := range []interface{}{int64(0), int64(1), "1", "0", "", nil, true, []interface{}{int64(statusCodeMiss)},
+			[]interface{}{int64(9)}, []interface{}{int64(0), int64(0)}, []interface{}{"0"}, []interface{}{}, 1.0} {
+			got, err := decodeDone(putCodeScript, v)
 			if err == nil {
-				t.Errorf("decodeStored(%#v) = %v without an error", v, got)
-			} else if !strings.Contains(err.Error(), "putcode.lua") {
-				t.Errorf("decodeStored(%#v): error %q does not name the script", v, err)
+				t.Errorf("decodeDone(%#v) = %v without an error", v, got)
+			} else if !strings.Contains(err.Error(), "acv_putcode") {
+				t.Errorf("decodeDone(%#v): error %q does not name the script", v, err)
 			}
 			if got {
-				t.Errorf("decodeStored(%#v) reported stored on a bad reply", v)
+				t.Errorf("decodeDone(%#v) reported done on a bad reply", v)
 			}
 		}
 	})
@@ -121,17 +121,17 @@ func embeddedScripts() map[string]string {
 		"apply.lua": applySrc, "admit.lua": admitSrc, "putcode.lua": putCodeSrc,
 		"unknown.lua": unknownSrc, "disable.lua": disableSrc, "putproject.lua": putProjectSrc,
 		"putkey.lua": putKeySrc, "revokekey.lua": revokeKeySrc, "refund.lua": refundSrc,
-		"lease.lua": leaseSrc, "release.lua": releaseSrc,
+		"lease.lua": leaseSrc, "release.lua": releaseSrc, "prelude.lua": preludeSrc,
 	}
 }
 
-// preludeLocals parses luaPrelude into its names and values (strings unquoted, numbers as
+// preludeLocals parses luaConstants into its names and values (strings unquoted, numbers as
 // their text), failing on any line that is not one simple local definition.
 func preludeLocals(t *testing.T) (names []string, values map[string]string) {
 	t.Helper()
 	line := regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (?:'([^'\\]*)'|(-?[0-9]+))$`)
 	values = map[string]string{}
-	for _, l := range strings.Split(strings.TrimSuffix(luaPrelude(), "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimSuffix(luaConstants(), "\n"), "\n") {
 		m := line.FindStringSubmatch(l)
 		if m == nil {
 			t.Fatalf("prelude line %q is not a simple local definition", l)
@@ -158,7 +158,7 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 	}
 	for name, s := range map[string]status{
 		"S_OK": statusOK, "S_CODE_MISS": statusCodeMiss, "S_PROJECT_MISS": statusProjectMiss,
-		"S_RATE_LIMITED":  statusRateLimited,
+		"S_RATE_LIMITED": statusRateLimited, "S_UNCHANGED": statusUnchanged,
 		"S_IDEM_CONFLICT": statusIdemConflict, "S_IDEM_REPLAYED": statusIdemReplayed,
 	} {
 		want[name] = strconv.FormatInt(int64(s), 10)
@@ -181,25 +181,24 @@ func TestLuaPreludeMatchesLayout(t *testing.T) {
 			by[v] = name
 		}
 	}
-	for name, s := range map[string]*redis.Script{
-		"admit.lua": admitScript, "putcode.lua": putCodeScript,
+	// Every script is a Redis Function whose library runs the prelude, then registers its file
+	// as the function's body, under a name that changes with the source.
+	for name, s := range map[string]*redisscript.Script{
+		"apply.lua": applyScript, "admit.lua": admitScript, "putcode.lua": putCodeScript,
 		"unknown.lua": unknownScript, "disable.lua": disableScript, "putproject.lua": putProjectScript,
 		"putkey.lua": putKeyScript, "revokekey.lua": revokeKeyScript, "refund.lua": refundScript,
 		"lease.lua": leaseScript, "release.lua": releaseScript,
 	} {
-		if s.Hash() != redis.NewScript(luaPrelude()+embeddedScripts()[name]).Hash() {
+		base := "acv_" + strings.TrimSuffix(name, ".lua")
+		if want := redisscript.New(base, luaPrelude(), embeddedScripts()[name]); s.Name() != want.Name() || !strings.HasPrefix(s.Name(), base+"_") {
 			t.Errorf("%s does not run as the prelude followed by its embedded source", name)
 		}
+		if other := redisscript.New(base, luaPrelude(), embeddedScripts()[name]+"\n"); other.Name() == s.Name() {
+			t.Errorf("another source gives %s the same name", name)
+		}
 	}
-	// The verify script's Redis Function: its library runs the prelude, then registers the
-	// embedded source as the function's body, under a name that changes with the source.
-	wantLib := "#!lua name=" + applyFn.name + "\n" + luaPrelude() + "redis.register_function('" + applyFn.name +
-		"', function(KEYS, ARGV)\n" + applySrc + "\nend)\n"
-	if applyFn.lib != wantLib || !strings.HasPrefix(applyFn.name, "acv_apply_") {
-		t.Errorf("the verify function's library is not the prelude and apply.lua:\n%s", applyFn.lib)
-	}
-	if other := newFunction("acv_apply", luaPrelude(), applySrc+"\n"); other.name == applyFn.name {
-		t.Error("another source gives the verify function the same name")
+	if len(allScripts) != len(embeddedScripts())-1 {
+		t.Errorf("Preload loads %d scripts, the package has %d", len(allScripts), len(embeddedScripts())-1)
 	}
 }
 

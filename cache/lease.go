@@ -178,7 +178,7 @@ func (m *limiter) expire(keyID string, ls *lease, now time.Time) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
 		defer cancel()
-		_ = refundScript.Run(ctx, m.c.rdb, []string{bucketKey(keyID)}, burst, n).Err()
+		_, _ = refundScript.Run(ctx, m.c.rdb, []string{bucketKey(keyID)}, burst, n)
 	}()
 }
 
@@ -190,7 +190,7 @@ func (m *limiter) start(keyID string, ls *lease, now time.Time) *refill {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
 		defer cancel()
-		v, err := m.c.eval(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
+		v, err := m.c.call(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
 			strconv.FormatFloat(l.Rate, 'f', -1, 64), l.Burst, want)
 		var a leaseReply
 		if err == nil {
@@ -237,15 +237,15 @@ type leaseReply struct {
 }
 
 func decodeLease(v interface{}) (leaseReply, error) {
-	r, err := newReply("lease.lua", v, 4)
+	st, r, err := leaseScript.Decode(v, 3)
 	if err != nil {
 		return leaseReply{}, err
 	}
-	a := leaseReply{status: status(r.int(0)), granted: r.int(1), rlRemaining: r.int(2), rlWaitMs: r.int(3)}
-	if r.err == nil && a.status != statusOK && a.status != statusRateLimited {
-		return a, fmt.Errorf("lease script replied unknown status %d", a.status)
+	a := leaseReply{status: status(st), granted: r.Int(0), rlRemaining: r.Int(1), rlWaitMs: r.Int(2)}
+	if r.Err() == nil && a.status != statusOK && a.status != statusRateLimited {
+		return a, leaseScript.Errorf("unknown status %d", a.status)
 	}
-	return a, r.err
+	return a, r.Err()
 }
 
 // takeToken takes the token of one rate-limited request: from the local lease when the key's
@@ -272,5 +272,5 @@ func (c *Cache) returnToken(ctx context.Context, keyID string, l contract.RateLi
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseCallTimeout)
 	defer cancel()
-	_ = refundScript.Run(ctx, c.rdb, []string{bucketKey(keyID)}, l.Burst).Err()
+	_, _ = refundScript.Run(ctx, c.rdb, []string{bucketKey(keyID)}, l.Burst)
 }

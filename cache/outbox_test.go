@@ -20,9 +20,9 @@ var eventKeys = []string{"id", "code_id", "code", "project_id", "action", "resul
 	"ip", "ts", "version", "state_changed", "verified_at", "state_verified_by", "disabled"}
 
 // TestOutboxEntriesDecodeIntoEvent checks every kind of outbox entry apply.lua writes, as the
-// relay reads it: the stream entry's one field, decoded by contract.DecodeOutboxEntry into
-// contract.Event field by field, with its trace context; and the event's JSON (what a relay
-// publishes with ACV_KAFKA_EVENT_FORMAT=json), decoded strictly.
+// relay reads it: the entry, decoded by contract.DecodeOutboxEntry into contract.Event field by
+// field, with its trace context; and the event's JSON (its form in a debug dump), decoded
+// strictly.
 func TestOutboxEntriesDecodeIntoEvent(t *testing.T) {
 	testkit.OnEachRedis(t, testOutboxEntriesDecodeIntoEvent)
 }
@@ -186,7 +186,7 @@ func testOutboxEntriesDecodeIntoEvent(t *testing.T) {
 				}
 			}
 			compareEvents(t, got, want)
-			// The event's JSON (ACV_KAFKA_EVENT_FORMAT=json) decodes strictly into the same event.
+			// The event's JSON decodes strictly into the same event.
 			js, err := json.Marshal(got)
 			if err != nil {
 				t.Fatal(err)

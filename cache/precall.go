@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,12 +99,18 @@ func (c *Cache) release(ctx context.Context, keyID, replay string, op *contract.
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseCallTimeout)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	if p.claim != claimFresh {
+		_ = c.rdb.Del(ctx, replayMarkerKey(keyID, replay)).Err()
+		return
+	}
+	// The claim's release, and the marker's DEL in the same round trip.
+	var delMarker redisscript.Tail
 	if p.marked {
-		pipe.Del(ctx, replayMarkerKey(keyID, replay))
+		delMarker = func(ctx context.Context, pipe redis.Pipeliner) func() error {
+			pipe.Del(ctx, replayMarkerKey(keyID, replay))
+			return nil
+		}
 	}
-	if p.claim == claimFresh {
-		releaseScript.Eval(ctx, pipe, []string{claimKey(op.KeyID, op.IdempotencyKey)}, op.RequestHash)
-	}
-	_, _ = pipe.Exec(ctx)
+	call := &redisscript.Call{Script: releaseScript, Keys: []string{claimKey(op.KeyID, op.IdempotencyKey)}, Args: []interface{}{op.RequestHash}}
+	redisscript.Send(ctx, c.rdb, []*redisscript.Call{call}, delMarker)
 }

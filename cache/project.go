@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/redis/go-redis/v9"
+	"github.com/acv/acv/internal/redisscript"
 )
 
 // Every shard holds its own copy of each project's state (enabled flag, expiry), so the
@@ -19,27 +19,20 @@ import (
 // PublishProject writes a project's state, as of version of its row, to every shard, pipelined
 // (a cluster client sends each master its shards in one round trip). It returns once every
 // shard holds that version or a newer one, so every verify that starts after it returned sees
-// the new state. Operator commands call it after changing the row.
+// the new state. Operator commands call it after changing the row; version 0 (a project built
+// in Redis alone) yields to any copy loaded from a versioned row.
 func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version int64) error {
 	args := projectArgs(p, version)
-	if err := putProjectScript.Load(ctx, c.rdb).Err(); err != nil {
-		return fmt.Errorf("publish project: load script: %w", translate(err))
+	calls := make([]*redisscript.Call, Shards)
+	for s := range calls {
+		calls[s] = &redisscript.Call{Script: putProjectScript, Keys: []string{projectKey(s, p.ID)}, Args: args}
 	}
-	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, Shards)
-	for s := range cmds {
-		cmds[s] = putProjectScript.EvalSha(ctx, pipe, []string{projectKey(s, p.ID)}, args...)
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
+	redisscript.Send(ctx, c.rdb, calls, nil)
 	var errs []error
-	for s, cmd := range cmds {
-		v, err := cmd.Result()
-		if err != nil {
-			// A node that forgot the script (restarted, failed over) is sent it again.
-			v, err = putProjectScript.Run(ctx, c.rdb, []string{projectKey(s, p.ID)}, args...).Result()
-		}
+	for s, call := range calls {
+		err := call.Err
 		if err == nil {
-			_, err = decodeStored("putproject.lua", v)
+			_, err = decodeDone(putProjectScript, call.Reply)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", s, translate(err)))
@@ -51,20 +44,13 @@ func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version 
 	return nil
 }
 
-// PutProject writes a project's state to every shard as version 0: any copy loaded from a
-// versioned row replaces it. It serves tests and benchmarks that build a project in Redis
-// alone; operator commands use PublishProject with the row's version.
-func (c *Cache) PutProject(ctx context.Context, p contract.Project) error {
-	return c.PublishProject(ctx, p, 0)
-}
-
 // storeProject writes one shard's copy of a project's state unless the shard holds a newer one.
 func (c *Cache) storeProject(ctx context.Context, shard int, p contract.Project, version int64) error {
-	v, err := putProjectScript.Run(ctx, c.rdb, []string{projectKey(shard, p.ID)}, projectArgs(p, version)...).Result()
+	v, err := putProjectScript.Run(ctx, c.rdb, []string{projectKey(shard, p.ID)}, projectArgs(p, version)...)
 	if err != nil {
 		return fmt.Errorf("store project: %w", translate(err))
 	}
-	_, err = decodeStored("putproject.lua", v)
+	_, err = decodeDone(putProjectScript, v)
 	return err
 }
 

@@ -74,8 +74,8 @@ func testProjectCopies(t *testing.T) {
 		t.Fatal(err) // an equal version carries the same state in production; here it shows a tie is written
 	}
 	verifyAll(contract.CodeExpired)
-	// PutProject writes version 0: it cannot undo any versioned state.
-	if err := f.c.PutProject(ctx, contract.Project{ID: f.pid, Status: false}); err != nil {
+	// Version 0 cannot undo any versioned state.
+	if err := f.c.PublishProject(ctx, contract.Project{ID: f.pid, Status: false}, 0); err != nil {
 		t.Fatal(err)
 	}
 	verifyAll(contract.CodeExpired)

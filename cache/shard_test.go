@@ -45,8 +45,8 @@ func TestShardTagsFallInTheirSlice(t *testing.T) {
 			t.Errorf("shard %d: prefix %q", s, p)
 		}
 	}
-	if n, m := len(cache.Outboxes()), len(cache.LegacyOutboxStreams()); n != cache.Shards || m != cache.Shards {
-		t.Fatalf("%d outboxes and %d streams of the previous format, want one a shard", n, m)
+	if n := len(cache.Outboxes()); n != cache.Shards {
+		t.Fatalf("%d outboxes, want one a shard", n)
 	}
 }
 

@@ -35,7 +35,7 @@ func TestRedisLoadingIsUnavailable(t *testing.T) {
 		c := cache.New(rdb, opts...)
 		t.Cleanup(c.Close)
 		pid := contract.NewID()
-		if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+		if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.PutCode(ctx, pid, contract.CodeRecord{ID: contract.NewID(), ProjectID: pid, Code: "LOAD-1"}); err != nil {

@@ -1,14 +1,5 @@
 package contract
 
-// A stream entry of the previous outbox format carries one Event in its EventField (the
-// compact form, or JSON before it); fields named HeaderFieldPrefix plus a name carry a message
-// header (the W3C traceparent) that the relay copies to Kafka, so trace context rides along
-// without the relay knowing about it.
-const (
-	EventField        = "e"
-	HeaderFieldPrefix = "h:"
-)
-
 // Event is one verification-log record on its way from the Redis outbox through Kafka to
 // Postgres. It also carries the code's state snapshot after the operation, so the consumer can
 // bring the code's Postgres row up to date in version order.

@@ -3,19 +3,16 @@ package contract
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// An outbox entry's EventField holds one Event in a compact form that costs the Redis script
-// writing it next to nothing: the script appends the few bytes only it knows (the code's id and
-// state) to a head the API encoded before the call. The relay publishes the entry as it is
-// (decoding it for its Kafka key and trace context), and the log writer decodes it into an
-// Event. Entries written before this form hold the Event's JSON, with the trace context in the
-// field HeaderFieldPrefix+"traceparent"; DecodeOutboxEntry reads both.
+// An outbox entry holds one Event in a compact form that costs the Redis script writing it next
+// to nothing: the script appends the few bytes only it knows (the code's id and state) to a
+// head the API encoded before the call. The relay publishes the entry as it is (decoding it for
+// its Kafka key and trace context), and the log writer decodes it into an Event.
 //
 //	entry = head tail
 //	head  = 0x01                         format
@@ -127,19 +124,9 @@ func readText(rest string) (text, after string, ok bool) {
 // errEntry is the cause of every malformed compact entry.
 var errEntry = errors.New("malformed outbox entry")
 
-// IsCompact tells whether raw is of the compact form, as opposed to an Event's JSON. The relay
-// publishes an outbox entry as it is, so a Kafka message value is one or the other.
-func IsCompact(raw []byte) bool { return len(raw) > 0 && raw[0] == outboxFormat }
-
-// DecodeOutboxEntry reads an outbox entry's EventField: the compact form, or the Event's JSON
-// of an entry written before it. traceParent is the compact form's trace context (a JSON
-// entry carries its own in a header field). A compact entry is read strictly: anything out of
-// place is an error.
+// DecodeOutboxEntry reads an outbox entry (a Kafka message's value is one) and the trace
+// context it carries. It reads strictly: anything out of place is an error.
 func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
-	if raw != "" && raw[0] == '{' {
-		err = json.Unmarshal([]byte(raw), &ev)
-		return ev, "", err
-	}
 	const fixed = 1 + 1 + tsDigits
 	if len(raw) < fixed || raw[0] != outboxFormat {
 		return Event{}, "", fmt.Errorf("%w: no compact head", errEntry)

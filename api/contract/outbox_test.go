@@ -2,7 +2,6 @@ package contract_test
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -119,13 +118,6 @@ func TestOutboxEntryDecodingIsStrict(t *testing.T) {
 	if err != nil || unknown.CodeID != "" || unknown.Code != "NO|PE" || unknown.Reason != string(contract.CodeNotFound) ||
 		unknown.Result != contract.ResultFailed || unknown.Changed || unknown.ID != op.EventID {
 		t.Fatalf("unknown-value entry: %+v, %v", unknown, err)
-	}
-	ev := contract.Event{ID: contract.NewID(), CodeID: contract.NewID(), ProjectID: op.ProjectID, Action: contract.ActionVerify,
-		Result: contract.ResultSuccess, IP: "127.0.0.1", TS: 1, Version: 1, Changed: true, VerifiedAt: 1}
-	js, _ := json.Marshal(ev)
-	got, trace, err := contract.DecodeOutboxEntry(string(js))
-	if err != nil || got != ev || trace != "" {
-		t.Fatalf("JSON entry: %+v, %q, %v", got, trace, err)
 	}
 }
 

@@ -167,7 +167,7 @@ func appendFormUnescaped(dst []byte, s string) ([]byte, bool) {
 			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 				return dst, false
 			}
-			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			dst = append(dst, HexDigit(s[i+1])<<4|HexDigit(s[i+2]))
 			i += 2
 		default:
 			dst = append(dst, c)
@@ -187,23 +187,13 @@ func appendPathUnescaped(dst []byte, s string) ([]byte, bool) {
 		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 			return dst, false
 		}
-		dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+		dst = append(dst, HexDigit(s[i+1])<<4|HexDigit(s[i+2]))
 		i += 2
 	}
 	return dst, true
 }
 
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
-}
+func isHex(c byte) bool { return HexDigit(c) < 16 }
 
 // The two component encodings of the original SDKs. Both write UTF-8 bytes as upper-case %XX.
 const (

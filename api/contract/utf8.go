@@ -40,7 +40,7 @@ func ValidateQueryUTF8(rawQuery string) error {
 	for i := 0; i < len(rawQuery); i++ {
 		c := rawQuery[i]
 		if c == '%' && i+2 < len(rawQuery) && isHex(rawQuery[i+1]) && isHex(rawQuery[i+2]) {
-			c = unhex(rawQuery[i+1])<<4 | unhex(rawQuery[i+2])
+			c = HexDigit(rawQuery[i+1])<<4 | HexDigit(rawQuery[i+2])
 			i += 2
 		}
 		dec = append(dec, c)
@@ -123,7 +123,7 @@ func uEscape(b []byte, i int) (rune, bool) {
 		if !isHex(c) {
 			return 0, false
 		}
-		r = r<<4 | rune(unhex(c))
+		r = r<<4 | rune(HexDigit(c))
 	}
 	return r, true
 }

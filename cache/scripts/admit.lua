@@ -11,22 +11,17 @@
 -- ARGV[3] burst
 --
 -- Reply: { status, rl_remaining, rl_wait_ms }
---   status S_OK admitted, or S_RATE_LIMITED (rl_wait_ms = time until a token).
+--   S_OK admitted; S_RATE_LIMITED refused, rl_wait_ms is the time until a token.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local now = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local burst = tonumber(ARGV[3])
-local b = redis.call('HMGET', KEYS[1], F_TOKENS, F_REFILLED)
-local tokens = burst
-if b[1] then
-  tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
-end
+local tokens = refill(KEYS[1], now, rate, burst)
 if tokens < 1 then
   return {S_RATE_LIMITED, 0, math.ceil((1 - tokens) * 1000 / rate)}
 end
 tokens = tokens - 1
-redis.call('HSET', KEYS[1], F_TOKENS, tostring(tokens), F_REFILLED, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+keep(KEYS[1], tokens, ARGV[1], rate, burst)
 return {S_OK, math.floor(tokens), 0}

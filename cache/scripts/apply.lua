@@ -1,7 +1,7 @@
 -- apply.lua: one verify or reactivate, atomically. It runs on every verify, so it is written
 -- for Redis CPU (docs/design.md, "Redis CPU per verify"): five commands for a verify that
 -- succeeds, four for one refused, no JSON, no hex, no number formatting it can avoid, and a
--- one-string reply.
+-- reply of a status and one string.
 -- The caller encodes in Go what it knows before the call (the event's head) and decodes the
 -- reply and the outbox entry; every argument and reply element costs Redis a Lua string.
 --
@@ -29,14 +29,14 @@
 --         its bytes)
 -- ARGV[2] request hash, only when an Idempotency-Key was sent
 --
--- Reply:
---   an integer: S_CODE_MISS, S_PROJECT_MISS or S_IDEM_CONFLICT;
---   a string, this call's outcome (S_OK to the caller): "" when the code does not exist, else
---     the code id (16 raw bytes) followed, unless the operation succeeded, by error code "|"
---     verified_at (unix ms, "" = unused);
---   an array of one string (S_IDEM_REPLAYED to the caller): the outcome the first request
---     with this Idempotency-Key stored, verified_at "|" at "|" error code "|" code id (16 raw
---     bytes or "").
+-- Reply: { status, outcome }
+--   S_CODE_MISS, S_PROJECT_MISS: nothing changed, load the entry and call again (outcome "");
+--   S_IDEM_CONFLICT: the Idempotency-Key holds another request (outcome "");
+--   S_OK: this call's outcome, "" when the code does not exist, else the code id (16 raw
+--     bytes) followed, unless the operation succeeded, by error code "|" verified_at (unix ms,
+--     "" = unused);
+--   S_IDEM_REPLAYED: the outcome the first request with this Idempotency-Key stored,
+--     verified_at "|" at "|" error code "|" code id (16 raw bytes or "").
 --
 -- Outbox entry: one list element, head .. code id (16 raw bytes) .. disabled ("0"/"1") ..
 -- error code "|" version before the operation "|" verified_at ("" = unused) "|" state's
@@ -45,7 +45,7 @@
 --
 -- Idempotency record: a string, request hash .. " " .. stored outcome, for T_IDEM seconds.
 --
--- Hash field names (F_*), statuses (S_*) and TTLs (T_*) are locals that cache/layout.go prepends.
+-- F_*, S_* and T_* are the prelude's (prelude.lua, cache/layout.go).
 
 -- 1. presence. A code entry always has its id: one without is the unknown marker, or nothing.
 local c = redis.call('HMGET', KEYS[1], F_ID, F_EXP, F_VAT, F_BY, F_DIS, F_VER)
@@ -55,10 +55,10 @@ if id then
   -- The project copy's state: "1" or "0" (enabled), followed by its expiry (unix s) if any.
   ps = redis.call('HGET', KEYS[2], F_PSTATE)
   if not ps then
-    return S_PROJECT_MISS
+    return {S_PROJECT_MISS, ''}
   end
 elseif redis.call('EXISTS', KEYS[1]) == 0 then
-  return S_CODE_MISS
+  return {S_CODE_MISS, ''}
 end
 
 -- 2. idempotency (read)
@@ -70,14 +70,14 @@ if req then
   if s then
     local sp = string.find(s, ' ', 1, true)
     if string.sub(s, 1, sp - 1) ~= req then
-      return S_IDEM_CONFLICT
+      return {S_IDEM_CONFLICT, ''}
     end
     -- A retry answers the first request's stored outcome. It still writes once (the record's
     -- TTL, renewed): WAIT (ACV_REDIS_WAIT_REPLICAS) waits for the replicas to reach the
     -- caller's own last write, and a retry that wrote nothing would pass it at once, before
     -- the first request's writes (earlier in the replication stream) reached a replica.
     redis.call('EXPIRE', KEYS[4], T_IDEM)
-    return {string.sub(s, sp + 1)}
+    return {S_IDEM_REPLAYED, string.sub(s, sp + 1)}
   end
 end
 
@@ -90,7 +90,7 @@ if not id then
   if req then
     redis.call('SET', KEYS[4], req .. ' 0|' .. now .. '|CODE_NOT_FOUND|', 'EX', T_IDEM)
   end
-  return ''
+  return {S_OK, ''}
 end
 local verify = string.byte(head, 2) == 118 -- "v"
 local vat = c[3]
@@ -153,6 +153,6 @@ if req then
   redis.call('SET', KEYS[4], req .. ' ' .. (vat == '' and '0' or vat) .. '|' .. now .. '|' .. err .. '|' .. id, 'EX', T_IDEM)
 end
 if err == '' then
-  return id
+  return {S_OK, id}
 end
-return id .. err .. '|' .. vat
+return {S_OK, id .. err .. '|' .. vat}

@@ -5,9 +5,9 @@
 -- ARGV[1] "1" to disable, "0" to enable
 --
 -- Reply: { status, verified_at_ms, verified_by, version }
---   status S_OK applied, S_CODE_MISS (load the code, then call again).
+--   S_OK applied; S_CODE_MISS nothing changed: load the code, then call again.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local c = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_ID, F_VAT, F_BY)
 if c[2] == false then

@@ -11,13 +11,13 @@
 -- ARGV[5] "1" when disabled
 -- ARGV[6] version
 --
--- Reply: 1 stored, 0 kept the entry Redis had.
+-- Reply: { status }: S_OK stored, S_UNCHANGED kept the entry Redis had.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local z = redis.call('HGET', KEYS[1], F_UNKNOWN)
 if z == false and redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return {S_UNCHANGED}
 end
 if z then
   redis.call('DEL', KEYS[1])
@@ -27,4 +27,4 @@ if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], F_EXP, ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], F_VAT, ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], F_BY, ARGV[4]) end
 if ARGV[5] == '1' then redis.call('HSET', KEYS[1], F_DIS, '1') end
-return 1
+return {S_OK}

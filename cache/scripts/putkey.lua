@@ -12,13 +12,13 @@
 -- ARGV[5] "1" when revoked
 -- ARGV[6] version
 --
--- Reply: 1 stored, 0 kept the newer entry Redis had.
+-- Reply: { status }: S_OK stored, S_UNCHANGED kept the newer entry Redis had.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local k = redis.call('HMGET', KEYS[1], F_UNKNOWN, F_VER, F_KEY_REVOKED)
 if k[1] == false and k[2] and tonumber(k[2]) >= tonumber(ARGV[6]) then
-  return 0
+  return {S_UNCHANGED}
 end
 local revoked = ARGV[5]
 if k[3] == '1' then
@@ -27,4 +27,4 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], F_KEY_PROJECT, ARGV[1], F_KEY_SECRET, ARGV[2], F_KEY_RATE, ARGV[3],
   F_KEY_BURST, ARGV[4], F_KEY_REVOKED, revoked, F_VER, ARGV[6])
-return 1
+return {S_OK}

@@ -9,13 +9,13 @@
 -- ARGV[2] expires_at, unix s ("" = none)
 -- ARGV[3] version of the projects row (0: unversioned, replaced by any loaded row)
 --
--- Reply: 1 stored, 0 kept the newer copy Redis had.
+-- Reply: { status }: S_OK stored, S_UNCHANGED kept the newer copy Redis had.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local v = redis.call('HGET', KEYS[1], F_VER)
 if v and tonumber(v) > tonumber(ARGV[3]) then
-  return 0
+  return {S_UNCHANGED}
 end
 redis.call('DEL', KEYS[1])
 -- F_EN and F_EXP for readers of the fields (authentication), F_PSTATE, both in one, for apply.lua.
@@ -24,4 +24,4 @@ if ARGV[2] ~= '' then
 else
   redis.call('HSET', KEYS[1], F_EN, ARGV[1], F_PSTATE, ARGV[1], F_VER, ARGV[3])
 end
-return 1
+return {S_OK}

@@ -7,13 +7,13 @@
 -- ARGV[1] burst
 -- ARGV[2] tokens to give back (absent: 1)
 --
--- Reply: 1 refunded, 0 no bucket (it expired: it is full anyway).
+-- Reply: { status }: S_OK refunded, S_UNCHANGED no bucket (it expired: it is full anyway).
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 local t = redis.call('HGET', KEYS[1], F_TOKENS)
 if not t then
-  return 0
+  return {S_UNCHANGED}
 end
 redis.call('HSET', KEYS[1], F_TOKENS, tostring(math.min(tonumber(ARGV[1]), tonumber(t) + tonumber(ARGV[2] or '1'))))
-return 1
+return {S_OK}

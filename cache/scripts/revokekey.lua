@@ -4,11 +4,12 @@
 --
 -- KEYS[1] key hash acv:key:{<key id>}
 --
--- Reply: the entry's new version.
+-- Reply: { status }: S_OK.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 redis.call('HDEL', KEYS[1], F_UNKNOWN)
 redis.call('PERSIST', KEYS[1])
 redis.call('HSET', KEYS[1], F_KEY_REVOKED, '1')
-return redis.call('HINCRBY', KEYS[1], F_VER, 1)
+redis.call('HINCRBY', KEYS[1], F_VER, 1)
+return {S_OK}

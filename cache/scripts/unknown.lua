@@ -5,13 +5,13 @@
 -- KEYS[1] code hash acv:{NN}:c:<project, 16 raw bytes><value>
 -- ARGV[1] ttl, seconds
 --
--- Reply: 1 stored, 0 an entry was already there.
+-- Reply: { status }: S_OK stored, S_UNCHANGED an entry was already there.
 --
--- Hash field names (F_*) and reply statuses (S_*) are locals that cache/layout.go prepends.
+-- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return {S_UNCHANGED}
 end
 redis.call('HSET', KEYS[1], F_UNKNOWN, '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
-return 1
+return {S_OK}

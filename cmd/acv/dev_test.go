@@ -386,7 +386,7 @@ func (h *devHarness) waitLogged(p *devProcess, projectID string, acked []string)
 	defer rdb.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pending, _, err := audit.OutboxLen(ctx, rdb, cache.Outboxes(), cache.LegacyOutboxStreams())
+		pending, _, err := audit.OutboxLen(ctx, rdb, cache.Outboxes())
 		if err != nil {
 			h.t.Fatal(err)
 		}

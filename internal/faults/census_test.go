@@ -122,7 +122,7 @@ func unapplied(ctx context.Context, pool *pgxpool.Pool, ids []string) (int, erro
 // outboxLength is the number of entries in the outboxes (the previous format's streams
 // included): events not yet published, and events published and not yet removed.
 func outboxLength(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	n, _, err := audit.OutboxLen(ctx, rdb, cache.Outboxes(), cache.LegacyOutboxStreams())
+	n, _, err := audit.OutboxLen(ctx, rdb, cache.Outboxes())
 	return n, err
 }
 

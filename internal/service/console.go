@@ -21,7 +21,7 @@ func NewConsole(d *Deps) (*console.Server, error) {
 		Admin:  &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
 		Logger: d.Config.Logger,
 		Outbox: func(ctx context.Context) (int64, time.Duration, error) {
-			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
+			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes())
 		},
 		Relays: func(ctx context.Context) (int64, error) {
 			return audit.LiveRelays(ctx, d.Redis, cache.Outboxes(), time.Now())

@@ -9,7 +9,7 @@ import (
 // Hooks are what a test changes in a run that production never does.
 type Hooks struct {
 	// RelayAfterPublish and ConsumerBeforeCommit inject faults into the relay and the consumer.
-	RelayAfterPublish    func(entryIDs []string) error
+	RelayAfterPublish    func(entries []string) error
 	ConsumerBeforeCommit func() error
 	// KeyUseFlush is how often the API flushes its keys' last use, when above 0.
 	KeyUseFlush time.Duration

@@ -26,7 +26,7 @@ func NewRegistry(d *Deps) *prometheus.Registry {
 	// The outbox and the group's lag are shared state: the processes that run the pipeline
 	// report them, so a fleet of API replicas does not query them on every scrape.
 	if d.Config.Roles.Relay {
-		reg.MustRegister(&outboxCollector{rdb: d.Redis, outboxes: cache.Outboxes(), legacy: cache.LegacyOutboxStreams()})
+		reg.MustRegister(&outboxCollector{rdb: d.Redis, outboxes: cache.Outboxes()})
 	}
 	return reg
 }
@@ -97,7 +97,6 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 type outboxCollector struct {
 	rdb      redis.Cmdable
 	outboxes []string
-	legacy   []string
 }
 
 func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -109,7 +108,7 @@ func (o *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
 func (o *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, age, err := audit.OutboxLen(ctx, o.rdb, o.outboxes, o.legacy)
+	n, age, err := audit.OutboxLen(ctx, o.rdb, o.outboxes)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(outboxUpDesc, prometheus.GaugeValue, 0)
 		return

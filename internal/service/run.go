@@ -23,7 +23,7 @@ const keyUseFlush = 10 * time.Second
 type runOptions struct {
 	// relayAfterPublish and consumerBeforeCommit inject faults into the relay and the consumer
 	// (audit.RelayConfig.AfterPublish, audit.ConsumerConfig.BeforeCommit).
-	relayAfterPublish    func(entryIDs []string) error
+	relayAfterPublish    func(entries []string) error
 	consumerBeforeCommit func() error
 	// keyUseFlush, when above 0, replaces the package's keyUseFlush.
 	keyUseFlush time.Duration
@@ -59,8 +59,8 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 // removed from the outbox only after its destination acknowledged it.
 func runRelay(ctx context.Context, d *Deps, o runOptions) error {
 	cfg := audit.RelayConfig{
-		Outboxes: cache.Outboxes(), LegacyStreams: cache.LegacyOutboxStreams(),
-		Name: d.Config.Instance, Logger: d.Config.Logger, AfterPublish: o.relayAfterPublish,
+		Outboxes: cache.Outboxes(),
+		Name:     d.Config.Instance, Logger: d.Config.Logger, AfterPublish: o.relayAfterPublish,
 		Metrics: d.Audit, Tracer: d.Config.Tracer, Lease: d.Config.RelayLease,
 	}
 	var pub audit.Publisher

@@ -45,7 +45,7 @@ func (s *Stack) ProjectLogs(t testing.TB, projectID string) int {
 
 // OutboxEmpty reports whether every outbox is drained; a WaitFor condition.
 func (s *Stack) OutboxEmpty() (bool, string) {
-	n, _, err := audit.OutboxLen(context.Background(), s.Deps.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
+	n, _, err := audit.OutboxLen(context.Background(), s.Deps.Redis, cache.Outboxes())
 	if err != nil {
 		return false, err.Error()
 	}

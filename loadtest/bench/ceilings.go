@@ -39,7 +39,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		pid = contract.NewID()
 	}
 	c := cache.New(rdb)
-	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return err
 	}
 	const keyspace = 1_000_000
@@ -48,13 +48,12 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 		for i := start; i < start+10_000; i++ {
 			recs = append(recs, contract.CodeRecord{ID: contract.NewID(), Code: fmt.Sprintf("%012d", i)})
 		}
-		if err := c.PutBenchmarkCodes(ctx, pid, "__rand_int__", recs); err != nil {
+		if err := putPatternCodes(ctx, rdb, pid, "__rand_int__", recs); err != nil {
 			return err
 		}
 	}
 	// redis-benchmark's __rand_int__ is twelve digits, the values written above.
-	src, call := cache.BenchmarkVerify(pid, "__rand_int__", time.Unix(1_800_000_000, 0))
-	sha, err := rdb.ScriptLoad(ctx, src).Result()
+	call, err := verifyCall(ctx, rdb, pid, "__rand_int__", time.Unix(1_800_000_000, 0))
 	if err != nil {
 		return err
 	}
@@ -64,8 +63,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	}
 	n := 300_000
 	args := []string{"-h", "127.0.0.1", "-p", strings.TrimPrefix(b.redis.Addr, "127.0.0.1:"), "--dbnum", "1", "-c", strconv.Itoa(b.conc),
-		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv",
-		"EVALSHA", sha}
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv"}
 	args = append(args, call...)
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {

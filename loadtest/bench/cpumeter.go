@@ -64,7 +64,7 @@ func (v VerifyCPU) String() string {
 }
 
 // Nested commands: what the hot-path scripts call (timed inside FCALL), and what the relay
-// sends inside MULTI (timed inside EXEC) or its removal script calls (timed inside EVALSHA). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
+// sends inside MULTI (timed inside EXEC) or its scripts (timed inside FCALL). MeasureVerifyCPU's own probes (XLEN, INFO) are left out altogether.
 var (
 	// The replay marker's SET is a call of its own, not the script's: the meter sends no
 	// Idempotency-Key, so apply.lua sets nothing with SET.
@@ -102,7 +102,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 		return VerifyCPU{}, err
 	}
 	pid := contract.NewID()
-	if err := c.PutProject(ctx, contract.Project{ID: pid, Status: true}); err != nil {
+	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return VerifyCPU{}, err
 	}
 	codes := make([]contract.CodeRecord, run.Codes)

@@ -365,7 +365,7 @@ func (b *bench) monitor(ctx context.Context) func() int64 {
 // less its removed count, read after the outbox so that an entry is never counted out before
 // the lag counts it in.
 func (b *bench) pending(ctx context.Context) int64 {
-	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
+	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.Outboxes())
 	if err != nil {
 		return 0
 	}
