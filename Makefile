@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := bin/acv
 PG_BIN  := /usr/lib/postgresql/15/bin
-PY_TOOLS    := pytest==9.2.0 schemathesis==4.32.5
+PY_TOOLS    := pytest==9.2.0 schemathesis==4.32.5 flit_core==4.2.0
 TOOLS_STAMP := .tools/stamp-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
 .PHONY: run test build deps test-deps kafka-deps prometheus-deps loadtest bench vet fmt clean
@@ -40,8 +40,9 @@ bench: deps kafka-deps build
 
 ## test-deps: what the tests need beyond the local stack: prometheus and promtool (rule tests,
 ## the live dashboard check), docker-compose (validates the compose file; no engine needed), a
-## Python virtual environment in .tools/venv (pytest for the Python SDK, schemathesis against the
-## OpenAPI document), the TypeScript SDK's npm packages, and the console's browser suite: Debian's
+## Python virtual environment in .tools/venv (pytest for the Python SDK, which it runs from src/;
+## flit_core, its build backend, for the install test; schemathesis against the OpenAPI
+## document), the TypeScript SDK's npm packages, and the console's browser suite: Debian's
 ## Chromium and its Playwright and axe-core npm packages (internal/console/e2e)
 test-deps: kafka-deps prometheus-deps $(TOOLS_STAMP)
 	@command -v docker-compose >/dev/null || (echo "installing docker-compose"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null)
@@ -66,11 +67,11 @@ deps:
 	@command -v openssl >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null)
 
 
-$(TOOLS_STAMP): api/sdk/typescript/package.json api/sdk/python/pyproject.toml
+$(TOOLS_STAMP): api/sdk/typescript/package.json
 	@python3 -c 'import ensurepip' 2>/dev/null || (echo "installing python3-venv"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null)
 	@command -v npm >/dev/null || (echo "installing npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null)
 	rm -rf .tools && python3 -m venv .tools/venv
-	.tools/venv/bin/pip install -q $(PY_TOOLS) -e api/sdk/python
+	.tools/venv/bin/pip install -q $(PY_TOOLS)
 	cd api/sdk/typescript && npm install --no-audit --no-fund --silent
 	touch $@
 

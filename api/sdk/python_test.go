@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 
 // TestPythonSDK runs the Python SDK's pytest suite (api/sdk/python/tests) against the live
 // service: a real API replica, the audit pipeline, the losing proxy and the fixtures endpoint.
-// pytest comes from the virtual environment `make test-deps` installs, with the SDK installed
-// in it as an editable package; its output is streamed to the test log line by line.
+// pytest comes from the virtual environment `make test-deps` installs and imports the SDK from
+// src/ (pyproject.toml's pythonpath); its output is streamed to the test log line by line.
 func TestPythonSDK(t *testing.T) {
 	live := startLive(t)
 	pytest := testkit.Tool(t, "venv/bin/pytest")
@@ -40,6 +41,34 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatalf("pytest %s after %s: %v", dir, time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("pytest passed in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestPythonSDKInstallsFromCheckout installs the SDK from the checkout as the README says
+// (`pip install ./api/sdk/python`, here into a target directory with the build backend of the
+// tools' virtual environment, so no index is needed), imports it from the install, and holds
+// that the checkout gained no file: no build/, no *.egg-info.
+func TestPythonSDKInstallsFromCheckout(t *testing.T) {
+	pip := testkit.Tool(t, "venv/bin/pip")
+	python := testkit.Tool(t, "venv/bin/python")
+	sdk := filepath.Join(testkit.RepoRoot(t), "api", "sdk", "python")
+	before := sdkStatus(t)
+
+	target := t.TempDir()
+	run(t, target, pip, "install", "--quiet", "--disable-pip-version-check", "--no-build-isolation", "--no-deps", "--target", target, sdk)
+	cmd := exec.Command(python, "-c", "import acv, acv.codegate, importlib.resources as r; print(acv.__file__); assert r.files(acv).joinpath('py.typed').is_file()")
+	cmd.Dir = target
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+target, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("import the installed SDK: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, target+string(filepath.Separator)) {
+		t.Fatalf("acv was imported from %s, not from the install in %s", got, target)
+	}
+
+	if after := sdkStatus(t); after != before {
+		t.Fatalf("installing the Python SDK changed the checkout:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }
 
 // pyLogWriter writes a child's output to the test log a line at a time, as it comes.

@@ -180,8 +180,11 @@ except acv.AuthenticationError as e:
 
 
 def test_without_requests_installed() -> None:
+    import os
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", NO_REQUESTS], capture_output=True, text=True, timeout=60)
+    # The child imports the same acv as this suite (src/ of the checkout, or an install).
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(acv.__file__)))
+    out = subprocess.run([sys.executable, "-c", NO_REQUESTS], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
