@@ -97,6 +97,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"http", "http ceiling", b.httpCeiling},
 		{"redis", "redis ceiling", b.redisCeiling},
 		{"rediscpu", "redis cpu per verify", b.redisCPU},
+		{"factors", "what makes FCALL cost more", b.fcallFactors},
 		{"hot", "acv hot path", b.hotPath},
 		{"cluster", "acv hot path on a 3-master Redis Cluster", b.clusterHotPath},
 		{"sustained", "acv sustained", b.sustained},
@@ -106,7 +107,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"scale", "data scale", b.scale},
 	}
 	for _, s := range steps {
-		if (b.phases != nil && !b.phases[s.key]) || (b.phases == nil && s.key == "scale") {
+		if !b.runs(s.key) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
@@ -197,7 +198,7 @@ func (b *bench) start(ctx context.Context) (err error) {
 // runs tells whether phase key is part of this run.
 func (b *bench) runs(key string) bool {
 	if b.phases == nil {
-		return key != "scale"
+		return key != "scale" && key != "factors"
 	}
 	return b.phases[key]
 }

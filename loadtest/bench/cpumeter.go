@@ -20,9 +20,17 @@ import (
 type CPURun struct {
 	Codes       int // codes stored, each verified once; default 100,000
 	Concurrency int // verifies in flight; default 16
-	// Relay runs the outbox relay (audit.Relay over cache.Outboxes) until its context ends:
-	// MeasureVerifyCPU starts it after the verifies and ends it once the outbox is empty.
-	Relay func(ctx context.Context) error
+	// Rate paces the verifies, in verifies per second over all connections; 0 sends each as
+	// soon as its connection is free.
+	Rate float64
+	// Stored is the number of codes stored beside the verified ones and never verified: the
+	// project's state.
+	Stored int
+	// Relay runs the outbox relay (audit.Relay over cache.Outboxes) until its context ends.
+	// MeasureVerifyCPU starts it after the verifies, or with them when RelayDuring is set (as
+	// the service runs it), and ends it once the outbox is empty.
+	Relay       func(ctx context.Context) error
+	RelayDuring bool
 }
 
 // CommandCPU is one line of INFO commandstats in one phase.
@@ -46,6 +54,18 @@ type VerifyCPU struct {
 
 // PerVerify is the target's figure: the script and the relay's share.
 func (v VerifyCPU) PerVerify() float64 { return v.Script + v.Relay }
+
+// FCALL is the verify phase's usec per FCALL (INFO commandstats usec_per_call).
+func (v VerifyCPU) FCALL() float64 { return v.usecPerCall("fcall") }
+
+func (v VerifyCPU) usecPerCall(name string) float64 {
+	for _, c := range v.Commands {
+		if c.Phase == "verify" && c.Name == name && c.Calls > 0 {
+			return float64(c.Usec) / float64(c.Calls)
+		}
+	}
+	return 0
+}
 
 // String is the measurement with its commands, one a line.
 func (v VerifyCPU) String() string {
@@ -78,8 +98,10 @@ var (
 
 // MeasureVerifyCPU measures what Redis spends on each verify, the figure the scale-out target
 // names ("Redis CPU per verify"): it stores codes, runs verifies through cache.Verify (the
-// calls the API makes: the replay marker's SET NX and the script's FCALL), then lets the outbox relay move their events, and reads INFO commandstats after
-// each of the two phases. Per verify it reports the script calls' time and the relay's
+// calls the API makes: the replay marker's SET NX and the script's FCALL), with the outbox
+// relay running beside them or not, then lets the relay move the events left, and reads INFO
+// commandstats after each of the two phases. With the relay running beside the verifies, its
+// commands in the verify phase count as the relay's share. Per verify it reports the script calls' time and the relay's
 // commands' time, each the sum of the usec of its top-level commands (a command run inside a
 // script or a MULTI is timed inside its caller too, so it is listed, not added), and Redis's
 // own CPU time (INFO cpu), which also holds reading and writing the sockets and the
@@ -105,13 +127,16 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return VerifyCPU{}, err
 	}
-	codes := make([]contract.CodeRecord, run.Codes)
+	codes := make([]contract.CodeRecord, run.Codes+run.Stored)
 	for i := range codes {
 		codes[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: pid, Code: fmt.Sprintf("CPU-%09d", i)}
 	}
-	if err := c.PutCodes(ctx, pid, codes); err != nil {
-		return VerifyCPU{}, err
+	for i := 0; i < len(codes); i += 10_000 {
+		if err := c.PutCodes(ctx, pid, codes[i:min(i+10_000, len(codes))]); err != nil {
+			return VerifyCPU{}, err
+		}
 	}
+	codes = codes[:run.Codes]
 
 	cpu0, err := redisCPUTime(ctx, rdb)
 	if err != nil {
@@ -120,8 +145,18 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return VerifyCPU{}, err
 	}
-	if err := verifyAll(ctx, c, pid, codes, run.Concurrency); err != nil {
-		return VerifyCPU{}, err
+	var stopRelay func() error
+	if run.RelayDuring {
+		stopRelay = startRelay(ctx, run.Relay)
+	}
+	verifyErr := verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate)
+	if stopRelay != nil {
+		if err := stopRelay(); err != nil && verifyErr == nil {
+			verifyErr = fmt.Errorf("relay stopped while the verifies ran: %w", err)
+		}
+	}
+	if verifyErr != nil {
+		return VerifyCPU{}, verifyErr
 	}
 	verify, err := commandStats(ctx, rdb, "verify")
 	if err != nil {
@@ -149,19 +184,20 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 			continue
 		}
 		if s.Phase == "verify" {
-			s.Nested = nestedInVerify[s.Name]
+			// The relay may have run in this phase too; the replay marker's SET is top-level.
+			s.Nested = nestedInVerify[s.Name] || (nestedInRelay[s.Name] && s.Name != "set")
 		} else {
 			s.Nested = nestedInRelay[s.Name]
 		}
 		out.Commands = append(out.Commands, s)
 		switch {
 		case s.Nested:
-		case s.Phase == "verify":
+		case s.Phase == "verify" && (s.Name == "fcall" || s.Name == "set"):
 			out.Script += float64(s.Usec) / n
 		default:
 			out.Relay += float64(s.Usec) / n
 			if s.Name == "lrange" {
-				out.Batches = s.Calls
+				out.Batches += s.Calls
 			}
 		}
 	}
@@ -170,10 +206,12 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 
 // verifyAll verifies every code once, concurrency at a time, each with a replay key of its own
 // and no Idempotency-Key (as the load generator sends them); every one must succeed.
-func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract.CodeRecord, concurrency int) error {
+// At a rate above zero, the i-th verify starts no sooner than i/rate seconds after the first.
+func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract.CodeRecord, concurrency int, rate float64) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, concurrency)
+	start := time.Now()
 	for w := 0; w < concurrency; w++ {
 		wg.Add(1)
 		go func() {
@@ -182,6 +220,9 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 				i := int(next.Add(1)) - 1
 				if i >= len(codes) || ctx.Err() != nil {
 					return
+				}
+				if rate > 0 {
+					time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 				}
 				res, err := c.Verify(ctx, contract.Operation{ProjectID: pid, KeyID: "cpu", Code: codes[i].Code,
 					IP: "127.0.0.1", ReplayKey: "n:" + contract.NewID(), EventID: contract.NewID(), Now: time.Now()})
@@ -198,6 +239,24 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// startRelay runs relay until the returned function is called, which waits for it to end.
+func startRelay(ctx context.Context, relay func(context.Context) error) (stop func() error) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay(rctx) }()
+	return func() error {
+		select {
+		case err := <-done:
+			cancel()
+			return fmt.Errorf("relay ended early: %v", err)
+		default:
+		}
+		cancel()
+		<-done
+		return nil
+	}
 }
 
 // relayUntilEmpty runs relay until every outbox is empty.

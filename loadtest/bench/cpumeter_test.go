@@ -53,3 +53,37 @@ func TestMeasureVerifyCPUSeesTheHotPathsCommands(t *testing.T) {
 		t.Errorf("figures %+v: want each above zero", v)
 	}
 }
+
+// Run as a deployment runs it (the relay beside the verifies, other codes stored, a paced
+// rate), the meter still counts one FCALL and one SET per verify as the verify's, and the
+// relay's reads as the relay's.
+func TestMeasureVerifyCPUWithTheRelayRunning(t *testing.T) {
+	r, err := localenv.StartRedis(t.TempDir(), localenv.RedisOptions{AOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Kill() })
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
+	t.Cleanup(func() { rdb.Close() })
+	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 2000, Concurrency: 8, Rate: 4000, Stored: 3000, RelayDuring: true,
+		Relay: func(ctx context.Context) error {
+			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v)
+	calls := map[string]int64{}
+	for _, c := range v.Commands {
+		calls[c.Phase+" "+c.Name] += c.Calls
+	}
+	if calls["verify fcall"] != 2000 || calls["verify lrange"] == 0 {
+		t.Errorf("commands %v: want 2,000 FCALLs and the relay's LRANGEs beside them", calls)
+	}
+	if d := v.Script - (v.FCALL()+v.usecPerCall("set"))*float64(calls["verify fcall"])/float64(v.Verifies); d > 0.5 {
+		t.Errorf("script figure %.2f µs holds more than the FCALL and the marker's SET", v.Script)
+	}
+	if v.Relay <= 0 || v.Batches == 0 {
+		t.Errorf("figures %+v: want the relay's share above zero", v)
+	}
+}

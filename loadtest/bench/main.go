@@ -29,7 +29,7 @@ func main() {
 	out := flag.String("o", "", "also write the markdown table to this file")
 	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
 	profile := flag.String("profile", "", "write CPU profiles of the API (hot path and sustained phases), the relay and the consumer (sustained) into this directory")
-	only := flag.String("only", "", "comma-separated phases to run (http, redis, rediscpu, pg, hot, cluster, sustained, scale); all but scale when empty")
+	only := flag.String("only", "", "comma-separated phases to run (http, redis, rediscpu, factors, pg, hot, cluster, sustained, scale); all but factors and scale when empty")
 	flag.Parse()
 	if *ceiling != "" {
 		if err := serveCeiling(*ceiling); err != nil {
