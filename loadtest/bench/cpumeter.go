@@ -179,6 +179,9 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 
 	n := float64(run.Codes)
 	out := VerifyCPU{Verifies: run.Codes, Process: (cpu1 - cpu0).Seconds() * 1e6 / n}
+	if run.RelayDuring {
+		verify = splitRelayCalls(verify, relay, int64(run.Codes))
+	}
 	for _, s := range append(verify, relay...) {
 		if probes[s.Name] {
 			continue
@@ -187,7 +190,7 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 			// The relay may have run in this phase too; the replay marker's SET is top-level.
 			s.Nested = nestedInVerify[s.Name] || (nestedInRelay[s.Name] && s.Name != "set")
 		} else {
-			s.Nested = nestedInRelay[s.Name]
+			s.Nested = s.Nested || nestedInRelay[s.Name]
 		}
 		out.Commands = append(out.Commands, s)
 		switch {
@@ -202,6 +205,31 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 		}
 	}
 	return out, nil
+}
+
+// splitRelayCalls separates, in the verify phase's stats, the relay's FCALLs and SETs from the
+// verifies' own (one FCALL and one replay marker SET each): the relay's scripts are functions
+// too, and INFO commandstats counts by command name alone. The relay's part of each is priced
+// at what a call of it cost in the relay phase, where the relay ran alone.
+func splitRelayCalls(verify, relay []CommandCPU, verifies int64) []CommandCPU {
+	perCall := map[string]float64{}
+	for _, s := range relay {
+		if s.Calls > 0 {
+			perCall[s.Name] = float64(s.Usec) / float64(s.Calls)
+		}
+	}
+	out := make([]CommandCPU, 0, len(verify)+2)
+	for _, s := range verify {
+		if (s.Name == "fcall" || s.Name == "set") && s.Calls > verifies {
+			extra := s.Calls - verifies
+			usec := min(s.Usec, int64(float64(extra)*perCall[s.Name]))
+			out = append(out, CommandCPU{Phase: "verify", Name: s.Name, Calls: verifies, Usec: s.Usec - usec},
+				CommandCPU{Phase: "relay", Name: s.Name, Calls: extra, Usec: usec, Nested: nestedInRelay[s.Name]})
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // verifyAll verifies every code once, concurrency at a time, each with a replay key of its own
