@@ -90,12 +90,16 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.enableAccount},
 		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.setAccountRole},
 		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.resetPassword},
+
+		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.listTokens},
+		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.createToken},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.revokeToken},
 	}
 }
 
 // chain is a route's handlers, in the order a request is refused: no session 401, a password
 // still to change 403, a role too low 403; only then is the body read, at most the route's
-// MaxBody (413 past it, boundBody): a missing or wrong CSRF token 403 (a form may carry it), a
+// MaxBody (413 past it, boundBody): a cookie session's missing or wrong CSRF token 403 (a form may carry it), a
 // query not UTF-8 400 (requireUTF8); then the handler. An anonymous route bounds its body at
 // once.
 func (s *Server) chain(r Route) []gin.HandlerFunc {
