@@ -172,11 +172,12 @@ func (s *Service) ResetPassword(ctx context.Context, a Actor, id, password strin
 	if err != nil {
 		return NewAccount{}, err
 	}
-	pw, hash, err := s.oneTimePassword()
-	if password != "" {
-		if err := checkNewPassword(password, acc.Username); err != nil {
-			return NewAccount{}, contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
-		}
+	var pw, hash string
+	if password == "" {
+		pw, hash, err = s.oneTimePassword()
+	} else if err = checkNewPassword(password, acc.Username); err != nil {
+		err = contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+	} else {
 		pw = password
 		hash, err = HashPassword(s.cfg.Passwords, pw)
 	}

@@ -55,3 +55,18 @@ func (s *Server) revokeToken(c *gin.Context, se *Session) error {
 	c.JSON(http.StatusOK, t)
 	return nil
 }
+
+// rewrapKeys answers the counts of a rewrap; when some secret did not open, the counts still
+// come, with the error's sentence in "error" (the others were done).
+func (s *Server) rewrapKeys(c *gin.Context, se *Session) error {
+	res, active, err := s.svc.RewrapKeys(c.Request.Context(), s.actor(c, se))
+	body := gin.H{"active_master_key": active, "sealed": res.Sealed, "rewrapped": res.Rewrapped, "current": res.Current, "failed": res.Failed}
+	if err != nil {
+		if res.Failed == 0 {
+			return err
+		}
+		body["error"] = err.Error()
+	}
+	c.JSON(http.StatusOK, body)
+	return nil
+}

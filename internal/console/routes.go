@@ -59,6 +59,7 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.createKey},
 		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, handler: s.revokeKey},
 		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, handler: s.limitKey},
+		{Method: post, Path: "/keys/rewrap", Need: RoleAdmin, handler: s.rewrapKeys},
 
 		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, handler: s.listCodes},
 		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, handler: s.getCode},

@@ -8,7 +8,8 @@
 //
 // A list per program: what `acv serve` and the operator commands read (Service), what `acv dev`
 // reads beside it (Dev), and what the test kit reads (Test). A program that gains variables
-// gets a list of its own, added to all.
+// gets a list of its own, added to all; CLI is what the acv command reads as a client of the
+// admin API.
 package settings
 
 import (
@@ -81,8 +82,15 @@ var Test = []Setting{
 	{"ACV_TEST_TIMINGS", "", "file each test binary appends its reported figures to (`make test` prints it at the end); empty: none"},
 }
 
+// CLI lists what the acv command reads to reach the admin API (project, key, codes, token and
+// admin commands); without them it uses what acv login stored.
+var CLI = []Setting{
+	{"ACV_ADMIN_URL", "", "the admin API's address for the acv command, e.g. http://127.0.0.1:8081 (the console's); overrides acv login's"},
+	{"ACV_ADMIN_TOKEN", "", "the admin API token the acv command sends (acv token create); overrides acv login's"},
+}
+
 // all is every list: a name is read only if it has a row in one of them.
-var all = [][]Setting{Service, Dev, Test}
+var all = [][]Setting{Service, Dev, Test, CLI}
 
 // row returns name's row; a name without one is a programming error, so it panics.
 func row(name string) Setting {
