@@ -120,7 +120,8 @@ func (s *Server) chain(r Route) []gin.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if se.Account.MustChangePassword && !r.DuringPasswordChange {
+		// A token does not hang on the password: the one-time password binds browser logins.
+		if se.Account.MustChangePassword && se.apiToken == nil && !r.DuringPasswordChange {
 			return errMustChange
 		}
 		if err := se.Actor("").require(r.Need); err != nil {
