@@ -10,8 +10,8 @@ import (
 )
 
 // TestCLIAdminCreate: `acv admin create` makes a console account with a one-time password
-// that logs in (and must be changed), recorded in the admin audit log as done from the command
-// line.
+// that logs in (and must be changed), recorded in the admin audit log as done with the
+// command's token.
 func TestCLIAdminCreate(t *testing.T) {
 	c := newCLI(t)
 	out := c.ok("admin", "create", "Zed", "--role", "support")
@@ -20,7 +20,7 @@ func TestCLIAdminCreate(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	c.fails([]string{"admin", "create", "zed"}, `An account named "zed" already exists`)
-	c.fails([]string{"admin", "create", "yan", "--role", "root"}, "unknown role")
+	c.fails([]string{"admin", "create", "yan", "--role", "root"}, "Unknown role")
 	c.fails([]string{"admin"}, "needs a subcommand")
 
 	ctx := context.Background()
@@ -37,8 +37,8 @@ func TestCLIAdminCreate(t *testing.T) {
 	if err != nil || !se.Account.MustChangePassword || se.Account.Role != "support" {
 		t.Fatalf("login with the one-time password: %+v, %v", se, err)
 	}
-	rows, err := st.AdminAudit(ctx, store.AuditFilter{Action: "account.create"})
-	if err != nil || len(rows) != 1 || !regexp.MustCompile(`^cli:`).MatchString(rows[0].AdminUsername) {
+	rows, err := st.AdminAudit(ctx, store.AuditFilter{Action: "account.create", TargetID: se.Account.ID})
+	if err != nil || len(rows) != 1 || !regexp.MustCompile(`^root \(token test `).MatchString(rows[0].AdminUsername) {
 		t.Fatalf("audit rows %+v, %v", rows, err)
 	}
 }
