@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	
+
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"

@@ -147,10 +147,19 @@ func TestDevRunsInsidePrivateDirectory(t *testing.T) {
 		if want := "export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"; !strings.Contains(string(env), want) {
 			t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
 		}
-		sh := exec.Command("bash", "-c", `source "$1" && "$2" project create --name FromEnv`, "bash", filepath.Join(data, "env"), h.bin)
-		sh.Env = devEnv()
-		if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `"FromEnv"`) {
-			t.Errorf("run %d: source .acv/env && acv project create: %v\n%s", run, err, out)
+		// It logs the CLI in to the console's admin API with a token kept beside it, which a
+		// restart reuses; no configuration directory is involved.
+		tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+		if fi, serr := os.Stat(filepath.Join(data, "admin.token")); err != nil || serr != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("run %d: admin.token: %v %v", run, err, serr)
+		}
+		if want := "export ACV_ADMIN_TOKEN='" + strings.TrimSpace(string(tok)) + "'"; !strings.Contains(string(env), want) || !strings.Contains(string(env), "export ACV_ADMIN_URL='http://") {
+			t.Errorf("run %d: .acv/env lacks the admin API's URL and %q:\n%s", run, want, env)
+		}
+		sh := exec.Command("bash", "-c", `source "$1" && "$2" project create --name FromEnv && "$2" project list -o table`, "bash", filepath.Join(data, "env"), h.bin)
+		sh.Env = append(devEnv(), "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
+		if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `"FromEnv"`) || strings.Count(string(out), "FromEnv") != 1+run {
+			t.Errorf("run %d: source .acv/env && acv project create && acv project list: %v\n%s", run, err, out)
 		}
 		if os.Geteuid() == 0 {
 			// The server runs as postgres, which cannot enter work (0700): the cluster is elsewhere.
@@ -260,7 +269,7 @@ func devEnv() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "KAFKA_BROKERS", "ACV_PIPELINE", "ACV_HTTP_ADDR", "ACV_ROLES", "ACV_LOG_LEVEL", "ACV_DEBUG_ADDR",
-			"ACV_DEV_PROMETHEUS", "ACV_DEV_PROMETHEUS_ADDR", "ACV_DEV_KAFKA":
+			"ACV_DEV_PROMETHEUS", "ACV_DEV_PROMETHEUS_ADDR", "ACV_DEV_KAFKA", "ACV_ADMIN_URL", "ACV_ADMIN_TOKEN":
 			continue
 		}
 		env = append(env, kv)

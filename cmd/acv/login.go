@@ -241,4 +241,3 @@ func tokenRows(ts []adminclient.Token, now time.Time) [][]string {
 	}
 	return rows
 }
-

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	
+
 	"github.com/spf13/cobra"
-	
+
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"

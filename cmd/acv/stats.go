@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	
+
 	"github.com/spf13/cobra"
-	
+
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
 )
