@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/acv/acv/internal/console"
+	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
 
@@ -40,5 +42,22 @@ func TestCLIAdminCreate(t *testing.T) {
 	rows, err := st.AdminAudit(ctx, store.AuditFilter{Action: "account.create", TargetID: se.Account.ID})
 	if err != nil || len(rows) != 1 || !regexp.MustCompile(`^root \(token test `).MatchString(rows[0].AdminUsername) {
 		t.Fatalf("audit rows %+v, %v", rows, err)
+	}
+}
+
+// TestCLIMigrateCreatesTheFirstAdmin: on a server, acv migrate --admin makes the console's first
+// account (the admin API needs one to log in with), and only while there is none.
+func TestCLIMigrateCreatesTheFirstAdmin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds acv and runs it against PostgreSQL")
+	}
+	c := &cli{t: t, bin: acvBinary(t)}
+	c.env = append(devEnv(), "ACV_DATABASE_URL="+testkit.PostgresDB(t), "ACV_LOG_LEVEL=error")
+	out := c.ok("migrate", "--admin", "boss")
+	if !regexp.MustCompile(`(?m)^account boss \(admin\) created\none-time password: \S{20}$`).MatchString(out) {
+		t.Fatalf("acv migrate --admin printed %q", out)
+	}
+	if out := c.ok("migrate", "--admin", "other"); !strings.Contains(out, "no account created") {
+		t.Errorf("a second acv migrate --admin printed %q", out)
 	}
 }
