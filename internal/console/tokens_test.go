@@ -112,6 +112,6 @@ func TestTokenBearerAPI(t *testing.T) {
 	expect(t, "disable sue", res, body, http.StatusOK)
 	res, body = e.bearer(st.Secret).do("GET", "/projects", nil)
 	expect(t, "disabled owner's token", res, body, http.StatusUnauthorized)
-	res, body = e.bearer("acv_" + strings.Repeat("A", 43)).do("GET", "/projects", nil)
+	res, body = e.bearer("acv_"+strings.Repeat("A", 43)).do("GET", "/projects", nil)
 	expect(t, "unknown token", res, body, http.StatusUnauthorized)
 }
