@@ -24,8 +24,8 @@ type Setting struct {
 	Name, Default, Meaning string
 }
 
-// Service lists what `acv serve` and the operator commands (acv migrate, project, key, codes,
-// logs, admin) read: the service's configuration, README's table.
+// Service lists what `acv serve`, `acv migrate` and `acv logs` read: the service's
+// configuration, README's table.
 var Service = []Setting{
 	{"ACV_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on"},
 	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0; a Redis Cluster as `redis-cluster://host1:port1?addr=host2:port2&addr=host3:port3` (any nodes, the others are discovered; `rediss-cluster://` for TLS; go-redis' `redis://host1:port1?addr=…` form means a cluster too)"},
@@ -43,7 +43,7 @@ var Service = []Setting{
 	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
 	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
-	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated `kid:hex` entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
+	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated `kid:hex` entries, the first sealing and the others only opening (rotation); required by the api role"},
 	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one `kid:hex` (or hex) a line, the first line sealing; `#` starts a comment"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node)"},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
