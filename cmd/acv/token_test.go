@@ -272,3 +272,23 @@ func TestCLIAdminResetPassword(t *testing.T) {
 	op := c.with("ACV_ADMIN_TOKEN=" + c.token("ops", console.RoleOperator, time.Hour))
 	op.fails([]string{"admin", "reset-password", "sam"}, "this token's role operator may not")
 }
+
+// TestCLILogsThroughTheAPI: the log-partition commands run on the server: an admin's
+// maintenance is audited, a viewer may list the partitions but not maintain them.
+func TestCLILogsThroughTheAPI(t *testing.T) {
+	c := newCLI(t)
+	if out := c.ok("logs", "maintain", "--retention", "0", "--ahead", "2"); !strings.Contains(out, "created ") && !strings.Contains(out, "nothing done") {
+		t.Errorf("logs maintain printed %q", out)
+	}
+	today := "verification_logs_p" + time.Now().UTC().Format("20060102")
+	if out := c.ok("logs", "partitions"); !strings.Contains(out, today) || !strings.Contains(out, "(default)") {
+		t.Errorf("logs partitions lacks %s and the default partition:\n%s", today, out)
+	}
+	rows, err := c.openStore().AdminAudit(context.Background(), store.AuditFilter{Action: "logs.maintain"})
+	if err != nil || len(rows) > 1 || len(rows) == 1 && !strings.HasPrefix(rows[0].AdminUsername, "root (token test ") {
+		t.Errorf("logs.maintain audit rows %+v, %v", rows, err)
+	}
+	v := c.with("ACV_ADMIN_TOKEN=" + c.token("dash", console.RoleViewer, time.Hour))
+	v.ok("logs", "partitions")
+	v.fails([]string{"logs", "maintain"}, "this token's role viewer may not maintain the log partitions; ask an admin")
+}

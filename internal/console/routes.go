@@ -79,6 +79,8 @@ func (s *Server) routes() []Route {
 
 		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.listLogs},
 		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
+		{Method: get, Path: "/logs/partitions", Need: RoleViewer, handler: s.listLogPartitions},
+		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, handler: s.maintainLogs},
 
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.listAudit},
 		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},

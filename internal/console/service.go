@@ -54,6 +54,9 @@ type Config struct {
 	Outbox OutboxReader
 	// Relays counts the relays alive for the dashboard; not shown when nil.
 	Relays RelayCounter
+	// LogPolicy is the verification-log partitions' policy a maintenance run through the API
+	// applies; store.DefaultLogPolicy() when zero.
+	LogPolicy store.LogPolicy
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the
