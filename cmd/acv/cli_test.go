@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -293,6 +294,16 @@ func TestCLIReadsAndReports(t *testing.T) {
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "CLI run")
 	if rc != 0 || !strings.Contains(errs, "generated 4 codes in batch ") || !strings.Contains(errs, "(done)") {
 		t.Errorf("generate a batch: exit %d\n%s", rc, errs)
+	}
+	m := regexp.MustCompile(`in batch ([0-9a-f]{32}) `).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("no batch id in %q", errs)
+	}
+	if table := c.ok("batch", "list", "--project", q.ID, "-o", "table"); !strings.Contains(table, m[1]) || !strings.Contains(table, "CLI run") {
+		t.Errorf("batch list table:\n%s", table)
+	}
+	if out := c.ok("batch", "revoke", "--project", q.ID, m[1]); !strings.Contains(out, "codes disabled: 4") {
+		t.Errorf("batch revoke printed %q", out)
 	}
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "   ")
 	if rc == 0 || !strings.Contains(errs, "needs a name") {

@@ -34,7 +34,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd(), adminCmd(),
-		loginCmd(), logoutCmd(), tokenCmd())
+		batchCmd(), loginCmd(), logoutCmd(), tokenCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		logs.Close()
 		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))
