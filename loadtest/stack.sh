@@ -124,6 +124,12 @@ stack_start() {
 		die "$env_file lacks ACV_REDIS_URL, ACV_DATABASE_URL or ACV_MASTER_KEY_FILE"
 	unset ACV_MASTER_KEY
 	export ACV_REDIS_URL ACV_DATABASE_URL ACV_MASTER_KEY_FILE
+	# The acv commands below (codes generate, export) go through the console's admin API.
+	ACV_ADMIN_URL=$(dev_var "$env_file" ACV_ADMIN_URL)
+	ACV_ADMIN_TOKEN=$(dev_var "$env_file" ACV_ADMIN_TOKEN)
+	[ -n "$ACV_ADMIN_URL" ] && [ -n "$ACV_ADMIN_TOKEN" ] ||
+		die "$env_file lacks ACV_ADMIN_URL or ACV_ADMIN_TOKEN (the acv command's login): restart make run"
+	export ACV_ADMIN_URL ACV_ADMIN_TOKEN
 	local prom
 	prom=$(dev_var "$env_file" ACV_DEV_PROMETHEUS_URL)
 	if [ -n "$prom" ] && curl -fsS -m 2 "$prom/-/ready" >/dev/null 2>&1; then

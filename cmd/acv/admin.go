@@ -5,33 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
-	"os/user"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/acv/acv/api/adminclient"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/internal/service"
-	"github.com/acv/acv/store"
 	"github.com/spf13/cobra"
 )
-
-// withAdmin opens both stores for one operator command.
-func withAdmin(ctx context.Context, fn func(a *admin.Admin) error) error {
-	cfg, err := service.FromEnv()
-	if err != nil {
-		return err
-	}
-	if err := cfg.RequireMasterKeys(); err != nil {
-		return err
-	}
-	d, err := service.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return fn(&admin.Admin{Store: d.Store, Cache: d.Cache, Keys: cfg.MasterKeys})
-}
 
 func printJSON(v interface{}) error {
 	enc := json.NewEncoder(os.Stdout)
@@ -67,9 +52,10 @@ func projectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				p, err := a.CreateProject(cmd.Context(), store.NewProject{Name: name, Description: desc, ExpiresAt: exp})
-				if err != nil {
+			return withAPI(cmd, "create projects", func(ctx context.Context, c *adminclient.Client) error {
+				var p contract.Project
+				body := map[string]any{"name": name, "description": desc, "expires_at": exp}
+				if err := c.Do(ctx, http.MethodPost, "/projects", body, &p); err != nil {
 					return err
 				}
 				return printJSON(p)
@@ -86,8 +72,8 @@ func projectCmd() *cobra.Command {
 			Short: use + " a project (takes effect at once on verify, within seconds on reads)",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-					if err := a.SetProjectEnabled(cmd.Context(), args[0], enabled); err != nil {
+				return withAPI(cmd, use+" projects", func(ctx context.Context, c *adminclient.Client) error {
+					if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", args[0], use), nil, nil); err != nil {
 						return err
 					}
 					fmt.Printf("project %s %sd\n", args[0], use)
@@ -106,8 +92,15 @@ func projectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				if err := a.SetProjectExpiry(cmd.Context(), args[0], exp); err != nil {
+			return withAPI(cmd, "change projects", func(ctx context.Context, c *adminclient.Client) error {
+				path := adminclient.Path(nil, "projects", args[0], "expiry")
+				var err error
+				if exp == nil {
+					err = c.Do(ctx, http.MethodDelete, path, nil, nil)
+				} else {
+					err = c.Do(ctx, http.MethodPut, path, map[string]any{"expires_at": *exp}, nil)
+				}
+				if err != nil {
 					return err
 				}
 				if exp == nil {
@@ -133,15 +126,13 @@ func keyCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create an API key; the secret is shown once",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				k, err := a.CreateAPIKey(cmd.Context(), project, rate, burst)
-				if err != nil {
+			return withAPI(cmd, "create API keys", func(ctx context.Context, c *adminclient.Client) error {
+				var k json.RawMessage
+				body := map[string]any{"rate_per_sec": rate, "burst": burst}
+				if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "keys"), body, &k); err != nil {
 					return err
 				}
-				return printJSON(map[string]interface{}{
-					"key_id": k.ID, "secret": k.Secret, "project_id": k.ProjectID,
-					"rate_per_sec": k.RatePerSec, "burst": k.Burst,
-				})
+				return printJSON(k)
 			})
 		},
 	}
@@ -154,8 +145,8 @@ func keyCmd() *cobra.Command {
 		Short: "Revoke an API key (takes effect within the key cache TTL)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				if err := a.RevokeAPIKey(cmd.Context(), args[0]); err != nil {
+			return withAPI(cmd, "revoke API keys", func(ctx context.Context, c *adminclient.Client) error {
+				if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "keys", args[0], "revoke"), nil, nil); err != nil {
 					return err
 				}
 				fmt.Printf("api key %s revoked (refused everywhere within the key cache TTL)\n", args[0])
@@ -168,9 +159,10 @@ func keyCmd() *cobra.Command {
 		Short: "Set or clear (--rate 0) a key's rate limit",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+			return withAPI(cmd, "limit API keys", func(ctx context.Context, c *adminclient.Client) error {
 				b := burstOr(burst, rate)
-				if err := a.SetAPIKeyRateLimit(cmd.Context(), args[0], rate, b); err != nil {
+				body := map[string]any{"rate_per_sec": rate, "burst": b}
+				if err := c.Do(ctx, http.MethodPut, adminclient.Path(nil, "keys", args[0], "limit"), body, nil); err != nil {
 					return err
 				}
 				if rate <= 0 {
@@ -186,18 +178,28 @@ func keyCmd() *cobra.Command {
 	limit.Flags().IntVar(&burst, "burst", 0, "bucket size (default: rate rounded up)")
 	rewrap := &cobra.Command{
 		Use:   "rewrap",
-		Short: "Seal every API key's secret with the active master key (secrets in clear, or under an older master key); safe to run again",
+		Short: "Seal every API key's secret with the server's active master key (secrets in clear, or under an older master key); safe to run again",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				res, err := a.RewrapKeys(cmd.Context())
-				if perr := printJSON(map[string]interface{}{
-					"active_master_key": a.Keys.ActiveID(), "sealed": res.Sealed, "rewrapped": res.Rewrapped,
-					"current": res.Current, "failed": res.Failed,
-				}); perr != nil && err == nil {
-					err = perr
+			return withAPI(cmd, "rewrap API keys", func(ctx context.Context, c *adminclient.Client) error {
+				var res struct {
+					ActiveMasterKey string `json:"active_master_key"`
+					Sealed          int    `json:"sealed"`
+					Rewrapped       int    `json:"rewrapped"`
+					Current         int    `json:"current"`
+					Failed          int    `json:"failed"`
+					Error           string `json:"error,omitempty"`
 				}
-				return err
+				if err := c.Do(ctx, http.MethodPost, "/keys/rewrap", nil, &res); err != nil {
+					return err
+				}
+				if err := printJSON(res); err != nil {
+					return err
+				}
+				if res.Error != "" {
+					return errors.New(res.Error)
+				}
+				return nil
 			})
 		},
 	}
@@ -227,24 +229,8 @@ func codesCmd() *cobra.Command {
 				return err
 			}
 			spec.ExpiresAt = exp
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				bar := newProgress("generating", int64(spec.Count))
-				if batchName == "" {
-					n, err := a.Generate(cmd.Context(), project, spec, bar.Set)
-					bar.Finish()
-					fmt.Fprintf(os.Stderr, "generated %d codes\n", n)
-					return err
-				}
-				// A named batch, as the console makes: the console shows it, and it can be
-				// revoked as a whole.
-				b, err := a.CreateBatch(cmd.Context(), project, batchName, spec, "cli")
-				if err != nil {
-					return err
-				}
-				end, err := a.RunBatch(cmd.Context(), project, b.ID, 0, bar.Set)
-				bar.Finish()
-				fmt.Fprintf(os.Stderr, "generated %d codes in batch %s (%s)\n", end.Done, b.ID, end.Status)
-				return err
+			return withAPI(cmd, "generate codes", func(ctx context.Context, c *adminclient.Client) error {
+				return generate(ctx, c, project, batchName, spec)
 			})
 		},
 	}
@@ -255,7 +241,7 @@ func codesCmd() *cobra.Command {
 	gen.Flags().StringVar(&spec.Prefix, "prefix", "", "text before the random part")
 	gen.Flags().StringVar(&spec.Suffix, "suffix", "", "text after the random part")
 	gen.Flags().StringVar(&expires, "expires-at", "", "code expiry (Unix seconds or RFC 3339)")
-	gen.Flags().StringVar(&batchName, "batch", "", "name the codes as a batch (shown in the console, revocable as a whole)")
+	gen.Flags().StringVar(&batchName, "batch", "cli", "the batch's name (shown in the console, revocable as a whole)")
 	_ = gen.MarkFlagRequired("project")
 
 	imp := &cobra.Command{
@@ -277,16 +263,21 @@ func codesCmd() *cobra.Command {
 				}
 				defer f.Close()
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+			return withAPI(cmd, "import codes", func(ctx context.Context, c *adminclient.Client) error {
 				verb := "importing"
 				if dryRun {
 					verb = "checking"
 				}
-				bar := newProgress(verb, -1)
-				rep, err := a.ImportCSV(cmd.Context(), project, f, admin.ImportOptions{DryRun: dryRun, Progress: bar.Set})
-				bar.Finish()
+				fmt.Fprintf(os.Stderr, "%s %s\n", verb, args[0])
+				q := url.Values{"dry_run": {strconv.FormatBool(dryRun)}}
+				resp, err := c.Send(ctx, http.MethodPost, adminclient.Path(q, "projects", project, "import"), "text/csv", f)
 				if err != nil {
 					return err
+				}
+				defer resp.Body.Close()
+				var rep admin.ImportReport
+				if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+					return fmt.Errorf("read the import report: %w", err)
 				}
 				printImportReport(os.Stderr, rep)
 				if rep.Invalid > 0 {
@@ -313,8 +304,13 @@ func codesCmd() *cobra.Command {
 				defer f.Close()
 				w = f
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				n, err := a.ExportCSV(cmd.Context(), project, time.Now().Unix(), w)
+			return withAPI(cmd, "export codes", func(ctx context.Context, c *adminclient.Client) error {
+				resp, err := c.Send(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "export"), "", nil)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				n, err := copyCSV(w, resp.Body)
 				fmt.Fprintf(os.Stderr, "exported %d codes\n", n)
 				return err
 			})
@@ -328,9 +324,9 @@ func codesCmd() *cobra.Command {
 			Short: use + " codes (takes effect at once)",
 			Args:  cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return withAdmin(cmd.Context(), func(a *admin.Admin) error {
+				return withAPI(cmd, use+" codes", func(ctx context.Context, c *adminclient.Client) error {
 					for _, v := range args {
-						if err := a.SetCodeDisabled(cmd.Context(), project, v, disabled); err != nil {
+						if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "codes", v, use), nil, nil); err != nil {
 							return err
 						}
 						fmt.Printf("code %s %sd in project %s\n", v, use, project)
@@ -353,60 +349,74 @@ func codesCmd() *cobra.Command {
 	return cmd
 }
 
-// adminCmd manages the operator console's accounts from the server: the first account is made
-// here, since the console has no default one.
+// adminCmd manages the operator console's accounts through the admin API (admin role). The
+// first account is made by acv dev, or by an admin through the console.
 func adminCmd() *cobra.Command {
-	cmd := group(&cobra.Command{Use: "admin", Short: "Create operator console accounts"})
+	cmd := group(&cobra.Command{Use: "admin", Short: "Create console accounts and reset their passwords"})
 	var role string
 	create := &cobra.Command{
 		Use:   "create USERNAME",
 		Short: "Create a console account; prints its one-time password, which the first login must change",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := console.ParseRole(role)
-			if err != nil {
-				return err
-			}
-			acc, err := createConsoleAccount(cmd.Context(), args[0], r)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
-			fmt.Println("it is shown once; the first login must replace it")
-			return nil
+			return withAPI(cmd, "create accounts", func(ctx context.Context, c *adminclient.Client) error {
+				var acc adminclient.NewAccount
+				if err := c.Do(ctx, http.MethodPost, "/accounts", map[string]string{"username": args[0], "role": role}, &acc); err != nil {
+					return err
+				}
+				fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
+				fmt.Println("it is shown once; the first login must replace it")
+				return nil
+			})
 		},
 	}
-	create.Flags().StringVar(&role, "role", string(console.RoleAdmin), "viewer, support, operator or admin")
-	cmd.AddCommand(create)
+	create.Flags().StringVar(&role, "role", "admin", "viewer, support, operator or admin")
+	var fromStdin bool
+	reset := &cobra.Command{
+		Use:   "reset-password USERNAME",
+		Short: "Give an account a one-time password (printed, or read with --password-stdin) and end its sessions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var body map[string]string
+			if fromStdin {
+				pw, err := readLine(os.Stdin)
+				if err != nil {
+					return fmt.Errorf("read the password from standard input: %w", err)
+				}
+				body = map[string]string{"password": pw}
+			}
+			return withAPI(cmd, "reset passwords", func(ctx context.Context, c *adminclient.Client) error {
+				id, err := accountID(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				var acc adminclient.NewAccount
+				if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "accounts", id, "reset-password"), body, &acc); err != nil {
+					return err
+				}
+				fmt.Printf("account %s: password reset, its sessions ended\n", acc.Username)
+				if !fromStdin {
+					fmt.Printf("one-time password: %s\nit is shown once; the next login must replace it\n", acc.OneTimePassword)
+				}
+				return nil
+			})
+		},
+	}
+	reset.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the one-time password from standard input instead of drawing one")
+	cmd.AddCommand(create, reset)
 	return cmd
 }
 
-// createConsoleAccount creates an account through the console's own service, which records it
-// in the admin audit log as done by "cli:<user>". It needs PostgreSQL only.
-func createConsoleAccount(ctx context.Context, username string, role console.Role) (console.NewAccount, error) {
-	cfg, err := service.FromEnv()
+// accountID finds an account's id by its username.
+func accountID(ctx context.Context, c *adminclient.Client, username string) (string, error) {
+	as, err := c.Accounts(ctx)
 	if err != nil {
-		return console.NewAccount{}, err
+		return "", err
 	}
-	if cfg.DatabaseURL == "" {
-		return console.NewAccount{}, errors.New("ACV_DATABASE_URL is required")
+	for _, a := range as {
+		if strings.EqualFold(a.Username, username) {
+			return a.ID, nil
+		}
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return console.NewAccount{}, err
-	}
-	defer st.Close()
-	svc, err := console.NewService(console.Config{Store: st})
-	if err != nil {
-		return console.NewAccount{}, err
-	}
-	return svc.CreateAccount(ctx, console.SystemActor("cli:"+osUser()), username, role)
-}
-
-// osUser names who ran the command, for the audit log.
-func osUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return "unknown"
+	return "", fmt.Errorf("no account named %q", username)
 }

@@ -3,20 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/csv"
-	"encoding/hex"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
@@ -50,12 +50,17 @@ func acvBinary(t *testing.T) string {
 	return builtBin
 }
 
-// cli runs acv commands against a fresh Redis and PostgreSQL.
+// cli runs acv commands against an admin API (a console over a fresh Redis and PostgreSQL),
+// logged in with an admin token of the account "root".
 type cli struct {
 	t   *testing.T
 	bin string
 	env []string
-	db  string // the PostgreSQL URL the commands use
+	db  string // the console's PostgreSQL URL
+	// api is the console's address, svc its service, admin the account "root".
+	api   string
+	svc   *console.Service
+	admin store.AdminAccount
 }
 
 func newCLI(t *testing.T) *cli {
@@ -64,16 +69,46 @@ func newCLI(t *testing.T) *cli {
 		t.Skip("builds acv and runs it against real servers")
 	}
 	ctx := context.Background()
-	url := testkit.PostgresDB(t)
-	if err := store.Migrate(ctx, url); err != nil {
+	a, url, _ := testkit.NewAdmin(t)
+	svc, err := console.NewService(console.Config{Store: a.Store, Admin: a, Passwords: console.PasswordParams{MemoryKiB: 1024, Time: 1, Threads: 1}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := testkit.RedisServer(t, localenv.RedisOptions{})
-	var mk [32]byte
-	_, _ = rand.Read(mk[:])
-	env := append(devEnv(), "ACV_REDIS_URL=redis://"+r.Addr+"/0", "ACV_DATABASE_URL="+url,
-		"ACV_MASTER_KEY=cli:"+hex.EncodeToString(mk[:]), "ACV_MASTER_KEY_FILE=", "ACV_LOG_LEVEL=error")
-	return &cli{t: t, bin: acvBinary(t), env: env, db: url}
+	t.Cleanup(svc.Close)
+	srv, err := console.NewServer(svc, console.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	if _, err := svc.CreateAccount(ctx, console.SystemActor("cli:test"), "root", console.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	root, err := a.Store.AdminAccountByUsername(ctx, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cli{t: t, bin: acvBinary(t), db: url, api: hs.URL, svc: svc, admin: root}
+	c.env = append(devEnv(), "XDG_CONFIG_HOME="+t.TempDir(), "ACV_LOG_LEVEL=error", "ACV_ADMIN_URL="+hs.URL,
+		"ACV_ADMIN_TOKEN="+c.token("test", console.RoleAdmin, time.Hour))
+	return c
+}
+
+// token makes an API token of the account "root" with role, lasting ttl.
+func (c *cli) token(name string, role console.Role, ttl time.Duration) string {
+	c.t.Helper()
+	t, err := c.svc.CreateToken(context.Background(), console.Actor{AdminID: c.admin.ID, Username: c.admin.Username, Role: console.RoleAdmin}, name, role, ttl)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return t.Secret
+}
+
+// with is a copy of c whose commands run with the variables vars added (NAME=value).
+func (c *cli) with(vars ...string) *cli {
+	d := *c
+	d.env = append(append([]string(nil), c.env...), vars...)
+	return &d
 }
 
 // run runs acv with args (stdin, when not nil) and returns its stdout, stderr and exit code.
@@ -141,14 +176,14 @@ func TestCLIReadsAndReports(t *testing.T) {
 		t.Fatalf("project create: %+v %v", p, err)
 	}
 	missing := contract.NewID()
-	c.fails([]string{"project", "disable", missing}, "project "+missing+" not found")
-	c.fails([]string{"project", "show", missing}, "project "+missing+" not found")
-	c.fails([]string{"key", "list", "--project", missing}, "project "+missing+" not found")
+	c.fails([]string{"project", "disable", missing}, "Project "+missing+" not found")
+	c.fails([]string{"project", "show", missing}, "Project "+missing+" not found")
+	c.fails([]string{"key", "list", "--project", missing}, "Project "+missing+" not found")
 	c.fails([]string{"codes", "list", "--project", missing}, "not found")
 	c.fails([]string{"key", "create", "--project", missing}, "not found")
 	missingKey := contract.NewKeyID()
 	c.fails([]string{"key", "revoke", missingKey}, "api key "+missingKey+" not found")
-	c.fails([]string{"codes", "disable", "--project", p.ID, "NOPE-1"}, `code "NOPE-1" not found`)
+	c.fails([]string{"codes", "disable", "--project", p.ID, "NOPE-1"}, `Code "NOPE-1" not found`)
 
 	if out := c.ok("project", "disable", p.ID); !strings.Contains(out, "project "+p.ID+" disabled") {
 		t.Errorf("project disable printed %q", out)
@@ -212,7 +247,7 @@ func TestCLIReadsAndReports(t *testing.T) {
 	if table := c.ok("codes", "show", "--project", p.ID, code, "-o", "table"); !strings.Contains(table, "verification history") {
 		t.Errorf("codes show table:\n%s", table)
 	}
-	c.fails([]string{"codes", "show", "--project", p.ID, "NOPE-2"}, `code "NOPE-2" not found in project `+p.ID)
+	c.fails([]string{"codes", "show", "--project", p.ID, "NOPE-2"}, `Code "NOPE-2" not found in project `+p.ID)
 
 	var shownP contract.Project
 	if err := json.Unmarshal([]byte(c.ok("project", "show", p.ID)), &shownP); err != nil || shownP.Statistics == nil ||
@@ -228,7 +263,7 @@ func TestCLIReadsAndReports(t *testing.T) {
 	}
 	c.fails([]string{"project", "list", "--output", "yaml"}, "json or table")
 
-	// What export writes, import reads; off a terminal, progress is plain lines with a count.
+	// What export writes, import reads.
 	exported := c.ok("codes", "export", "--project", p.ID)
 	if rows, err := csv.NewReader(strings.NewReader(exported)).ReadAll(); err != nil || len(rows) != 6 {
 		t.Fatalf("export: %v\n%s", err, exported)
@@ -238,7 +273,7 @@ func TestCLIReadsAndReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errs, rc := c.run([]byte(exported), "codes", "import", "--project", q.ID, "-")
-	if rc != 0 || !strings.Contains(errs, "importing: 5 codes") || !strings.Contains(errs, "read 5 rows: 5 new codes imported") {
+	if rc != 0 || !strings.Contains(errs, "read 5 rows: 5 new codes imported") {
 		t.Errorf("import of an export: exit %d\n%s", rc, errs)
 	}
 	bad := []byte("code,expires_at\nG1,\nG2,someday\nG3,\n")
@@ -259,6 +294,16 @@ func TestCLIReadsAndReports(t *testing.T) {
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "CLI run")
 	if rc != 0 || !strings.Contains(errs, "generated 4 codes in batch ") || !strings.Contains(errs, "(done)") {
 		t.Errorf("generate a batch: exit %d\n%s", rc, errs)
+	}
+	m := regexp.MustCompile(`in batch ([0-9a-f]{32}) `).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("no batch id in %q", errs)
+	}
+	if table := c.ok("batch", "list", "--project", q.ID, "-o", "table"); !strings.Contains(table, m[1]) || !strings.Contains(table, "CLI run") {
+		t.Errorf("batch list table:\n%s", table)
+	}
+	if out := c.ok("batch", "revoke", "--project", q.ID, m[1]); !strings.Contains(out, "codes disabled: 4") {
+		t.Errorf("batch revoke printed %q", out)
 	}
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "4", "--batch", "   ")
 	if rc == 0 || !strings.Contains(errs, "needs a name") {
@@ -347,8 +392,8 @@ func TestCLIProjectStats(t *testing.T) {
 	}
 
 	missing := contract.NewID()
-	c.fails([]string{"project", "stats", missing}, "project "+missing+" not found")
-	c.fails([]string{"project", "stats", "not-an-id"}, "project not-an-id not found")
+	c.fails([]string{"project", "stats", missing}, "Project "+missing+" not found")
+	c.fails([]string{"project", "stats", "not-an-id"}, "Project not-an-id not found")
 	c.fails([]string{"project", "stats"}, "accepts 1 arg")
 	c.fails([]string{"project", "stats", p.ID, "-o", "yaml"}, "json or table")
 }

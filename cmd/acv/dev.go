@@ -209,6 +209,13 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	cfg.AdminListener = adminLn
+	urls := devURLs{api: "http://" + ln.Addr().String(), console: consoleURL(adminLn)}
+	if adminLn != nil {
+		urls.admin = "http://" + adminLn.Addr().String()
+		if urls.adminToken, err = devAdminToken(ctx, cfg, dir); err != nil {
+			return err
+		}
+	}
 	kafka := "none: the relay writes the logs to PostgreSQL"
 	if cfg.UsesKafka() {
 		kafka = strings.Join(cfg.KafkaBrokers, ",") + kafkaNote
@@ -227,7 +234,8 @@ func runDev(ctx context.Context, o devOptions) error {
 		defer prom.Stop(10 * time.Second)
 	}
 	envFile := filepath.Join(dir, "env")
-	if err := writeDevEnv(envFile, cfg, keyFile, devURLs{api: "http://" + ln.Addr().String(), console: consoleURL(adminLn), metrics: metricsURL, prometheus: prom}, d); err != nil {
+	urls.metrics, urls.prometheus = metricsURL, prom
+	if err := writeDevEnv(envFile, cfg, keyFile, urls, d); err != nil {
 		return err
 	}
 	// The URLs with their passwords are in the env file (0600), not on the terminal.
@@ -304,6 +312,9 @@ func killStaleKafka(dir string) {
 type devURLs struct {
 	api, console, metrics string         // console is empty when the console is off
 	prometheus            *devPrometheus // nil without --prometheus
+	// admin is the console's address and adminToken the acv command's token for its API;
+	// both empty without a console, the token empty without the "admin" account.
+	admin, adminToken string
 }
 
 // consoleURL is the operator console's address on ln, empty when the console is off.
@@ -346,6 +357,11 @@ func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, 
 	}
 	for _, v := range vars {
 		fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
+	}
+	if urls.adminToken != "" {
+		b.WriteString("\n# The acv command's login to the console's admin API: a token of the \"admin\" account\n")
+		b.WriteString("# (also in admin.token beside this file), so acv project list and the like work at once.\n")
+		fmt.Fprintf(&b, "export ACV_ADMIN_URL=%s\nexport ACV_ADMIN_TOKEN=%s\n", shellQuote(urls.admin), shellQuote(urls.adminToken))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -147,14 +147,23 @@ func TestDevRunsInsidePrivateDirectory(t *testing.T) {
 		if want := "export ACV_MASTER_KEY_FILE='" + filepath.Join(data, "master.key") + "'"; !strings.Contains(string(env), want) {
 			t.Errorf("run %d: .acv/env lacks %q:\n%s", run, want, env)
 		}
+		// It logs the CLI in to the console's admin API with a token kept beside it, which a
+		// restart reuses; no configuration directory is involved.
+		tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+		if fi, serr := os.Stat(filepath.Join(data, "admin.token")); err != nil || serr != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("run %d: admin.token: %v %v", run, err, serr)
+		}
+		if want := "export ACV_ADMIN_TOKEN='" + strings.TrimSpace(string(tok)) + "'"; !strings.Contains(string(env), want) || !strings.Contains(string(env), "export ACV_ADMIN_URL='http://") {
+			t.Errorf("run %d: .acv/env lacks the admin API's URL and %q:\n%s", run, want, env)
+		}
 		// Sourced (twice, as a second terminal or a re-run does), it puts this acv first on
 		// PATH, once: the README's `source .acv/env; acv project list` works as written.
-		sh := exec.Command("bash", "-c", `source "$1" && source "$1" && command -v acv && acv project create --name FromEnv && printf 'PATH=%s\n' "$PATH"`,
+		sh := exec.Command("bash", "-c", `source "$1" && source "$1" && command -v acv && acv project create --name FromEnv && acv project list -o table && printf 'PATH=%s\n' "$PATH"`,
 			"bash", filepath.Join(data, "env"))
-		sh.Env = devEnv()
+		sh.Env = append(devEnv(), "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
 		out, err := sh.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), `"FromEnv"`) {
-			t.Errorf("run %d: source .acv/env && acv project create: %v\n%s", run, err, out)
+		if err != nil || !strings.Contains(string(out), `"FromEnv"`) || strings.Count(string(out), "FromEnv") != 1+run {
+			t.Errorf("run %d: source .acv/env && acv project create && acv project list: %v\n%s", run, err, out)
 		}
 		if first, _, _ := strings.Cut(string(out), "\n"); first != h.bin {
 			t.Errorf("run %d: after source .acv/env, acv is %q, want %s", run, first, h.bin)
@@ -276,7 +285,7 @@ func devEnv() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "KAFKA_BROKERS", "ACV_PIPELINE", "ACV_HTTP_ADDR", "ACV_ROLES", "ACV_LOG_LEVEL", "ACV_DEBUG_ADDR",
-			"ACV_DEV_PROMETHEUS", "ACV_DEV_PROMETHEUS_ADDR", "ACV_DEV_KAFKA":
+			"ACV_DEV_PROMETHEUS", "ACV_DEV_PROMETHEUS_ADDR", "ACV_DEV_KAFKA", "ACV_ADMIN_URL", "ACV_ADMIN_TOKEN":
 			continue
 		}
 		env = append(env, kv)

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/internal/service"
-	"github.com/acv/acv/store"
 )
 
-// logsCmd groups the operator commands of the verification-log store.
+// logsCmd groups the commands of the verification-log partitions, run by the server through
+// the admin API.
 func logsCmd() *cobra.Command {
 	cmd := group(&cobra.Command{
 		Use:   "logs",
@@ -20,7 +23,8 @@ func logsCmd() *cobra.Command {
 	return cmd
 }
 
-// logsMaintainCmd runs one partition maintenance, as the relay and consumer processes do hourly.
+// logsMaintainCmd runs one partition maintenance on the server, as the relay and consumer
+// processes do hourly.
 func logsMaintainCmd() *cobra.Command {
 	var (
 		retention string
@@ -28,45 +32,47 @@ func logsMaintainCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "maintain",
-		Short: "Create the log partitions of the days ahead and drop those past ACV_LOG_RETENTION",
-		Long: "Creates verification_logs' day partitions from today to --ahead days after, moves rows the\n" +
-			"default partition holds into their day's partition, and drops the partitions wholly older\n" +
-			"than the retention (ACV_LOG_RETENTION days, default 400; 0 keeps every day). The relay and\n" +
-			"consumer processes run the same every hour; an advisory lock makes concurrent runs take turns.",
+		Short: "Create the log partitions of the days ahead and drop those past the server's retention (admin)",
+		Long: "Has the server create verification_logs' day partitions from today to --ahead days after, move\n" +
+			"rows the default partition holds into their day's partition, and drop the partitions wholly older\n" +
+			"than the retention (the server's ACV_LOG_RETENTION days, default 400, or --retention; 0 keeps every\n" +
+			"day). The relay and consumer processes run the same every hour; an advisory lock makes concurrent\n" +
+			"runs take turns.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := service.FromEnv()
-			if err != nil {
-				return err
-			}
-			policy := service.LogPolicy(cfg)
+			body := map[string]any{}
 			if cmd.Flags().Changed("retention") {
-				if policy.RetentionDays, err = service.ParseLogRetention(retention); err != nil {
+				days, err := service.ParseLogRetention(retention)
+				if err != nil {
 					return fmt.Errorf("--retention: %w", err)
 				}
+				body["retention_days"] = days
 			}
-			policy.Ahead = ahead
-			st, err := openLogStore(cmd)
-			if err != nil {
-				return err
+			if cmd.Flags().Changed("ahead") {
+				body["ahead"] = ahead
 			}
-			defer st.Close()
-			res, err := st.MaintainLogPartitions(cmd.Context(), time.Now(), policy)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if res.Busy {
-				fmt.Fprintln(out, "another process is maintaining the log partitions; nothing done")
+			return withAPI(cmd, "maintain the log partitions", func(ctx context.Context, c *adminclient.Client) error {
+				var res struct {
+					Busy             bool
+					Created, Dropped []string
+					Moved, Purged    int64
+				}
+				if err := c.Do(ctx, http.MethodPost, "/logs/maintain", body, &res); err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if res.Busy {
+					fmt.Fprintln(out, "another process is maintaining the log partitions; nothing done")
+					return nil
+				}
+				fmt.Fprintf(out, "created %d partition(s) %v, dropped %d %v; moved %d row(s) out of the default partition, purged %d\n",
+					len(res.Created), res.Created, len(res.Dropped), res.Dropped, res.Moved, res.Purged)
 				return nil
-			}
-			fmt.Fprintf(out, "created %d partition(s) %v, dropped %d %v; moved %d row(s) out of the default partition, purged %d\n",
-				len(res.Created), res.Created, len(res.Dropped), res.Dropped, res.Moved, res.Purged)
-			return nil
+			})
 		},
 	}
-	cmd.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides ACV_LOG_RETENTION; 0 keeps every day)")
-	cmd.Flags().IntVar(&ahead, "ahead", store.DefaultLogPartitionsAhead, "days after today that get their partition")
+	cmd.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides the server's ACV_LOG_RETENTION; 0 keeps every day)")
+	cmd.Flags().IntVar(&ahead, "ahead", 0, "days after today that get their partition (default the server's)")
 	return cmd
 }
 
@@ -77,36 +83,27 @@ func logsPartitionsCmd() *cobra.Command {
 		Short: "List the verification-log partitions and their ranges",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openLogStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			parts, err := st.LogPartitions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			rows := [][]string{{"PARTITION", "FROM", "TO"}}
-			for _, p := range parts {
-				if p.Default {
-					rows = append(rows, []string{p.Name, "(default)", ""})
-					continue
+			return withAPI(cmd, "read the log partitions", func(ctx context.Context, c *adminclient.Client) error {
+				var body struct {
+					Items []struct {
+						Name     string
+						From, To *int64
+						Default  bool
+					}
 				}
-				rows = append(rows, []string{p.Name, p.From.Format(time.RFC3339), p.To.Format(time.RFC3339)})
-			}
-			return printTable(cmd.OutOrStdout(), rows)
+				if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
+					return err
+				}
+				rows := [][]string{{"PARTITION", "FROM", "TO"}}
+				for _, p := range body.Items {
+					if p.Default {
+						rows = append(rows, []string{p.Name, "(default)", ""})
+						continue
+					}
+					rows = append(rows, []string{p.Name, time.Unix(*p.From, 0).UTC().Format(time.RFC3339), time.Unix(*p.To, 0).UTC().Format(time.RFC3339)})
+				}
+				return printTable(cmd.OutOrStdout(), rows)
+			})
 		},
 	}
-}
-
-// openLogStore opens the store at ACV_DATABASE_URL; the log commands need nothing else.
-func openLogStore(cmd *cobra.Command) (*store.Store, error) {
-	cfg, err := service.FromEnv()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.DatabaseURL == "" {
-		return nil, fmt.Errorf("ACV_DATABASE_URL is required")
-	}
-	return store.Open(cmd.Context(), cfg.DatabaseURL)
 }

@@ -33,7 +33,8 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd(), adminCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd(), adminCmd(),
+		batchCmd(), loginCmd(), logoutCmd(), tokenCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		logs.Close()
 		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))

@@ -15,7 +15,7 @@ import (
 // the end, so the output stays readable.
 type progress struct {
 	what  string
-	total int64 // -1 when unknown
+	total int64
 	w     io.Writer
 	bar   *progressbar.ProgressBar
 
@@ -45,7 +45,7 @@ func newProgress(what string, total int64) *progress {
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("codes"),
 			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(total > 0),
+			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionFullWidth(),
 			progressbar.OptionShowElapsedTimeOnFinish(),
@@ -90,10 +90,9 @@ func (p *progress) line(now time.Time) {
 	if s := el.Seconds(); s > 0 {
 		rate = float64(p.done) / s
 	}
+	pct := 100.0
 	if p.total > 0 {
-		fmt.Fprintf(p.w, "%s: %d of %d codes (%.0f%%), %.0f codes/s, %s elapsed\n", p.what, p.done, p.total,
-			100*float64(p.done)/float64(p.total), rate, el.Round(time.Second))
-		return
+		pct = 100 * float64(p.done) / float64(p.total)
 	}
-	fmt.Fprintf(p.w, "%s: %d codes, %.0f codes/s, %s elapsed\n", p.what, p.done, rate, el.Round(time.Second))
+	fmt.Fprintf(p.w, "%s: %d of %d codes (%.0f%%), %.0f codes/s, %s elapsed\n", p.what, p.done, p.total, pct, rate, el.Round(time.Second))
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 )
@@ -103,8 +107,8 @@ func projectListCmd() *cobra.Command {
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				ps, err := a.Projects(cmd.Context())
+			return withAPI(cmd, "list projects", func(ctx context.Context, c *adminclient.Client) error {
+				ps, err := c.Projects(ctx)
 				if err != nil {
 					return err
 				}
@@ -132,9 +136,9 @@ func projectShowCmd() *cobra.Command {
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				p, err := a.Project(cmd.Context(), args[0], time.Now().Unix())
-				if err != nil {
+			return withAPI(cmd, "read projects", func(ctx context.Context, c *adminclient.Client) error {
+				var p contract.Project
+				if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0]), nil, &p); err != nil {
 					return err
 				}
 				return render(out, p, func() [][]string {
@@ -174,11 +178,14 @@ func keyListCmd() *cobra.Command {
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				ks, err := a.APIKeys(cmd.Context(), project)
-				if err != nil {
+			return withAPI(cmd, "list API keys", func(ctx context.Context, c *adminclient.Client) error {
+				var body struct {
+					Items []apiKey `json:"items"`
+				}
+				if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "keys"), nil, &body); err != nil {
 					return err
 				}
+				ks := body.Items
 				return render(out, ks, func() [][]string {
 					rows := [][]string{{"KEY_ID", "STATUS", "RATE_PER_SEC", "BURST", "CREATED_AT", "REVOKED_AT"}}
 					for _, k := range ks {
@@ -228,10 +235,16 @@ func codesListCmd() *cobra.Command {
 				}
 				q.State = st
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				now := time.Now().Unix()
-				pg, err := a.ListCodes(cmd.Context(), project, q, now)
-				if err != nil {
+			return withAPI(cmd, "list codes", func(ctx context.Context, c *adminclient.Client) error {
+				v := url.Values{"page": {strconv.Itoa(q.Page)}, "page_size": {strconv.Itoa(q.PageSize)}}
+				if q.Search != "" {
+					v.Set("search", q.Search)
+				}
+				if q.State != "" {
+					v.Set("status", string(q.State))
+				}
+				var pg contract.CodePage
+				if err := c.Do(ctx, http.MethodGet, adminclient.Path(v, "projects", project, "codes"), nil, &pg); err != nil {
 					return err
 				}
 				if out == "table" {
@@ -257,6 +270,16 @@ func codesListCmd() *cobra.Command {
 	return cmd
 }
 
+// apiKey is a key as the API lists it, never with its secret.
+type apiKey struct {
+	ID         string  `json:"key_id"`
+	Revoked    bool    `json:"revoked"`
+	RevokedAt  *int64  `json:"revoked_at"`
+	RatePerSec float64 `json:"rate_per_sec"`
+	Burst      int     `json:"burst"`
+	CreatedAt  int64   `json:"created_at"`
+}
+
 // codeState names a listed code's state from its flags.
 func codeState(c contract.Code) string {
 	switch {
@@ -280,9 +303,9 @@ func codesShowCmd() *cobra.Command {
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				c, err := a.Code(cmd.Context(), project, args[0], time.Now().Unix())
-				if err != nil {
+			return withAPI(cmd, "read codes", func(ctx context.Context, ac *adminclient.Client) error {
+				var c admin.CodeWithHistory
+				if err := ac.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "codes", args[0]), nil, &c); err != nil {
 					return err
 				}
 				if out == "table" {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
+	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/telemetry"
 	"github.com/acv/acv/store"
@@ -26,17 +28,60 @@ func serveCmd() *cobra.Command {
 }
 
 func migrateCmd() *cobra.Command {
-	return &cobra.Command{
+	var firstAdmin string
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the database migrations to ACV_DATABASE_URL",
+		Long: "Apply the database migrations to ACV_DATABASE_URL.\n\n" +
+			"--admin NAME also creates the console's first account, an admin, when the database has no account\n" +
+			"yet, and prints its one-time password: every other account and token is then made through the\n" +
+			"admin API (acv login, acv admin create, acv token create).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := service.FromEnv()
 			if err != nil {
 				return err
 			}
-			return store.Migrate(cmd.Context(), cfg.DatabaseURL)
+			if err := store.Migrate(cmd.Context(), cfg.DatabaseURL); err != nil {
+				return err
+			}
+			if firstAdmin == "" {
+				return nil
+			}
+			return createFirstAdmin(cmd.Context(), cfg.DatabaseURL, firstAdmin)
 		},
 	}
+	cmd.Flags().StringVar(&firstAdmin, "admin", "", "create the first console account, an admin, with this name (when there is none)")
+	return cmd
+}
+
+// createFirstAdmin creates the console's first account when it has none, recorded in the
+// admin audit log as done by acv migrate.
+func createFirstAdmin(ctx context.Context, databaseURL, username string) error {
+	st, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	accounts, err := st.AdminAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	if len(accounts) > 0 {
+		fmt.Printf("the console has accounts already; no account created (an admin makes more: acv admin create)\n")
+		return nil
+	}
+	svc, err := console.NewService(console.Config{Store: st})
+	if err != nil {
+		return err
+	}
+	acc, err := svc.CreateAccount(ctx, console.SystemActor("acv migrate"), username, console.RoleAdmin)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("account %s (admin) created\none-time password: %s\nit is shown once; the first login, in the console, must replace it (then acv login)\n",
+		acc.Username, acc.OneTimePassword)
+	return nil
 }
 
 // runTraced runs the service with the tracer cfg.Tracing (the OTEL_* variables) asks for, flushing its

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/api/adminclient"
+	"github.com/acv/acv/api/contract"
 )
 
 // projectStatsCmd prints what the API's statistics endpoint answers for a project: its codes
@@ -24,9 +26,9 @@ func projectStatsCmd() *cobra.Command {
 			if err := checkOutput(out); err != nil {
 				return err
 			}
-			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				st, err := a.Statistics(cmd.Context(), args[0], time.Now().Unix())
-				if err != nil {
+			return withAPI(cmd, "read projects", func(ctx context.Context, c *adminclient.Client) error {
+				var st contract.ProjectStatistics
+				if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0], "statistics"), nil, &st); err != nil {
 					return err
 				}
 				if out != "table" {

@@ -159,8 +159,9 @@ func (s *Service) SetAccountRole(ctx context.Context, a Actor, id string, role R
 }
 
 // ResetPassword gives an account a new one-time password (admin only): its sessions end, and
-// its next login must change the password first. The password is returned once.
-func (s *Service) ResetPassword(ctx context.Context, a Actor, id string) (NewAccount, error) {
+// its next login must change the password first. password "" draws one; otherwise that one is
+// set (the admin passes it on out of band). The password is returned once.
+func (s *Service) ResetPassword(ctx context.Context, a Actor, id, password string) (NewAccount, error) {
 	if err := a.require(RoleAdmin); err != nil {
 		return NewAccount{}, err
 	}
@@ -171,7 +172,15 @@ func (s *Service) ResetPassword(ctx context.Context, a Actor, id string) (NewAcc
 	if err != nil {
 		return NewAccount{}, err
 	}
-	pw, hash, err := s.oneTimePassword()
+	var pw, hash string
+	if password == "" {
+		pw, hash, err = s.oneTimePassword()
+	} else if err = checkNewPassword(password, acc.Username); err != nil {
+		err = contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+	} else {
+		pw = password
+		hash, err = HashPassword(s.cfg.Passwords, pw)
+	}
 	if err != nil {
 		return NewAccount{}, err
 	}

@@ -63,8 +63,17 @@ func (s *Server) setAccountRole(c *gin.Context, se *Session) error {
 	return nil
 }
 
+// resetPassword draws a one-time password, or sets the body's password when it has one.
 func (s *Server) resetPassword(c *gin.Context, se *Session) error {
-	acc, err := s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"))
+	var b struct {
+		Password string `json:"password"`
+	}
+	if c.Request.ContentLength != 0 {
+		if err := s.bindJSON(c, &b); err != nil {
+			return err
+		}
+	}
+	acc, err := s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), b.Password)
 	if err != nil {
 		return err
 	}

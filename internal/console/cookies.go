@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -35,6 +36,9 @@ func (s *Server) clearSessionCookie(c *gin.Context) {
 
 // session is the request's valid session, or errNoSession.
 func (s *Server) session(c *gin.Context) (*Session, error) {
+	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+		return s.svc.SessionByAPIToken(c.Request.Context(), strings.TrimSpace(bearer))
+	}
 	ck, err := c.Request.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
 		return nil, errNoSession

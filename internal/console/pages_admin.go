@@ -111,7 +111,7 @@ func (s *Server) accountRoleSubmit(c *gin.Context, se *Session) error {
 }
 
 func (s *Server) accountResetSubmit(c *gin.Context, se *Session) error {
-	acc, err := s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"))
+	acc, err := s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), "")
 	if err != nil {
 		return err
 	}

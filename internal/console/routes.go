@@ -59,6 +59,7 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.createKey},
 		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, handler: s.revokeKey},
 		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, handler: s.limitKey},
+		{Method: post, Path: "/keys/rewrap", Need: RoleAdmin, handler: s.rewrapKeys},
 
 		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, handler: s.listCodes},
 		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, handler: s.getCode},
@@ -78,6 +79,8 @@ func (s *Server) routes() []Route {
 
 		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.listLogs},
 		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
+		{Method: get, Path: "/logs/partitions", Need: RoleViewer, handler: s.listLogPartitions},
+		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, handler: s.maintainLogs},
 
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.listAudit},
 		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
@@ -90,12 +93,16 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.enableAccount},
 		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.setAccountRole},
 		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.resetPassword},
+
+		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.listTokens},
+		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.createToken},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.revokeToken},
 	}
 }
 
 // chain is a route's handlers, in the order a request is refused: no session 401, a password
 // still to change 403, a role too low 403; only then is the body read, at most the route's
-// MaxBody (413 past it, boundBody): a missing or wrong CSRF token 403 (a form may carry it), a
+// MaxBody (413 past it, boundBody): a cookie session's missing or wrong CSRF token 403 (a form may carry it), a
 // query not UTF-8 400 (requireUTF8); then the handler. An anonymous route bounds its body at
 // once.
 func (s *Server) chain(r Route) []gin.HandlerFunc {
@@ -115,7 +122,8 @@ func (s *Server) chain(r Route) []gin.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if se.Account.MustChangePassword && !r.DuringPasswordChange {
+		// A token does not hang on the password: the one-time password binds browser logins.
+		if se.Account.MustChangePassword && se.apiToken == nil && !r.DuringPasswordChange {
 			return errMustChange
 		}
 		if err := se.Actor("").require(r.Need); err != nil {

@@ -1,8 +1,8 @@
 // Package console is the operator console: accounts with roles, sessions, CSRF protection, the
 // admin audit log, and the admin HTTP API (JSON under /admin/api/v1) on a listener of its own
-// (ACV_ADMIN_ADDR). Its operator actions are internal/admin's, the very functions the acv
-// command runs, so the CLI and the console never hold the same logic twice; the console adds
-// who may do them, and the record of who did.
+// (ACV_ADMIN_ADDR). Its operator actions are internal/admin's; the console adds who may do
+// them, and the record of who did. The acv command is a client of this API (API tokens,
+// tokens.go), so a change made from the command line is checked and recorded alike.
 //
 // Two layers: Service (this file and the service files beside it) performs an action for an
 // Actor, checks the actor's role and records the action in the audit log; Server (server.go
@@ -54,6 +54,9 @@ type Config struct {
 	Outbox OutboxReader
 	// Relays counts the relays alive for the dashboard; not shown when nil.
 	Relays RelayCounter
+	// LogPolicy is the verification-log partitions' policy a maintenance run through the API
+	// applies; store.DefaultLogPolicy() when zero.
+	LogPolicy store.LogPolicy
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the
@@ -113,9 +116,9 @@ type Actor struct {
 	IP       string // client address, through trusted proxies only; "" for the command line
 }
 
-// SystemActor is the acv command run on a server by someone who holds its database URL:
-// already able to do anything, so it acts as an admin. name says who, for the audit log (e.g.
-// "cli:root").
+// SystemActor is acv migrate or acv dev making the first account, run on a server by someone
+// who holds its database URL: already able to do anything, so it acts as an admin. name says
+// who, for the audit log (e.g. "acv migrate").
 func SystemActor(name string) Actor { return Actor{Username: name, Role: RoleAdmin} }
 
 // errNoOperatorActions: the Service was built without an admin.Admin.

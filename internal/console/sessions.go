@@ -43,6 +43,10 @@ type Session struct {
 	Account store.AdminAccount
 	// ExpiresAt is the absolute end of the session.
 	ExpiresAt time.Time
+	// apiToken is the bearer token the request came with, nil for a cookie session. Such a
+	// request needs no CSRF token (no browser sends it by itself) and its actions are recorded
+	// under the token's name too.
+	apiToken *Token
 }
 
 // CSRFToken is the value every unsafe request of this session must carry (csrf.go): an HMAC of
@@ -57,7 +61,11 @@ func (se *Session) CSRFToken() string {
 
 // Actor is the session's account acting from ip.
 func (se *Session) Actor(ip string) Actor {
-	return Actor{AdminID: se.Account.ID, Username: se.Account.Username, Role: Role(se.Account.Role), IP: ip}
+	name := se.Account.Username
+	if se.apiToken != nil {
+		name = fmt.Sprintf("%s (token %s %s)", name, se.apiToken.Name, se.apiToken.ID)
+	}
+	return Actor{AdminID: se.Account.ID, Username: name, Role: Role(se.Account.Role), IP: ip}
 }
 
 // errNoSession is every reason a request has no valid session: no cookie, an unknown token,
@@ -118,8 +126,12 @@ func (s *Service) SessionByToken(ctx context.Context, token string) (*Session, e
 	return &Session{id: row.ID, token: raw, Account: row.Admin, ExpiresAt: row.ExpiresAt}, nil
 }
 
-// Logout ends a session and records it.
+// Logout ends a session and records it; for a bearer token, it revokes the token.
 func (s *Service) Logout(ctx context.Context, se *Session, ip string) error {
+	if se.apiToken != nil {
+		_, err := s.RevokeToken(ctx, se.Actor(ip), se.apiToken.ID)
+		return err
+	}
 	if err := s.store.RevokeAdminSession(ctx, se.id, s.now()); err != nil {
 		return err
 	}

@@ -8,7 +8,8 @@
 //
 // A list per program: what `acv serve` and the operator commands read (Service), what `acv dev`
 // reads beside it (Dev), and what the test kit reads (Test). A program that gains variables
-// gets a list of its own, added to all.
+// gets a list of its own, added to all; CLI is what the acv command reads as a client of the
+// admin API.
 package settings
 
 import (
@@ -23,8 +24,8 @@ type Setting struct {
 	Name, Default, Meaning string
 }
 
-// Service lists what `acv serve` and the operator commands (acv migrate, project, key, codes,
-// logs, admin) read: the service's configuration, README's table.
+// Service lists what `acv serve`, `acv migrate` and `acv logs` read: the service's
+// configuration, README's table.
 var Service = []Setting{
 	{"ACV_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on"},
 	{"ACV_REDIS_URL", "", "Redis URL, e.g. redis://127.0.0.1:6379/0; a Redis Cluster as `redis-cluster://host1:port1?addr=host2:port2&addr=host3:port3` (any nodes, the others are discovered; `rediss-cluster://` for TLS; go-redis' `redis://host1:port1?addr=…` form means a cluster too)"},
@@ -42,7 +43,7 @@ var Service = []Setting{
 	{"ACV_SHUTDOWN_DRAIN", "15s", "how long shutdown waits for in-flight requests"},
 	{"ACV_DEBUG_ADDR", "", "address serving /metrics and /debug/pprof (off when empty)"},
 	{"ACV_TRUSTED_PROXIES", "", "comma-separated proxy CIDRs whose X-Forwarded-For is believed"},
-	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated `kid:hex` entries, the first sealing and the others only opening (rotation); required by the api role and the admin commands"},
+	{"ACV_MASTER_KEY", "", "master key(s) sealing the API keys' secrets at rest: 64 hex characters, or comma-separated `kid:hex` entries, the first sealing and the others only opening (rotation); required by the api role"},
 	{"ACV_MASTER_KEY_FILE", "", "file holding the master key(s) instead, one `kid:hex` (or hex) a line, the first line sealing; `#` starts a comment"},
 	{"ACV_REDIS_POOL_SIZE", "256", "Redis connections per process (on a cluster: per node)"},
 	{"ACV_REDIS_COALESCE", "8", "senders that pipeline concurrent hot-path calls together (0: one round trip per call)"},
@@ -81,8 +82,15 @@ var Test = []Setting{
 	{"ACV_TEST_TIMINGS", "", "file each test binary appends its reported figures to (`make test` prints it at the end); empty: none"},
 }
 
+// CLI lists what the acv command reads to reach the admin API (project, key, codes, token and
+// admin commands); without them it uses what acv login stored.
+var CLI = []Setting{
+	{"ACV_ADMIN_URL", "", "the admin API's address for the acv command, e.g. http://127.0.0.1:8081 (the console's); overrides acv login's"},
+	{"ACV_ADMIN_TOKEN", "", "the admin API token the acv command sends (acv token create); overrides acv login's"},
+}
+
 // all is every list: a name is read only if it has a row in one of them.
-var all = [][]Setting{Service, Dev, Test}
+var all = [][]Setting{Service, Dev, Test, CLI}
 
 // row returns name's row; a name without one is a programming error, so it panics.
 func row(name string) Setting {

@@ -208,6 +208,19 @@ CREATE TABLE public.admin_sessions (
     CONSTRAINT admin_sessions_id_check CHECK ((length(id) = 32))
 );
 
+CREATE TABLE public.admin_tokens (
+    id uuid NOT NULL,
+    hash bytea NOT NULL,
+    name text NOT NULL,
+    admin_id uuid NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    CONSTRAINT admin_tokens_hash_check CHECK ((length(hash) = 32))
+);
+
 CREATE TABLE public.admins (
     id uuid NOT NULL,
     username text NOT NULL,
@@ -367,6 +380,12 @@ ALTER TABLE ONLY public.admin_login_throttle
 ALTER TABLE ONLY public.admin_sessions
     ADD CONSTRAINT admin_sessions_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.admin_tokens
+    ADD CONSTRAINT admin_tokens_hash_key UNIQUE (hash);
+
+ALTER TABLE ONLY public.admin_tokens
+    ADD CONSTRAINT admin_tokens_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.admins
     ADD CONSTRAINT admins_pkey PRIMARY KEY (id);
 
@@ -421,6 +440,8 @@ CREATE INDEX admin_audit_project_idx ON public.admin_audit USING btree (project_
 CREATE INDEX admin_sessions_admin_idx ON public.admin_sessions USING btree (admin_id) WHERE (revoked_at IS NULL);
 
 CREATE INDEX admin_sessions_expires_idx ON public.admin_sessions USING btree (expires_at);
+
+CREATE INDEX admin_tokens_admin_idx ON public.admin_tokens USING btree (admin_id);
 
 CREATE INDEX api_keys_project_idx ON public.api_keys USING btree (project_id);
 
@@ -484,6 +505,9 @@ CREATE TRIGGER codes_values_truncate AFTER TRUNCATE ON public.codes FOR EACH STA
 
 ALTER TABLE ONLY public.admin_sessions
     ADD CONSTRAINT admin_sessions_admin_id_fkey FOREIGN KEY (admin_id) REFERENCES public.admins(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.admin_tokens
+    ADD CONSTRAINT admin_tokens_admin_id_fkey FOREIGN KEY (admin_id) REFERENCES public.admins(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_project_id_fkey FOREIGN KEY (project_id) REFERENCES public.projects(id) ON DELETE CASCADE;

@@ -1,0 +1,235 @@
+// Package adminclient is a client of acv's admin API (the console's JSON API under
+// /admin/api/v1), as the acv command uses it: every call carries an API token, so the server
+// checks it against the token's role and records each change in the admin audit log. It
+// imports only the contract and the standard library.
+package adminclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+)
+
+// Prefix is where the admin API is served on the console's address.
+const Prefix = "/admin/api/v1"
+
+// Client calls one admin API with one token.
+type Client struct {
+	// URL is the console's address, e.g. http://127.0.0.1:8081; the API is under Prefix.
+	URL string
+	// Token is the API token sent as "Authorization: Bearer"; empty sends none (a login).
+	Token string
+	// HTTP sends the requests; a client with a one-minute timeout when nil.
+	HTTP *http.Client
+	// Header is sent on every request beside the token: a login's CSRF token.
+	Header http.Header
+}
+
+// Error is a refusal of the API: its status and the sentence of its {"detail"} body.
+type Error struct {
+	Status int
+	Detail string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Detail, e.Status) }
+
+// StatusOf is the HTTP status of an API refusal, 0 for any other error.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+var defaultHTTP = &http.Client{Timeout: time.Minute}
+
+// Do sends a JSON request (body nil for none) and decodes a 2xx answer into out (nil to
+// ignore it). A non-2xx answer is an *Error.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	resp, err := c.Send(ctx, method, path, "application/json", r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read the answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Send sends a request with a body of any type (a CSV import) and returns a 2xx answer for the
+// caller to read and close (an export); a non-2xx answer is an *Error.
+func (c *Client) Send(ctx context.Context, method, path, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.URL, "/")+Prefix+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("admin API request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	h := c.HTTP
+	if h == nil {
+		h = defaultHTTP
+	}
+	resp, err := h.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach the admin API at %s: %w", c.URL, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Detail string `json:"detail"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(b, &e) != nil || e.Detail == "" {
+		e.Detail = strings.TrimSpace(string(b))
+		if e.Detail == "" {
+			e.Detail = http.StatusText(resp.StatusCode)
+		}
+	}
+	return nil, &Error{Status: resp.StatusCode, Detail: e.Detail}
+}
+
+// Path builds an API path from segments, each escaped (a code value may hold a slash), and an
+// optional query.
+func Path(q url.Values, segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if len(q) > 0 {
+		b.WriteByte('?')
+		b.WriteString(q.Encode())
+	}
+	return b.String()
+}
+
+// Token is an API token as the API lists it, never with its secret.
+type Token struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	OwnerID    string `json:"owner_id"`
+	Owner      string `json:"owner"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+	LastUsedAt *int64 `json:"last_used_at"`
+	RevokedAt  *int64 `json:"revoked_at"`
+}
+
+// NewToken is a token just made, with its secret, shown this once.
+type NewToken struct {
+	Token
+	Secret string `json:"secret"`
+}
+
+// Account is a console account.
+type Account struct {
+	ID                 string `json:"id"`
+	Username           string `json:"username"`
+	Role               string `json:"role"`
+	MustChangePassword bool   `json:"must_change_password"`
+	Disabled           bool   `json:"disabled"`
+	CreatedAt          int64  `json:"created_at"`
+}
+
+// NewAccount is an account just made or reset, with its one-time password.
+type NewAccount struct {
+	Account
+	OneTimePassword string `json:"one_time_password"`
+}
+
+// Login starts a session with a username and password; the session is a cookie, so c.HTTP
+// must have a cookie jar for the calls after it. It answers the session's CSRF token, which
+// every unsafe call of the session must carry in Header.
+func (c *Client) Login(ctx context.Context, username, password string) (Session, error) {
+	var s Session
+	return s, c.Do(ctx, http.MethodPost, "/session", map[string]string{"username": username, "password": password}, &s)
+}
+
+// Session is what a login answers.
+type Session struct {
+	Account   Account `json:"account"`
+	CSRFToken string  `json:"csrf_token"`
+}
+
+// Me reads the account the token acts as (its role is the token's when lower).
+func (c *Client) Me(ctx context.Context) (Session, error) {
+	var s Session
+	return s, c.Do(ctx, http.MethodGet, "/me", nil, &s)
+}
+
+// CreateToken makes a token for the caller's account; role "" is the caller's, ttl 0 the
+// server's default.
+func (c *Client) CreateToken(ctx context.Context, name, role string, ttl time.Duration) (NewToken, error) {
+	var t NewToken
+	body := map[string]any{"name": name, "role": role, "expires_in": int64(ttl / time.Second)}
+	return t, c.Do(ctx, http.MethodPost, "/tokens", body, &t)
+}
+
+// Tokens lists the tokens the caller may see.
+func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
+	var b struct {
+		Items []Token `json:"items"`
+	}
+	return b.Items, c.Do(ctx, http.MethodGet, "/tokens", nil, &b)
+}
+
+// RevokeToken ends a token.
+func (c *Client) RevokeToken(ctx context.Context, id string) (Token, error) {
+	var t Token
+	return t, c.Do(ctx, http.MethodPost, Path(nil, "tokens", id, "revoke"), nil, &t)
+}
+
+// Logout ends the session or token the client holds.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.Do(ctx, http.MethodDelete, "/session", nil, nil)
+}
+
+// Projects lists every project.
+func (c *Client) Projects(ctx context.Context) ([]contract.Project, error) {
+	var b struct {
+		Items []contract.Project `json:"items"`
+	}
+	return b.Items, c.Do(ctx, http.MethodGet, "/projects", nil, &b)
+}
+
+// Accounts lists the console's accounts (admin).
+func (c *Client) Accounts(ctx context.Context) ([]Account, error) {
+	var b struct {
+		Items []Account `json:"items"`
+	}
+	return b.Items, c.Do(ctx, http.MethodGet, "/accounts", nil, &b)
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acv/acv/api/contract"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// AdminToken is an admin API token as the store holds it: never its secret, only the secret's
+// hash. Admin is the owner's account, read with the token so that a disabled owner or a lower
+// role applies to the token's next request.
+type AdminToken struct {
+	ID         string
+	Hash       []byte
+	Name       string
+	Role       string
+	Admin      AdminAccount
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// NewAdminToken is what creating a token records.
+type NewAdminToken struct {
+	Hash      []byte // SHA-256 of the secret
+	Name      string
+	AdminID   string
+	Role      string
+	Now       time.Time
+	ExpiresAt time.Time
+}
+
+const adminTokenColumns = `t.id, t.hash, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
+	a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at`
+
+func scanAdminToken(row pgx.Row) (AdminToken, error) {
+	var (
+		t        AdminToken
+		tid, aid pgtype.UUID
+	)
+	err := row.Scan(&tid, &t.Hash, &t.Name, &t.Role, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt,
+		&aid, &t.Admin.Username, &t.Admin.PasswordHash, &t.Admin.Role, &t.Admin.MustChangePassword,
+		&t.Admin.Disabled, &t.Admin.CreatedAt, &t.Admin.PasswordChangedAt)
+	t.ID, t.Admin.ID = hexID(tid), hexID(aid)
+	return t, err
+}
+
+// CreateAdminToken records a token with a fresh id and returns it with its owner.
+func (s *Store) CreateAdminToken(ctx context.Context, n NewAdminToken) (AdminToken, error) {
+	if len(n.Hash) != 32 {
+		return AdminToken{}, errors.New("token hash must be 32 bytes (a SHA-256)")
+	}
+	if err := checkID("admin", n.AdminID); err != nil {
+		return AdminToken{}, err
+	}
+	id := contract.NewID()
+	if _, err := s.pool.Exec(ctx,
+		`INSERT INTO admin_tokens (id, hash, name, admin_id, role, created_at, expires_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		id, n.Hash, n.Name, n.AdminID, n.Role, n.Now, n.ExpiresAt); err != nil {
+		return AdminToken{}, fmt.Errorf("insert admin token %q: %w", n.Name, translate(err))
+	}
+	return s.AdminToken(ctx, id)
+}
+
+// AdminToken reads one token and its owner by id, whatever its state. contract.ErrNotFound
+// when there is none.
+func (s *Store) AdminToken(ctx context.Context, id string) (AdminToken, error) {
+	if err := checkID("admin token", id); err != nil {
+		return AdminToken{}, err
+	}
+	t, err := scanAdminToken(s.pool.QueryRow(ctx,
+		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.id = $1`, id))
+	if err != nil {
+		return AdminToken{}, fmt.Errorf("select admin token %s: %w", id, translate(err))
+	}
+	return t, nil
+}
+
+// AdminTokenByHash reads the token whose secret hashes to hash, whatever its state: the caller
+// decides whether it is still valid. contract.ErrNotFound when there is none.
+func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (AdminToken, error) {
+	t, err := scanAdminToken(s.pool.QueryRow(ctx,
+		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.hash = $1`, hash))
+	if err != nil {
+		return AdminToken{}, fmt.Errorf("select admin token: %w", translate(err))
+	}
+	return t, nil
+}
+
+// AdminTokens lists the tokens, newest first: every account's when adminID is "", else that
+// account's only.
+func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]AdminToken, error) {
+	q, args := `SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id`, []any{}
+	if adminID != "" {
+		if err := checkID("admin", adminID); err != nil {
+			return nil, err
+		}
+		q, args = q+` WHERE t.admin_id = $1`, append(args, adminID)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY t.created_at DESC, t.id DESC`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
+	}
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminToken, error) { return scanAdminToken(r) })
+	if err != nil {
+		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
+	}
+	return ts, nil
+}
+
+// TouchAdminToken moves a token's last_used_at to now, at most once a minute.
+func (s *Store) TouchAdminToken(ctx context.Context, id string, now time.Time) error {
+	if _, err := s.pool.Exec(ctx,
+		`UPDATE admin_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`,
+		id, now); err != nil {
+		return fmt.Errorf("touch admin token %s: %w", id, translate(err))
+	}
+	return nil
+}
+
+// RevokeAdminToken ends a token. Revoking one already revoked changes nothing;
+// contract.ErrNotFound when there is no such token.
+func (s *Store) RevokeAdminToken(ctx context.Context, id string, now time.Time) error {
+	if err := checkID("admin token", id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, now)
+	if err != nil {
+		return fmt.Errorf("revoke admin token %s: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("admin token %s: %w", id, contract.ErrNotFound)
+	}
+	return nil
+}
