@@ -171,6 +171,6 @@ stack_codes() {
 	if want reactivate; then gen $((REACTIVATE_VUS * REACTIVATE_PER_VU)) "$P_REACT"; fi
 	if want readmix; then gen 200 "$p_odd"; fi
 	CODES_FILE=$WORK/codes.csv
-	"$ACV" codes export --project "$PROJECT_ID" -o "$CODES_FILE" 2>>"$WORK/admin.log"
+	"$ACV" codes export --project "$PROJECT_ID" "$CODES_FILE" 2>>"$WORK/admin.log"
 	log "exported $(($(wc -l <"$CODES_FILE") - 1)) codes to $CODES_FILE"
 }

@@ -217,7 +217,7 @@ func burstOr(burst int, rate float64) int {
 
 func codesCmd() *cobra.Command {
 	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
-	var project, expires, out, batchName string
+	var project, expires, batchName string
 	var dryRun bool
 	var spec admin.GenerateSpec
 	gen := &cobra.Command{
@@ -288,16 +288,17 @@ func codesCmd() *cobra.Command {
 		},
 	}
 	exp := &cobra.Command{
-		Use:   "export",
-		Short: "Export the project's codes as CSV",
+		Use:   "export [FILE.csv]",
+		Short: "Export the project's codes as CSV, to FILE.csv or (without it, or -) standard output",
+		Args:  cobra.MaximumNArgs(1),
 		Long: "Export the project's codes as CSV.\n\n" +
 			"The file is safe to open in a spreadsheet: a cell starting with = + - @, a tab, CR, LF or an apostrophe\n" +
 			"is written with an apostrophe before it, which a spreadsheet takes as \"text\" and does not show, so no\n" +
 			"value runs as a formula. acv codes import removes it again: the file imports as the codes it holds.",
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			w := os.Stdout
-			if out != "" && out != "-" {
-				f, err := os.Create(out)
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Create(args[0])
 				if err != nil {
 					return err
 				}
@@ -317,7 +318,6 @@ func codesCmd() *cobra.Command {
 		},
 	}
 	imp.Flags().BoolVar(&dryRun, "dry-run", false, "check every row and report the problem rows without writing anything")
-	exp.Flags().StringVarP(&out, "output", "o", "", "file to write (default standard output)")
 	toggle := func(use string, disabled bool) *cobra.Command {
 		return &cobra.Command{
 			Use:   use + " CODE...",

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,12 @@ func TestCodesExportImportRoundTripsFormulaCells(t *testing.T) {
 	}
 
 	exported := c.ok("codes", "export", "--project", p.ID)
+	// Named as an argument, the file holds what standard output did.
+	file := filepath.Join(t.TempDir(), "codes.csv")
+	c.ok("codes", "export", "--project", p.ID, file)
+	if b, err := os.ReadFile(file); err != nil || string(b) != exported {
+		t.Errorf("export to %s: %v, %d bytes; standard output had %d", file, err, len(b), len(exported))
+	}
 	raw, err := csv.NewReader(strings.NewReader(exported)).ReadAll()
 	if err != nil || len(raw) != len(codes)+1 {
 		t.Fatalf("export: %d rows, %v\n%s", len(raw), err, exported)

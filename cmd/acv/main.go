@@ -27,6 +27,16 @@ func main() {
 	logs := telemetry.NewLogWriter(os.Stderr, 200*time.Millisecond)
 	defer logs.Close()
 	slog.SetDefault(slog.New(telemetry.LogHandler{Handler: slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: logLevel()})}))
+	if err := rootCmd().ExecuteContext(ctx); err != nil {
+		logs.Close()
+		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))
+		os.Exit(1)
+	}
+}
+
+// rootCmd is the acv command with every subcommand. Across them, -o (--output) is always an
+// output format; a file to write is an argument, as a file to read is.
+func rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "acv",
 		Short:         "Activation-code verification service",
@@ -35,11 +45,7 @@ func main() {
 	}
 	root.AddCommand(serveCmd(), migrateCmd(), projectCmd(), keyCmd(), codesCmd(), devCmd(), logsCmd(), adminCmd(),
 		batchCmd(), loginCmd(), logoutCmd(), tokenCmd())
-	if err := root.ExecuteContext(ctx); err != nil {
-		logs.Close()
-		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))
-		os.Exit(1)
-	}
+	return root
 }
 
 // logLevel is ACV_LOG_LEVEL's level; info when it names none.

@@ -2,7 +2,7 @@
 // unused codes of an export as fast as it can (or at -rate) and reports throughput and latency
 // percentiles:
 //
-//	acv codes export --project P -o codes.csv
+//	acv codes export --project P codes.csv
 //	acvload -base http://127.0.0.1:8080 -key K -secret S -project P -codes codes.csv -c 64 -d 10s
 //
 // `acvload scenario` runs the load test scenarios of loadtest/k6 (redeem, contention,
