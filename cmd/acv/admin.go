@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"net/url"
 	"os"
@@ -281,7 +282,7 @@ func codesCmd() *cobra.Command {
 				}
 				printImportReport(os.Stderr, rep)
 				if rep.Invalid > 0 {
-					return fmt.Errorf("%d invalid row(s) not imported", rep.Invalid)
+					return fmt.Errorf("%s not imported", plural.N(rep.Invalid, "invalid row", "invalid rows"))
 				}
 				return nil
 			})
@@ -312,7 +313,7 @@ func codesCmd() *cobra.Command {
 				}
 				defer resp.Body.Close()
 				n, err := copyCSV(w, resp.Body)
-				fmt.Fprintf(os.Stderr, "exported %d codes\n", n)
+				fmt.Fprintf(os.Stderr, "exported %s\n", plural.N(n, "code", "codes"))
 				return err
 			})
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"io"
 	"net/http"
 	"os"
@@ -53,7 +54,7 @@ func generate(ctx context.Context, c *adminclient.Client, project, name string, 
 		bar.Set(b.Done)
 	}
 	bar.Finish()
-	fmt.Fprintf(os.Stderr, "generated %d codes in batch %s (%s)\n", b.Done, b.ID, b.Status)
+	fmt.Fprintf(os.Stderr, "generated %s in batch %s (%s)\n", plural.N(b.Done, "code", "codes"), b.ID, b.Status)
 	if b.Status != "done" {
 		return fmt.Errorf("batch %s %s: %s", b.ID, b.Status, b.Error)
 	}

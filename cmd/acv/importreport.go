@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"io"
 
 	"github.com/acv/acv/internal/admin"
@@ -14,8 +15,8 @@ func printImportReport(w io.Writer, rep admin.ImportReport) {
 	if rep.DryRun {
 		verb = "would be imported (dry run: nothing written)"
 	}
-	fmt.Fprintf(w, "read %d rows: %d new codes %s, %d already present, %d repeated in the file, %d invalid\n",
-		rep.Read, rep.Inserted, verb, rep.Existing, rep.Duplicates, rep.Invalid)
+	fmt.Fprintf(w, "read %s: %s %s, %d already present, %d repeated in the file, %d invalid\n",
+		plural.N(rep.Read, "row", "rows"), plural.N(rep.Inserted, "new code", "new codes"), verb, rep.Existing, rep.Duplicates, rep.Invalid)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "line %d: %s %q: %s\n", e.Line, e.Kind, e.Value, e.Reason)
 	}

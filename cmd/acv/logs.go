@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"time"
 
@@ -65,8 +66,9 @@ func logsMaintainCmd() *cobra.Command {
 					fmt.Fprintln(out, "another process is maintaining the log partitions; nothing done")
 					return nil
 				}
-				fmt.Fprintf(out, "created %d partition(s) %v, dropped %d %v; moved %d row(s) out of the default partition, purged %d\n",
-					len(res.Created), res.Created, len(res.Dropped), res.Dropped, res.Moved, res.Purged)
+				fmt.Fprintf(out, "created %s %v, dropped %d %v; moved %s out of the default partition, purged %d\n",
+					plural.N(len(res.Created), "partition", "partitions"), res.Created, len(res.Dropped), res.Dropped,
+					plural.N(res.Moved, "row", "rows"), res.Purged)
 				return nil
 			})
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"io"
 	"net/http"
 	"net/url"
@@ -248,7 +249,7 @@ func codesListCmd() *cobra.Command {
 					return err
 				}
 				if out == "table" {
-					fmt.Fprintf(os.Stderr, "page %d of %d (%d codes)\n", pg.Page, pg.TotalPages, pg.Total)
+					fmt.Fprintf(os.Stderr, "page %d of %d (%s)\n", pg.Page, pg.TotalPages, plural.N(pg.Total, "code", "codes"))
 				}
 				return render(out, pg, func() [][]string {
 					rows := [][]string{{"CODE", "STATE", "EXPIRES_AT", "VERIFIED_AT", "VERIFIED_BY", "ID"}}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"os"
 	"strconv"
@@ -42,7 +43,7 @@ func projectStatsCmd() *cobra.Command {
 					return err
 				}
 				fmt.Println()
-				fmt.Printf("recent verifications (%d codes currently used, newest first)\n", len(st.RecentVerifications))
+				fmt.Printf("recent verifications (%s currently used, newest first)\n", plural.N(len(st.RecentVerifications), "code", "codes"))
 				recent := [][]string{{"VERIFIED_AT", "CODE", "VERIFIED_BY"}}
 				for _, v := range st.RecentVerifications {
 					recent = append(recent, []string{fmtUnix(v.VerifiedAt), v.Code, fmtStr(v.VerifiedBy)})
