@@ -283,7 +283,7 @@ func TestCLIReadsAndReports(t *testing.T) {
 	}
 	_, errs, rc = c.run(bad, "codes", "import", "--project", q.ID, "-")
 	if rc == 0 || !strings.Contains(errs, "line 3: invalid") || !strings.Contains(errs, "2 new codes imported") ||
-		!strings.Contains(errs, "1 invalid row(s) not imported") {
+		!strings.Contains(errs, "1 invalid row not imported") {
 		t.Errorf("import of a bad row: exit %d\n%s", rc, errs)
 	}
 	_, errs, rc = c.run(nil, "codes", "generate", "--project", q.ID, "--count", "3")
