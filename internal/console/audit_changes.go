@@ -75,6 +75,9 @@ func describeAudit(r store.AuditRecord) auditDetail {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if m[k] == "" {
+			continue // an option left empty says nothing
+		}
 		d.Facts = append(d.Facts, auditChange{Field: strings.ReplaceAll(k, "_", " "), After: auditValue(k, m[k])})
 	}
 	return d
@@ -114,6 +117,13 @@ func auditTargetName(r store.AuditRecord, projects map[string]string) string {
 		return projects[r.TargetID]
 	case "code":
 		return r.TargetID
+	case "batch":
+		var m struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.Detail, &m) == nil {
+			return m.Name
+		}
 	case "admin":
 		var m struct {
 			Username string `json:"username"`
