@@ -406,7 +406,7 @@ test('operator console end to end', async ({ browser }) => {
           const w = document.documentElement.clientWidth;
           if (document.documentElement.scrollWidth <= w) return [];
           return [...document.querySelectorAll('body *')]
-            .filter((el) => el.getBoundingClientRect().right > w + 1)
+            .filter((el) => !el.parentElement.closest('pre, .scroll') && el.getBoundingClientRect().right > w + 1)
             .map((el) => `${el.tagName.toLowerCase()}.${el.className} right=${Math.round(el.getBoundingClientRect().right)}`)
             .slice(-10);
         });
