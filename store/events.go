@@ -123,8 +123,8 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		if redelivered {
 			skip = `ON CONFLICT (verified_at, id) DO NOTHING`
 		}
-		// The log rows, and in the same statement the hourly count of the successful verifies
-		// among the rows newly inserted (a redelivered event is not in RETURNING), upserted
+		// The log rows, and in the same statement the hourly counts of the successful and the
+		// refused verifies among the rows newly inserted (a redelivered event is not in RETURNING), upserted
 		// in key order so concurrent consumers lock the count rows in one order.
 		err := tx.QueryRow(ctx,
 			`WITH ins AS (
@@ -140,11 +140,12 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 			   `+skip+`
 			   RETURNING project_id, verified_at, action, result),
 			 hourly AS (
-			   INSERT INTO redemptions_hourly AS r (project_id, hour, n)
-			   SELECT project_id, date_trunc('hour', verified_at, 'UTC'), count(*)
-			   FROM ins WHERE result = 'success' AND action = 'verify'
+			   INSERT INTO redemptions_hourly AS r (project_id, hour, n, refused)
+			   SELECT project_id, date_trunc('hour', verified_at, 'UTC'),
+			          count(*) FILTER (WHERE result = 'success'), count(*) FILTER (WHERE result = 'failed')
+			   FROM ins WHERE action = 'verify' AND result IN ('success', 'failed')
 			   GROUP BY 1, 2 ORDER BY 1, 2
-			   ON CONFLICT (project_id, hour) DO UPDATE SET n = r.n + excluded.n)
+			   ON CONFLICT (project_id, hour) DO UPDATE SET n = r.n + excluded.n, refused = r.refused + excluded.refused)
 			 SELECT count(*) FROM ins`,
 			ids, codeIDs, projectIDs, actions, results, reasons, bys, ips, ts, values).Scan(&inserted)
 		if err != nil {

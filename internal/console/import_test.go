@@ -213,15 +213,19 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "/projects/" + p.ID
-	_, page := oper.page("GET", path, nil)
+	_, page := oper.page("GET", path+"?tab=codes", nil)
+	_, settings := oper.page("GET", path+"?tab=settings", nil)
+	page += settings
 	token := csrf(t, page)
 	for _, want := range []string{`action="` + path + `/import"`, `enctype="multipart/form-data"`, `action="` + path + `/expiry"`, `type="datetime-local"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("operator's project page lacks %s", want)
 		}
 	}
-	_, vpage := viewer.page("GET", path, nil)
-	if strings.Contains(vpage, path+"/import") || strings.Contains(vpage, path+"/expiry") {
+	_, vpage := viewer.page("GET", path+"?tab=codes", nil)
+	_, vsettings := viewer.page("GET", path+"?tab=settings", nil)
+	if strings.Contains(vsettings, path+"/expiry") ||
+		strings.Contains(vpage, path+"/import") || strings.Contains(vpage, path+"/expiry") {
 		t.Error("a viewer's project page offers import or expiry")
 	}
 
@@ -254,16 +258,16 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	res, body = oper.page("POST", path+"/expiry", url.Values{"csrf_token": {token}, "expires_at": {"soon"}, "confirm": {"yes"}})
 	oper.want("expiry malformed", res, body, http.StatusBadRequest, "")
 	res, body = oper.page("POST", path+"/expiry", url.Values{"csrf_token": {token}, "expires_at": {"2031-02-03T04:05"}, "confirm": {"yes"}})
-	oper.want("set expiry", res, body, http.StatusSeeOther, path+"?done=expiry_set")
-	_, body = oper.page("GET", path, nil)
+	oper.want("set expiry", res, body, http.StatusSeeOther, path+"?tab=settings&done=expiry_set")
+	_, body = oper.page("GET", path+"?tab=settings", nil)
 	if !strings.Contains(body, "The project expires 2031-02-03 04:05:00 UTC") || !strings.Contains(body, `value="2031-02-03T04:05"`) {
 		t.Errorf("project page after setting the expiry: %.3000s", body)
 	}
 	res, body = viewer.page("POST", path+"/expiry", url.Values{"csrf_token": {csrf(t, vpage)}, "expires_at": {"2031-02-03T04:05"}, "confirm": {"yes"}})
 	viewer.want("viewer sets expiry", res, body, http.StatusForbidden, "")
 	res, body = oper.page("POST", path+"/expiry/clear", url.Values{"csrf_token": {token}, "confirm": {"yes"}})
-	oper.want("clear expiry", res, body, http.StatusSeeOther, path+"?done=expiry_cleared")
-	_, body = oper.page("GET", path, nil)
+	oper.want("clear expiry", res, body, http.StatusSeeOther, path+"?tab=settings&done=expiry_cleared")
+	_, body = oper.page("GET", path+"?tab=settings", nil)
 	if !strings.Contains(body, "The project does not expire.") {
 		t.Errorf("project page after clearing the expiry: %.3000s", body)
 	}
@@ -278,7 +282,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	}
 	waitBatchesDone(t, e, p.ID)
 	seen := map[string]bool{}
-	next := path + "?search=PG&status="
+	next := path + "?tab=codes&search=PG&status="
 	for pages := 0; next != ""; pages++ {
 		if pages > 5 {
 			t.Fatal("pager does not end")
@@ -294,7 +298,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 		next = ""
 		if m := nextLink.FindStringSubmatch(body); m != nil {
 			next = m[1]
-			if !strings.Contains(next, "search=PG") {
+			if !strings.Contains(next, "search=PG") || !strings.Contains(next, "tab=codes") {
 				t.Fatalf("next page link drops the search: %s", next)
 			}
 		}

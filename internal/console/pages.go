@@ -60,6 +60,7 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, handler: s.manualSubmit(true)},
 		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(false)},
 
+		{Method: get, Path: "/batches", Need: RoleViewer, handler: s.batchesPage},
 		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.logsPage},
 		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
 		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},

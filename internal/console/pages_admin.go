@@ -12,7 +12,10 @@ import (
 // auditRow is an audit row as the page shows it.
 type auditRow struct {
 	store.AuditRecord
-	DetailText string
+	Detail auditDetail
+	// TargetName and ProjectName are what a person reads for the target and the project ("" when
+	// only the id is known).
+	TargetName, ProjectName string
 }
 
 // auditPage shows the admin audit log, newest first, filtered and paged by seq, with the
@@ -32,32 +35,30 @@ func (s *Server) auditPage(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
+	names, ps, err := s.projectNames(c, se)
+	if err != nil {
+		return err
+	}
 	out := make([]auditRow, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, auditRow{AuditRecord: r, DetailText: string(r.Detail)})
+		out = append(out, auditRow{AuditRecord: r, Detail: describeAudit(r), TargetName: auditTargetName(r, names),
+			ProjectName: names[r.ProjectID]})
 	}
-	var next int64
+	var next string
 	if len(rows) == f.Limit {
-		next = rows[len(rows)-1].Seq
+		next = strconv.FormatInt(rows[len(rows)-1].Seq, 10)
 	}
-	// The filters as given, for the next page and the CSV.
+	// The filters as given, for the other pages and the CSV.
 	keep := url.Values{}
 	for _, k := range []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"} {
 		if v := c.Query(k); v != "" {
 			keep.Set(k, v)
 		}
 	}
-	nextURL := ""
-	if next != 0 {
-		nq := url.Values{"before": {strconv.FormatInt(next, 10)}}
-		for k, v := range keep {
-			nq[k] = v
-		}
-		nextURL = "/audit?" + nq.Encode()
-	}
 	v := viewFor(se, "Admin audit log", "audit")
-	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "Next": nextURL, "CSV": "/audit.csv?" + keep.Encode(),
-		"Since": c.Query("since"), "Until": c.Query("until")}
+	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "CSV": "/audit.csv?" + keep.Encode(),
+		"Since": c.Query("since"), "Until": c.Query("until"), "Projects": ps,
+		"Pager": keysetPager(c, keep, "/audit", "before", next, len(rows), f.Limit, -1)}
 	s.render(c, http.StatusOK, "audit", v)
 	return nil
 }

@@ -28,7 +28,7 @@ func (s *Server) batchCancelSubmit(c *gin.Context, se *Session) error {
 	if _, err := s.svc.CancelBatch(c.Request.Context(), s.actor(c, se), pid, c.Param("batch_id")); err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(pid)+"#batches", "batch_cancelled", "")
+	redirectDone(c, projectPath(pid)+"?tab=batches", "batch_cancelled", "")
 	return nil
 }
 
@@ -86,6 +86,9 @@ func formCount(c *gin.Context) (int64, error) {
 func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
 	pid := c.Param("project_id")
 	f := bulkFilter{BatchID: trimForm(c, "batch_id"), Status: trimForm(c, "status"), Search: trimForm(c, "search")}
+	if err := s.confirmProjectName(c, se, pid); err != nil {
+		return err
+	}
 	want, err := formCount(c)
 	if err != nil {
 		return err
@@ -102,12 +105,15 @@ func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return capitalizeInvalid(err)
 	}
-	redirectDone(c, projectPath(pid), "bulk_disabled", strconv.Itoa(n))
+	redirectDone(c, projectPath(pid)+"?tab=codes", "bulk_disabled", strconv.Itoa(n))
 	return nil
 }
 
 func (s *Server) batchRevokeSubmit(c *gin.Context, se *Session) error {
 	pid, bid := c.Param("project_id"), c.Param("batch_id")
+	if err := s.confirmProjectName(c, se, pid); err != nil {
+		return err
+	}
 	want, err := formCount(c)
 	if err != nil {
 		return err
@@ -120,6 +126,6 @@ func (s *Server) batchRevokeSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(pid)+"#batches", "batch_revoked", strconv.Itoa(n))
+	redirectDone(c, projectPath(pid)+"?tab=batches", "batch_revoked", strconv.Itoa(n))
 	return nil
 }

@@ -35,7 +35,7 @@ func (s *Server) expirySubmit(c *gin.Context, se *Session) error {
 	if err := s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, &u); err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(id), "expiry_set", "")
+	redirectDone(c, projectPath(id)+"?tab=settings", "expiry_set", "")
 	return nil
 }
 
@@ -49,6 +49,6 @@ func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
 	if err := s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, nil); err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(id), "expiry_cleared", "")
+	redirectDone(c, projectPath(id)+"?tab=settings", "expiry_cleared", "")
 	return nil
 }

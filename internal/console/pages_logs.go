@@ -29,15 +29,6 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 	}
 	keep.Set("from", page.From.UTC().Format(time.RFC3339))
 	keep.Set("to", page.To.UTC().Format(time.RFC3339))
-	next := ""
-	if page.NextAfter != "" {
-		nq := url.Values{}
-		for k, v := range keep {
-			nq[k] = v
-		}
-		nq.Set("after", page.NextAfter)
-		next = "/logs?" + nq.Encode()
-	}
 	// The form shows a range only when one was asked for: an empty field is "the last 24 hours
 	// up to now", so a search submitted again a minute later still finds the newest logs (a
 	// field filled with the minute shown would cut them off).
@@ -48,9 +39,14 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 			inputs[k] = t.UTC().Format("2006-01-02T15:04")
 		}
 	}
+	names, ps, err := s.projectNames(c, se)
+	if err != nil {
+		return err
+	}
 	v := viewFor(se, "Verification logs", "logs")
-	v.Data = map[string]any{"Search": q, "Page": page, "Next": next, "CSV": "/logs.csv?" + keep.Encode(),
-		"FromInput": inputs["from"], "ToInput": inputs["to"]}
+	v.Data = map[string]any{"Search": q, "Page": page, "CSV": "/logs.csv?" + keep.Encode(),
+		"FromInput": inputs["from"], "ToInput": inputs["to"], "Names": names, "Projects": ps,
+		"Pager": keysetPager(c, keep, "/logs", "after", page.NextAfter, len(page.Items), q.Limit, -1)}
 	s.render(c, http.StatusOK, "logs", v)
 	return nil
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,14 +41,17 @@ func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 		sum.DisabledCodes += st.DisabledCodes
 		sum.ExpiredCodes += st.ExpiredCodes
 	}
-	tl, health, err := s.svc.Dashboard(ctx, a)
+	_, health, err := s.svc.Dashboard(ctx, a)
 	if err != nil {
 		return err
 	}
 	v := viewFor(se, "Dashboard", "dashboard")
 	v.Flash = flash(c)
-	v.Data = map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum), "Timeline": tl,
-		"Bars": timelineBars(tl), "Health": health}
+	chart, err := s.chartFor(c, se, "", rangeLink("/", c.Request.URL.Query()))
+	if err != nil {
+		return err
+	}
+	v.Data = map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum), "Chart": chart, "Health": health}
 	s.render(c, http.StatusOK, "dashboard", v)
 	return nil
 }
@@ -127,6 +131,12 @@ type projectView struct {
 	// is still queued or running.
 	Batches []store.Batch
 	Running bool
+	// Tab is the tab shown (projectTabs); Chart the overview's verify chart, whose totals the
+	// key numbers show on every tab.
+	Tab   string
+	Tabs  []projectTab
+	Pager pager
+	Chart activityChart
 }
 
 // projectExtra is what a form's answer shows on the project page besides its usual content.
@@ -160,7 +170,11 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 		return err
 	}
 	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: extra.NewKey, Import: extra.Import, Batches: batches,
-		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired}}
+		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired},
+		Tab:    projectTabOf(c, extra), Tabs: projectTabs}
+	if pv.Chart, err = s.chartFor(c, se, id, projectPath(id)+"?tab=overview&"); err != nil {
+		return err
+	}
 	for _, b := range batches {
 		pv.Running = pv.Running || !b.Final()
 	}
@@ -184,6 +198,8 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 		return err
 	}
 	pv.Status, pv.Search, pv.Cursor = string(q.State), q.Search, q.Cursor
+	pv.Pager = keysetPager(c, url.Values{"tab": {"codes"}, "search": {q.Search}, "status": {pv.Status}}, projectPath(id),
+		"cursor", pv.Codes.NextCursor, len(pv.Codes.Items), q.PageSize, pv.Codes.Total)
 	v := viewFor(se, p.Name, "projects")
 	v.Flash = flash(c)
 	v.Data = pv
@@ -194,6 +210,11 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 func (s *Server) projectEnabledSubmit(enabled bool) func(*gin.Context, *Session) error {
 	return func(c *gin.Context, se *Session) error {
 		id := c.Param("project_id")
+		if !enabled {
+			if err := s.confirmProjectName(c, se, id); err != nil {
+				return err
+			}
+		}
 		if err := s.svc.SetProjectEnabled(c.Request.Context(), s.actor(c, se), id, enabled); err != nil {
 			return err
 		}
@@ -239,7 +260,7 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	}); err != nil {
 		return capitalizeInvalid(err)
 	}
-	redirectDone(c, projectPath(id)+"#batches", "generate_started", "")
+	redirectDone(c, projectPath(id)+"?tab=batches", "generate_started", "")
 	return nil
 }
 
@@ -266,6 +287,6 @@ func (s *Server) keyRevokeSubmit(c *gin.Context, se *Session) error {
 	if err := s.svc.RevokeAPIKey(c.Request.Context(), s.actor(c, se), kid); err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(pid), "key_revoked", "")
+	redirectDone(c, projectPath(pid)+"?tab=keys", "key_revoked", "")
 	return nil
 }

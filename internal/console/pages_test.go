@@ -128,7 +128,9 @@ func TestConsolePagesPerRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := url.Values{"value": {"<script>alert(1)</script>"}}.Encode()
-	pages := []string{"/", "/projects", "/projects/" + p.ID, "/projects/" + p.ID + "?search=script",
+	pages := []string{"/", "/projects", "/projects/" + p.ID, "/projects/" + p.ID + "?tab=codes&search=script",
+		"/projects/" + p.ID + "?tab=keys", "/projects/" + p.ID + "?tab=batches", "/projects/" + p.ID + "?tab=settings",
+		"/projects/" + p.ID + "?range=7d", "/projects/" + p.ID + "?tab=nonsense", "/?range=30d", "/batches",
 		"/projects/" + p.ID + "/code?" + script, "/audit", "/accounts", "/docs", "/docs/api",
 		"/logs", "/logs?project_id=" + p.ID + "&code=" + url.QueryEscape("<script>alert(1)</script>"), "/audit?since=2026-01-01T00:00"}
 	// What each role may post on those pages, at least.
@@ -190,7 +192,7 @@ func TestConsolePagesPerRole(t *testing.T) {
 	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("code page does not show the code escaped: %.2000s", body)
 	}
-	_, body = b.page("GET", "/projects/"+p.ID, nil)
+	_, body = b.page("GET", "/projects/"+p.ID+"?tab=codes", nil)
 	if !strings.Contains(body, "code?value=%3cscript%3ealert%281%29%3c%2fscript%3e") {
 		t.Errorf("code link not percent-encoded: %.3000s", body)
 	}
@@ -236,9 +238,9 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 		t.Errorf("generate without a name: %.2000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/generate", url.Values{"name": {"Launch cards"}, "count": {"25"}, "csrf_token": {token}})
-	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?done=generate_started")
+	oper.want("generate", res, body, http.StatusSeeOther, projectPath+"?tab=batches&done=generate_started")
 	waitBatchesDone(t, e, strings.TrimPrefix(projectPath, "/projects/"))
-	_, body = oper.page("GET", projectPath+"?done=generated&n=25", nil)
+	_, body = oper.page("GET", projectPath+"?tab=batches&done=generated&n=25", nil)
 	if !strings.Contains(body, `data-stat="total">25<`) || !strings.Contains(body, "Codes generated: 25.") ||
 		!strings.Contains(body, `aria-label="Progress of batch Launch cards"`) || !strings.Contains(body, `max="25" value="25"`) {
 		t.Errorf("project page after generate: %.6000s", body)
@@ -404,9 +406,10 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 	waitBatchesDone(t, e, p.ID)
 	oper := e.pageLogin("page-operator", console.RoleOperator)
 	projectPath := "/projects/" + p.ID
-	res, body := oper.page("GET", projectPath, nil)
+	res, body := oper.page("GET", projectPath+"?tab=batches", nil)
 	oper.want("project page", res, body, http.StatusOK, "")
-	if !strings.Contains(body, `href="`+projectPath+`/bulk-disable?batch_id=`+b.ID+`"`) || !strings.Contains(body, "Count codes to disable") {
+	_, codesTab := oper.page("GET", projectPath+"?tab=codes", nil)
+	if !strings.Contains(body, `href="`+projectPath+`/bulk-disable?batch_id=`+b.ID+`"`) || !strings.Contains(codesTab, "Count codes to disable") {
 		t.Fatalf("project page lacks revoke and bulk controls: %.6000s", body)
 	}
 	res, body = oper.page("GET", projectPath+"/bulk-disable?status=unused&search=k-", nil)
@@ -423,7 +426,14 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 	if err := e.svc.SetCodeDisabled(ctx, sys, p.ID, page.Items[0].Code, true); err != nil {
 		t.Fatal(err)
 	}
-	form := url.Values{"csrf_token": {token}, "status": {"unused"}, "search": {"k-"}, "expected_count": {"40"}}
+	// The project's name must be typed: a wrong one is refused as an error and disables nothing.
+	form := url.Values{"csrf_token": {token}, "status": {"unused"}, "search": {"k-"}, "expected_count": {"40"}, "confirm_name": {"bulk"}}
+	res, body = oper.page("POST", projectPath+"/bulk-disable", form)
+	oper.want("wrong name typed", res, body, http.StatusBadRequest, "")
+	if !strings.Contains(body, `role="alert">The name typed does not match`) {
+		t.Fatalf("wrong name typed: %.4000s", body)
+	}
+	form.Set("confirm_name", "Bulk")
 	res, body = oper.page("POST", projectPath+"/bulk-disable", form)
 	oper.want("stale confirm", res, body, http.StatusOK, "")
 	if !strings.Contains(body, "The number of codes changed") || !strings.Contains(body, `data-count="39"`) {
@@ -436,8 +446,10 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 		t.Fatalf("revoke page: %.4000s", body)
 	}
 	res, body = oper.page("POST", projectPath+"/batches/"+b.ID+"/revoke", url.Values{"csrf_token": {token}, "expected_count": {"39"}})
-	oper.want("revoke", res, body, http.StatusSeeOther, projectPath+"?done=batch_revoked&n=39#batches")
-	_, body = oper.page("GET", projectPath+"?done=batch_revoked&n=39", nil)
+	oper.want("revoke without the name", res, body, http.StatusBadRequest, "")
+	res, body = oper.page("POST", projectPath+"/batches/"+b.ID+"/revoke", url.Values{"csrf_token": {token}, "expected_count": {"39"}, "confirm_name": {"Bulk"}})
+	oper.want("revoke", res, body, http.StatusSeeOther, projectPath+"?tab=batches&done=batch_revoked&n=39")
+	_, body = oper.page("GET", projectPath+"?tab=batches&done=batch_revoked&n=39", nil)
 	if !strings.Contains(body, "Batch revoked: 39 codes disabled.") || !strings.Contains(body, `data-stat="disabled">40<`) ||
 		!strings.Contains(body, "done</span> · revoked") {
 		t.Fatalf("project page after revoke: %.8000s", body)
@@ -446,7 +458,7 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 	viewer := e.pageLogin("page-viewer", console.RoleViewer)
 	res, body = viewer.page("GET", projectPath+"/bulk-disable?batch_id="+b.ID, nil)
 	viewer.want("viewer count page", res, body, http.StatusForbidden, "")
-	_, body = viewer.page("GET", projectPath, nil)
+	_, body = viewer.page("GET", projectPath+"?tab=batches", nil)
 	if strings.Contains(body, "bulk-disable") || strings.Contains(body, "/revoke") || !strings.Contains(body, "Progress of batch Cards") {
 		t.Fatalf("viewer's project page: %.8000s", body)
 	}

@@ -21,7 +21,7 @@ var webFS embed.FS
 
 // pageNames are the pages, each a file web/templates/<name>.html defining "content" (and
 // "title") inside layout.html.
-var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide"}
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide", "batches"}
 
 // templateFuncs are the helpers the templates call. Escaping is html/template's: every value is
 // escaped for where it lands (text, attribute, URL).
@@ -55,13 +55,18 @@ var templateFuncs = template.FuncMap{
 	"dur":   humanDuration,
 	"hex":   hexOf,
 	"roles": func() []Role { return []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin} },
+	"add1":  func(a, b float64) float64 { return a + b },
+	"neg":   func(a float64) float64 { return -a },
+	"short": shortID,
+	"past":  func(t *int64) bool { return t != nil && *t <= time.Now().Unix() },
+	"query": queryWith,
 }
 
 // pages are the parsed templates, one per page.
 type pages map[string]*template.Template
 
 func parsePages() (pages, error) {
-	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(webFS, "web/templates/layout.html")
+	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(webFS, "web/templates/layout.html", "web/templates/partials.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
@@ -89,6 +94,8 @@ type view struct {
 	Flash string
 	Error string
 	Data  any
+	// Tokens is whether the console serves the API token page, for the navigation's entry.
+	Tokens bool
 }
 
 // Role is the logged-in account's role, "" when none.
@@ -111,6 +118,11 @@ func securityHeaders(c *gin.Context) {
 // render writes page name with v, buffered so a template error is a 500, not half a page.
 func (s *Server) render(c *gin.Context, status int, name string, v view) {
 	t := s.pages[name]
+	v.Tokens = s.servesPage("/tokens")
+	if failedFlashes[c.Query("done")] && v.Flash != "" {
+		// What a refused action reports is an error, never a green banner.
+		v.Error, v.Flash = v.Flash, ""
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		s.log.ErrorContext(c.Request.Context(), "console: render page", "page", name, "err", err)

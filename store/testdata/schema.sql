@@ -332,7 +332,8 @@ CREATE TABLE public.projects (
 CREATE TABLE public.redemptions_hourly (
     project_id uuid NOT NULL,
     hour timestamp with time zone NOT NULL,
-    n bigint NOT NULL
+    n bigint NOT NULL,
+    refused bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE public.verification_logs (

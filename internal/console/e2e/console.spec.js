@@ -25,8 +25,9 @@ async function loopbackOnly(context) {
   });
 }
 
-// nav is an entry of the main navigation.
+// nav is an entry of the main navigation; tab a tab of the project page.
 const nav = (page, name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+const tab = (page, name) => page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name, exact: true });
 
 let shot = 0;
 // snap saves a screenshot of the page and checks it with axe-core.
@@ -90,6 +91,9 @@ test('operator console end to end', async ({ browser }) => {
   });
 
   await test.step(`generate ${codeCount} codes as a batch with live progress`, async () => {
+    await tab(page, 'Batches').click();
+    await expect(page).toHaveURL(/\?tab=batches$/);
+    await expect(tab(page, 'Batches')).toHaveAttribute('aria-current', 'page');
     await page.getByLabel('Batch name').fill('Spring packs');
     await page.getByLabel('How many').fill(String(codeCount));
     const started = Date.now();
@@ -108,21 +112,39 @@ test('operator console end to end', async ({ browser }) => {
     await expect(row.locator('[data-batch-status]')).toHaveText('done');
     await expect(row.getByRole('link', { name: 'Revoke batch Spring packs' })).toBeVisible();
     await expect(page.locator('[data-stat="total"]')).toHaveText(countText);
-    await snap(page, 'project');
-    // Revoking the batch, and disabling in bulk, show the count before the confirm button;
-    // neither is confirmed here.
+    await snap(page, 'project-batches');
+    // Revoking the batch, and disabling in bulk, show the count and what stops before the
+    // confirm button, which needs the project's name typed: a wrong name is refused as an
+    // error and disables nothing.
     await row.getByRole('link', { name: 'Revoke batch Spring packs' }).click();
     await expect(page.getByRole('heading', { level: 1 })).toHaveText('Revoke batch Spring packs');
     await expect(page.locator('#bulk-count')).toContainText(`${countText} codes are enabled and will be disabled`);
+    await expect(page.locator('#bulk-form .stops')).toContainText('refused with CODE_DISABLED');
     await expect(page.getByRole('button', { name: `Revoke batch: disable ${countText} codes` })).toBeVisible();
     await snap(page, 'batch-revoke-confirm');
-    await page.goto(projectURL);
+    await page.getByRole('button', { name: `Revoke batch: disable ${countText} codes` }).click();
+    await expect(page.locator('#bulk-form')).toBeVisible(); // the browser asks for the name first
+    await page.getByLabel(/Type the project's name/).fill('Spring campaig');
+    await page.getByRole('button', { name: `Revoke batch: disable ${countText} codes` }).click();
+    await expect(page.getByRole('alert')).toContainText('The name typed does not match the project\'s name');
+    await expect(page.locator('p.flash')).toHaveCount(0);
+    await snap(page, 'typed-confirmation-refused');
+    await page.goto(`${projectURL}?tab=batches`);
+    await expect(page.locator('tr[data-batch]').filter({ hasText: 'Spring packs' })).not.toContainText('revoked');
+    await expect(page.locator('[data-stat="disabled"]')).toHaveText('0');
+    await page.goto(`${projectURL}?tab=codes`);
     await page.locator('#bulk_status').selectOption('unused');
     await page.getByRole('button', { name: 'Count codes to disable' }).click();
     await expect(page.getByRole('heading', { level: 1 })).toHaveText('Disable codes in bulk');
     await expect(page.getByRole('button', { name: `Disable ${countText} codes` })).toBeVisible();
     await snap(page, 'bulk-disable-confirm');
-    await page.goto(projectURL);
+    await page.goto(`${projectURL}?tab=codes`);
+    await expect(page.locator('.pager [data-pager]')).toHaveText(`1–50 of ${countText} · Page 1 of ${Math.ceil(codeCount / 50).toLocaleString('en-US')}`);
+    await page.locator('.pager').getByRole('link', { name: 'Next' }).click();
+    await expect(page.locator('.pager [data-pager]')).toContainText('51–100 of');
+    await page.locator('.pager').getByRole('link', { name: 'Previous' }).click();
+    await expect(page.locator('.pager [data-pager]')).toContainText('1–50 of');
+    await expect(page.locator('.pager').getByRole('link', { name: 'Previous' })).toHaveCount(0);
   });
 
   await test.step('search one code and disable it', async () => {
@@ -142,7 +164,7 @@ test('operator console end to end', async ({ browser }) => {
   });
 
   await test.step('export every code', async () => {
-    await page.goto(projectURL);
+    await page.goto(`${projectURL}?tab=settings`);
     const [download] = await Promise.all([
       page.waitForEvent('download', { timeout: 5 * 60 * 1000 }),
       page.getByRole('link', { name: 'Export all codes (CSV)' }).click(),
@@ -161,6 +183,7 @@ test('operator console end to end', async ({ browser }) => {
   });
 
   await test.step('verify a code through the client API and see its log', async () => {
+    await tab(page, 'API keys').click();
     await page.getByRole('button', { name: 'Create API key' }).click();
     const box = page.locator('[data-key-id]');
     await expect(box).toContainText('shown this once');
@@ -173,6 +196,12 @@ test('operator console end to end', async ({ browser }) => {
     });
     const body = await res.json();
     expect(body.success, JSON.stringify(body)).toBe(true);
+    // And one refused: the disabled code.
+    const refusedRes = await fetch(env('HELPER_URL'), {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ KeyID: keyID, Secret: secret, ProjectID: projectID, Code: disabledCode }),
+    });
+    expect((await refusedRes.json()).error_code).toBe('CODE_DISABLED');
     // The log reaches PostgreSQL through the pipeline: reload until the code page shows it.
     const codeURL = `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`;
     await expect(async () => {
@@ -186,7 +215,10 @@ test('operator console end to end', async ({ browser }) => {
   await test.step('find the verification in the logs page, and the key’s last use', async () => {
     await nav(page, 'Verification logs').click();
     await expect(page.locator('#logs tbody tr').filter({ hasText: verifiedCode })).toContainText('checkout-e2e');
-    await page.getByLabel('Project ID').fill(projectID);
+    // The project is shown by its name, its id on hover.
+    await expect(page.locator('#logs tbody tr').filter({ hasText: verifiedCode }).getByRole('link', { name: 'Spring campaign' }))
+      .toHaveAttribute('title', `Project ID ${projectID}`);
+    await page.getByLabel('Project', { exact: true }).selectOption({ label: 'Spring campaign' });
     await page.getByLabel('Code (needs project)').fill(verifiedCode);
     await page.getByLabel('Result').selectOption('success');
     await page.getByRole('button', { name: 'Search' }).click();
@@ -197,7 +229,7 @@ test('operator console end to end', async ({ browser }) => {
     await snap(page, 'logs');
     // The API process flushes its keys' last use every 10 s.
     await expect(async () => {
-      await page.goto(projectURL);
+      await page.goto(`${projectURL}?tab=keys`);
       await expect(page.locator('td.last-used').first()).not.toHaveText('never', { timeout: 1000 });
     }).toPass({ timeout: 40 * 1000 });
     await page.goto(`${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`);
@@ -218,6 +250,10 @@ test('operator console end to end', async ({ browser }) => {
     await expect(page.locator('#audit tbody tr').filter({ hasText: 'code.disable' })).toContainText(disabledCode);
     await expect(page.locator('#audit tbody tr').filter({ hasText: 'codes.export' })).toHaveCount(1);
     await expect(page.getByRole('link', { name: 'Download every matching entry as CSV' })).toBeVisible();
+    // What changed reads as before → after, not as JSON.
+    await expect(page.locator('#audit tbody tr').filter({ hasText: 'code.disable' }).locator('.changes'))
+      .toHaveText(/state: enabled → disabled/);
+    await expect(page.locator('#audit')).not.toContainText('{"');
     await snap(page, 'audit');
   });
 
@@ -226,6 +262,7 @@ test('operator console end to end', async ({ browser }) => {
     await page.getByLabel('Name').fill('Import check');
     await page.getByRole('button', { name: 'Create project' }).click();
     await expect(page.locator('p.flash')).toHaveText('Project created.');
+    await tab(page, 'Codes').click();
     const file = { name: 'codes.csv', mimeType: 'text/csv',
       buffer: Buffer.from('code,expires_at\nIMP-1,\nIMP-2,next tuesday\nIMP-1,\nIMP-3,\n') };
     await page.getByLabel('CSV file').setInputFiles(file);
@@ -246,6 +283,7 @@ test('operator console end to end', async ({ browser }) => {
     await expect(report).toContainText('Import done.');
     await expect(page.locator('[data-stat="total"]')).toHaveText('2');
 
+    await tab(page, 'Settings').click();
     await page.getByLabel('Expires at (UTC)').fill('2031-02-03T04:05');
     await page.getByRole('button', { name: 'Set expiry' }).click();
     // The confirmation box is required: nothing is sent until it is ticked.
@@ -253,11 +291,69 @@ test('operator console end to end', async ({ browser }) => {
     await page.getByLabel(/stop verifying then/).check();
     await page.getByRole('button', { name: 'Set expiry' }).click();
     await expect(page.locator('p.flash')).toHaveText('Project expiry set.');
-    await expect(page.locator('p.meta').first()).toContainText('expires 2031-02-03 04:05:00 UTC');
+    await expect(page.locator('p.meta').first()).toContainText('Expires 2031-02-03 04:05:00 UTC');
     await snap(page, 'project-expiry');
     await page.getByLabel(/then never expire/).check();
     await page.getByRole('button', { name: 'Clear expiry' }).click();
     await expect(page.locator('p.flash')).toHaveText('Project expiry cleared.');
+
+    // Disabling the project says what stops and needs its name typed.
+    await expect(page.locator('#project-status')).toHaveText('Active');
+    await expect(page.locator('#project-state .stops')).toContainText('PROJECT_DISABLED');
+    await page.getByLabel(/Type the project's name/).fill('import check');
+    await page.getByRole('button', { name: 'Disable project' }).click();
+    await expect(page.getByRole('alert')).toContainText('does not match');
+    await page.goBack();
+    await page.getByLabel(/Type the project's name/).fill('Import check');
+    await page.getByRole('button', { name: 'Disable project' }).click();
+    await expect(page.locator('p.flash')).toHaveText('Project disabled.');
+    await expect(page.locator('#project-status')).toHaveText('Disabled');
+    await snap(page, 'project-disabled');
+  });
+
+  await test.step('a refused action shows as an error, not a success', async () => {
+    await page.goto(`${projectURL}/code?value=${encodeURIComponent(disabledCode)}`);
+    await page.getByLabel('Reason for verifying by hand').fill('Customer insists');
+    await page.getByRole('button', { name: 'Verify by hand' }).click();
+    await expect(page.getByRole('alert')).toContainText('The code was not verified: CODE_DISABLED.');
+    await expect(page.locator('p.error')).toBeVisible();
+    await expect(page.locator('p.flash')).toHaveCount(0);
+    await snap(page, 'refused-action-error');
+  });
+
+  await test.step('charts: axes, tooltips, a table, and a time range switch', async () => {
+    // One verify succeeded (the client API's) and two were refused (the client API's and the
+    // one by hand of the disabled code); the counts reach PostgreSQL through the pipeline.
+    await expect(async () => {
+      await page.goto(projectURL);
+      await expect(page.locator('[data-stat="refused"]')).toHaveText('2', { timeout: 1000 });
+    }).toPass({ timeout: 60 * 1000 });
+    await expect(tab(page, 'Overview')).toHaveAttribute('aria-current', 'page');
+    await expect(page.locator('[data-stat="verifies"]')).toHaveText('1');
+    const chart = page.locator('#redemptions-chart');
+    await expect(chart).toHaveAttribute('role', 'img');
+    await expect(chart.locator('title').first()).toContainText('Verifies per hour over the last 24 h');
+    expect(await chart.locator('g > title').filter({ hasText: /UTC: 1 successful/ }).count()).toBe(1);
+    // The bar of one verify is drawn, and lower than the axis's top.
+    const h = Number(await chart.locator('rect.bar-ok:not([height="0"])').first().getAttribute('height'));
+    expect(h).toBeGreaterThan(0);
+    await expect(page.locator('#redemptions-table tbody tr')).toHaveCount(24);
+    const range = page.getByRole('navigation', { name: 'Time range' });
+    await expect(range.getByRole('link', { name: '24 h' })).toHaveAttribute('aria-current', 'true');
+    await range.getByRole('link', { name: '7 d' }).click();
+    await expect(page).toHaveURL(/range=7d/);
+    await expect(range.getByRole('link', { name: '7 d' })).toHaveAttribute('aria-current', 'true');
+    await expect(page.locator('#redemptions-table tbody tr')).toHaveCount(28);
+    await expect(page.locator('[data-stat="verifies"]')).toHaveText('1');
+    await snap(page, 'project-overview-7d');
+    await range.getByRole('link', { name: '30 d' }).click();
+    await expect(page.locator('#redemptions-table tbody tr')).toHaveCount(30);
+    await range.getByRole('link', { name: '1 h' }).click();
+    await expect(page.locator('#redemptions-table tbody tr')).toHaveCount(1);
+    await nav(page, 'Dashboard').click();
+    await expect(nav(page, 'Dashboard')).toHaveAttribute('aria-current', 'page');
+    await expect(page.locator('[data-total="success"]')).toHaveText('1');
+    await expect(page.locator('[data-total="refused"]')).toHaveText('2');
   });
 
   await test.step('docs page and the client API guide', async () => {
@@ -282,20 +378,62 @@ test('operator console end to end', async ({ browser }) => {
     await nav(page, 'Accounts').click();
     await expect(page.getByRole('row', { name: /vera/ })).toContainText('viewer');
     await snap(page, 'accounts');
-    // On a phone.
-    await page.setViewportSize({ width: 375, height: 812 });
-    await page.goto(projectURL);
-    // Nothing is wider than the phone: wide tables scroll inside their own box.
-    const overflow = await page.evaluate(() => {
-      const w = document.documentElement.clientWidth;
-      if (document.documentElement.scrollWidth <= w) return [];
-      return [...document.querySelectorAll('body *')]
-        .filter((el) => el.getBoundingClientRect().right > w + 1)
-        .map((el) => `${el.tagName.toLowerCase()}.${el.className} right=${Math.round(el.getBoundingClientRect().right)}`)
-        .slice(-10);
-    });
-    expect(overflow, 'elements wider than a 375 px screen').toEqual([]);
-    await snap(page, 'project-phone');
+    await nav(page, 'Batches').click();
+    await expect(page.locator('#all-batches')).toContainText('Spring packs');
+    await expect(page.locator('#all-batches')).toContainText('Spring campaign');
+    await snap(page, 'batches');
+
+    // Every page at a laptop's width and a phone's, then in dark mode.
+    const code = `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`;
+    const batchID = await (async () => {
+      await page.goto(`${projectURL}?tab=batches`);
+      return page.locator('tr[data-batch]').first().getAttribute('data-batch');
+    })();
+    const pages = [
+      ['dashboard', '/'], ['projects', '/projects'], ['project-overview', projectURL],
+      ['project-codes', `${projectURL}?tab=codes`], ['project-keys', `${projectURL}?tab=keys`],
+      ['project-batches', `${projectURL}?tab=batches`], ['project-settings', `${projectURL}?tab=settings`],
+      ['code', code], ['bulk-disable', `${projectURL}/bulk-disable?status=unused`],
+      ['batch-revoke', `${projectURL}/bulk-disable?batch_id=${batchID}`], ['batches', '/batches'],
+      ['logs', '/logs'], ['audit', '/audit'], ['accounts', '/accounts'], ['docs', '/docs'], ['api-guide', '/docs/api'],
+    ];
+    for (const width of [1366, 420]) {
+      await page.setViewportSize({ width, height: width > 1000 ? 900 : 900 });
+      for (const [name, url] of pages) {
+        await page.goto(url);
+        // Nothing is wider than the screen: wide tables scroll inside their own box.
+        const overflow = await page.evaluate(() => {
+          const w = document.documentElement.clientWidth;
+          if (document.documentElement.scrollWidth <= w) return [];
+          return [...document.querySelectorAll('body *')]
+            .filter((el) => !el.parentElement.closest('pre, .scroll') && el.getBoundingClientRect().right > w + 1)
+            .map((el) => `${el.tagName.toLowerCase()}.${el.className} right=${Math.round(el.getBoundingClientRect().right)}`)
+            .slice(-10);
+        });
+        expect(overflow, `elements wider than a ${width} px screen on ${name}`).toEqual([]);
+        await snap(page, `${name}-${width}`);
+      }
+    }
+    // On a phone the sidebar becomes a strip above the page, the current page marked.
+    await page.goto('/logs');
+    const side = page.getByRole('navigation', { name: 'Main' });
+    const box = await side.boundingBox();
+    expect(box.width).toBeLessThanOrEqual(420);
+    await expect(nav(page, 'Verification logs')).toHaveAttribute('aria-current', 'page');
+    // Dark mode follows the system's colour scheme; axe checks its contrast.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    for (const width of [1366, 420]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [name, url] of [['dashboard', '/'], ['project-overview', projectURL], ['project-codes', `${projectURL}?tab=codes`],
+        ['project-settings', `${projectURL}?tab=settings`], ['audit', '/audit'], ['logs', '/logs']]) {
+        await page.goto(url);
+        const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+        expect(bg, 'dark background').toBe('rgb(15, 17, 21)');
+        await snap(page, `dark-${name}-${width}`);
+      }
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1366, height: 900 });
     await page.getByRole('button', { name: 'Log out' }).click();
     await expect(page).toHaveURL(/\/login$/);
   });
@@ -307,15 +445,19 @@ test('operator console end to end', async ({ browser }) => {
     const change = await firstLogin(vp, env('VIEWER_USER'), env('VIEWER_OTP'));
     await change();
     await expect(nav(vp, 'Accounts')).toHaveCount(0);
-    for (const url of [projectURL, `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`, '/projects', '/', '/logs', '/audit']) {
+    for (const url of [projectURL, `${projectURL}?tab=codes`, `${projectURL}?tab=keys`, `${projectURL}?tab=batches`,
+      `${projectURL}?tab=settings`, `${projectURL}/code?value=${encodeURIComponent(verifiedCode)}`, '/projects', '/', '/logs', '/audit', '/batches']) {
       await vp.goto(url);
       await expect(vp.locator('form[method="post"]:not([action="/logout"])'), `change forms on ${url}`).toHaveCount(0);
     }
-    await vp.goto(projectURL);
+    await vp.goto(`${projectURL}?tab=settings`);
     await expect(vp.getByRole('link', { name: 'Export all codes (CSV)' })).toHaveCount(0);
+    await expect(vp.getByRole('button', { name: 'Disable project' })).toHaveCount(0);
+    await vp.goto(`${projectURL}?tab=codes`);
+    await expect(vp.getByRole('button', { name: 'Count codes to disable' })).toHaveCount(0);
+    await vp.goto(`${projectURL}?tab=batches`);
     await expect(vp.getByRole('button', { name: 'Generate' })).toHaveCount(0);
     await expect(vp.getByRole('link', { name: /Revoke batch/ })).toHaveCount(0);
-    await expect(vp.getByRole('button', { name: 'Count codes to disable' })).toHaveCount(0);
     // The viewer sees the batch and its progress, without its controls.
     const batchRow = vp.locator('tr[data-batch]').filter({ hasText: 'Spring packs' });
     await expect(batchRow.getByRole('progressbar')).toHaveAttribute('value', String(codeCount));

@@ -35,7 +35,7 @@ document.addEventListener("submit", function (ev) {
           // Statistics and actions change with the batch's end: show the page anew.
           setTimeout(function () {
             var done = b.status === "done" ? "generated" : "batch_" + b.status;
-            window.location.assign(window.location.pathname + "?done=" + done + "&n=" + b.done + "#batches");
+            window.location.assign(window.location.pathname + "?tab=batches&done=" + done + "&n=" + b.done);
           }, 400);
         }
       })
@@ -44,3 +44,13 @@ document.addEventListener("submit", function (ev) {
 
   for (var i = 0; i < rows.length; i++) { poll(rows[i]); }
 })();
+
+// A copy button puts the id it carries on the clipboard and says so.
+document.addEventListener("click", function (ev) {
+  var button = ev.target.closest ? ev.target.closest("button[data-copy]") : null;
+  if (!button || !navigator.clipboard) { return; }
+  navigator.clipboard.writeText(button.getAttribute("data-copy")).then(function () {
+    button.textContent = "Copied";
+    setTimeout(function () { button.textContent = "Copy"; }, 1500);
+  });
+});

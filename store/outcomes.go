@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// HourOutcomes is how many verifies started in the hour From succeeded and how many were
+// refused (any error code, an unknown code too).
+type HourOutcomes struct {
+	From    time.Time
+	Success int64
+	Refused int64
+}
+
+// OutcomesByHour counts the verifies of one project (every project when projectID is "") per
+// UTC hour in [from, to) by outcome, every hour of the range present (zeros when none), from
+// redemptions_hourly: a row per project and hour whatever the traffic, for the console's
+// charts.
+func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]HourOutcomes, error) {
+	from, to = from.UTC().Truncate(time.Hour), to.UTC()
+	rows, err := s.pool.Query(ctx,
+		`SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
+		 FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 microsecond', interval '1 hour') AS h(at)
+		 LEFT JOIN (
+		     SELECT hour AS at, sum(n)::bigint AS n, sum(refused)::bigint AS refused
+		     FROM redemptions_hourly
+		     WHERE hour >= $1 AND hour < $2 AND ($3 = '' OR project_id = nullif($3, '')::uuid)
+		     GROUP BY 1) c ON c.at = h.at
+		 ORDER BY h.at`, from, to, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("count verify outcomes by hour: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HourOutcomes, error) {
+		var h HourOutcomes
+		err := r.Scan(&h.From, &h.Success, &h.Refused)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count verify outcomes by hour: %w", translate(err))
+	}
+	return out, nil
+}
