@@ -77,6 +77,10 @@ func (s *Server) pageRoutes() []pageRoute {
 		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.accountDisabledSubmit(false)},
 		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.accountRoleSubmit},
 		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.accountResetSubmit},
+
+		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.tokensPage},
+		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.tokenCreateSubmit},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.tokenRevokeSubmit},
 	}
 }
 
@@ -192,6 +196,7 @@ var flashes = map[string]string{
 	"account_disabled":  "Account disabled; its sessions have ended.",
 	"account_enabled":   "Account enabled.",
 	"role_changed":      "Role changed.",
+	"token_revoked":     "API token revoked: it is refused from now on.",
 }
 
 // flashArg is what may fill a flash's %s: a count or an error code.

@@ -21,7 +21,7 @@ var webFS embed.FS
 
 // pageNames are the pages, each a file web/templates/<name>.html defining "content" (and
 // "title") inside layout.html.
-var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide", "batches"}
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide", "batches", "tokens"}
 
 // templateFuncs are the helpers the templates call. Escaping is html/template's: every value is
 // escaped for where it lands (text, attribute, URL).

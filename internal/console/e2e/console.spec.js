@@ -395,7 +395,7 @@ test('operator console end to end', async ({ browser }) => {
       ['project-batches', `${projectURL}?tab=batches`], ['project-settings', `${projectURL}?tab=settings`],
       ['code', code], ['bulk-disable', `${projectURL}/bulk-disable?status=unused`],
       ['batch-revoke', `${projectURL}/bulk-disable?batch_id=${batchID}`], ['batches', '/batches'],
-      ['logs', '/logs'], ['audit', '/audit'], ['accounts', '/accounts'], ['docs', '/docs'], ['api-guide', '/docs/api'],
+      ['logs', '/logs'], ['audit', '/audit'], ['accounts', '/accounts'], ['tokens', '/tokens'], ['docs', '/docs'], ['api-guide', '/docs/api'],
     ];
     for (const width of [1366, 420]) {
       await page.setViewportSize({ width, height: width > 1000 ? 900 : 900 });
