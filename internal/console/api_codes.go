@@ -132,7 +132,7 @@ func (s *Server) importCodes(c *gin.Context, se *Session) error {
 		if dry {
 			return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes", s.cfg.MaxImportBytes)
 		}
-		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; %d codes before the limit were imported", s.cfg.MaxImportBytes, rep.Inserted)
+		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes; codes imported before the limit: %d", s.cfg.MaxImportBytes, rep.Inserted)
 	}
 	if err != nil {
 		return err

@@ -184,7 +184,7 @@ var flashes = map[string]string{
 	"generate_started":  "Generation started; its progress is shown below.",
 	"batch_cancelled":   "Generation cancelled; the codes made so far stay until the batch is revoked.",
 	"batch_failed":      "Generation failed; see the batch below.",
-	"batch_revoked":     "Batch revoked: %s codes disabled.",
+	"batch_revoked":     "Batch revoked; codes disabled: %s.",
 	"bulk_disabled":     "Codes disabled: %s.",
 	"key_revoked":       "API key revoked.",
 	"code_disabled":     "Code disabled.",

@@ -450,7 +450,7 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 	res, body = oper.page("POST", projectPath+"/batches/"+b.ID+"/revoke", url.Values{"csrf_token": {token}, "expected_count": {"39"}, "confirm_name": {"Bulk"}})
 	oper.want("revoke", res, body, http.StatusSeeOther, projectPath+"?tab=batches&done=batch_revoked&n=39")
 	_, body = oper.page("GET", projectPath+"?tab=batches&done=batch_revoked&n=39", nil)
-	if !strings.Contains(body, "Batch revoked: 39 codes disabled.") || !strings.Contains(body, `data-stat="disabled">40<`) ||
+	if !strings.Contains(body, "Batch revoked; codes disabled: 39.") || !strings.Contains(body, `data-stat="disabled">40<`) ||
 		!strings.Contains(body, "done</span> · revoked") {
 		t.Fatalf("project page after revoke: %.8000s", body)
 	}

@@ -48,6 +48,14 @@ var templateFuncs = template.FuncMap{
 		return *p
 	},
 	"num":   thousands,
+	// count is a count with its noun, "1 code" and "1,509 codes".
+	"count": func(n any, one, many string) string {
+		v, _ := strconv.ParseInt(fmt.Sprint(n), 10, 64)
+		if v == 1 {
+			return "1 " + one
+		}
+		return thousands(v) + " " + many
+	},
 	"wide":  func(n int) int64 { return int64(n) },
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
 	"add":   func(a, b int) int { return a + b },
