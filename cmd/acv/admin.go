@@ -9,11 +9,13 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
-	"github.com/spf13/cobra"
 )
 
 // withAdmin opens both stores for one operator command.
@@ -68,7 +70,7 @@ func projectCmd() *cobra.Command {
 				return err
 			}
 			return withAdmin(cmd.Context(), func(a *admin.Admin) error {
-				p, err := a.CreateProject(cmd.Context(), store.NewProject{Name: name, Description: desc, ExpiresAt: exp})
+				p, err := a.CreateProject(cmd.Context(), contract.NewProject{Name: name, Description: desc, ExpiresAt: exp})
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/store"
 )
@@ -37,7 +38,7 @@ func TestCLIAdminCreate(t *testing.T) {
 	if err != nil || !se.Account.MustChangePassword || se.Account.Role != "support" {
 		t.Fatalf("login with the one-time password: %+v, %v", se, err)
 	}
-	rows, err := st.AdminAudit(ctx, store.AuditFilter{Action: "account.create"})
+	rows, err := st.AdminAudit(ctx, contract.AuditFilter{Action: "account.create"})
 	if err != nil || len(rows) != 1 || !regexp.MustCompile(`^cli:`).MatchString(rows[0].AdminUsername) {
 		t.Fatalf("audit rows %+v, %v", rows, err)
 	}

@@ -369,7 +369,7 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 	}
 	defer deps.Close()
 	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
-	p, err := a.CreateProject(ctx, store.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
+	p, err := a.CreateProject(ctx, contract.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
 	if err != nil {
 		return d, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/store"
 )
@@ -66,7 +67,7 @@ func logsMaintainCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides ACV_LOG_RETENTION; 0 keeps every day)")
-	cmd.Flags().IntVar(&ahead, "ahead", store.DefaultLogPartitionsAhead, "days after today that get their partition")
+	cmd.Flags().IntVar(&ahead, "ahead", contract.DefaultLogPartitionsAhead, "days after today that get their partition")
 	return cmd
 }
 

@@ -23,7 +23,7 @@ type Admin struct {
 }
 
 // CreateProject records a project and publishes its state to the hot path.
-func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (contract.Project, error) {
+func (a *Admin) CreateProject(ctx context.Context, p contract.NewProject) (contract.Project, error) {
 	proj, err := a.Store.CreateProject(ctx, p)
 	if err != nil {
 		return contract.Project{}, err

@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"github.com/acv/acv/internal/testkit"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/acv/acv/internal/testkit"
+
+	"github.com/redis/go-redis/v9"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	t.Helper()
 	a, _, rdb := testkit.NewAdmin(t)
-	p, err := a.CreateProject(context.Background(), store.NewProject{Name: "p"})
+	p, err := a.CreateProject(context.Background(), contract.NewProject{Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestDisableReachesHotPathAndRecord(t *testing.T) {
 func TestDisableLoadsCodeRedisLacks(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "PG-ONLY"}, {Code: "MARKED"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "PG-ONLY"}, {Code: "MARKED"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Cache.MarkUnknown(ctx, pid, "MARKED", time.Minute); err != nil {

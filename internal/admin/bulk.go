@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // bulkPage is how many codes a bulk change reads, changes in Redis (one pipeline) and writes
@@ -24,7 +23,7 @@ func (e *CountChangedError) Error() string {
 
 // CountMatching counts the codes of a project that f selects and that are not disabled yet:
 // what DisableMatching would change, shown before it runs.
-func (a *Admin) CountMatching(ctx context.Context, projectID string, f store.CodeFilter, now int64) (int64, error) {
+func (a *Admin) CountMatching(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
 	if err := checkFilter(f); err != nil {
 		return 0, err
 	}
@@ -37,7 +36,7 @@ func (a *Admin) CountMatching(ctx context.Context, projectID string, f store.Cod
 // PostgreSQL), a page of codes a round trip each. With expected, it first checks that the
 // count is still the one confirmed. The state filter is read from PostgreSQL's record. It
 // returns how many codes it disabled.
-func (a *Admin) DisableMatching(ctx context.Context, projectID string, f store.CodeFilter, expected *int64, now int64) (int, error) {
+func (a *Admin) DisableMatching(ctx context.Context, projectID string, f contract.CodeFilter, expected *int64, now int64) (int, error) {
 	if expected != nil {
 		n, err := a.CountMatching(ctx, projectID, f, now)
 		if err != nil {
@@ -71,7 +70,7 @@ func (a *Admin) DisableMatching(ctx context.Context, projectID string, f store.C
 }
 
 // checkFilter refuses a filter a bulk disable cannot mean.
-func checkFilter(f store.CodeFilter) error {
+func checkFilter(f contract.CodeFilter) error {
 	switch f.State {
 	case "", contract.StateUnused, contract.StateUsed, contract.StateExpired:
 	case contract.StateDisabled:

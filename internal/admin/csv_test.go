@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // What `acv codes export` writes, `acv codes import` reads: header row, the code and
@@ -24,14 +23,14 @@ func TestImportReadsWhatExportWrites(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	exp := int64(1900000000)
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "EXP-A", ExpiresAt: &exp}, {Code: "EXP-B"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "EXP-A", ExpiresAt: &exp}, {Code: "EXP-B"}}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	if _, err := a.ExportCSV(ctx, pid, time.Now().Unix(), &out); err != nil {
 		t.Fatal(err)
 	}
-	other, err := a.CreateProject(ctx, store.NewProject{Name: "other"})
+	other, err := a.CreateProject(ctx, contract.NewProject{Name: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestImportAcceptsRFC3339AndUnixExpiry(t *testing.T) {
 func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "K0"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "K0"}}); err != nil {
 		t.Fatal(err)
 	}
 	in := "code,expires_at\nK1,\nK2,1900000000\nK3,next tuesday\nK4,\nK1,\nK0,\nBAD\x01,\n\"K5\"x,\nK6,\n"
@@ -179,9 +178,9 @@ func TestExportImportRoundTripsFormulaCells(t *testing.T) {
 		`c,"d"`:                         "till 4",
 		"PLAIN-1":                       "",
 	}
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for v := range verifiedBy {
-		codes = append(codes, store.NewCode{Code: v})
+		codes = append(codes, contract.NewCode{Code: v})
 	}
 	rows, err := a.Store.InsertCodes(ctx, pid, codes)
 	if err != nil || len(rows) != len(codes) {
@@ -238,7 +237,7 @@ func TestExportImportRoundTripsFormulaCells(t *testing.T) {
 	}
 
 	// What the import creates: the same code values, nothing else.
-	other, err := a.CreateProject(ctx, store.NewProject{Name: "copy"})
+	other, err := a.CreateProject(ctx, contract.NewProject{Name: "copy"})
 	if err != nil {
 		t.Fatal(err)
 	}

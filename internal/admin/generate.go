@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // DefaultCharset has no look-alike characters (no 0/O, 1/I/L), so codes read aloud or typed
@@ -111,7 +110,7 @@ func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpe
 }
 
 // draw returns up to want random values the project does not hold yet, out of candidates drawn.
-func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, candidates int) ([]store.NewCode, error) {
+func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, candidates int) ([]contract.NewCode, error) {
 	seen := make(map[string]struct{}, candidates)
 	values := make([]string, 0, candidates)
 	for i := 0; i < candidates; i++ {
@@ -133,10 +132,10 @@ func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, can
 			delete(seen, v)
 		}
 	}
-	batch := make([]store.NewCode, 0, want)
+	batch := make([]contract.NewCode, 0, want)
 	for _, v := range values {
 		if _, ok := seen[v]; ok && len(batch) < want {
-			batch = append(batch, store.NewCode{Code: v, ExpiresAt: d.spec.ExpiresAt})
+			batch = append(batch, contract.NewCode{Code: v, ExpiresAt: d.spec.ExpiresAt})
 		}
 	}
 	return batch, nil
@@ -168,14 +167,14 @@ func (a *Admin) newLoader(ctx context.Context, projectID, batchID string) *loade
 }
 
 // insert writes codes to Postgres and queues the ones actually inserted for Redis.
-func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error) {
+func (l *loader) insert(ctx context.Context, codes []contract.NewCode) (int, error) {
 	rows, err := l.insertRows(ctx, codes)
 	return len(rows), err
 }
 
 // insertRows is insert returning the rows inserted, so an import can tell which codes were
 // already there.
-func (l *loader) insertRows(ctx context.Context, codes []store.NewCode) ([]contract.CodeRecord, error) {
+func (l *loader) insertRows(ctx context.Context, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	var (
 		rows []contract.CodeRecord
 		err  error

@@ -13,7 +13,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // MaxRowErrors is how many row problems an import report lists; the totals count them all, so
@@ -132,13 +131,13 @@ type importer struct {
 	opts      ImportOptions
 	l         *loader // nil in a dry run
 	seen      map[string]int
-	batch     []store.NewCode
+	batch     []contract.NewCode
 	lines     []int // the line of each batch entry
 }
 
 func (im *importer) run(ctx context.Context, r io.Reader) error {
 	cr := safecsv.NewReader(r)
-	im.batch = make([]store.NewCode, 0, generateBatch)
+	im.batch = make([]contract.NewCode, 0, generateBatch)
 	codeCol, expCol := 0, 1
 	for first := true; ; first = false {
 		rec, err := cr.Read()
@@ -173,7 +172,7 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			im.rep.problem(RowError{Line: line, Kind: RowInvalid, Reason: fmt.Sprintf("no code column (the row has %d fields)", len(rec))})
 			continue
 		}
-		c := store.NewCode{Code: rec[codeCol]}
+		c := contract.NewCode{Code: rec[codeCol]}
 		if err := contract.ValidateCode(c.Code); err != nil {
 			im.rep.problem(RowError{Line: line, Value: printable(c.Code), Kind: RowInvalid, Reason: err.Error()})
 			continue

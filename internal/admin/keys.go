@@ -10,7 +10,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
 )
 
 // ErrNoMasterKey: an action that seals or opens API-key secrets ran without a keyring.
@@ -38,7 +37,7 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	if err != nil {
 		return contract.APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
-	k, err := a.Store.CreateAPIKey(ctx, store.NewAPIKey{
+	k, err := a.Store.CreateAPIKey(ctx, contract.NewAPIKey{
 		ID: id, ProjectID: projectID, Secret: sealed, RatePerSec: ratePerSec, Burst: burst,
 	})
 	if err != nil {
@@ -99,7 +98,7 @@ func (a *Admin) RewrapKeys(ctx context.Context) (RewrapResult, error) {
 
 // rewrapOne brings one key's secret under the active master key, reading it again when
 // another writer changed it meanwhile.
-func (a *Admin) rewrapOne(ctx context.Context, r store.StoredSecret, res *RewrapResult) error {
+func (a *Admin) rewrapOne(ctx context.Context, r contract.StoredSecret, res *RewrapResult) error {
 	for attempt := 0; ; attempt++ {
 		var plain []byte
 		wasClear := !secrets.IsSealed(r.Secret)

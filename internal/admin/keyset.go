@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // CursorPage is one page of codes read by keyset: the codes, the number of codes matching the
@@ -48,7 +47,7 @@ func (a *Admin) ListCodesAfter(ctx context.Context, projectID string, q CursorQu
 	if err != nil {
 		return CursorPage{}, notFound(err, "project", projectID)
 	}
-	page, err := a.Store.ListCodesAfter(ctx, projectID, store.KeysetQuery{State: q.State, Search: q.Search, After: after, PageSize: q.PageSize}, now)
+	page, err := a.Store.ListCodesAfter(ctx, projectID, contract.KeysetQuery{State: q.State, Search: q.Search, After: after, PageSize: q.PageSize}, now)
 	if err != nil {
 		return CursorPage{}, notFound(err, "project", projectID)
 	}

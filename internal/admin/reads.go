@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // NotFoundError says which thing an operator named does not exist, in words: "project X not
@@ -76,10 +75,10 @@ func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (co
 }
 
 // APIKeys lists a project's API keys without their secrets.
-func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]store.KeyInfo, error) {
+func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
 	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)
 	if ks == nil && err == nil {
-		ks = []store.KeyInfo{}
+		ks = []contract.KeyInfo{}
 	}
 	return ks, notFound(err, "project", projectID)
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/gin-gonic/gin"
 )
 
 // generate starts a generation batch and answers 202 with it; its progress is at
@@ -106,8 +106,8 @@ type bulkFilter struct {
 	Search  string `json:"search" form:"search"`
 }
 
-func (f bulkFilter) filter() (store.CodeFilter, error) {
-	out := store.CodeFilter{BatchID: f.BatchID, Search: f.Search}
+func (f bulkFilter) filter() (contract.CodeFilter, error) {
+	out := contract.CodeFilter{BatchID: f.BatchID, Search: f.Search}
 	if f.Status != "" {
 		st, err := contract.ParseState(f.Status)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // formulaStarts are the first characters a spreadsheet reads as a formula, or skips before
@@ -66,7 +65,7 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 	ctx := context.Background()
 	sys := console.SystemActor("test")
 	op := e.account("olga", console.RoleOperator)
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "formulas"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "formulas"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +79,9 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 		"'":          "'=quoted",
 		"PLAIN-1":    "",
 	}
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for v := range verifiedBy {
-		codes = append(codes, store.NewCode{Code: v})
+		codes = append(codes, contract.NewCode{Code: v})
 	}
 	recs, err := e.store.InsertCodes(ctx, p.ID, codes)
 	if err != nil {
@@ -133,7 +132,7 @@ func TestConsoleLogAndAuditExportsShareTheCodeExportEscape(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	sys := console.SystemActor("'=sys")
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "escape"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "escape"})
 	if err != nil {
 		t.Fatal(err)
 	}

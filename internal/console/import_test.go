@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // TestConsoleImportDryRunAndRowErrors imports through the admin API: a dry run reports every
@@ -25,7 +24,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	op := e.account("ivy", console.RoleOperator)
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "import"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "import"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +58,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	check("dry run", rep, true)
 	res, body = op.do("GET", "/projects/"+p.ID+"/codes/NEW-1", nil)
 	expect(t, "code after the dry run", res, body, http.StatusNotFound)
-	recs, err := e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err := e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 1 { // the fixture's import only
 		t.Fatalf("audit after the dry run: %d rows, %v", len(recs), err)
 	}
@@ -73,7 +72,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 		res, body = op.do("GET", "/projects/"+p.ID+"/codes/"+v, nil)
 		expect(t, "imported "+v, res, body, http.StatusOK)
 	}
-	recs, err = e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err = e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 2 || recs[0].AdminUsername != "ivy" {
 		t.Fatalf("audit after the import: %+v, %v", recs, err)
 	}
@@ -208,7 +207,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	e := newEnv(t, nil)
 	oper := e.pageLogin("opie", console.RoleOperator)
 	viewer := e.pageLogin("vin", console.RoleViewer)
-	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), store.NewProject{Name: "page"})
+	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), contract.NewProject{Name: "page"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +266,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	if !strings.Contains(body, "The project does not expire.") {
 		t.Errorf("project page after clearing the expiry: %.3000s", body)
 	}
-	recs, err := e.svc.AuditLog(context.Background(), console.SystemActor("test"), store.AuditFilter{ProjectID: p.ID, Action: "project."})
+	recs, err := e.svc.AuditLog(context.Background(), console.SystemActor("test"), contract.AuditFilter{ProjectID: p.ID, Action: "project."})
 	if err != nil || len(recs) < 2 {
 		t.Fatalf("expiry changes not in the audit log: %+v, %v", recs, err)
 	}
@@ -314,7 +313,7 @@ var (
 func TestConsoleImportTooLarge(t *testing.T) {
 	e := newEnv(t, func(_ *console.Config, s *console.ServerConfig) { s.MaxImportBytes = 4 << 10 })
 	op := e.account("lara", console.RoleOperator)
-	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), store.NewProject{Name: "big"})
+	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), contract.NewProject{Name: "big"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,14 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // auditRow is an audit row as the page shows it.
 type auditRow struct {
-	store.AuditRecord
+	contract.AuditRecord
 	DetailText string
 }
 

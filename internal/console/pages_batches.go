@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/gin-gonic/gin"
 )
 
 // bulkView is the bulk-disable page's data: the filter, the count it selects now, and the
@@ -18,7 +18,7 @@ type bulkView struct {
 	Project contract.Project
 	Filter  bulkFilter
 	Count   int64
-	Batch   *store.Batch
+	Batch   *contract.Batch
 	// Changed: the count confirmed was out of date; Count is the new one.
 	Changed bool
 }

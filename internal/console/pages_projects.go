@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/gin-gonic/gin"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -97,7 +97,7 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), store.NewProject{Name: name, Description: desc, ExpiresAt: exp})
+	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), contract.NewProject{Name: name, Description: desc, ExpiresAt: exp})
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 type projectView struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
-	Keys    []store.KeyInfo
+	Keys    []contract.KeyInfo
 	// Codes is the codes table's page, read by keyset; Cursor the one it was read from ("" for
 	// the first page).
 	Codes  admin.CursorPage
@@ -125,7 +125,7 @@ type projectView struct {
 	ExpiresInput string
 	// Batches are the project's latest generation batches; Running tells whether one of them
 	// is still queued or running.
-	Batches []store.Batch
+	Batches []contract.Batch
 	Running bool
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // browser is a client of the web pages: it keeps the session cookie, does not follow
@@ -117,7 +116,7 @@ func TestConsolePagesPerRole(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	op := console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, op, store.NewProject{Name: "Spring <b>sale</b>"})
+	p, err := e.svc.CreateProject(ctx, op, contract.NewProject{Name: "Spring <b>sale</b>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +301,7 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 func TestConsolePagesActions(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "actions"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "actions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +338,7 @@ func TestConsolePagesActions(t *testing.T) {
 	follow("disable", res, body, "Code disabled.", "disabled")
 	res, body = post("enable", url.Values{})
 	follow("enable", res, body, "Code enabled.", "unused")
-	rows, err := e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "code.", Limit: 10})
+	rows, err := e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "code.", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +392,7 @@ func TestConsolePagesActions(t *testing.T) {
 func TestConsolePagesBulkDisable(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx, sys := context.Background(), console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "Bulk"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "Bulk"})
 	if err != nil {
 		t.Fatal(err)
 	}

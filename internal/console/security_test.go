@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 func TestConsoleCSRF(t *testing.T) {
@@ -70,7 +70,7 @@ func TestConsoleRolesRefused(t *testing.T) {
 		clients[r] = e.account("as-"+string(r), r)
 	}
 	op := console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, op, store.NewProject{Name: "roles"})
+	p, err := e.svc.CreateProject(ctx, op, contract.NewProject{Name: "roles"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestConsoleTrustedProxies(t *testing.T) {
 					t.Errorf("cookie Secure = %v, want %v", ck.Secure, tc.secure)
 				}
 			}
-			rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "login"})
+			rows, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "login"})
 			if err != nil || len(rows) != 1 || rows[0].ClientIP != tc.wantIP {
 				t.Fatalf("login rows %+v, %v; want client ip %s", rows, err, tc.wantIP)
 			}

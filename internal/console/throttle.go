@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // ThrottlePolicy bounds password guessing. Every password check is counted before it is made
@@ -91,13 +91,13 @@ func (p ThrottlePolicy) spacing(failures int) time.Duration {
 
 // limits are the subjects a password check of username from ip counts against, with how
 // each locks. Without an address (none known) only the username's subjects count.
-func (p ThrottlePolicy) limits(username, ip string) []store.LoginLimit {
-	ls := []store.LoginLimit{
+func (p ThrottlePolicy) limits(username, ip string) []contract.LoginLimit {
+	ls := []contract.LoginLimit{
 		{Subject: pairSubject(username, ip), LockFor: p.lockFor(p.PairFailures)},
 		{Subject: accountSubject(username), LockFor: p.spacing},
 	}
 	if ip != "" {
-		ls = append(ls, store.LoginLimit{Subject: ipSubject(ip), LockFor: p.lockFor(p.IPFailures)})
+		ls = append(ls, contract.LoginLimit{Subject: ipSubject(ip), LockFor: p.lockFor(p.IPFailures)})
 	}
 	return ls
 }
@@ -131,7 +131,7 @@ func (e *LockedError) Error() string {
 // succeeded says otherwise.
 type attempt struct {
 	username, ip string
-	reservation  store.LoginReservation
+	reservation  contract.LoginReservation
 }
 
 // reserveAttempt counts a password check of username from ip before it is made, or refuses

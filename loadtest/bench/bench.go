@@ -173,7 +173,7 @@ func (b *bench) start(ctx context.Context) (err error) {
 		return err
 	}
 	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: keys}
-	p, err := a.CreateProject(ctx, store.NewProject{Name: "bench"})
+	p, err := a.CreateProject(ctx, contract.NewProject{Name: "bench"})
 	if err != nil {
 		return err
 	}

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // scale fills one project with b.scaleN codes and measures what the data-scale targets name:
@@ -22,7 +22,7 @@ import (
 // against the small project of the same run, and the p99 of every read the API offers.
 func (b *bench) scale(ctx context.Context) error {
 	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: b.cfg.MasterKeys}
-	big, err := a.CreateProject(ctx, store.NewProject{Name: "scale"})
+	big, err := a.CreateProject(ctx, contract.NewProject{Name: "scale"})
 	if err != nil {
 		return err
 	}
