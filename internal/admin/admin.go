@@ -74,7 +74,7 @@ func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, di
 	}
 	row, err := a.Store.CodeByValue(ctx, projectID, value)
 	if errors.Is(err, contract.ErrNotFound) {
-		return &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+		return contract.NotFound("code %q not found in project %s", value, projectID)
 	}
 	if err != nil {
 		return fmt.Errorf("code %q: %w", value, err)

@@ -150,7 +150,7 @@ func (a *Admin) CancelBatch(ctx context.Context, projectID, batchID string) (con
 }
 
 // RevokeBatch disables every code a batch made, on the hot path and in PostgreSQL, and marks
-// the batch revoked by by. With expected, it refuses (CountChangedError) when the number of
+// the batch revoked by by. With expected, it refuses (contract.ErrCountChanged) when the number of
 // codes to disable is no longer the one shown. A batch still generating is refused: cancel
 // it first, or its next rounds would add codes after the revoke.
 func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, expected *int64, now int64) (int, error) {

@@ -11,16 +11,6 @@ import (
 // to PostgreSQL (one statement) at a time.
 const bulkPage = 2000
 
-// CountChangedError refuses a bulk change whose confirmed count is not the current one: codes
-// were added, used or disabled since the count was shown. Count is the new count, to show.
-type CountChangedError struct {
-	Expected, Count int64
-}
-
-func (e *CountChangedError) Error() string {
-	return fmt.Sprintf("%d codes match now, not the %d confirmed: check the new count and confirm again", e.Count, e.Expected)
-}
-
 // CountMatching counts the codes of a project that f selects and that are not disabled yet:
 // what DisableMatching would change, shown before it runs.
 func (a *Admin) CountMatching(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
@@ -43,7 +33,8 @@ func (a *Admin) DisableMatching(ctx context.Context, projectID string, f contrac
 			return 0, err
 		}
 		if n != *expected {
-			return 0, &CountChangedError{Expected: *expected, Count: n}
+			return 0, &contract.Error{Kind: contract.KindConflict, Err: contract.ErrCountChanged,
+				Message: fmt.Sprintf("%d codes match now, not the %d confirmed: check the new count and confirm again", n, *expected)}
 		}
 	} else if err := checkFilter(f); err != nil {
 		return 0, err
@@ -79,7 +70,7 @@ func checkFilter(f contract.CodeFilter) error {
 		return contract.Errorf(contract.KindInvalid, "status must be unused, used or expired")
 	}
 	if f.BatchID != "" && !contract.ValidID(f.BatchID) {
-		return &NotFoundError{Kind: "batch", ID: f.BatchID}
+		return contract.NotFound("batch %s not found", f.BatchID)
 	}
 	if err := contract.ValidateText("search", f.Search, contract.MaxCodeLen); err != nil {
 		return contract.Errorf(contract.KindInvalid, "%v", err)

@@ -3,40 +3,21 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/acv/acv/api/contract"
 )
 
-// NotFoundError says which thing an operator named does not exist, in words: "project X not
-// found", never the database driver's text. errors.Is(err, contract.ErrNotFound) holds.
-type NotFoundError struct {
-	Kind string // "project", "api key", "code"
-	ID   string
-	In   string // e.g. "project X", for a code; "" when the thing stands alone
-}
-
-func (e *NotFoundError) Error() string {
-	s := fmt.Sprintf("%s %s not found", e.Kind, e.ID)
-	if e.In != "" {
-		s = fmt.Sprintf("%s %q not found in %s", e.Kind, e.ID, e.In)
-	}
-	return s
-}
-
-// Unwrap makes errors.Is(err, contract.ErrNotFound) hold.
-func (e *NotFoundError) Unwrap() error { return contract.ErrNotFound }
-
-// notFound replaces a not-found error of the stores with one that names what is missing.
+// notFound replaces a not-found error of the stores with one that names what is missing, in
+// words ("project X not found"), never the database driver's text.
 func notFound(err error, kind, id string) error {
-	if err != nil && errors.Is(err, contract.ErrNotFound) {
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			return nf
-		}
-		return &NotFoundError{Kind: kind, ID: id}
+	if err == nil || !errors.Is(err, contract.ErrNotFound) {
+		return err
 	}
-	return err
+	var named *contract.Error
+	if errors.As(err, &named) && named != contract.ErrNotFound {
+		return named
+	}
+	return contract.NotFound("%s %s not found", kind, id)
 }
 
 // Projects lists every project, oldest first, without statistics.
@@ -124,7 +105,7 @@ func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (C
 	rec, err := a.Store.CodeByValue(ctx, projectID, value)
 	if err != nil {
 		if errors.Is(err, contract.ErrNotFound) {
-			return CodeWithHistory{}, &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+			return CodeWithHistory{}, contract.NotFound("code %q not found in project %s", value, projectID)
 		}
 		return CodeWithHistory{}, err
 	}

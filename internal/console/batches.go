@@ -124,7 +124,7 @@ func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f co
 }
 
 // BulkDisable disables the codes filter f selects (operator and above), only when expected is
-// still their count: else an *admin.CountChangedError (409) with the new count. The audit log
+// still their count: else contract.ErrCountChanged (409). The audit log
 // records the filter and the count.
 func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f contract.CodeFilter, expected int64) (int, error) {
 	ad, err := s.operator(a, RoleOperator)
@@ -132,8 +132,7 @@ func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f 
 		return 0, err
 	}
 	n, err := ad.DisableMatching(ctx, projectID, f, &expected, s.now().Unix())
-	var changed *admin.CountChangedError
-	if n == 0 && err != nil || errors.As(err, &changed) {
+	if n == 0 && err != nil || errors.Is(err, contract.ErrCountChanged) {
 		return 0, err
 	}
 	if rerr := s.record(ctx, a, "codes.bulk_disable", "project", projectID, projectID, map[string]any{

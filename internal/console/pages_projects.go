@@ -237,7 +237,7 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
 	}); err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	redirectDone(c, projectPath(id)+"#batches", "generate_started", "")
 	return nil

@@ -118,13 +118,11 @@ func accountSubject(username string) string { return "account:" + usernameHash(u
 // ipSubject is the throttle's key of a client address.
 func ipSubject(ip string) string { return "ip:" + ip }
 
-// LockedError refuses a login while its username from that address, the address, or the
-// username's next password check is held back; Wait says for how long yet (the Retry-After of
+// locked refuses a login while its username from that address, the address, or the
+// username's next password check is held back; wait says for how long yet (the Retry-After of
 // the answer).
-type LockedError struct{ Wait time.Duration }
-
-func (e *LockedError) Error() string {
-	return "Too many failed logins; try again later"
+func locked(wait time.Duration) error {
+	return &contract.Error{Kind: contract.KindRateLimited, Message: "Too many failed logins; try again later", Wait: wait}
 }
 
 // attempt is one password check the throttle let through: counted as a failure until
@@ -135,7 +133,7 @@ type attempt struct {
 }
 
 // reserveAttempt counts a password check of username from ip before it is made, or refuses
-// it with a *LockedError while one of its subjects is locked. Counting first is what bounds
+// it with a lock (KindRateLimited) while one of its subjects is locked. Counting first is what bounds
 // parallel guesses: each one takes its place in the count (in PostgreSQL, shared by every
 // console instance) before hashing, so no more checks run than the thresholds allow.
 func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*attempt, error) {
@@ -146,7 +144,7 @@ func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*att
 		return nil, err
 	}
 	if !ok {
-		return nil, &LockedError{Wait: until.Sub(now)}
+		return nil, locked(until.Sub(now))
 	}
 	return &attempt{username: username, ip: ip, reservation: r}, nil
 }
