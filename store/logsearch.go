@@ -19,7 +19,7 @@ var errBadCursor = contract.Errorf(contract.KindInvalid, "after must be a cursor
 
 // CheckLogFilter is the error SearchLogs and ExportLogs would answer f with (a bad time range,
 // id or cursor), before any query: so an export can refuse it before its first byte.
-func CheckLogFilter(f contract.LogFilter) error {
+func (s *Store) CheckLogFilter(f contract.LogFilter) error {
 	_, _, err := logQuery(f)
 	return err
 }

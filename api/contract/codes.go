@@ -43,3 +43,42 @@ type KeysetPage struct {
 	Codes []CodeRecord
 	Next  int64
 }
+
+// GenerateSpec describes a batch of random codes.
+type GenerateSpec struct {
+	Count     int
+	Length    int    // random characters, without prefix and suffix
+	Charset   string // DefaultCharset when empty
+	Prefix    string
+	Suffix    string
+	ExpiresAt *int64 // unix s; nil: the project's expiry applies
+	// Step is how many codes a round inserts (50,000 when 0); progress is told after each
+	// round, so a job shown live uses smaller ones.
+	Step int
+}
+
+// CursorPage is one page of codes read by keyset: the codes, the number of codes matching the
+// filters in all, and the cursor that reads the next page ("" on the last).
+type CursorPage struct {
+	Items      []Code `json:"items"`
+	Total      int64  `json:"total"`
+	PageSize   int    `json:"page_size"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// CursorQuery is a keyset page request: the list's filters, a page size and the cursor a
+// previous page returned ("" for the first page).
+type CursorQuery struct {
+	State    State
+	Search   string
+	Cursor   string
+	PageSize int
+}
+
+// CodeWithHistory is a code with its derived state and its verification history, which it
+// always shows, even empty.
+type CodeWithHistory struct {
+	Code
+	State            State      `json:"state"`
+	VerificationLogs []LogEntry `json:"verification_logs"`
+}

@@ -219,7 +219,7 @@ func codesCmd() *cobra.Command {
 	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
 	var project, expires, out, batchName string
 	var dryRun bool
-	var spec admin.GenerateSpec
+	var spec contract.GenerateSpec
 	gen := &cobra.Command{
 		Use:   "generate",
 		Short: "Generate random codes, unique within the project",
@@ -285,7 +285,7 @@ func codesCmd() *cobra.Command {
 					verb = "checking"
 				}
 				bar := newProgress(verb, -1)
-				rep, err := a.ImportCSV(cmd.Context(), project, f, admin.ImportOptions{DryRun: dryRun, Progress: bar.Set})
+				rep, err := a.ImportCSV(cmd.Context(), project, f, contract.ImportOptions{DryRun: dryRun, Progress: bar.Set})
 				bar.Finish()
 				if err != nil {
 					return err

@@ -377,7 +377,7 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 	if err != nil {
 		return d, err
 	}
-	if _, err := a.Generate(ctx, p.ID, admin.GenerateSpec{Count: 1000, Length: 10, Prefix: "DEMO-"}, nil); err != nil {
+	if _, err := a.Generate(ctx, p.ID, contract.GenerateSpec{Count: 1000, Length: 10, Prefix: "DEMO-"}, nil); err != nil {
 		return d, err
 	}
 	d = demo{ProjectID: p.ID, KeyID: k.ID, Secret: k.Secret}

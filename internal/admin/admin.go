@@ -9,15 +9,13 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
 )
 
 // Admin performs operator actions against both stores.
 type Admin struct {
-	Store *store.Store
-	Cache *cache.Cache
+	Store Store
+	Cache Cache
 	// Keys seals the API keys' secrets; creating and re-sealing keys need it.
 	Keys *secrets.Keyring
 }

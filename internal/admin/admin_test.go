@@ -35,13 +35,13 @@ func TestGenerateFillsBothStoresUniquely(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	// A code space of 2^6 = 64 values: the second batch must draw around collisions.
-	spec := admin.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
+	spec := contract.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
 	var last int
 	n, err := a.Generate(ctx, pid, spec, func(done int) { last = done })
 	if err != nil || n != 40 || last != 40 {
 		t.Fatalf("generated %d (progress %d): %v", n, last, err)
 	}
-	if n, err = a.Generate(ctx, pid, admin.GenerateSpec{Count: 24, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}, nil); err != nil || n != 24 {
+	if n, err = a.Generate(ctx, pid, contract.GenerateSpec{Count: 24, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}, nil); err != nil || n != 24 {
 		t.Fatalf("second batch: %d, %v", n, err)
 	}
 	if _, err := a.Generate(ctx, pid, spec, nil); err == nil || !strings.Contains(err.Error(), "exhausted") {
@@ -76,7 +76,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "code,expires_at\nAAA,\nBBB,1900000000\nAAA,\n"
-	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{})
+	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{})
 	if err != nil || res.Read != 3 || res.Inserted != 2 || res.Duplicates != 1 {
 		t.Fatalf("import %+v, %v", res, err)
 	}
@@ -84,7 +84,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 	if err != nil || row.ExpiresAt == nil || *row.ExpiresAt != 1900000000 {
 		t.Fatalf("BBB: %+v, %v", row, err)
 	}
-	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), admin.ImportOptions{})
+	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), contract.ImportOptions{})
 	if err != nil || res.Inserted != 1 || res.Invalid != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 2 {
 		t.Fatalf("bad row: %+v, %v", res, err)
 	}
@@ -93,7 +93,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	a, rdb, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), admin.ImportOptions{}); err != nil {
+	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), contract.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.SetCodeDisabled(ctx, pid, "X1", true); err != nil {

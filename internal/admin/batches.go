@@ -23,7 +23,7 @@ var errCancelled = errors.New("cancelled by an operator")
 
 // CreateBatch checks spec and records a queued generation batch named name in the project;
 // RunBatch then generates its codes. createdBy names who asked, for the batch's page.
-func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec GenerateSpec, createdBy string) (contract.Batch, error) {
+func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec contract.GenerateSpec, createdBy string) (contract.Batch, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "a batch needs a name")
@@ -31,7 +31,7 @@ func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec Ge
 	if err := contract.ValidateText("name", name, 200); err != nil {
 		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "%v", err)
 	}
-	if err := spec.check(); err != nil {
+	if err := checkSpec(&spec); err != nil {
 		return contract.Batch{}, err
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
@@ -83,7 +83,7 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 			}
 		}
 	}()
-	spec := GenerateSpec{Count: b.Requested, Length: b.Spec.Length, Charset: b.Spec.Charset, Prefix: b.Spec.Prefix,
+	spec := contract.GenerateSpec{Count: b.Requested, Length: b.Spec.Length, Charset: b.Spec.Charset, Prefix: b.Spec.Prefix,
 		Suffix: b.Spec.Suffix, ExpiresAt: b.Spec.ExpiresAt, Step: step}
 	n, gerr := a.generateInto(jctx, projectID, batchID, spec, func(done int) {
 		if c, err := a.Store.BatchProgress(jctx, batchID, done); err == nil && c {

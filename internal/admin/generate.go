@@ -15,23 +15,10 @@ import (
 // from a card survive.
 const DefaultCharset = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-// GenerateSpec describes a batch of random codes.
-type GenerateSpec struct {
-	Count     int
-	Length    int    // random characters, without prefix and suffix
-	Charset   string // DefaultCharset when empty
-	Prefix    string
-	Suffix    string
-	ExpiresAt *int64 // unix s; nil: the project's expiry applies
-	// Step is how many codes a round inserts (50,000 when 0); progress is told after each
-	// round, so a job shown live uses smaller ones.
-	Step int
-}
-
 const generateBatch = 50_000
 
-// check refuses a spec no code could be drawn from, with the message an operator sees.
-func (spec *GenerateSpec) check() error {
+// checkSpec refuses a spec no code could be drawn from, with the message an operator sees.
+func checkSpec(spec *contract.GenerateSpec) error {
 	if spec.Charset == "" {
 		spec.Charset = DefaultCharset
 	}
@@ -56,13 +43,13 @@ func (spec *GenerateSpec) check() error {
 
 // Generate creates spec.Count new codes, unique within the project: values that collide with
 // existing ones are drawn again. progress (may be nil) is told how many are done.
-func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpec, progress func(done int)) (int, error) {
+func (a *Admin) Generate(ctx context.Context, projectID string, spec contract.GenerateSpec, progress func(done int)) (int, error) {
 	return a.generateInto(ctx, projectID, "", spec, progress)
 }
 
 // generateInto is Generate, tying the codes to batchID when it is not "".
-func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spec GenerateSpec, progress func(done int)) (int, error) {
-	if err := spec.check(); err != nil {
+func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spec contract.GenerateSpec, progress func(done int)) (int, error) {
+	if err := checkSpec(&spec); err != nil {
 		return 0, err
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
@@ -80,7 +67,7 @@ func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spe
 	return done, a.Store.AfterBulkLoad(ctx)
 }
 
-func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
+func (a *Admin) generate(ctx context.Context, projectID string, spec contract.GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
 	done, barren, factor := 0, 0, 1
 	for done < spec.Count {
 		want := min(spec.Step, spec.Count-done)
@@ -203,10 +190,10 @@ type drawer struct {
 	src      *bufio.Reader
 	alphabet []rune
 	limit    int // bytes at or above it are rejected (a multiple of len(alphabet))
-	spec     GenerateSpec
+	spec     contract.GenerateSpec
 }
 
-func newDrawer(alphabet []rune, spec GenerateSpec) *drawer {
+func newDrawer(alphabet []rune, spec contract.GenerateSpec) *drawer {
 	return &drawer{src: bufio.NewReaderSize(rand.Reader, 64<<10), alphabet: alphabet,
 		limit: 256 - 256%len(alphabet), spec: spec}
 }

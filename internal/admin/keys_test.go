@@ -14,13 +14,14 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/secrets"
+	"github.com/acv/acv/store"
 	"github.com/redis/go-redis/v9"
 )
 
 // tableRows is every api_keys row as text, each column included, as a database dump shows it.
 func tableRows(t *testing.T, a *admin.Admin) []string {
 	t.Helper()
-	rows, err := a.Store.Pool().Query(context.Background(), `SELECT k::text || ' ' || row_to_json(k)::text FROM api_keys k`)
+	rows, err := a.Store.(*store.Store).Pool().Query(context.Background(), `SELECT k::text || ' ' || row_to_json(k)::text FROM api_keys k`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func insertClearKey(t *testing.T, a *admin.Admin, projectID string) (id, secret 
 		t.Fatal(err)
 	}
 	id, secret = contract.NewKeyID(), hex.EncodeToString(raw)
-	if _, err := a.Store.Pool().Exec(context.Background(),
+	if _, err := a.Store.(*store.Store).Pool().Exec(context.Background(),
 		`INSERT INTO api_keys (id, project_id, secret) VALUES ($1, $2, $3)`, id, projectID, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestRewrapKeys(t *testing.T) {
 		ids = append(ids, id)
 	}
 	victim, donor := ids[0], ids[1]
-	if _, err := a0.Store.Pool().Exec(ctx, `UPDATE api_keys SET secret = (SELECT secret FROM api_keys WHERE id = $2) WHERE id = $1`,
+	if _, err := a0.Store.(*store.Store).Pool().Exec(ctx, `UPDATE api_keys SET secret = (SELECT secret FROM api_keys WHERE id = $2) WHERE id = $1`,
 		victim, donor); err != nil {
 		t.Fatal(err)
 	}

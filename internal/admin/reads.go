@@ -97,22 +97,22 @@ const HistoryLimit = 100
 
 // Code reads one code by its value with its live state (Redis, when it holds the code) and its
 // verification history (newest first, at most HistoryLimit entries).
-func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (CodeWithHistory, error) {
+func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (contract.CodeWithHistory, error) {
 	p, err := a.Store.Project(ctx, projectID)
 	if err != nil {
-		return CodeWithHistory{}, notFound(err, "project", projectID)
+		return contract.CodeWithHistory{}, notFound(err, "project", projectID)
 	}
 	rec, err := a.Store.CodeByValue(ctx, projectID, value)
 	if err != nil {
 		if errors.Is(err, contract.ErrNotFound) {
-			return CodeWithHistory{}, contract.NotFound("code %q not found in project %s", value, projectID)
+			return contract.CodeWithHistory{}, contract.NotFound("code %q not found in project %s", value, projectID)
 		}
-		return CodeWithHistory{}, err
+		return contract.CodeWithHistory{}, err
 	}
 	if live, found, err := a.Cache.LiveCode(ctx, projectID, value); err == nil && found {
 		rec = rec.WithLiveState(live)
 	}
-	c := CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
+	c := contract.CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
 	c.State = contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
 	logs, err := a.Store.Logs(ctx, rec.ID, HistoryLimit)
 	if err != nil {
@@ -123,12 +123,4 @@ func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (C
 	}
 	c.VerificationLogs = logs
 	return c, nil
-}
-
-// CodeWithHistory is a code with its derived state and its verification history, which it
-// always shows, even empty.
-type CodeWithHistory struct {
-	contract.Code
-	State            contract.State      `json:"state"`
-	VerificationLogs []contract.LogEntry `json:"verification_logs"`
 }

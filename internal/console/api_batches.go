@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 )
 
 // generate starts a generation batch and answers 202 with it; its progress is at
@@ -29,7 +28,7 @@ func (s *Server) generate(c *gin.Context, se *Session) error {
 		b.Length = 12
 	}
 	pid := c.Param("project_id")
-	batch, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), pid, b.Name, admin.GenerateSpec{
+	batch, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), pid, b.Name, contract.GenerateSpec{
 		Count: b.Count, Length: b.Length, Charset: b.Charset, Prefix: b.Prefix, Suffix: b.Suffix, ExpiresAt: b.ExpiresAt,
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 )
 
 // MaxGenerate bounds one generation batch.
@@ -20,7 +19,7 @@ const defaultGenerateStep = 10_000
 // (operator and above): it answers with the queued batch, whose progress Batch then reads, on
 // this instance or any other. The start is recorded in the audit log; how the batch ended is
 // on the batch.
-func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec admin.GenerateSpec) (contract.Batch, error) {
+func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec contract.GenerateSpec) (contract.Batch, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
 		return contract.Batch{}, err

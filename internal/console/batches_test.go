@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 )
 
@@ -245,7 +244,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	}
 	// A clean shutdown of the instance running it.
 	svc2, _ := e.build(console.ServerConfig{})
-	b, err := svc2.StartGenerate(ctx, op, p.ID, "shutdown", admin.GenerateSpec{Count: console.MaxGenerate, Length: 12})
+	b, err := svc2.StartGenerate(ctx, op, p.ID, "shutdown", contract.GenerateSpec{Count: console.MaxGenerate, Length: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +264,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 		t.Fatalf("batch after its instance stopped: %+v", b)
 	}
 	// A stopped instance starts no batch, and leaves none queued.
-	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", admin.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
+	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", contract.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
 		t.Fatalf("generate on a stopped instance: %v", err)
 	}
 	all, err := e.svc.Batches(ctx, op, p.ID)

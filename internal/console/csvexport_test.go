@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/safecsv"
 )
@@ -113,7 +112,7 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 	decode(t, pbody, &q)
 	res, ibody := op.do("POST", "/projects/"+q.ID+"/import", string(body))
 	expect(t, "import of the export", res, ibody, http.StatusOK)
-	var rep admin.ImportReport
+	var rep contract.ImportReport
 	decode(t, ibody, &rep)
 	if rep.Inserted != len(codes) || rep.Invalid != 0 {
 		t.Fatalf("import of the export: %s", ibody)

@@ -37,11 +37,11 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	res, body := op.do("POST", path+"?dry_run=maybe", csv)
 	expect(t, "dry_run=maybe", res, body, http.StatusBadRequest)
 
-	var rep admin.ImportReport
+	var rep contract.ImportReport
 	res, body = op.do("POST", path+"?dry_run=true", csv)
 	expect(t, "dry run", res, body, http.StatusOK)
 	decode(t, body, &rep)
-	check := func(what string, rep admin.ImportReport, dry bool) {
+	check := func(what string, rep contract.ImportReport, dry bool) {
 		t.Helper()
 		if rep.DryRun != dry || rep.Read != 5 || rep.Inserted != 2 || rep.Invalid != 1 || rep.Duplicates != 1 || rep.Existing != 1 || len(rep.Errors) != 3 {
 			t.Fatalf("%s: %s", what, body)
@@ -65,7 +65,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 
 	res, body = op.do("POST", path, csv)
 	expect(t, "import", res, body, http.StatusOK)
-	rep = admin.ImportReport{}
+	rep = contract.ImportReport{}
 	decode(t, body, &rep)
 	check("import", rep, false)
 	for _, v := range []string{"NEW-1", "NEW-3"} {
@@ -111,7 +111,7 @@ func TestConsoleCodesKeysetPaging(t *testing.T) {
 		for pages := 0; pages < 1000; pages++ {
 			res, body := op.do("GET", "/projects/"+p.ID+"/codes?page_size=50&cursor="+url.QueryEscape(cursor)+query, nil)
 			expect(t, "page", res, body, http.StatusOK)
-			var page admin.CursorPage
+			var page contract.CursorPage
 			decode(t, body, &page)
 			if total >= 0 && page.Total != total {
 				t.Fatalf("total changed from %d to %d", total, page.Total)
@@ -272,7 +272,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	}
 
 	// The pager: 120 codes, 50 a page, the search kept across pages.
-	if _, err := e.svc.StartGenerate(context.Background(), console.SystemActor("test"), p.ID, "pager", admin.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
+	if _, err := e.svc.StartGenerate(context.Background(), console.SystemActor("test"), p.ID, "pager", contract.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
 		t.Fatal(err)
 	}
 	waitBatchesDone(t, e, p.ID)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // DefaultLogWindow is the time range a log search covers when it names none: the last day.
@@ -92,7 +91,7 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (contract.LogFilte
 			f.CodeID = rec.ID
 		}
 	}
-	return f, store.CheckLogFilter(f)
+	return f, s.store.CheckLogFilter(f)
 }
 
 // SearchLogs reads one page of verification logs, newest first (viewer and above).

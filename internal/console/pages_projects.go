@@ -9,7 +9,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -112,7 +111,7 @@ type projectView struct {
 	Keys    []contract.KeyInfo
 	// Codes is the codes table's page, read by keyset; Cursor the one it was read from ("" for
 	// the first page).
-	Codes  admin.CursorPage
+	Codes  contract.CursorPage
 	Cursor string
 	// Status and Search are the codes table's filter, kept across pages.
 	Status, Search string
@@ -120,7 +119,7 @@ type projectView struct {
 	// NewKey is a key just created: its secret is shown this once.
 	NewKey *contract.APIKey
 	// Import is the report of an import or dry run just made, shown with its problem rows.
-	Import *admin.ImportReport
+	Import *contract.ImportReport
 	// ExpiresInput is the project's expiry as the date-time field shows it (UTC).
 	ExpiresInput string
 	// Batches are the project's latest generation batches; Running tells whether one of them
@@ -132,7 +131,7 @@ type projectView struct {
 // projectExtra is what a form's answer shows on the project page besides its usual content.
 type projectExtra struct {
 	NewKey *contract.APIKey
-	Import *admin.ImportReport
+	Import *contract.ImportReport
 }
 
 func (s *Server) projectPage(c *gin.Context, se *Session) error {
@@ -167,7 +166,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	if p.ExpiresAt != nil {
 		pv.ExpiresInput = time.Unix(*p.ExpiresAt, 0).UTC().Format(dateTimeLocal)
 	}
-	q := admin.CursorQuery{PageSize: 50}
+	q := contract.CursorQuery{PageSize: 50}
 	if c.Request.Method == http.MethodGet {
 		if v := c.Query("status"); v != "" {
 			if q.State, err = contract.ParseState(v); err != nil {
@@ -233,7 +232,7 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), admin.GenerateSpec{
+	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), contract.GenerateSpec{
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
 	}); err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 )
 
@@ -396,7 +395,7 @@ func TestConsolePagesBulkDisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.svc.StartGenerate(ctx, sys, p.ID, "Cards", admin.GenerateSpec{Count: 40, Length: 8, Prefix: "K-"})
+	b, err := e.svc.StartGenerate(ctx, sys, p.ID, "Cards", contract.GenerateSpec{Count: 40, Length: 8, Prefix: "K-"})
 	if err != nil {
 		t.Fatal(err)
 	}

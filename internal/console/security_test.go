@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 )
 
@@ -81,7 +80,7 @@ func TestConsoleRolesRefused(t *testing.T) {
 	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\nROLE-1\nROLE-2\n"), false); err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.svc.StartGenerate(ctx, op, p.ID, "roles", admin.GenerateSpec{Count: 3, Length: 8})
+	b, err := e.svc.StartGenerate(ctx, op, p.ID, "roles", contract.GenerateSpec{Count: 3, Length: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

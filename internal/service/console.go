@@ -17,9 +17,10 @@ import (
 // the client API.
 func NewConsole(d *Deps) (*console.Server, error) {
 	svc, err := console.NewService(console.Config{
-		Store:  d.Store,
-		Admin:  &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
-		Logger: d.Config.Logger,
+		Store:   d.Store,
+		Admin:   &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
+		HotPath: d.Cache,
+		Logger:  d.Config.Logger,
 		Outbox: func(ctx context.Context) (int64, time.Duration, error) {
 			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes(), cache.LegacyOutboxStreams())
 		},

@@ -38,12 +38,12 @@ func (b *bench) scale(ctx context.Context) error {
 	start := time.Now()
 	for done := 0; done < b.scaleN; {
 		n := min(chunk, b.scaleN-done)
-		spec := admin.GenerateSpec{Count: n, Length: 12}
+		spec := contract.GenerateSpec{Count: n, Length: 12}
 		if done == 0 {
 			// One code in a hundred of the first million has expired, so the expired filter has
 			// something to find among millions that have not.
 			spec.Count = n - n/100
-			if _, err := a.Generate(ctx, big.ID, admin.GenerateSpec{Count: n / 100, Length: 12, ExpiresAt: &past}, nil); err != nil {
+			if _, err := a.Generate(ctx, big.ID, contract.GenerateSpec{Count: n / 100, Length: 12, ExpiresAt: &past}, nil); err != nil {
 				return err
 			}
 		}
