@@ -2,6 +2,7 @@ package api
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,7 +47,7 @@ func TestImportsGoOneWay(t *testing.T) {
 				t.Errorf("%s imports %s: only cmd/* and loadtest/* import the wiring", pkg, dep)
 			case root(dep) != "" && root(dep) != root(pkg):
 				t.Errorf("%s imports the adapter %s: only the wiring imports adapters", pkg, dep)
-			case root(pkg) != "" && root(dep) == "" && !in(dep, helpers):
+			case root(pkg) != "" && root(dep) == "" && !slices.Contains(helpers, dep):
 				t.Errorf("%s imports %s: an adapter imports only api/contract and the helpers", pkg, dep)
 			}
 		}
@@ -66,15 +67,6 @@ func root(pkg string) string {
 func under(pkg string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if pkg == p || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func in(pkg string, list []string) bool {
-	for _, p := range list {
-		if pkg == p {
 			return true
 		}
 	}

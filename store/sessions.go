@@ -66,14 +66,6 @@ func (s *Store) RevokeAdminSession(ctx context.Context, id []byte, now time.Time
 	return nil
 }
 
-// RevokeAdminSessions ends every open session of an account.
-func (s *Store) RevokeAdminSessions(ctx context.Context, adminID string, now time.Time) error {
-	if err := checkID("admin", adminID); err != nil {
-		return err
-	}
-	return revokeAdminSessions(ctx, s.pool, adminID, now)
-}
-
 // execer is what revokeAdminSessions needs: the pool or a transaction.
 type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -1,6 +1,11 @@
 // Package admin holds the operator actions the client API does not offer: projects, API keys,
 // code generation, CSV import and export, disabling codes. Every change is written to Postgres
 // (the record) and to Redis (the hot path) so it takes effect at once.
+//
+// It is the admin service: it imports api/contract and pure helpers (internal/safecsv,
+// internal/secrets) and reaches PostgreSQL and Redis through the Store and Cache interfaces
+// declared here, which the wiring (internal/service, cmd/acv) fills with *store.Store and
+// *cache.Cache. It imports no adapter.
 package admin
 
 import (

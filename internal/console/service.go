@@ -8,6 +8,11 @@
 // Actor, checks the actor's role and records the action in the audit log; Server (server.go
 // and the api_*.go files) is the HTTP adapter: cookies, CSRF, JSON bodies and statuses. Server-
 // rendered pages (pages*.go, templates in web/) call the same Service methods.
+//
+// It imports api/contract, pure helpers and the embedded documents (api, docs), nothing else of
+// the project: the record and the admin service are the Store and Operations interfaces
+// declared in ports.go, which the wiring (internal/service, cmd/acv) fills with *store.Store and
+// *admin.Admin; manual verify and reactivate go through HotPath (*cache.Cache).
 package console
 
 import (
