@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // Reads for the operator commands (acv project list, acv key list): never on the API's path.
@@ -38,23 +39,9 @@ func (s *Store) Projects(ctx context.Context) ([]contract.Project, error) {
 	return ps, nil
 }
 
-// KeyInfo is an API key as an operator lists it: never its secret.
-type KeyInfo struct {
-	ID         string  `json:"key_id"`
-	ProjectID  string  `json:"project_id"`
-	Revoked    bool    `json:"revoked"`
-	RevokedAt  *int64  `json:"revoked_at"`
-	RatePerSec float64 `json:"rate_per_sec"`
-	Burst      int     `json:"burst"`
-	CreatedAt  int64   `json:"created_at"`
-	// LastUsedAt is when the key last authenticated a request, as the API processes flush it
-	// (every few seconds, TouchAPIKeys); nil when never.
-	LastUsedAt *int64 `json:"last_used_at"`
-}
-
 // ProjectAPIKeys reads the keys of a project, oldest first, without their secrets.
 // contract.ErrNotFound when the project does not exist.
-func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]KeyInfo, error) {
+func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
 	if _, err := s.Project(ctx, projectID); err != nil {
 		return nil, err
 	}
@@ -64,9 +51,9 @@ func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]KeyInfo
 	if err != nil {
 		return nil, fmt.Errorf("select api keys of project %s: %w", projectID, translate(err))
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KeyInfo, error) {
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.KeyInfo, error) {
 		var (
-			k         KeyInfo
+			k         contract.KeyInfo
 			kid, pid  pgtype.UUID
 			revokedAt *time.Time
 			createdAt time.Time

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,72 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/acv/acv/api/contract"
 )
-
-// AuditEntry is what one action of the operator console records in the admin audit log. Detail
-// must hold no secret and no token: the log is read by every console role.
-type AuditEntry struct {
-	At            time.Time
-	AdminID       string // "" when no account is known (a failed login of an unknown name)
-	AdminUsername string
-	Action        string // e.g. "project.disable", "codes.export", "login.failed"
-	TargetKind    string // e.g. "project", "api_key", "code", "admin"; "" when none
-	TargetID      string
-	ProjectID     string // "" when the action concerns no project
-	Detail        map[string]any
-	ClientIP      string
-}
-
-// AuditRecord is one row of the admin audit log. Detail is the canonical JSON of the entry's
-// detail (sorted keys, no spaces), the form its hash covers.
-type AuditRecord struct {
-	Seq           int64           `json:"seq"`
-	At            time.Time       `json:"-"`
-	AdminID       string          `json:"admin_id"`
-	AdminUsername string          `json:"admin_username"`
-	Action        string          `json:"action"`
-	TargetKind    string          `json:"target_kind"`
-	TargetID      string          `json:"target_id"`
-	ProjectID     string          `json:"project_id"`
-	Detail        json.RawMessage `json:"detail"`
-	ClientIP      string          `json:"client_ip"`
-	PrevHash      []byte          `json:"-"`
-	Hash          []byte          `json:"-"`
-}
-
-// auditFormat starts the canonical bytes of every row; a later format would change it, and a
-// verifier would know which rows use which.
-const auditFormat = "acv-admin-audit-v1\n"
-
-// CanonicalBytes is the row as its hash covers it: a fixed prefix and a JSON array of every
-// column but the hashes, in a fixed order (the time as Unix microseconds, which PostgreSQL
-// keeps exactly). Any change to any column changes these bytes.
-func (r AuditRecord) CanonicalBytes() []byte {
-	detail := r.Detail
-	if len(detail) == 0 {
-		detail = json.RawMessage(`{}`)
-	}
-	fields := []any{r.Seq, r.At.UnixMicro(), r.AdminID, r.AdminUsername, r.Action, r.TargetKind, r.TargetID,
-		r.ProjectID, detail, r.ClientIP}
-	b, err := json.Marshal(fields)
-	if err != nil {
-		// Only a Detail that is not JSON fails here; it is made by canonicalJSON, or read
-		// from a jsonb column, so it always is. Hash something that cannot match instead.
-		return []byte(auditFormat + "invalid detail: " + err.Error())
-	}
-	return append([]byte(auditFormat), b...)
-}
-
-// ComputeHash is SHA-256 over the row's PrevHash and its CanonicalBytes: what its Hash must be.
-func (r AuditRecord) ComputeHash() []byte {
-	h := sha256.New()
-	h.Write(r.PrevHash)
-	h.Write(r.CanonicalBytes())
-	return h.Sum(nil)
-}
 
 // canonicalJSON rewrites a JSON object in one form: keys sorted, no spaces, numbers as
 // written. PostgreSQL returns jsonb in a form of its own; both sides of the hash run it
@@ -104,10 +42,10 @@ const auditLock = 0x61637661756469 // "acvaudi"
 
 // AppendAdminAudit appends one entry to the admin audit log, chained to the newest row (or to
 // the anchor, when retention removed every row), and returns the row as stored.
-func (s *Store) AppendAdminAudit(ctx context.Context, e AuditEntry) (AuditRecord, error) {
+func (s *Store) AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (contract.AuditRecord, error) {
 	for _, id := range []string{e.AdminID, e.ProjectID} {
 		if id != "" && !contract.ValidID(id) {
-			return AuditRecord{}, fmt.Errorf("audit entry: id %q is not an id", id)
+			return contract.AuditRecord{}, fmt.Errorf("audit entry: id %q is not an id", id)
 		}
 	}
 	detail := e.Detail
@@ -116,9 +54,9 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e AuditEntry) (AuditRecord
 	}
 	raw, err := json.Marshal(detail)
 	if err != nil {
-		return AuditRecord{}, fmt.Errorf("audit detail: %w", err)
+		return contract.AuditRecord{}, fmt.Errorf("audit detail: %w", err)
 	}
-	r := AuditRecord{
+	r := contract.AuditRecord{
 		At: e.At.Truncate(time.Microsecond), AdminID: e.AdminID, AdminUsername: e.AdminUsername, Action: e.Action,
 		TargetKind: e.TargetKind, TargetID: e.TargetID, ProjectID: e.ProjectID, ClientIP: e.ClientIP,
 	}
@@ -158,7 +96,7 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e AuditEntry) (AuditRecord
 		return nil
 	})
 	if err != nil {
-		return AuditRecord{}, err
+		return contract.AuditRecord{}, err
 	}
 	return r, nil
 }
@@ -171,25 +109,12 @@ func optUUID(id string) *string {
 	return &id
 }
 
-// AuditFilter selects rows of the admin audit log; zero fields do not filter.
-type AuditFilter struct {
-	AdminUsername string
-	Action        string // exact, or a prefix ending in '.' ("project." matches every project action)
-	TargetKind    string
-	TargetID      string
-	ProjectID     string
-	Since, Until  time.Time // at >= Since, at < Until
-	// BeforeSeq pages: only rows older than it (seq < BeforeSeq); 0 starts at the newest.
-	BeforeSeq int64
-	Limit     int // 1..1000; default 100
-}
-
 const auditSelect = `SELECT seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
 	detail::text, client_ip, prev_hash, hash FROM admin_audit`
 
-func scanAudit(row pgx.Row) (AuditRecord, error) {
+func scanAudit(row pgx.Row) (contract.AuditRecord, error) {
 	var (
-		r           AuditRecord
+		r           contract.AuditRecord
 		aid, pid    pgtype.UUID
 		detailsText string
 	)
@@ -214,7 +139,7 @@ func scanAudit(row pgx.Row) (AuditRecord, error) {
 }
 
 // AdminAudit reads rows of the admin audit log, newest first, keyset-paged by seq.
-func (s *Store) AdminAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
+func (s *Store) AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contract.AuditRecord, error) {
 	f.Limit = pageLimit(f.Limit)
 	var (
 		where []string
@@ -242,7 +167,7 @@ func (s *Store) AdminAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, e
 	}
 	if f.ProjectID != "" {
 		if !contract.ValidID(f.ProjectID) {
-			return []AuditRecord{}, nil
+			return []contract.AuditRecord{}, nil
 		}
 		where = append(where, "project_id = "+arg(f.ProjectID))
 	}
@@ -264,26 +189,19 @@ func (s *Store) AdminAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, e
 	if err != nil {
 		return nil, fmt.Errorf("select admin audit: %w", translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditRecord, error) { return scanAudit(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AuditRecord, error) { return scanAudit(r) })
 	if err != nil {
 		return nil, fmt.Errorf("select admin audit: %w", translate(err))
 	}
 	return out, nil
 }
 
-// AuditAnchor is where the chain starts: the prev_hash its oldest row must carry and the seq of
-// the last row a retention run removed (0 and 32 zero bytes before any run).
-type AuditAnchor struct {
-	Seq  int64
-	Hash []byte
-}
-
 // WalkAdminAudit reads the anchor, then every row of the admin audit log, oldest first, in one
 // consistent snapshot (a retention run beside it does not tear the chain): it calls fn with the
 // anchor and the first row, then with the same anchor and each further row. An error of fn
 // stops the walk and is returned. It returns the anchor, also when there is no row.
-func (s *Store) WalkAdminAudit(ctx context.Context, fn func(AuditAnchor, AuditRecord) error) (AuditAnchor, error) {
-	var a AuditAnchor
+func (s *Store) WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor, contract.AuditRecord) error) (contract.AuditAnchor, error) {
+	var a contract.AuditAnchor
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM admin_audit_anchor`).Scan(&a.Seq, &a.Hash); err != nil {
 			return fmt.Errorf("read audit anchor: %w", translate(err))

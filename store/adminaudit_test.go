@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -15,7 +16,7 @@ import (
 func verifyChain(t *testing.T, s *store.Store) (rows int, err error) {
 	t.Helper()
 	var expect []byte
-	_, werr := s.WalkAdminAudit(testCtx(t), func(a store.AuditAnchor, r store.AuditRecord) error {
+	_, werr := s.WalkAdminAudit(testCtx(t), func(a contract.AuditAnchor, r contract.AuditRecord) error {
 		if expect == nil {
 			expect = a.Hash
 		}
@@ -43,7 +44,7 @@ func TestAdminAuditChainUnderConcurrentAppends(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
-				_, err := s.AppendAdminAudit(ctx, store.AuditEntry{
+				_, err := s.AppendAdminAudit(ctx, contract.AuditEntry{
 					At: time.Now(), AdminUsername: fmt.Sprintf("w%d", w), Action: "test.append", ProjectID: pid,
 					Detail: map[string]any{"i": i, "rate": 2.5, "big": int64(1) << 60, "nested": map[string]any{"b": 1, "a": []any{"x", nil}}},
 				})
@@ -63,14 +64,14 @@ func TestAdminAuditChainUnderConcurrentAppends(t *testing.T) {
 	if err != nil || n != 80 {
 		t.Fatalf("chain of %d rows: %v", n, err)
 	}
-	rows, err := s.AdminAudit(ctx, store.AuditFilter{AdminUsername: "w3", Limit: 5})
+	rows, err := s.AdminAudit(ctx, contract.AuditFilter{AdminUsername: "w3", Limit: 5})
 	if err != nil || len(rows) != 5 || rows[0].ProjectID != pid || rows[0].Seq <= rows[4].Seq {
 		t.Fatalf("filtered rows %+v, %v", rows, err)
 	}
 	if got := string(rows[0].Detail); got != `{"big":1152921504606846976,"i":9,"nested":{"a":["x",null],"b":1},"rate":2.5}` {
 		t.Fatalf("canonical detail %s", got)
 	}
-	if _, err := s.AppendAdminAudit(ctx, store.AuditEntry{At: time.Now(), Action: "x", ProjectID: "not-an-id"}); err == nil {
+	if _, err := s.AppendAdminAudit(ctx, contract.AuditEntry{At: time.Now(), Action: "x", ProjectID: "not-an-id"}); err == nil {
 		t.Fatal("a malformed project id must be refused")
 	}
 }
@@ -83,7 +84,7 @@ func TestAdminAuditRetentionKeepsChain(t *testing.T) {
 	ctx := testCtx(t)
 	base := time.Now().Add(-100 * 24 * time.Hour)
 	for d := 0; d < 10; d++ {
-		if _, err := s.AppendAdminAudit(ctx, store.AuditEntry{At: base.Add(time.Duration(d) * 24 * time.Hour),
+		if _, err := s.AppendAdminAudit(ctx, contract.AuditEntry{At: base.Add(time.Duration(d) * 24 * time.Hour),
 			AdminUsername: "a", Action: "test.day", Detail: map[string]any{"day": d}}); err != nil {
 			t.Fatal(err)
 		}
@@ -99,13 +100,13 @@ func TestAdminAuditRetentionKeepsChain(t *testing.T) {
 	if rows, err := verifyChain(t, s); err != nil || rows != 6 {
 		t.Fatalf("after retention: %d rows, %v", rows, err)
 	}
-	if _, err := s.AppendAdminAudit(ctx, store.AuditEntry{At: time.Now(), AdminUsername: "a", Action: "test.after"}); err != nil {
+	if _, err := s.AppendAdminAudit(ctx, contract.AuditEntry{At: time.Now(), AdminUsername: "a", Action: "test.after"}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err = s.PruneAdminAudit(ctx, time.Now().Add(time.Hour)); err != nil || n != 7 {
 		t.Fatalf("pruned all: %d, %v", n, err)
 	}
-	if _, err := s.AppendAdminAudit(ctx, store.AuditEntry{At: time.Now(), AdminUsername: "a", Action: "test.fresh"}); err != nil {
+	if _, err := s.AppendAdminAudit(ctx, contract.AuditEntry{At: time.Now(), AdminUsername: "a", Action: "test.fresh"}); err != nil {
 		t.Fatal(err)
 	}
 	if rows, err := verifyChain(t, s); err != nil || rows != 1 {

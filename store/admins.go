@@ -10,33 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// AdminAccount is an operator console account as the store holds it. PasswordHash is the
-// argon2id PHC string; it never leaves the console package's login and change-password code.
-type AdminAccount struct {
-	ID                 string
-	Username           string
-	PasswordHash       string
-	Role               string
-	MustChangePassword bool
-	Disabled           bool
-	CreatedAt          time.Time
-	PasswordChangedAt  time.Time
-}
-
-// NewAdminAccount is what creating an account supplies; the id and times are the store's.
-type NewAdminAccount struct {
-	Username           string
-	PasswordHash       string
-	Role               string
-	MustChangePassword bool
-	Now                time.Time // created_at and password_changed_at
-}
-
 const adminColumns = `id, username, password_hash, role, must_change_password, disabled, created_at, password_changed_at`
 
-func scanAdmin(row pgx.Row) (AdminAccount, error) {
+func scanAdmin(row pgx.Row) (contract.AdminAccount, error) {
 	var (
-		a  AdminAccount
+		a  contract.AdminAccount
 		id pgtype.UUID
 	)
 	err := row.Scan(&id, &a.Username, &a.PasswordHash, &a.Role, &a.MustChangePassword, &a.Disabled, &a.CreatedAt, &a.PasswordChangedAt)
@@ -46,46 +24,46 @@ func scanAdmin(row pgx.Row) (AdminAccount, error) {
 
 // CreateAdminAccount inserts an account with a fresh id. contract.ErrConflict when the
 // username is taken.
-func (s *Store) CreateAdminAccount(ctx context.Context, n NewAdminAccount) (AdminAccount, error) {
+func (s *Store) CreateAdminAccount(ctx context.Context, n contract.NewAdminAccount) (contract.AdminAccount, error) {
 	a, err := scanAdmin(s.pool.QueryRow(ctx,
 		`INSERT INTO admins (id, username, password_hash, role, must_change_password, created_at, password_changed_at)
 		 VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+adminColumns,
 		contract.NewID(), n.Username, n.PasswordHash, n.Role, n.MustChangePassword, n.Now))
 	if err != nil {
-		return AdminAccount{}, fmt.Errorf("insert admin %q: %w", n.Username, translate(err))
+		return contract.AdminAccount{}, fmt.Errorf("insert admin %q: %w", n.Username, translate(err))
 	}
 	return a, nil
 }
 
 // AdminAccountByUsername reads one account by its (lowercase) username. contract.ErrNotFound
 // when there is none.
-func (s *Store) AdminAccountByUsername(ctx context.Context, username string) (AdminAccount, error) {
+func (s *Store) AdminAccountByUsername(ctx context.Context, username string) (contract.AdminAccount, error) {
 	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE username = $1`, username))
 	if err != nil {
-		return AdminAccount{}, fmt.Errorf("select admin %q: %w", username, translate(err))
+		return contract.AdminAccount{}, fmt.Errorf("select admin %q: %w", username, translate(err))
 	}
 	return a, nil
 }
 
 // AdminAccount reads one account by id. contract.ErrNotFound when there is none.
-func (s *Store) AdminAccount(ctx context.Context, id string) (AdminAccount, error) {
+func (s *Store) AdminAccount(ctx context.Context, id string) (contract.AdminAccount, error) {
 	if err := checkID("admin", id); err != nil {
-		return AdminAccount{}, err
+		return contract.AdminAccount{}, err
 	}
 	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE id = $1`, id))
 	if err != nil {
-		return AdminAccount{}, fmt.Errorf("select admin %s: %w", id, translate(err))
+		return contract.AdminAccount{}, fmt.Errorf("select admin %s: %w", id, translate(err))
 	}
 	return a, nil
 }
 
 // AdminAccounts reads every account, by username.
-func (s *Store) AdminAccounts(ctx context.Context) ([]AdminAccount, error) {
+func (s *Store) AdminAccounts(ctx context.Context) ([]contract.AdminAccount, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+adminColumns+` FROM admins ORDER BY username`)
 	if err != nil {
 		return nil, fmt.Errorf("select admins: %w", translate(err))
 	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminAccount, error) { return scanAdmin(r) })
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AdminAccount, error) { return scanAdmin(r) })
 	if err != nil {
 		return nil, fmt.Errorf("select admins: %w", translate(err))
 	}

@@ -7,21 +7,20 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 func TestAdminAccountsSessionsAndThrottle(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	now := time.Now().Truncate(time.Microsecond)
-	a, err := s.CreateAdminAccount(ctx, store.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$x", Role: "viewer", MustChangePassword: true, Now: now})
+	a, err := s.CreateAdminAccount(ctx, contract.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$x", Role: "viewer", MustChangePassword: true, Now: now})
 	if err != nil || !contract.ValidID(a.ID) || !a.MustChangePassword || !a.CreatedAt.Equal(now) {
 		t.Fatalf("create %+v, %v", a, err)
 	}
-	if _, err := s.CreateAdminAccount(ctx, store.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$y", Role: "admin", Now: now}); !errors.Is(err, contract.ErrConflict) {
+	if _, err := s.CreateAdminAccount(ctx, contract.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$y", Role: "admin", Now: now}); !errors.Is(err, contract.ErrConflict) {
 		t.Fatalf("duplicate username: %v", err)
 	}
-	for _, bad := range []store.NewAdminAccount{
+	for _, bad := range []contract.NewAdminAccount{
 		{Username: "Ann", PasswordHash: "$argon2id$x", Role: "viewer", Now: now},    // not lowercased
 		{Username: "bea", PasswordHash: "plain", Role: "viewer", Now: now},          // not a hash
 		{Username: "cid", PasswordHash: "$argon2id$x", Role: "superuser", Now: now}, // no such role
@@ -31,7 +30,7 @@ func TestAdminAccountsSessionsAndThrottle(t *testing.T) {
 		}
 	}
 	id := bytes.Repeat([]byte{7}, 32)
-	if err := s.CreateAdminSession(ctx, store.NewAdminSession{ID: id, AdminID: a.ID, Now: now, ExpiresAt: now.Add(time.Hour), UserAgent: "ua", ClientIP: "10.0.0.1"}); err != nil {
+	if err := s.CreateAdminSession(ctx, contract.NewAdminSession{ID: id, AdminID: a.ID, Now: now, ExpiresAt: now.Add(time.Hour), UserAgent: "ua", ClientIP: "10.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
 	se, err := s.AdminSession(ctx, id)
@@ -49,7 +48,7 @@ func TestAdminAccountsSessionsAndThrottle(t *testing.T) {
 		t.Fatalf("unknown session: %v", err)
 	}
 
-	lock := []store.LoginLimit{{Subject: "user:ann", LockFor: func(n int) time.Duration {
+	lock := []contract.LoginLimit{{Subject: "user:ann", LockFor: func(n int) time.Duration {
 		if n >= 3 {
 			return time.Minute
 		}
@@ -61,7 +60,7 @@ func TestAdminAccountsSessionsAndThrottle(t *testing.T) {
 		}
 	}
 	// The third attempt locked the subject: the next one is refused with the lock's end.
-	_, until, ok, err := s.ReserveLoginAttempt(ctx, append(lock, store.LoginLimit{Subject: "ip:1.2.3.4", LockFor: noLock}), now, 15*time.Minute)
+	_, until, ok, err := s.ReserveLoginAttempt(ctx, append(lock, contract.LoginLimit{Subject: "ip:1.2.3.4", LockFor: noLock}), now, 15*time.Minute)
 	if err != nil || ok || !until.Equal(now.Add(time.Minute)) {
 		t.Fatalf("locked: reserved %v, until %v, %v", ok, until, err)
 	}

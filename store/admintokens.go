@@ -11,37 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// AdminToken is an admin API token as the store holds it: never its secret, only the secret's
-// hash. Admin is the owner's account, read with the token so that a disabled owner or a lower
-// role applies to the token's next request.
-type AdminToken struct {
-	ID         string
-	Hash       []byte
-	Name       string
-	Role       string
-	Admin      AdminAccount
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
-}
-
-// NewAdminToken is what creating a token records.
-type NewAdminToken struct {
-	Hash      []byte // SHA-256 of the secret
-	Name      string
-	AdminID   string
-	Role      string
-	Now       time.Time
-	ExpiresAt time.Time
-}
-
 const adminTokenColumns = `t.id, t.hash, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
 	a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at`
 
-func scanAdminToken(row pgx.Row) (AdminToken, error) {
+func scanAdminToken(row pgx.Row) (contract.AdminToken, error) {
 	var (
-		t        AdminToken
+		t        contract.AdminToken
 		tid, aid pgtype.UUID
 	)
 	err := row.Scan(&tid, &t.Hash, &t.Name, &t.Role, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt,
@@ -52,51 +27,51 @@ func scanAdminToken(row pgx.Row) (AdminToken, error) {
 }
 
 // CreateAdminToken records a token with a fresh id and returns it with its owner.
-func (s *Store) CreateAdminToken(ctx context.Context, n NewAdminToken) (AdminToken, error) {
+func (s *Store) CreateAdminToken(ctx context.Context, n contract.NewAdminToken) (contract.AdminToken, error) {
 	if len(n.Hash) != 32 {
-		return AdminToken{}, errors.New("token hash must be 32 bytes (a SHA-256)")
+		return contract.AdminToken{}, errors.New("token hash must be 32 bytes (a SHA-256)")
 	}
 	if err := checkID("admin", n.AdminID); err != nil {
-		return AdminToken{}, err
+		return contract.AdminToken{}, err
 	}
 	id := contract.NewID()
 	if _, err := s.pool.Exec(ctx,
 		`INSERT INTO admin_tokens (id, hash, name, admin_id, role, created_at, expires_at)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		id, n.Hash, n.Name, n.AdminID, n.Role, n.Now, n.ExpiresAt); err != nil {
-		return AdminToken{}, fmt.Errorf("insert admin token %q: %w", n.Name, translate(err))
+		return contract.AdminToken{}, fmt.Errorf("insert admin token %q: %w", n.Name, translate(err))
 	}
 	return s.AdminToken(ctx, id)
 }
 
 // AdminToken reads one token and its owner by id, whatever its state. contract.ErrNotFound
 // when there is none.
-func (s *Store) AdminToken(ctx context.Context, id string) (AdminToken, error) {
+func (s *Store) AdminToken(ctx context.Context, id string) (contract.AdminToken, error) {
 	if err := checkID("admin token", id); err != nil {
-		return AdminToken{}, err
+		return contract.AdminToken{}, err
 	}
 	t, err := scanAdminToken(s.pool.QueryRow(ctx,
 		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.id = $1`, id))
 	if err != nil {
-		return AdminToken{}, fmt.Errorf("select admin token %s: %w", id, translate(err))
+		return contract.AdminToken{}, fmt.Errorf("select admin token %s: %w", id, translate(err))
 	}
 	return t, nil
 }
 
 // AdminTokenByHash reads the token whose secret hashes to hash, whatever its state: the caller
 // decides whether it is still valid. contract.ErrNotFound when there is none.
-func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (AdminToken, error) {
+func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (contract.AdminToken, error) {
 	t, err := scanAdminToken(s.pool.QueryRow(ctx,
 		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.hash = $1`, hash))
 	if err != nil {
-		return AdminToken{}, fmt.Errorf("select admin token: %w", translate(err))
+		return contract.AdminToken{}, fmt.Errorf("select admin token: %w", translate(err))
 	}
 	return t, nil
 }
 
 // AdminTokens lists the tokens, newest first: every account's when adminID is "", else that
 // account's only.
-func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]AdminToken, error) {
+func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]contract.AdminToken, error) {
 	q, args := `SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id`, []any{}
 	if adminID != "" {
 		if err := checkID("admin", adminID); err != nil {
@@ -108,7 +83,7 @@ func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]AdminToken, 
 	if err != nil {
 		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
 	}
-	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminToken, error) { return scanAdminToken(r) })
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AdminToken, error) { return scanAdminToken(r) })
 	if err != nil {
 		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
 	}

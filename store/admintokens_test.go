@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // TestAdminTokens: a token is found by the hash of its secret with its owner, listed per owner
@@ -16,26 +15,26 @@ func TestAdminTokens(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	now := time.Now().Truncate(time.Microsecond)
-	ann, err := s.CreateAdminAccount(ctx, store.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$x", Role: "admin", Now: now})
+	ann, err := s.CreateAdminAccount(ctx, contract.NewAdminAccount{Username: "ann", PasswordHash: "$argon2id$x", Role: "admin", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob, err := s.CreateAdminAccount(ctx, store.NewAdminAccount{Username: "bob", PasswordHash: "$argon2id$x", Role: "viewer", Now: now})
+	bob, err := s.CreateAdminAccount(ctx, contract.NewAdminAccount{Username: "bob", PasswordHash: "$argon2id$x", Role: "viewer", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h1, h2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	t1, err := s.CreateAdminToken(ctx, store.NewAdminToken{Hash: h1, Name: "ci", AdminID: ann.ID, Role: "operator", Now: now, ExpiresAt: now.Add(time.Hour)})
+	t1, err := s.CreateAdminToken(ctx, contract.NewAdminToken{Hash: h1, Name: "ci", AdminID: ann.ID, Role: "operator", Now: now, ExpiresAt: now.Add(time.Hour)})
 	if err != nil || !contract.ValidID(t1.ID) || t1.Admin.Username != "ann" || t1.Role != "operator" || !t1.ExpiresAt.Equal(now.Add(time.Hour)) {
 		t.Fatalf("create %+v, %v", t1, err)
 	}
-	if _, err := s.CreateAdminToken(ctx, store.NewAdminToken{Hash: h1, Name: "again", AdminID: bob.ID, Role: "viewer", Now: now, ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, contract.ErrConflict) {
+	if _, err := s.CreateAdminToken(ctx, contract.NewAdminToken{Hash: h1, Name: "again", AdminID: bob.ID, Role: "viewer", Now: now, ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, contract.ErrConflict) {
 		t.Errorf("a second token with the same hash: %v", err)
 	}
-	if _, err := s.CreateAdminToken(ctx, store.NewAdminToken{Hash: []byte("short"), Name: "x", AdminID: bob.ID, Role: "viewer", Now: now, ExpiresAt: now}); err == nil {
+	if _, err := s.CreateAdminToken(ctx, contract.NewAdminToken{Hash: []byte("short"), Name: "x", AdminID: bob.ID, Role: "viewer", Now: now, ExpiresAt: now}); err == nil {
 		t.Error("a hash that is not 32 bytes was accepted")
 	}
-	if _, err := s.CreateAdminToken(ctx, store.NewAdminToken{Hash: h2, Name: "dash", AdminID: bob.ID, Role: "viewer", Now: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if _, err := s.CreateAdminToken(ctx, contract.NewAdminToken{Hash: h2, Name: "dash", AdminID: bob.ID, Role: "viewer", Now: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.AdminTokenByHash(ctx, h1)

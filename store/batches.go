@@ -11,66 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Batch statuses: a batch is queued when created, running while an instance generates its
-// codes, and ends done, failed or cancelled.
-const (
-	BatchQueued    = "queued"
-	BatchRunning   = "running"
-	BatchDone      = "done"
-	BatchFailed    = "failed"
-	BatchCancelled = "cancelled"
-)
-
-// BatchSpec is how a batch's codes are drawn, kept with the batch so its page and the audit
-// log can say what was asked for.
-type BatchSpec struct {
-	Length    int    `json:"length"`
-	Charset   string `json:"charset,omitempty"`
-	Prefix    string `json:"prefix,omitempty"`
-	Suffix    string `json:"suffix,omitempty"`
-	ExpiresAt *int64 `json:"expires_at,omitempty"`
-}
-
-// Batch is a named generation of codes and the job that makes them. Times are Unix seconds.
-type Batch struct {
-	ID         string    `json:"id"`
-	ProjectID  string    `json:"project_id"`
-	Name       string    `json:"name"`
-	Requested  int       `json:"requested"`
-	Done       int       `json:"done"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Spec       BatchSpec `json:"spec"`
-	CreatedBy  string    `json:"created_by"`
-	CreatedAt  int64     `json:"created_at"`
-	StartedAt  *int64    `json:"started_at"`
-	FinishedAt *int64    `json:"finished_at"`
-	RevokedAt  *int64    `json:"revoked_at"`
-	RevokedBy  string    `json:"revoked_by,omitempty"`
-	// CancelRequested: an operator asked the running instance to stop.
-	CancelRequested bool `json:"cancel_requested"`
-}
-
-// Final tells whether the batch's job has ended.
-func (b Batch) Final() bool {
-	return b.Status == BatchDone || b.Status == BatchFailed || b.Status == BatchCancelled
-}
-
-// NewBatch is a batch to create, queued.
-type NewBatch struct {
-	ProjectID string
-	Name      string
-	Requested int
-	Spec      BatchSpec
-	CreatedBy string
-}
-
 const batchColumns = `b.id, b.project_id, b.name, b.requested, b.done, b.status, b.error, b.spec,
 	b.created_by, b.created_at, b.started_at, b.finished_at, b.revoked_at, b.revoked_by, b.cancel_requested`
 
-func scanBatch(row pgx.Row) (Batch, error) {
+func scanBatch(row pgx.Row) (contract.Batch, error) {
 	var (
-		b                     Batch
+		b                     contract.Batch
 		id, pid               pgtype.UUID
 		spec                  []byte
 		created               time.Time
@@ -78,10 +24,10 @@ func scanBatch(row pgx.Row) (Batch, error) {
 	)
 	if err := row.Scan(&id, &pid, &b.Name, &b.Requested, &b.Done, &b.Status, &b.Error, &spec,
 		&b.CreatedBy, &created, &started, &fin, &revoked, &b.RevokedBy, &b.CancelRequested); err != nil {
-		return Batch{}, err
+		return contract.Batch{}, err
 	}
 	if err := json.Unmarshal(spec, &b.Spec); err != nil {
-		return Batch{}, fmt.Errorf("batch spec: %w", err)
+		return contract.Batch{}, fmt.Errorf("batch spec: %w", err)
 	}
 	b.ID, b.ProjectID, b.CreatedAt = hexID(id), hexID(pid), created.Unix()
 	b.StartedAt, b.FinishedAt, b.RevokedAt = toUnix(started), toUnix(fin), toUnix(revoked)
@@ -89,41 +35,41 @@ func scanBatch(row pgx.Row) (Batch, error) {
 }
 
 // CreateBatch records a queued batch. contract.ErrNotFound when the project does not exist.
-func (s *Store) CreateBatch(ctx context.Context, nb NewBatch) (Batch, error) {
+func (s *Store) CreateBatch(ctx context.Context, nb contract.NewBatch) (contract.Batch, error) {
 	if err := checkID("project", nb.ProjectID); err != nil {
-		return Batch{}, err
+		return contract.Batch{}, err
 	}
 	spec, err := json.Marshal(nb.Spec)
 	if err != nil {
-		return Batch{}, fmt.Errorf("batch spec: %w", err)
+		return contract.Batch{}, fmt.Errorf("batch spec: %w", err)
 	}
 	b, err := scanBatch(s.pool.QueryRow(ctx, `INSERT INTO code_batches AS b
 		(id, project_id, name, requested, spec, created_by) VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING `+batchColumns, contract.NewID(), nb.ProjectID, nb.Name, nb.Requested, spec, nb.CreatedBy))
 	if err != nil {
-		return Batch{}, fmt.Errorf("create batch in project %s: %w", nb.ProjectID, translate(err))
+		return contract.Batch{}, fmt.Errorf("create batch in project %s: %w", nb.ProjectID, translate(err))
 	}
 	return b, nil
 }
 
 // Batch reads one batch of a project. contract.ErrNotFound when the project has no such batch.
-func (s *Store) Batch(ctx context.Context, projectID, id string) (Batch, error) {
+func (s *Store) Batch(ctx context.Context, projectID, id string) (contract.Batch, error) {
 	if err := checkID("project", projectID); err != nil {
-		return Batch{}, err
+		return contract.Batch{}, err
 	}
 	if err := checkID("batch", id); err != nil {
-		return Batch{}, err
+		return contract.Batch{}, err
 	}
 	b, err := scanBatch(s.pool.QueryRow(ctx, `SELECT `+batchColumns+` FROM code_batches b
 		WHERE b.id = $1 AND b.project_id = $2`, id, projectID))
 	if err != nil {
-		return Batch{}, fmt.Errorf("batch %s of project %s: %w", id, projectID, translate(err))
+		return contract.Batch{}, fmt.Errorf("batch %s of project %s: %w", id, projectID, translate(err))
 	}
 	return b, nil
 }
 
 // Batches lists a project's batches, newest first, at most limit.
-func (s *Store) Batches(ctx context.Context, projectID string, limit int) ([]Batch, error) {
+func (s *Store) Batches(ctx context.Context, projectID string, limit int) ([]contract.Batch, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
@@ -132,7 +78,7 @@ func (s *Store) Batches(ctx context.Context, projectID string, limit int) ([]Bat
 	if err != nil {
 		return nil, fmt.Errorf("batches of project %s: %w", projectID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Batch, error) { return scanBatch(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.Batch, error) { return scanBatch(r) })
 	if err != nil {
 		return nil, fmt.Errorf("batches of project %s: %w", projectID, err)
 	}
@@ -186,15 +132,15 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, done int, er
 // RequestBatchCancel asks a queued or running batch to stop: a queued one is cancelled at
 // once, a running one by its instance at its next heartbeat. It returns the batch as it is
 // now; contract.ErrNotFound when the project has no such batch.
-func (s *Store) RequestBatchCancel(ctx context.Context, projectID, id string) (Batch, error) {
+func (s *Store) RequestBatchCancel(ctx context.Context, projectID, id string) (contract.Batch, error) {
 	if _, err := s.Batch(ctx, projectID, id); err != nil {
-		return Batch{}, err
+		return contract.Batch{}, err
 	}
 	if _, err := s.pool.Exec(ctx, `UPDATE code_batches SET cancel_requested = true,
 		status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
 		finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END
 		WHERE id = $1 AND status IN ('queued', 'running')`, id); err != nil {
-		return Batch{}, fmt.Errorf("cancel batch %s: %w", id, err)
+		return contract.Batch{}, fmt.Errorf("cancel batch %s: %w", id, err)
 	}
 	return s.Batch(ctx, projectID, id)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // Two batches inserting into one project at once interleave their rounds, and each still
@@ -16,9 +15,9 @@ func TestBatchRangesUnderConcurrentInserts(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
-	var batches [2]store.Batch
+	var batches [2]contract.Batch
 	for i := range batches {
-		b, err := s.CreateBatch(ctx, store.NewBatch{ProjectID: p.ID, Name: fmt.Sprint("b", i), Requested: 1000, Spec: store.BatchSpec{Length: 8}})
+		b, err := s.CreateBatch(ctx, contract.NewBatch{ProjectID: p.ID, Name: fmt.Sprint("b", i), Requested: 1000, Spec: contract.BatchSpec{Length: 8}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,9 +31,9 @@ func TestBatchRangesUnderConcurrentInserts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
-				codes := make([]store.NewCode, per)
+				codes := make([]contract.NewCode, per)
 				for j := range codes {
-					codes[j] = store.NewCode{Code: fmt.Sprintf("B%d-%02d-%03d", i, r, j)}
+					codes[j] = contract.NewCode{Code: fmt.Sprintf("B%d-%02d-%03d", i, r, j)}
 				}
 				if _, err := s.InsertBatchCodes(ctx, p.ID, b.ID, codes); err != nil {
 					errs <- err
@@ -51,16 +50,16 @@ func TestBatchRangesUnderConcurrentInserts(t *testing.T) {
 	}
 	now := time.Now().Unix()
 	for i, b := range batches {
-		n, err := s.CountBulk(ctx, p.ID, store.CodeFilter{BatchID: b.ID}, now)
+		n, err := s.CountBulk(ctx, p.ID, contract.CodeFilter{BatchID: b.ID}, now)
 		if err != nil || n != rounds*per {
 			t.Fatalf("batch %d holds %d codes (%v), want %d", i, n, err, rounds*per)
 		}
-		page, _, err := s.BulkPage(ctx, p.ID, store.CodeFilter{BatchID: b.ID, Search: fmt.Sprintf("B%d-", 1-i)}, now, 0, 10)
+		page, _, err := s.BulkPage(ctx, p.ID, contract.CodeFilter{BatchID: b.ID, Search: fmt.Sprintf("B%d-", 1-i)}, now, 0, 10)
 		if err != nil || len(page) != 0 {
 			t.Fatalf("batch %d finds the other's codes: %v %v", i, codesOf(page), err)
 		}
 	}
-	if n, err := s.CountBulk(ctx, p.ID, store.CodeFilter{}, now); err != nil || n != 2*rounds*per+2 {
+	if n, err := s.CountBulk(ctx, p.ID, contract.CodeFilter{}, now); err != nil || n != 2*rounds*per+2 {
 		t.Fatalf("project holds %d enabled codes (%v)", n, err)
 	}
 }

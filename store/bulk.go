@@ -7,23 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acv/acv/api/contract"
 )
 
-// CodeFilter selects codes of a project for a bulk change: every field set narrows it. A bulk
-// disable acts on the codes it selects that are not disabled yet.
-type CodeFilter struct {
-	// BatchID: only the codes that generation batch made.
-	BatchID string `json:"batch_id,omitempty"`
-	// State: only codes in that derived state (unused, used or expired).
-	State contract.State `json:"status,omitempty"`
-	// Search: only codes whose value holds it (case-insensitive).
-	Search string `json:"search,omitempty"`
-}
-
 // bulkWhere builds the filter's predicate on codes c of project $1, enabled codes only.
-func (s *Store) bulkWhere(ctx context.Context, projectID string, f CodeFilter, now int64) (string, []any, error) {
+func (s *Store) bulkWhere(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (string, []any, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return "", nil, err
@@ -62,7 +52,7 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f CodeFilter, n
 // CountBulk counts the codes of the project that f selects and that are not disabled yet:
 // the number a bulk disable would change, shown before it runs.
 // contract.ErrNotFound when the project does not exist.
-func (s *Store) CountBulk(ctx context.Context, projectID string, f CodeFilter, now int64) (int64, error) {
+func (s *Store) CountBulk(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
 	where, args, err := s.bulkWhere(ctx, projectID, f, now)
 	if err != nil {
 		return 0, err
@@ -76,7 +66,7 @@ func (s *Store) CountBulk(ctx context.Context, projectID string, f CodeFilter, n
 
 // BulkPage returns up to limit codes that f selects with a sequence number above afterSeq, in
 // sequence order, and the last one's number: a bulk change walks them page by page.
-func (s *Store) BulkPage(ctx context.Context, projectID string, f CodeFilter, now, afterSeq int64, limit int) ([]contract.CodeRecord, int64, error) {
+func (s *Store) BulkPage(ctx context.Context, projectID string, f contract.CodeFilter, now, afterSeq int64, limit int) ([]contract.CodeRecord, int64, error) {
 	where, args, err := s.bulkWhere(ctx, projectID, f, now)
 	if err != nil {
 		return nil, 0, err

@@ -6,16 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-)
 
-// NewCode is one code value to create, with its own optional expiry.
-type NewCode struct {
-	Code      string
-	ExpiresAt *int64 // unix seconds; nil = the project's expiry applies
-}
+	"github.com/acv/acv/api/contract"
+)
 
 // codeColumns is the select list scanCode reads, on a codes table aliased c.
 const codeColumns = `c.id, c.project_id, c.code, c.is_disabled, c.expires_at, c.verified_at,
@@ -64,21 +59,21 @@ func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
 // earlier code's. Their ids are time-ordered and drawn in input order, so the list order
 // "created_at desc, id desc" is exactly "seq desc", which ListCodes pages by.
 // contract.ErrNotFound when the project does not exist.
-func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []NewCode) ([]contract.CodeRecord, error) {
+func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	return s.insertCodes(ctx, projectID, "", codes)
 }
 
 // InsertBatchCodes is InsertCodes for a round of a generation batch: in the same transaction
 // it records the range of sequence numbers the inserted codes took as the batch's, so the
 // batch can later find (and revoke) every code it made.
-func (s *Store) InsertBatchCodes(ctx context.Context, projectID, batchID string, codes []NewCode) ([]contract.CodeRecord, error) {
+func (s *Store) InsertBatchCodes(ctx context.Context, projectID, batchID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	if err := checkID("batch", batchID); err != nil {
 		return nil, err
 	}
 	return s.insertCodes(ctx, projectID, batchID, codes)
 }
 
-func (s *Store) insertCodes(ctx context.Context, projectID, batchID string, codes []NewCode) ([]contract.CodeRecord, error) {
+func (s *Store) insertCodes(ctx context.Context, projectID, batchID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}

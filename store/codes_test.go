@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -29,7 +28,7 @@ func TestInsertCodes(t *testing.T) {
 	tests := []struct {
 		name    string
 		project string
-		in      []store.NewCode
+		in      []contract.NewCode
 		want    []string
 	}{
 		{"all new keep input order", p1.ID, values("CCC", "DDD", "EEE"), []string{"CCC", "DDD", "EEE"}},
@@ -92,7 +91,7 @@ func TestInsertCodes(t *testing.T) {
 	}
 
 	exp := int64(1900000000)
-	rows := mustInsert(t, s, p1.ID, store.NewCode{Code: "with-expiry", ExpiresAt: &exp})
+	rows := mustInsert(t, s, p1.ID, contract.NewCode{Code: "with-expiry", ExpiresAt: &exp})
 	got, _ := s.CodeByID(ctx, p1.ID, rows[0].ID)
 	if got.ExpiresAt == nil || *got.ExpiresAt != exp || rows[0].ExpiresAt == nil || *rows[0].ExpiresAt != exp {
 		t.Errorf("expiry stored %v returned %v, want %d", got.ExpiresAt, rows[0].ExpiresAt, exp)
@@ -108,9 +107,9 @@ func TestInsertCodesBulk(t *testing.T) {
 	ctx := testCtx(t)
 	p := mustProject(t, s, nil)
 	const n = 100_000
-	in := make([]store.NewCode, n)
+	in := make([]contract.NewCode, n)
 	for i := range in {
-		in[i] = store.NewCode{Code: fmt.Sprintf("BULK-%07d", i)}
+		in[i] = contract.NewCode{Code: fmt.Sprintf("BULK-%07d", i)}
 	}
 	start := time.Now()
 	rows, err := s.InsertCodes(ctx, p.ID, in)

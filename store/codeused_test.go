@@ -312,7 +312,7 @@ func TestBulkUsedReadsCodeUsed(t *testing.T) {
 	if err := s.AfterBulkLoad(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f := store.CodeFilter{State: contract.StateUsed}
+	f := contract.CodeFilter{State: contract.StateUsed}
 	now := time.Now().Unix()
 	if n, err := s.CountBulk(ctx, p.ID, f, now); err != nil || n != int64(len(evs)) {
 		t.Fatalf("count: %d, %v; want %d", n, err, len(evs))

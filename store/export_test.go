@@ -24,7 +24,7 @@ const RecentVerificationsSQL = recentVerificationsSQL
 
 // BulkSQL returns the queries CountBulk and BulkPage run for f, with their arguments (BulkPage's
 // from seq afterSeq, limit rows), for the tests of their plans.
-func (s *Store) BulkSQL(ctx context.Context, projectID string, f CodeFilter, now, afterSeq int64, limit int) (count string, countArgs []any, page string, pageArgs []any, err error) {
+func (s *Store) BulkSQL(ctx context.Context, projectID string, f contract.CodeFilter, now, afterSeq int64, limit int) (count string, countArgs []any, page string, pageArgs []any, err error) {
 	where, args, err := s.bulkWhere(ctx, projectID, f, now)
 	if err != nil {
 		return "", nil, "", nil, err

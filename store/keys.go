@@ -6,25 +6,16 @@ import (
 	"math"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-)
 
-// NewAPIKey is a key to record. The caller (internal/admin) makes its id and secret and seals
-// the secret: the store keeps Secret as given, an opaque string, and never sees it in clear.
-// RatePerSec <= 0 or Burst <= 0 leaves that limit unset.
-type NewAPIKey struct {
-	ID, ProjectID string
-	Secret        string
-	RatePerSec    float64
-	Burst         int
-}
+	"github.com/acv/acv/api/contract"
+)
 
 // CreateAPIKey records a key for a project and returns it with its project's flags; its
 // Secret is as stored (sealed). contract.ErrNotFound when the project does not exist,
 // contract.ErrConflict when the id is taken.
-func (s *Store) CreateAPIKey(ctx context.Context, nk NewAPIKey) (contract.APIKey, error) {
+func (s *Store) CreateAPIKey(ctx context.Context, nk contract.NewAPIKey) (contract.APIKey, error) {
 	if err := checkID("api key", nk.ID); err != nil {
 		return contract.APIKey{}, err
 	}

@@ -7,49 +7,31 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acv/acv/api/contract"
 )
-
-// KeysetQuery is one page of a project's codes read by keyset: the codes after a cursor (the
-// sort key of the previous page's last row) instead of after OFFSET rows, so the thousandth
-// page costs what the first does and a code created or removed meanwhile shifts no page. The
-// admin API and the console page this way; the client API keeps its page numbers.
-type KeysetQuery struct {
-	State  contract.State // "" = any state
-	Search string         // case-insensitive substring of the code value; "" = no search
-	// After is the cursor: the seq of the last code of the previous page; 0 = from the newest.
-	After    int64
-	PageSize int // < 1 is treated as contract.DefaultPageSize
-}
-
-// KeysetPage is one keyset page: its codes, newest first, and the cursor of the next page
-// (0 when this one is the last).
-type KeysetPage struct {
-	Codes []contract.CodeRecord
-	Next  int64
-}
 
 // ListCodesAfter reads the codes of a project that come after q.After in the list's order
 // (seq descending, which is creation order, newest first), with the same state and search
 // filters as ListCodes. The predicate seq < After lets every plan seek on (project_id, seq):
 // codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when
 // the project does not exist.
-func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q KeysetQuery, now int64) (KeysetPage, error) {
+func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (contract.KeysetPage, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
-		return KeysetPage{}, err
+		return contract.KeysetPage{}, err
 	}
 	if q.PageSize < 1 {
 		q.PageSize = contract.DefaultPageSize
 	}
 	query, args, err := keysetSQL(projectID, q, toTime(p.ExpiresAt), time.Unix(now, 0))
 	if err != nil {
-		return KeysetPage{}, err
+		return contract.KeysetPage{}, err
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
+		return contract.KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
 	}
 	var seqs []int64
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.CodeRecord, error) {
@@ -59,9 +41,9 @@ func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q KeysetQu
 		return c, err
 	})
 	if err != nil {
-		return KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
+		return contract.KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
 	}
-	page := KeysetPage{Codes: out}
+	page := contract.KeysetPage{Codes: out}
 	// One row more than the page was asked for tells that a next page exists.
 	if len(out) > q.PageSize {
 		page.Codes = out[:q.PageSize]
@@ -71,7 +53,7 @@ func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q KeysetQu
 }
 
 // keysetSQL is ListCodesAfter's query and arguments; ExplainKeyset shows its plan.
-func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now time.Time) (string, []any, error) {
+func keysetSQL(projectID string, q contract.KeysetQuery, projectExpiresAt *time.Time, now time.Time) (string, []any, error) {
 	args := []any{projectID}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -115,7 +97,7 @@ func keysetSQL(projectID string, q KeysetQuery, projectExpiresAt *time.Time, now
 
 // ExplainKeyset returns PostgreSQL's plan (EXPLAIN, text format) of ListCodesAfter's query, so
 // a test can hold that a deep page is still an index seek.
-func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q KeysetQuery, now int64) (string, error) {
+func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (string, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return "", err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // TestListCodesAfterVisitsEveryCodeOnce pages by cursor through a project, unfiltered, by
@@ -20,9 +19,9 @@ func TestListCodesAfterVisitsEveryCodeOnce(t *testing.T) {
 	p := mustProject(t, s, nil)
 	other := mustProject(t, s, nil)
 	mustInsert(t, s, other.ID, values("KS-other-1", "KS-other-2")...)
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for i := range 1000 {
-		codes = append(codes, store.NewCode{Code: fmt.Sprintf("KS-%04d", i)})
+		codes = append(codes, contract.NewCode{Code: fmt.Sprintf("KS-%04d", i)})
 	}
 	rows := mustInsert(t, s, p.ID, codes...)
 	// Every seventh code disabled: the state filter pages through a sparse subset.
@@ -36,7 +35,7 @@ func TestListCodesAfterVisitsEveryCodeOnce(t *testing.T) {
 		wantDisabled++
 	}
 
-	walk := func(t *testing.T, q store.KeysetQuery) []string {
+	walk := func(t *testing.T, q contract.KeysetQuery) []string {
 		t.Helper()
 		var got []string
 		for pages := 0; ; pages++ {
@@ -85,25 +84,25 @@ func TestListCodesAfterVisitsEveryCodeOnce(t *testing.T) {
 	}
 	for _, size := range []int{1, 7, 50, 999, 1000, 1001} {
 		t.Run(fmt.Sprintf("all/size=%d", size), func(t *testing.T) {
-			got := walk(t, store.KeysetQuery{PageSize: size})
+			got := walk(t, contract.KeysetQuery{PageSize: size})
 			once(t, got, len(codes), func(int) bool { return true })
 		})
 	}
 	t.Run("disabled", func(t *testing.T) {
-		got := walk(t, store.KeysetQuery{PageSize: 13, State: contract.StateDisabled})
+		got := walk(t, contract.KeysetQuery{PageSize: 13, State: contract.StateDisabled})
 		once(t, got, wantDisabled, func(i int) bool { return i%7 == 0 })
 	})
 	t.Run("unused", func(t *testing.T) {
-		got := walk(t, store.KeysetQuery{PageSize: 100, State: contract.StateUnused})
+		got := walk(t, contract.KeysetQuery{PageSize: 100, State: contract.StateUnused})
 		once(t, got, len(codes)-wantDisabled, func(i int) bool { return i%7 != 0 })
 	})
 	t.Run("search", func(t *testing.T) {
 		// KS-01xx: 100 codes.
-		got := walk(t, store.KeysetQuery{PageSize: 9, Search: "ks-01"})
+		got := walk(t, contract.KeysetQuery{PageSize: 9, Search: "ks-01"})
 		once(t, got, 100, func(i int) bool { return strings.HasPrefix(codes[i].Code, "KS-01") })
 	})
 	t.Run("unknown project", func(t *testing.T) {
-		_, err := s.ListCodesAfter(ctx, "00000000000000000000000000000000", store.KeysetQuery{}, now)
+		_, err := s.ListCodesAfter(ctx, "00000000000000000000000000000000", contract.KeysetQuery{}, now)
 		wantNotFound(t, "project", err)
 	})
 }
@@ -120,9 +119,9 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 	p := mustProject(t, s, nil)
 	const n = 60_000
 	for b := 0; b < n; b += 10_000 {
-		batch := make([]store.NewCode, 10_000)
+		batch := make([]contract.NewCode, 10_000)
 		for i := range batch {
-			batch[i] = store.NewCode{Code: fmt.Sprintf("PLAN-%06d", b+i)}
+			batch[i] = contract.NewCode{Code: fmt.Sprintf("PLAN-%06d", b+i)}
 		}
 		rows := mustInsert(t, s, p.ID, batch...)
 		// One code in a hundred used: the used list must find them without walking the rest.
@@ -138,12 +137,12 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 		t.Fatalf("analyze: %v", err)
 	}
 	// The cursor of a page near the end of the list: a page numbered about 1,150 of 50.
-	page, err := s.ListCodesAfter(ctx, p.ID, store.KeysetQuery{PageSize: 50}, now)
+	page, err := s.ListCodesAfter(ctx, p.ID, contract.KeysetQuery{PageSize: 50}, now)
 	if err != nil || page.Next == 0 {
 		t.Fatalf("first page: next %d, %v", page.Next, err)
 	}
 	deep := page.Next - 57_500
-	for _, q := range []store.KeysetQuery{
+	for _, q := range []contract.KeysetQuery{
 		{PageSize: 50, After: deep},
 		{PageSize: 50, After: deep, State: contract.StateUnused},
 		{PageSize: 50, State: contract.StateUsed},
@@ -169,7 +168,7 @@ func TestListCodesAfterPlanIsIndexSeek(t *testing.T) {
 	}
 	// A search finds its matches through the trigram index on code_values (which verifies
 	// never write), not by reading the project's codes.
-	for _, q := range []store.KeysetQuery{
+	for _, q := range []contract.KeysetQuery{
 		{PageSize: 50, Search: "PLAN-04210"},
 		{PageSize: 50, Search: "plan-04210", State: contract.StateUnused},
 	} {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 func TestListCodes(t *testing.T) {
@@ -21,22 +20,22 @@ func TestListCodes(t *testing.T) {
 	mustInsert(t, s, other.ID, values("50%_off", "other-only")...)
 
 	batch1 := mustInsert(t, s, p.ID,
-		store.NewCode{Code: "u-used"},
-		store.NewCode{Code: "d-disabled"},
-		store.NewCode{Code: "x-expired", ExpiresAt: ptr(now - 10)},
-		store.NewCode{Code: "f-future", ExpiresAt: ptr(now + 1000)},
-		store.NewCode{Code: "p-projexp"},
-		store.NewCode{Code: "50%_off"},
-		store.NewCode{Code: "50xxoff"},
-		store.NewCode{Code: `a\b`},
-		store.NewCode{Code: "ÄÖÜ-Straße"},
-		store.NewCode{Code: "UPPER-case"},
-		store.NewCode{Code: "used-and-disabled"},
+		contract.NewCode{Code: "u-used"},
+		contract.NewCode{Code: "d-disabled"},
+		contract.NewCode{Code: "x-expired", ExpiresAt: ptr(now - 10)},
+		contract.NewCode{Code: "f-future", ExpiresAt: ptr(now + 1000)},
+		contract.NewCode{Code: "p-projexp"},
+		contract.NewCode{Code: "50%_off"},
+		contract.NewCode{Code: "50xxoff"},
+		contract.NewCode{Code: `a\b`},
+		contract.NewCode{Code: "ÄÖÜ-Straße"},
+		contract.NewCode{Code: "UPPER-case"},
+		contract.NewCode{Code: "used-and-disabled"},
 	)
 	batch2 := mustInsert(t, s, p.ID,
-		store.NewCode{Code: "n1", ExpiresAt: ptr(now + 1000)},
-		store.NewCode{Code: "n2", ExpiresAt: ptr(now + 1000)},
-		store.NewCode{Code: "n3", ExpiresAt: ptr(now + 1000)},
+		contract.NewCode{Code: "n1", ExpiresAt: ptr(now + 1000)},
+		contract.NewCode{Code: "n2", ExpiresAt: ptr(now + 1000)},
+		contract.NewCode{Code: "n3", ExpiresAt: ptr(now + 1000)},
 	)
 	if len(batch1) != 11 || len(batch2) != 3 {
 		t.Fatalf("fixture inserted %d + %d", len(batch1), len(batch2))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // The login throttle of the operator console: login attempts counted per subject (a username,
@@ -17,35 +19,18 @@ import (
 // (RefundLoginAttempt): parallel guesses cannot all pass a check that only counts failures
 // after the fact.
 
-// LoginLimit is one subject an attempt is counted against and how its count locks it.
-type LoginLimit struct {
-	Subject string
-	// LockFor is how long the subject is locked once it has failures attempts within the
-	// window (this one included), from the attempt on; 0 for no lock.
-	LockFor func(failures int) time.Duration
-}
-
-// LoginReservation is an attempt ReserveLoginAttempt counted: what RefundLoginAttempt gives
-// back.
-type LoginReservation struct {
-	subjects []string
-	// set is the lock this attempt set on each subject, nil where it set none; prev the lock
-	// it replaced.
-	set, prev []*time.Time
-}
-
 // ReserveLoginAttempt counts one login attempt at now against every limit's subject, in one
 // transaction holding their rows: when a subject is locked at now, nothing is counted and ok
 // is false, with the latest lock of them in until. Otherwise each subject's count goes up by
 // one (restarting from 1 when its previous attempt is older than window) and a subject whose
 // LockFor is positive is locked from now on, before the caller checks the password: of
 // concurrent attempts, on any number of console instances, no more pass than the limits let.
-func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, now time.Time, window time.Duration) (
-	r LoginReservation, until time.Time, ok bool, err error) {
+func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.LoginLimit, now time.Time, window time.Duration) (
+	r contract.LoginReservation, until time.Time, ok bool, err error) {
 	// Rows are created and locked in subject order, so two attempts never wait on each other
 	// in a cycle.
 	limits = slices.Clone(limits)
-	slices.SortFunc(limits, func(a, b LoginLimit) int { return strings.Compare(a.Subject, b.Subject) })
+	slices.SortFunc(limits, func(a, b contract.LoginLimit) int { return strings.Compare(a.Subject, b.Subject) })
 	subjects := make([]string, len(limits))
 	for i, l := range limits {
 		subjects[i] = l.Subject
@@ -55,7 +40,7 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, no
 		if err != nil {
 			return err
 		}
-		r, until, ok = LoginReservation{}, time.Time{}, false // a retried transaction starts over
+		r, until, ok = contract.LoginReservation{}, time.Time{}, false // a retried transaction starts over
 		for _, st := range states {
 			if st.locked != nil && st.locked.After(now) && st.locked.After(until) {
 				until = *st.locked
@@ -64,7 +49,7 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, no
 		if !until.IsZero() {
 			return nil
 		}
-		r = LoginReservation{subjects: subjects, set: make([]*time.Time, len(limits)), prev: make([]*time.Time, len(limits))}
+		r = contract.LoginReservation{Subjects: subjects, Set: make([]*time.Time, len(limits)), Prev: make([]*time.Time, len(limits))}
 		failures := make([]int, len(limits))
 		locks := make([]*time.Time, len(limits))
 		for i, l := range limits {
@@ -72,10 +57,10 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, no
 			if st.last.Before(now.Add(-window)) {
 				st.failures = 0
 			}
-			failures[i], locks[i], r.prev[i] = st.failures+1, st.locked, st.locked
+			failures[i], locks[i], r.Prev[i] = st.failures+1, st.locked, st.locked
 			if d := l.LockFor(failures[i]); d > 0 {
 				if t := now.Add(d); st.locked == nil || t.After(*st.locked) {
-					locks[i], r.set[i] = &t, &t
+					locks[i], r.Set[i] = &t, &t
 				}
 			}
 		}
@@ -89,7 +74,7 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []LoginLimit, no
 		return nil
 	})
 	if err != nil {
-		return LoginReservation{}, time.Time{}, false, fmt.Errorf("reserve login attempt: %w", err)
+		return contract.LoginReservation{}, time.Time{}, false, fmt.Errorf("reserve login attempt: %w", err)
 	}
 	return r, until, ok, nil
 }
@@ -135,15 +120,15 @@ func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now ti
 // RefundLoginAttempt gives back an attempt whose password was right: each subject's count
 // goes down by one, and a lock the attempt set is lifted unless a later attempt has replaced
 // it since.
-func (s *Store) RefundLoginAttempt(ctx context.Context, r LoginReservation) error {
-	if len(r.subjects) == 0 {
+func (s *Store) RefundLoginAttempt(ctx context.Context, r contract.LoginReservation) error {
+	if len(r.Subjects) == 0 {
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx,
 		`UPDATE admin_login_throttle AS t SET failures = greatest(t.failures - 1, 0),
 		     locked_until = CASE WHEN t.locked_until = a.set THEN a.prev ELSE t.locked_until END
 		 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS a(subject, set, prev)
-		 WHERE t.subject = a.subject`, r.subjects, r.set, r.prev); err != nil {
+		 WHERE t.subject = a.subject`, r.Subjects, r.Set, r.Prev); err != nil {
 		return fmt.Errorf("refund login attempt: %w", translate(err))
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
 )
@@ -29,7 +30,7 @@ func TestLoginThrottleReservationIsAtomic(t *testing.T) {
 		replicas[i] = s
 	}
 	now := time.Now().Truncate(time.Microsecond)
-	limits := []store.LoginLimit{
+	limits := []contract.LoginLimit{
 		{Subject: "pair:x", LockFor: func(n int) time.Duration {
 			if n >= 5 {
 				return time.Minute
@@ -71,7 +72,7 @@ func TestLoginThrottleReservationIsAtomic(t *testing.T) {
 	}
 	// The account subject counted the five reserved attempts only: with the pair's lock over,
 	// its next attempt is its sixth.
-	sixth := []store.LoginLimit{{Subject: "account:x", LockFor: func(n int) time.Duration {
+	sixth := []contract.LoginLimit{{Subject: "account:x", LockFor: func(n int) time.Duration {
 		if n != 6 {
 			t.Errorf("the account's attempt counted as number %d, want 6", n)
 		}

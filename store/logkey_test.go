@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // TestLogKeyOnEveryPartition: verification_logs and every partition, whether the schema made
@@ -26,7 +25,7 @@ func TestLogKeyOnEveryPartition(t *testing.T) {
 		t.Fatalf("events = %d, %v", n, err)
 	}
 	// The maintenance gives the month-ahead day its partition.
-	if res, err := s.MaintainLogPartitions(ctx, now, store.LogPolicy{Ahead: 1}); err != nil || res.Moved != 1 {
+	if res, err := s.MaintainLogPartitions(ctx, now, contract.LogPolicy{Ahead: 1}); err != nil || res.Moved != 1 {
 		t.Fatalf("maintenance: %+v, %v; want one row moved", res, err)
 	}
 

@@ -8,57 +8,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/acv/acv/api/contract"
 )
-
-// LogFilter selects verification logs for the console's search. From and To are required:
-// verification_logs is partitioned by day of verified_at, and a bounded range is what keeps a
-// search to the partitions it covers instead of every day kept. Empty fields do not filter.
-type LogFilter struct {
-	From, To  time.Time // verified_at >= From, verified_at < To
-	ProjectID string
-	CodeID    string
-	// Code is a value no code has: the attempts on it (rows without a code id).
-	Code       string
-	Action     string // verify or reactivate
-	Result     string // success, failed or reactivated
-	Reason     string // an error code (CODE_ALREADY_USED) or a reactivation's reason
-	VerifiedBy string
-	IP         string
-	// After pages: only rows older than this cursor (LogCursor of the last row shown).
-	After string
-	// Limit bounds a page (1..1000, 100 when 0); SearchLogs ignores it in ExportLogs.
-	Limit int
-}
-
-// LogRecord is one verification log as the console shows it, with the code's value when the
-// code still exists, or the value an attempt named when no code had it (CodeID "").
-type LogRecord struct {
-	ID         string    `json:"id"`
-	VerifiedAt time.Time `json:"-"`
-	ProjectID  string    `json:"project_id"`
-	CodeID     string    `json:"code_id"`
-	Code       string    `json:"code"`
-	Action     string    `json:"action"`
-	Result     string    `json:"result"`
-	Reason     string    `json:"reason"`
-	VerifiedBy string    `json:"verified_by"`
-	IP         string    `json:"ip_address"`
-}
-
-// Cursor is the keyset position of r: its time in microseconds and its id.
-func (r LogRecord) Cursor() string {
-	return strconv.FormatInt(r.VerifiedAt.UnixMicro(), 10) + "_" + r.ID
-}
 
 // errBadCursor is a cursor SearchLogs did not make.
 var errBadCursor = contract.Errorf(contract.KindInvalid, "after must be a cursor from a previous page (next_after)")
 
 // CheckLogFilter is the error SearchLogs and ExportLogs would answer f with (a bad time range,
 // id or cursor), before any query: so an export can refuse it before its first byte.
-func CheckLogFilter(f LogFilter) error {
+func (s *Store) CheckLogFilter(f contract.LogFilter) error {
 	_, _, err := logQuery(f)
 	return err
 }
@@ -75,7 +36,7 @@ func parseLogCursor(s string) (time.Time, string, error) {
 // logQuery builds the search's SQL: the time range first, so the planner prunes to the
 // partitions it covers, then the filters, newest first by (verified_at, id), which the indexes
 // verification_logs_project_idx, the primary key (verified_at, id) and _code_idx give in order.
-func logQuery(f LogFilter) (string, []any, error) {
+func logQuery(f contract.LogFilter) (string, []any, error) {
 	if f.From.IsZero() || f.To.IsZero() {
 		return "", nil, errors.New("search logs: a time range is required")
 	}
@@ -125,9 +86,9 @@ func logQuery(f LogFilter) (string, []any, error) {
 	return q, args, nil
 }
 
-func scanLog(row pgx.Row) (LogRecord, error) {
+func scanLog(row pgx.Row) (contract.LogRecord, error) {
 	var (
-		r               LogRecord
+		r               contract.LogRecord
 		id, pid, codeID pgtype.UUID
 	)
 	if err := row.Scan(&id, &r.VerifiedAt, &pid, &codeID, &r.Code, &r.Action, &r.Result, &r.Reason, &r.VerifiedBy, &r.IP); err != nil {
@@ -150,7 +111,7 @@ func pageLimit(n int) int {
 
 // SearchLogs reads one page of verification logs matching f, newest first. Pass the Cursor of
 // the last row as f.After for the next page.
-func (s *Store) SearchLogs(ctx context.Context, f LogFilter) ([]LogRecord, error) {
+func (s *Store) SearchLogs(ctx context.Context, f contract.LogFilter) ([]contract.LogRecord, error) {
 	f.Limit = pageLimit(f.Limit)
 	q, args, err := logQuery(f)
 	if err != nil {
@@ -160,7 +121,7 @@ func (s *Store) SearchLogs(ctx context.Context, f LogFilter) ([]LogRecord, error
 	if err != nil {
 		return nil, fmt.Errorf("search logs: %w", translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogRecord, error) { return scanLog(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogRecord, error) { return scanLog(r) })
 	if err != nil {
 		return nil, fmt.Errorf("search logs: %w", translate(err))
 	}
@@ -169,7 +130,7 @@ func (s *Store) SearchLogs(ctx context.Context, f LogFilter) ([]LogRecord, error
 
 // ExportLogs calls fn for every log matching f (f.Limit ignored), newest first, streaming
 // from one query so an export of millions of rows holds one row in memory at a time.
-func (s *Store) ExportLogs(ctx context.Context, f LogFilter, fn func(LogRecord) error) error {
+func (s *Store) ExportLogs(ctx context.Context, f contract.LogFilter, fn func(contract.LogRecord) error) error {
 	q, args, err := logQuery(f)
 	if err != nil {
 		return err
@@ -196,7 +157,7 @@ func (s *Store) ExportLogs(ctx context.Context, f LogFilter, fn func(LogRecord) 
 
 // ExplainLogSearch is the plan PostgreSQL picks for a page of f, for the tests that check a
 // search stays within its partitions and on an index.
-func (s *Store) ExplainLogSearch(ctx context.Context, f LogFilter) (string, error) {
+func (s *Store) ExplainLogSearch(ctx context.Context, f contract.LogFilter) (string, error) {
 	q, args, err := logQuery(f)
 	if err != nil {
 		return "", err

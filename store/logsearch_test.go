@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
 )
 
@@ -36,7 +37,7 @@ func TestSearchLogsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	future := store.PartitionName(utcMidnight(now).Add(3 * day))
-	for name, f := range map[string]store.LogFilter{
+	for name, f := range map[string]contract.LogFilter{
 		"project":            {ProjectID: p1.ID, From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
 		"project and result": {ProjectID: p1.ID, Result: "success", From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
 		"all projects":       {From: now.Add(-24 * time.Hour), To: now.Add(time.Second)},
@@ -61,10 +62,10 @@ func TestSearchLogsPlan(t *testing.T) {
 		}
 	}
 	// A range is required.
-	if _, err := s.SearchLogs(ctx, store.LogFilter{ProjectID: p1.ID}); err == nil {
+	if _, err := s.SearchLogs(ctx, contract.LogFilter{ProjectID: p1.ID}); err == nil {
 		t.Fatal("a search without a time range was accepted")
 	}
-	rows, err := s.SearchLogs(ctx, store.LogFilter{ProjectID: p1.ID, From: now.Add(-time.Hour), To: now.Add(time.Second), Limit: 1000})
+	rows, err := s.SearchLogs(ctx, contract.LogFilter{ProjectID: p1.ID, From: now.Add(-time.Hour), To: now.Add(time.Second), Limit: 1000})
 	if err != nil || len(rows) != 9 {
 		t.Fatalf("an hour of project 1: %d rows, %v", len(rows), err)
 	}

@@ -5,22 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 )
-
-// HourOutcomes is how many verifies started in the hour From succeeded and how many were
-// refused (any error code, an unknown code too).
-type HourOutcomes struct {
-	From    time.Time
-	Success int64
-	Refused int64
-}
 
 // OutcomesByHour counts the verifies of one project (every project when projectID is "") per
 // UTC hour in [from, to) by outcome, every hour of the range present (zeros when none), from
 // redemptions_hourly: a row per project and hour whatever the traffic, for the console's
 // charts.
-func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]HourOutcomes, error) {
+func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
 	rows, err := s.pool.Query(ctx,
 		`SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
@@ -34,8 +27,8 @@ func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to t
 	if err != nil {
 		return nil, fmt.Errorf("count verify outcomes by hour: %w", translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HourOutcomes, error) {
-		var h HourOutcomes
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.HourOutcomes, error) {
+		var h contract.HourOutcomes
 		err := r.Scan(&h.From, &h.Success, &h.Refused)
 		return h, err
 	})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // verification_logs is range-partitioned by verified_at into UTC days (the schema makes today
@@ -16,12 +18,6 @@ import (
 // the retention.
 
 const (
-	// DefaultLogPartitionsAhead is how many days after today get their partition in advance: a
-	// maintenance run that stops for less than that leaves no day without one.
-	DefaultLogPartitionsAhead = 7
-	// DefaultLogRetentionDays is how many days of logs the retention keeps (ACV_LOG_RETENTION).
-	DefaultLogRetentionDays = 400
-
 	logsDefaultPartition = "verification_logs_default"
 	// logMaintenanceLock is the advisory lock key one maintenance run holds, so concurrent runs
 	// (several relays or consumers, an operator's `acv logs maintain`) take turns: "acvlogs\0".
@@ -30,39 +26,6 @@ const (
 	// waiting behind a long query would stall every write and read queued behind it.
 	partitionLockTimeout = "2s"
 )
-
-// LogPolicy says which partitions a maintenance run keeps.
-type LogPolicy struct {
-	// Ahead is how many days after today's get a partition (negative: none; today's always does).
-	Ahead int
-	// RetentionDays drops a day's partition once all of it is older than that many days; 0
-	// keeps every day.
-	RetentionDays int
-}
-
-// DefaultLogPolicy is the policy of the service unless configured otherwise.
-func DefaultLogPolicy() LogPolicy {
-	return LogPolicy{Ahead: DefaultLogPartitionsAhead, RetentionDays: DefaultLogRetentionDays}
-}
-
-// LogPartition is one partition of verification_logs and its range [From, To); the default
-// partition has zero times.
-type LogPartition struct {
-	Name     string
-	From, To time.Time
-	Default  bool
-}
-
-// LogMaintenance is what one run did.
-type LogMaintenance struct {
-	// Busy is true when another process held the maintenance lock: this run did nothing.
-	Busy bool
-	// Created and Dropped name the partitions made and removed.
-	Created, Dropped []string
-	// Moved counts the rows taken out of the default partition into new day partitions; Purged
-	// those deleted from it because they were older than the retention.
-	Moved, Purged int64
-}
 
 // partitionName is the name of the day partition starting at day (UTC midnight).
 func partitionName(day time.Time) string {
@@ -81,11 +44,11 @@ func boundLiteral(t time.Time) string {
 }
 
 // LogPartitions lists the partitions of verification_logs in range order, the default last.
-func (s *Store) LogPartitions(ctx context.Context) ([]LogPartition, error) {
+func (s *Store) LogPartitions(ctx context.Context) ([]contract.LogPartition, error) {
 	return logPartitions(ctx, s.pool)
 }
 
-func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
+func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, error) {
 	// pg_get_expr renders the bounds in the session's time zone with its offset, e.g.
 	// FOR VALUES FROM ('2025-01-02 00:00:00+00') TO ('2025-01-03 00:00:00+00'); cast back,
 	// they are exact.
@@ -100,9 +63,9 @@ func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list log partitions: %w", translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogPartition, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogPartition, error) {
 		var (
-			p        LogPartition
+			p        contract.LogPartition
 			from, to *time.Time
 		)
 		if err := r.Scan(&p.Name, &p.Default, &from, &to); err != nil {
@@ -119,7 +82,7 @@ func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list log partitions: %w", translate(err))
 	}
-	slices.SortFunc(out, func(a, b LogPartition) int {
+	slices.SortFunc(out, func(a, b contract.LogPartition) int {
 		if a.Default != b.Default {
 			if a.Default {
 				return 1
@@ -140,8 +103,8 @@ func logPartitions(ctx context.Context, q querier) ([]LogPartition, error) {
 // Busy. Each partition is created or dropped in its own short transaction that waits at most
 // 2 s for the table's locks; a run that fails part-way leaves a consistent table and the next
 // run finishes the work.
-func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy LogPolicy) (LogMaintenance, error) {
-	var res LogMaintenance
+func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy contract.LogPolicy) (contract.LogMaintenance, error) {
+	var res contract.LogMaintenance
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return res, fmt.Errorf("maintain log partitions: %w", translate(err))
@@ -233,7 +196,7 @@ func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy
 }
 
 // covered tells whether one of parts (the default aside) holds day d.
-func covered(parts []LogPartition, d time.Time) bool {
+func covered(parts []contract.LogPartition, d time.Time) bool {
 	for _, p := range parts {
 		if !p.Default && !p.From.After(d) && p.To.After(d) {
 			return true
@@ -314,8 +277,8 @@ func LockTimedOut(err error) bool {
 // MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,
 // handing each outcome to report (which may be nil). Every process that writes logs may run it:
 // the advisory lock makes the runs take turns.
-func (s *Store) MaintainLogsEvery(ctx context.Context, every time.Duration, policy LogPolicy,
-	report func(LogMaintenance, error)) {
+func (s *Store) MaintainLogsEvery(ctx context.Context, every time.Duration, policy contract.LogPolicy,
+	report func(contract.LogMaintenance, error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -104,7 +104,7 @@ func TestLogPartitionBoundary(t *testing.T) {
 	}
 
 	// Maintenance gives the stray days their partitions and moves their rows out of the default.
-	res, err := s.MaintainLogPartitions(ctx, now, store.DefaultLogPolicy())
+	res, err := s.MaintainLogPartitions(ctx, now, contract.DefaultLogPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestLogPartitionBoundary(t *testing.T) {
 		t.Errorf("logs = %d, want 4", got)
 	}
 	// A second run has nothing left to do.
-	if res, err := s.MaintainLogPartitions(ctx, now, store.DefaultLogPolicy()); err != nil ||
+	if res, err := s.MaintainLogPartitions(ctx, now, contract.DefaultLogPolicy()); err != nil ||
 		len(res.Created)+len(res.Dropped) != 0 || res.Moved+res.Purged != 0 {
 		t.Errorf("second maintenance = %+v, %v; want nothing done", res, err)
 	}
@@ -145,7 +145,7 @@ func TestLogRetention(t *testing.T) {
 	today := utcMidnight(now)
 
 	// Partitions for three days 500 days ago, as a run then would have made them.
-	if _, err := s.MaintainLogPartitions(ctx, today.Add(-500*day), store.LogPolicy{Ahead: 2}); err != nil {
+	if _, err := s.MaintainLogPartitions(ctx, today.Add(-500*day), contract.LogPolicy{Ahead: 2}); err != nil {
 		t.Fatal(err)
 	}
 	d500, d499, d498 := today.Add(-500*day), today.Add(-499*day), today.Add(-498*day)
@@ -164,7 +164,7 @@ func TestLogRetention(t *testing.T) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, store.LogMaintenanceLock); err != nil {
 		t.Fatal(err)
 	}
-	policy := store.LogPolicy{Ahead: 7, RetentionDays: 499}
+	policy := contract.LogPolicy{Ahead: 7, RetentionDays: 499}
 	if res, err := s.MaintainLogPartitions(ctx, now, policy); err != nil || !res.Busy || len(res.Dropped) != 0 {
 		t.Errorf("run under another's lock = %+v, %v; want busy, nothing done", res, err)
 	}
@@ -191,7 +191,7 @@ func TestLogRetention(t *testing.T) {
 		t.Errorf("partitions after retention = %v", names)
 	}
 	// Retention 0 keeps everything.
-	if res, err := s.MaintainLogPartitions(ctx, now.Add(1000*day), store.LogPolicy{Ahead: -1}); err != nil || len(res.Dropped) != 0 {
+	if res, err := s.MaintainLogPartitions(ctx, now.Add(1000*day), contract.LogPolicy{Ahead: -1}); err != nil || len(res.Dropped) != 0 {
 		t.Errorf("run keeping everything = %+v, %v", res, err)
 	}
 }

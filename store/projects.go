@@ -5,21 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5/pgtype"
-)
 
-// NewProject is what an administrator supplies to create a project; the id and creation time
-// are the store's to assign.
-type NewProject struct {
-	Name        string
-	Description string
-	ExpiresAt   *int64 // unix seconds; nil = never expires
-}
+	"github.com/acv/acv/api/contract"
+)
 
 // CreateProject inserts an enabled project with a fresh time-ordered id and returns it as the
 // API shows it (without statistics: a new project has no codes).
-func (s *Store) CreateProject(ctx context.Context, p NewProject) (contract.Project, error) {
+func (s *Store) CreateProject(ctx context.Context, p contract.NewProject) (contract.Project, error) {
 	id := contract.NewID()
 	var createdAt time.Time
 	err := s.pool.QueryRow(ctx,

@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 func TestProjects(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 
-	p, err := s.CreateProject(ctx, store.NewProject{Name: "shop", Description: "summer", ExpiresAt: ptr(int64(2000000000))})
+	p, err := s.CreateProject(ctx, contract.NewProject{Name: "shop", Description: "summer", ExpiresAt: ptr(int64(2000000000))})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // Every change of a project's flags is a new version of its row: the hot path's copies of the
@@ -13,7 +12,7 @@ import (
 func TestProjectStateVersions(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
-	p, err := s.CreateProject(ctx, store.NewProject{Name: "v", ExpiresAt: ptr(int64(2000000000))})
+	p, err := s.CreateProject(ctx, contract.NewProject{Name: "v", ExpiresAt: ptr(int64(2000000000))})
 	if err != nil {
 		t.Fatal(err)
 	}

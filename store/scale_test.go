@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -34,9 +33,9 @@ func scaleCodes(t *testing.T) int {
 
 // randomValues draws n distinct code values like the generator's: 12 characters of an
 // unambiguous alphabet, in random order (so index insertion is as scattered as in production).
-func randomValues(r *rand.Rand, n int, seen map[string]struct{}) []store.NewCode {
+func randomValues(r *rand.Rand, n int, seen map[string]struct{}) []contract.NewCode {
 	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	out := make([]store.NewCode, 0, n)
+	out := make([]contract.NewCode, 0, n)
 	buf := make([]byte, 12)
 	for len(out) < n {
 		for i := range buf {
@@ -47,7 +46,7 @@ func randomValues(r *rand.Rand, n int, seen map[string]struct{}) []store.NewCode
 			continue
 		}
 		seen[v] = struct{}{}
-		out = append(out, store.NewCode{Code: v})
+		out = append(out, contract.NewCode{Code: v})
 	}
 	return out
 }

@@ -5,31 +5,26 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgtype"
-)
 
-// StoredSecret is one API key's secret as the table holds it: sealed, or in clear for a key
-// issued before secrets were sealed. The store does not tell them apart.
-type StoredSecret struct {
-	KeyID  string
-	Secret string
-}
+	"github.com/acv/acv/api/contract"
+)
 
 // APIKeySecrets reads every key's stored secret, in id order, for re-sealing them under
 // another master key (`acv key rewrap`) and for counting the ones still in clear.
-func (s *Store) APIKeySecrets(ctx context.Context) ([]StoredSecret, error) {
+func (s *Store) APIKeySecrets(ctx context.Context) ([]contract.StoredSecret, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, secret FROM api_keys ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("select api key secrets: %w", err)
 	}
 	defer rows.Close()
-	var out []StoredSecret
+	var out []contract.StoredSecret
 	for rows.Next() {
 		var id pgtype.UUID
 		var sec string
 		if err := rows.Scan(&id, &sec); err != nil {
 			return nil, fmt.Errorf("scan api key secret: %w", err)
 		}
-		out = append(out, StoredSecret{KeyID: hexID(id), Secret: sec})
+		out = append(out, contract.StoredSecret{KeyID: hexID(id), Secret: sec})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("select api key secrets: %w", err)

@@ -8,15 +8,14 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // newAPIKey is a key to record with a fresh id and an opaque secret of the sealed form (the
 // store neither seals nor opens: internal/admin does).
-func newAPIKey(projectID string, rate float64, burst int) store.NewAPIKey {
+func newAPIKey(projectID string, rate float64, burst int) contract.NewAPIKey {
 	b := make([]byte, 92)
 	_, _ = rand.Read(b)
-	return store.NewAPIKey{ID: contract.NewID(), ProjectID: projectID,
+	return contract.NewAPIKey{ID: contract.NewID(), ProjectID: projectID,
 		Secret: "v1:t:" + base64.RawURLEncoding.EncodeToString(b), RatePerSec: rate, Burst: burst}
 }
 
@@ -66,7 +65,7 @@ func TestSecretsAndRewrapPrimitives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.StoredSecret{{KeyID: oldID, Secret: oldSecret}, {KeyID: sealed.ID, Secret: sealed.Secret}}
+	want := []contract.StoredSecret{{KeyID: oldID, Secret: oldSecret}, {KeyID: sealed.ID, Secret: sealed.Secret}}
 	if oldID > sealed.ID {
 		want[0], want[1] = want[1], want[0]
 	}

@@ -151,9 +151,9 @@ func TestInsertCodesConcurrentSeq(t *testing.T) {
 					project = other.ID
 				}
 				size := 50 + r.IntN(400)
-				in := make([]store.NewCode, size)
+				in := make([]contract.NewCode, size)
 				for i := range in {
-					in[i] = store.NewCode{Code: fmt.Sprintf("V-%04d", r.IntN(pool))}
+					in[i] = contract.NewCode{Code: fmt.Sprintf("V-%04d", r.IntN(pool))}
 				}
 				rows, err := s.InsertCodes(ctx, project, in)
 				mu.Lock()
@@ -211,9 +211,9 @@ func TestListDeepPages(t *testing.T) {
 	var all []contract.CodeRecord
 	for b := 0; b < 12; b++ {
 		size := []int{1, 7, 250, 900}[b%4]
-		in := make([]store.NewCode, size)
+		in := make([]contract.NewCode, size)
 		for i := range in {
-			in[i] = store.NewCode{Code: fmt.Sprintf("D-%05d", r.IntN(6000))}
+			in[i] = contract.NewCode{Code: fmt.Sprintf("D-%05d", r.IntN(6000))}
 			if i%5 == 0 {
 				in[i].ExpiresAt = ptr(now + int64(r.IntN(200)) - 100)
 			}

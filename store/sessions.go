@@ -6,36 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// AdminSession is an operator console session with the account that holds it, as one lookup
-// returns them: every request reads the account's role, state and password time afresh.
-type AdminSession struct {
-	// ID is the SHA-256 of the session token (the token is never stored).
-	ID         []byte
-	Admin      AdminAccount
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	ExpiresAt  time.Time
-	RevokedAt  *time.Time
-	UserAgent  string
-	ClientIP   string
-}
-
-// NewAdminSession is what a login records.
-type NewAdminSession struct {
-	ID        []byte // SHA-256 of the token
-	AdminID   string
-	Now       time.Time
-	ExpiresAt time.Time
-	UserAgent string
-	ClientIP  string
-}
-
 // CreateAdminSession records a session.
-func (s *Store) CreateAdminSession(ctx context.Context, n NewAdminSession) error {
+func (s *Store) CreateAdminSession(ctx context.Context, n contract.NewAdminSession) error {
 	if len(n.ID) != 32 {
 		return errors.New("session id must be 32 bytes (a SHA-256)")
 	}
@@ -52,9 +29,9 @@ func (s *Store) CreateAdminSession(ctx context.Context, n NewAdminSession) error
 // AdminSession reads a session and its account by the session's id, whatever its state: the
 // caller decides whether it is still valid (expiry, idle time, revocation, the account
 // disabled). contract.ErrNotFound when there is none.
-func (s *Store) AdminSession(ctx context.Context, id []byte) (AdminSession, error) {
+func (s *Store) AdminSession(ctx context.Context, id []byte) (contract.AdminSession, error) {
 	var (
-		se  AdminSession
+		se  contract.AdminSession
 		aid pgtype.UUID
 	)
 	err := s.pool.QueryRow(ctx,
@@ -65,7 +42,7 @@ func (s *Store) AdminSession(ctx context.Context, id []byte) (AdminSession, erro
 			&aid, &se.Admin.Username, &se.Admin.PasswordHash, &se.Admin.Role, &se.Admin.MustChangePassword,
 			&se.Admin.Disabled, &se.Admin.CreatedAt, &se.Admin.PasswordChangedAt)
 	if err != nil {
-		return AdminSession{}, fmt.Errorf("select admin session: %w", translate(err))
+		return contract.AdminSession{}, fmt.Errorf("select admin session: %w", translate(err))
 	}
 	se.Admin.ID = hexID(aid)
 	return se, nil
@@ -87,14 +64,6 @@ func (s *Store) RevokeAdminSession(ctx context.Context, id []byte, now time.Time
 		return fmt.Errorf("revoke admin session: %w", translate(err))
 	}
 	return nil
-}
-
-// RevokeAdminSessions ends every open session of an account.
-func (s *Store) RevokeAdminSessions(ctx context.Context, adminID string, now time.Time) error {
-	if err := checkID("admin", adminID); err != nil {
-		return err
-	}
-	return revokeAdminSessions(ctx, s.pool, adminID, now)
 }
 
 // execer is what revokeAdminSessions needs: the pool or a transaction.

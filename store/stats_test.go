@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 func TestStatistics(t *testing.T) {
@@ -18,10 +17,10 @@ func TestStatistics(t *testing.T) {
 
 	checkStats(t, s, p.ID, now, contract.Statistics{})
 	rows := mustInsert(t, s, p.ID,
-		store.NewCode{Code: "a"},                           // project expiry
-		store.NewCode{Code: "b", ExpiresAt: ptr(now + 10)}, // own expiry, soon
-		store.NewCode{Code: "c", ExpiresAt: ptr(now - 5)},  // already expired
-		store.NewCode{Code: "d", ExpiresAt: ptr(now + 1000)},
+		contract.NewCode{Code: "a"},                           // project expiry
+		contract.NewCode{Code: "b", ExpiresAt: ptr(now + 10)}, // own expiry, soon
+		contract.NewCode{Code: "c", ExpiresAt: ptr(now - 5)},  // already expired
+		contract.NewCode{Code: "d", ExpiresAt: ptr(now + 1000)},
 	)
 	a, b, c := rows[0].ID, rows[1].ID, rows[2].ID
 	snap := func(id string, sn contract.CodeRecord) {

@@ -1,6 +1,8 @@
 // Package store is the Postgres system of record: projects, API keys, codes, verification logs
 // and exact per-project statistics. Redis (package cache) serves the hot path; this package holds
-// the durable state it is loaded from and that the audit consumer brings up to date.
+// the durable state it is loaded from and that the audit consumer brings up to date. It exports
+// the Store and its options; the types its methods take and return are api/contract's, the only
+// package of the project it imports.
 package store
 
 import (

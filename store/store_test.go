@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/testkit"
 	"testing"
 	"time"
+
+	"github.com/acv/acv/internal/testkit"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/store"
@@ -40,14 +41,14 @@ func ptr[T any](v T) *T { return &v }
 
 func mustProject(t *testing.T, s *store.Store, expiresAt *int64) contract.Project {
 	t.Helper()
-	p, err := s.CreateProject(testCtx(t), store.NewProject{Name: "p", ExpiresAt: expiresAt})
+	p, err := s.CreateProject(testCtx(t), contract.NewProject{Name: "p", ExpiresAt: expiresAt})
 	if err != nil {
 		t.Fatalf("create project: %v", err)
 	}
 	return p
 }
 
-func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...store.NewCode) []contract.CodeRecord {
+func mustInsert(t *testing.T, s *store.Store, projectID string, codes ...contract.NewCode) []contract.CodeRecord {
 	t.Helper()
 	rows, err := s.InsertCodes(testCtx(t), projectID, codes)
 	if err != nil {
@@ -68,10 +69,10 @@ func insertNumbered(t *testing.T, s *store.Store, projectID, prefix string, n in
 }
 
 // values makes NewCodes without expiry.
-func values(vs ...string) []store.NewCode {
-	out := make([]store.NewCode, len(vs))
+func values(vs ...string) []contract.NewCode {
+	out := make([]contract.NewCode, len(vs))
 	for i, v := range vs {
-		out[i] = store.NewCode{Code: v}
+		out[i] = contract.NewCode{Code: v}
 	}
 	return out
 }

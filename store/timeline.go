@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
 )
-
-// HourCount is how many successful verifies started in the hour From.
-type HourCount struct {
-	From  time.Time
-	Count int64
-}
 
 // RedemptionsByHour counts the successful verifies of every project per UTC hour in
 // [from, to), every hour of the range present (zero when none). It reads redemptions_hourly,
 // which the consumer keeps with the log rows it writes (ApplyEvents), so a dashboard costs a
 // row per project and hour whatever the traffic.
-func (s *Store) RedemptionsByHour(ctx context.Context, from, to time.Time) ([]HourCount, error) {
+func (s *Store) RedemptionsByHour(ctx context.Context, from, to time.Time) ([]contract.HourCount, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
 	rows, err := s.pool.Query(ctx,
 		`SELECT h.at, coalesce(c.n, 0)
@@ -32,8 +27,8 @@ func (s *Store) RedemptionsByHour(ctx context.Context, from, to time.Time) ([]Ho
 	if err != nil {
 		return nil, fmt.Errorf("count redemptions by hour: %w", translate(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HourCount, error) {
-		var h HourCount
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.HourCount, error) {
+		var h contract.HourCount
 		err := r.Scan(&h.From, &h.Count)
 		return h, err
 	})

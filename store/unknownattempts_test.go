@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // TestUnknownAttemptsLogged: an attempt on a value no code has is a log row without a code id,
@@ -34,7 +33,7 @@ func TestUnknownAttemptsLogged(t *testing.T) {
 		t.Error("an event with neither a code id nor a value was stored")
 	}
 
-	window := store.LogFilter{From: now.Add(-time.Hour), To: now.Add(time.Hour), ProjectID: p.ID}
+	window := contract.LogFilter{From: now.Add(-time.Hour), To: now.Add(time.Hour), ProjectID: p.ID}
 	f := window
 	f.Code = "GUESS-1"
 	got, err := s.SearchLogs(ctx, f)

@@ -1,9 +1,12 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it. Each kind is answered with one
@@ -24,7 +27,13 @@ const (
 
 	// KindMethodNotAllowed is a request of a method the path does not serve: 405.
 	KindMethodNotAllowed Kind = "method_not_allowed"
+	// KindUnsupportedMediaType is a body of a type the route does not read: 415.
+	KindUnsupportedMediaType Kind = "unsupported_media_type"
 )
+
+// Kinds lists every kind, for the tests that check each has its status.
+var Kinds = []Kind{KindInvalid, KindUnauthorized, KindForbidden, KindNotFound, KindConflict, KindTooLarge,
+	KindRateLimited, KindUnavailable, KindInternal, KindMethodNotAllowed, KindUnsupportedMediaType}
 
 // Error is a refusal with a kind and a message safe to show the caller. Errors without one in
 // their chain are internal: their text is logged, never shown. Err, when set, is the cause an
@@ -34,10 +43,16 @@ type Error struct {
 	Kind    Kind
 	Message string
 	Err     error
+	// Wait, when set, is how long the caller should wait before trying again (Retry-After):
+	// a locked login, an empty bucket.
+	Wait time.Duration
 }
 
+// Error is the message, followed by the cause unless the cause is itself a refusal (a
+// sentinel such as ErrNotFound that this one names more precisely).
 func (e *Error) Error() string {
-	if e.Err != nil {
+	var ce *Error
+	if e.Err != nil && !errors.As(e.Err, &ce) {
 		return e.Message + ": " + e.Err.Error()
 	}
 	return e.Message
@@ -72,6 +87,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusNotFound
 	case KindMethodNotAllowed:
 		return http.StatusMethodNotAllowed
+	case KindUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
 	case KindConflict:
 		return http.StatusConflict
 	case KindTooLarge:
@@ -93,12 +110,58 @@ func KindOf(err error) Kind {
 	return KindInternal
 }
 
+// NotFound is a refusal that names what an operator asked for and does not exist, in words
+// ("project X not found"); errors.Is(err, ErrNotFound) holds for it.
+func NotFound(format string, args ...any) *Error {
+	return &Error{Kind: KindNotFound, Message: fmt.Sprintf(format, args...), Err: ErrNotFound}
+}
+
+// Answer is how an HTTP adapter answers err: its status, the detail shown and the seconds a
+// client should wait before retrying (0: no Retry-After). A refusal shows its own message.
+// Anything else is ours (internal reports it, to be logged with its cause) and shows nothing
+// internal: a 503 when a dependency is down or slow (KindUnavailable, or an error that looks
+// like one), else a 500.
+func Answer(err error) (status int, detail string, retryAfter int, internal bool) {
+	var ce *Error
+	if errors.As(err, &ce) && ce.Kind != KindInternal && ce.Kind != KindUnavailable {
+		wait := 0
+		if ce.Wait > 0 {
+			wait = max(1, int(math.Ceil(ce.Wait.Seconds())))
+		}
+		return ce.Kind.HTTPStatus(), ce.Message, wait, false
+	}
+	if KindOf(err) == KindUnavailable || looksUnavailable(err) {
+		// A dependency down or slow is usually back within moments (a failover, a restart):
+		// clients that honour Retry-After retry after a second rather than at once, all
+		// together.
+		return KindUnavailable.HTTPStatus(), "Service temporarily unavailable", 1, true
+	}
+	return KindInternal.HTTPStatus(), "Internal server error", 0, true
+}
+
+// looksUnavailable tells whether err looks like a dependency being down or slow rather than a
+// bug: a deadline, a cancellation, a network timeout or a temporary failure.
+func looksUnavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe interface{ Temporary() bool }
+	return errors.As(err, &oe)
+}
+
 // Refusals the stores and the hot path report; callers test them with errors.Is.
 var (
 	// ErrNotFound: the row or entry asked for does not exist.
 	ErrNotFound = &Error{Kind: KindNotFound, Message: "Not found"}
 	// ErrConflict: a write would duplicate a unique value.
 	ErrConflict = &Error{Kind: KindConflict, Message: "Already exists"}
+	// ErrCountChanged: a bulk change's confirmed count is no longer the count of the codes it
+	// would change (codes were added, used or disabled since the count was shown).
+	ErrCountChanged = &Error{Kind: KindConflict, Message: "The count changed"}
 	// ErrReplayed: the request's replay identity was seen within the signature window.
 	ErrReplayed = &Error{Kind: KindUnauthorized, Message: "Request replayed"}
 	// ErrReplayedWithoutNonce is ErrReplayed for a request sent without X-Nonce (whose replay

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
 )
 
 // liveService is what an SDK suite runs against: a real API replica with the audit pipeline on
@@ -102,7 +102,7 @@ func fixtures(t *testing.T, s *testkit.Stack, loseNext *atomic.Bool) http.Handle
 		})
 	}
 	handle("/tenant", func(ctx context.Context, r req) (any, error) {
-		p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "sdk", ExpiresAt: r.ExpiresAt})
+		p, err := s.Admin.CreateProject(ctx, contract.NewProject{Name: "sdk", ExpiresAt: r.ExpiresAt})
 		if err != nil {
 			return nil, err
 		}
@@ -113,9 +113,9 @@ func fixtures(t *testing.T, s *testkit.Stack, loseNext *atomic.Bool) http.Handle
 		return map[string]string{"project_id": p.ID, "key_id": k.ID, "secret": k.Secret}, nil
 	})
 	handle("/codes", func(ctx context.Context, r req) (any, error) {
-		codes := make([]store.NewCode, len(r.Values))
+		codes := make([]contract.NewCode, len(r.Values))
 		for i, v := range r.Values {
-			codes[i] = store.NewCode{Code: v, ExpiresAt: r.ExpiresAt}
+			codes[i] = contract.NewCode{Code: v, ExpiresAt: r.ExpiresAt}
 		}
 		rows, err := s.Deps.Store.InsertCodes(ctx, r.ProjectID, codes)
 		if err != nil {

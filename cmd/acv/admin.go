@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acv/acv/internal/plural"
 
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
@@ -220,7 +221,7 @@ func codesCmd() *cobra.Command {
 	cmd := group(&cobra.Command{Use: "codes", Short: "Generate, import, export, list, show, disable and enable codes"})
 	var project, expires, batchName string
 	var dryRun bool
-	var spec admin.GenerateSpec
+	var spec contract.GenerateSpec
 	gen := &cobra.Command{
 		Use:   "generate",
 		Short: "Generate random codes, unique within the project",
@@ -276,7 +277,7 @@ func codesCmd() *cobra.Command {
 					return err
 				}
 				defer resp.Body.Close()
-				var rep admin.ImportReport
+				var rep contract.ImportReport
 				if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 					return fmt.Errorf("read the import report: %w", err)
 				}

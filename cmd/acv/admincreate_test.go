@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
@@ -39,7 +40,7 @@ func TestCLIAdminCreate(t *testing.T) {
 	if err != nil || !se.Account.MustChangePassword || se.Account.Role != "support" {
 		t.Fatalf("login with the one-time password: %+v, %v", se, err)
 	}
-	rows, err := st.AdminAudit(ctx, store.AuditFilter{Action: "account.create", TargetID: se.Account.ID})
+	rows, err := st.AdminAudit(ctx, contract.AuditFilter{Action: "account.create", TargetID: se.Account.ID})
 	if err != nil || len(rows) != 1 || !regexp.MustCompile(`^root \(token test `).MatchString(rows[0].AdminUsername) {
 		t.Fatalf("audit rows %+v, %v", rows, err)
 	}

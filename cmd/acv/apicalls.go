@@ -6,15 +6,16 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/acv/acv/internal/plural"
+
 	"github.com/acv/acv/api/adminclient"
-	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/api/contract"
 )
 
 // batch is what acv codes generate reads of a generation batch.
@@ -31,7 +32,7 @@ const batchPoll = 250 * time.Millisecond
 
 // generate starts a generation batch on the server and follows it to its end: the server runs
 // it, so a closed terminal does not stop it, and the console shows it.
-func generate(ctx context.Context, c *adminclient.Client, project, name string, spec admin.GenerateSpec) error {
+func generate(ctx context.Context, c *adminclient.Client, project, name string, spec contract.GenerateSpec) error {
 	body := map[string]any{"name": name, "count": spec.Count, "length": spec.Length, "charset": spec.Charset,
 		"prefix": spec.Prefix, "suffix": spec.Suffix, "expires_at": spec.ExpiresAt}
 	var b batch

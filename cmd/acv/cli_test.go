@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/testkit"
 	"github.com/acv/acv/store"
@@ -60,7 +61,7 @@ type cli struct {
 	// api is the console's address, svc its service, admin the account "root".
 	api   string
 	svc   *console.Service
-	admin store.AdminAccount
+	admin contract.AdminAccount
 }
 
 func newCLI(t *testing.T) *cli {
@@ -70,7 +71,8 @@ func newCLI(t *testing.T) *cli {
 	}
 	ctx := context.Background()
 	a, url, _ := testkit.NewAdmin(t)
-	svc, err := console.NewService(console.Config{Store: a.Store, Admin: a, Passwords: console.PasswordParams{MemoryKiB: 1024, Time: 1, Threads: 1}})
+	st := a.Store.(*store.Store)
+	svc, err := console.NewService(console.Config{Store: st, Admin: a, HotPath: a.Cache.(*cache.Cache), Passwords: console.PasswordParams{MemoryKiB: 1024, Time: 1, Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func newCLI(t *testing.T) *cli {
 	if _, err := svc.CreateAccount(ctx, console.SystemActor("cli:test"), "root", console.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
-	root, err := a.Store.AdminAccountByUsername(ctx, "root")
+	root, err := st.AdminAccountByUsername(ctx, "root")
 	if err != nil {
 		t.Fatal(err)
 	}

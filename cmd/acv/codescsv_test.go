@@ -48,9 +48,9 @@ func TestCodesExportImportRoundTripsFormulaCells(t *testing.T) {
 		"'":          "'",
 		"PLAIN-1":    "",
 	}
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for v := range verifiedBy {
-		codes = append(codes, store.NewCode{Code: v})
+		codes = append(codes, contract.NewCode{Code: v})
 	}
 	recs, err := st.InsertCodes(ctx, p.ID, codes)
 	if err != nil {

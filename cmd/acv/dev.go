@@ -399,7 +399,7 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 	}
 	defer deps.Close()
 	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
-	p, err := a.CreateProject(ctx, store.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
+	p, err := a.CreateProject(ctx, contract.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
 	if err != nil {
 		return d, err
 	}
@@ -407,7 +407,7 @@ func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error
 	if err != nil {
 		return d, err
 	}
-	if _, err := a.Generate(ctx, p.ID, admin.GenerateSpec{Count: 1000, Length: 10, Prefix: "DEMO-"}, nil); err != nil {
+	if _, err := a.Generate(ctx, p.ID, contract.GenerateSpec{Count: 1000, Length: 10, Prefix: "DEMO-"}, nil); err != nil {
 		return d, err
 	}
 	d = demo{ProjectID: p.ID, KeyID: k.ID, Secret: k.Secret}

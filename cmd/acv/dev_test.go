@@ -456,10 +456,10 @@ func addCodes(t *testing.T, pgURL, projectID string, n int) []string {
 	defer st.Close()
 	prefix := "PROBE-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "-"
 	codes := make([]string, n)
-	batch := make([]store.NewCode, n)
+	batch := make([]contract.NewCode, n)
 	for i := range codes {
 		codes[i] = fmt.Sprintf("%s%06d", prefix, i+1)
-		batch[i] = store.NewCode{Code: codes[i]}
+		batch[i] = contract.NewCode{Code: codes[i]}
 	}
 	if _, err := st.InsertCodes(ctx, projectID, batch); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/acv/acv/internal/testkit"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acv/acv/internal/testkit"
 )
 
 // The banner lines naming the metrics listener and the Prometheus.

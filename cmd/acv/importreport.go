@@ -2,15 +2,17 @@ package main
 
 import (
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"io"
 
+	"github.com/acv/acv/internal/plural"
+
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 )
 
 // printImportReport writes an import's totals and its problem rows, one a line, as an
 // operator reads them to fix the file.
-func printImportReport(w io.Writer, rep admin.ImportReport) {
+func printImportReport(w io.Writer, rep contract.ImportReport) {
 	verb := "imported"
 	if rep.DryRun {
 		verb = "would be imported (dry run: nothing written)"

@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"time"
+
+	"github.com/acv/acv/internal/plural"
 
 	"github.com/spf13/cobra"
 

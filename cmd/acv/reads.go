@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,11 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/acv/acv/internal/plural"
+
 	"github.com/spf13/cobra"
 
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 )
 
 // group makes a command that only holds subcommands fail, in words and with a non-zero exit,
@@ -305,7 +305,7 @@ func codesShowCmd() *cobra.Command {
 				return err
 			}
 			return withAPI(cmd, "read codes", func(ctx context.Context, ac *adminclient.Client) error {
-				var c admin.CodeWithHistory
+				var c contract.CodeWithHistory
 				if err := ac.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "codes", args[0]), nil, &c); err != nil {
 					return err
 				}

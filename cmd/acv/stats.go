@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/acv/acv/internal/plural"
 	"net/http"
 	"os"
 	"strconv"
+
+	"github.com/acv/acv/internal/plural"
 
 	"github.com/spf13/cobra"
 

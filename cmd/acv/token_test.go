@@ -39,7 +39,7 @@ func TestCLIChangeIsInTheAuditChain(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("project", "create", "--name", "Audited")), &p); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := c.openStore().AdminAudit(context.Background(), store.AuditFilter{Action: "project.create"})
+	rows, err := c.openStore().AdminAudit(context.Background(), contract.AuditFilter{Action: "project.create"})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("audit rows %+v, %v", rows, err)
 	}
@@ -87,7 +87,7 @@ func TestCLIExpiredAndRevokedTokensAreRefused(t *testing.T) {
 	_, _ = rand.Read(raw)
 	hash := sha256.Sum256(raw)
 	now := time.Now()
-	if _, err := st.CreateAdminToken(context.Background(), store.NewAdminToken{
+	if _, err := st.CreateAdminToken(context.Background(), contract.NewAdminToken{
 		Hash: hash[:], Name: "old", AdminID: c.admin.ID, Role: "admin", Now: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour),
 	}); err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestCLILoginLogout(t *testing.T) {
 		t.Fatalf("credentials %s: %v", b, err)
 	}
 	u.ok("project", "create", "--name", "By ops")
-	if sessions, err := c.openStore().AdminAudit(ctx, store.AuditFilter{Action: "project.create"}); err != nil || len(sessions) != 1 ||
+	if sessions, err := c.openStore().AdminAudit(ctx, contract.AuditFilter{Action: "project.create"}); err != nil || len(sessions) != 1 ||
 		!strings.HasPrefix(sessions[0].AdminUsername, "ops (token acv login ") {
 		t.Errorf("project.create by the login's token recorded as %+v, %v", sessions, err)
 	}
@@ -284,7 +284,7 @@ func TestCLILogsThroughTheAPI(t *testing.T) {
 	if out := c.ok("logs", "partitions"); !strings.Contains(out, today) || !strings.Contains(out, "(default)") {
 		t.Errorf("logs partitions lacks %s and the default partition:\n%s", today, out)
 	}
-	rows, err := c.openStore().AdminAudit(context.Background(), store.AuditFilter{Action: "logs.maintain"})
+	rows, err := c.openStore().AdminAudit(context.Background(), contract.AuditFilter{Action: "logs.maintain"})
 	if err != nil || len(rows) > 1 || len(rows) == 1 && !strings.HasPrefix(rows[0].AdminUsername, "root (token test ") {
 		t.Errorf("logs.maintain audit rows %+v, %v", rows, err)
 	}

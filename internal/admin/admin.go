@@ -1,6 +1,11 @@
 // Package admin holds the operator actions the client API does not offer: projects, API keys,
 // code generation, CSV import and export, disabling codes. Every change is written to Postgres
 // (the record) and to Redis (the hot path) so it takes effect at once.
+//
+// It is the admin service: it imports api/contract and pure helpers (internal/safecsv,
+// internal/secrets) and reaches PostgreSQL and Redis through the Store and Cache interfaces
+// declared here, which the wiring (internal/service, cmd/acv) fills with *store.Store and
+// *cache.Cache. It imports no adapter.
 package admin
 
 import (
@@ -9,21 +14,19 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
 )
 
 // Admin performs operator actions against both stores.
 type Admin struct {
-	Store *store.Store
-	Cache *cache.Cache
+	Store Store
+	Cache Cache
 	// Keys seals the API keys' secrets; creating and re-sealing keys need it.
 	Keys *secrets.Keyring
 }
 
 // CreateProject records a project and publishes its state to the hot path.
-func (a *Admin) CreateProject(ctx context.Context, p store.NewProject) (contract.Project, error) {
+func (a *Admin) CreateProject(ctx context.Context, p contract.NewProject) (contract.Project, error) {
 	proj, err := a.Store.CreateProject(ctx, p)
 	if err != nil {
 		return contract.Project{}, err
@@ -74,7 +77,7 @@ func (a *Admin) SetCodeDisabled(ctx context.Context, projectID, value string, di
 	}
 	row, err := a.Store.CodeByValue(ctx, projectID, value)
 	if errors.Is(err, contract.ErrNotFound) {
-		return &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+		return contract.NotFound("code %q not found in project %s", value, projectID)
 	}
 	if err != nil {
 		return fmt.Errorf("code %q: %w", value, err)

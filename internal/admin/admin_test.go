@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"github.com/acv/acv/internal/testkit"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/acv/acv/internal/testkit"
+
+	"github.com/redis/go-redis/v9"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newAdmin(t *testing.T) (*admin.Admin, *redis.Client, string) {
 	t.Helper()
 	a, _, rdb := testkit.NewAdmin(t)
-	p, err := a.CreateProject(context.Background(), store.NewProject{Name: "p"})
+	p, err := a.CreateProject(context.Background(), contract.NewProject{Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +35,13 @@ func TestGenerateFillsBothStoresUniquely(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	// A code space of 2^6 = 64 values: the second batch must draw around collisions.
-	spec := admin.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
+	spec := contract.GenerateSpec{Count: 40, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}
 	var last int
 	n, err := a.Generate(ctx, pid, spec, func(done int) { last = done })
 	if err != nil || n != 40 || last != 40 {
 		t.Fatalf("generated %d (progress %d): %v", n, last, err)
 	}
-	if n, err = a.Generate(ctx, pid, admin.GenerateSpec{Count: 24, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}, nil); err != nil || n != 24 {
+	if n, err = a.Generate(ctx, pid, contract.GenerateSpec{Count: 24, Length: 6, Charset: "AB", Prefix: "P-", Suffix: "-S"}, nil); err != nil || n != 24 {
 		t.Fatalf("second batch: %d, %v", n, err)
 	}
 	if _, err := a.Generate(ctx, pid, spec, nil); err == nil || !strings.Contains(err.Error(), "exhausted") {
@@ -75,7 +76,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "code,expires_at\nAAA,\nBBB,1900000000\nAAA,\n"
-	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{})
+	res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{})
 	if err != nil || res.Read != 3 || res.Inserted != 2 || res.Duplicates != 1 {
 		t.Fatalf("import %+v, %v", res, err)
 	}
@@ -83,7 +84,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 	if err != nil || row.ExpiresAt == nil || *row.ExpiresAt != 1900000000 {
 		t.Fatalf("BBB: %+v, %v", row, err)
 	}
-	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), admin.ImportOptions{})
+	res, err = a.ImportCSV(ctx, pid, strings.NewReader("CCC\nBAD\x01\n"), contract.ImportOptions{})
 	if err != nil || res.Inserted != 1 || res.Invalid != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 2 {
 		t.Fatalf("bad row: %+v, %v", res, err)
 	}
@@ -92,7 +93,7 @@ func TestImportSkipsDuplicatesAndBadRows(t *testing.T) {
 func TestDisableReachesHotPathAndRecord(t *testing.T) {
 	a, rdb, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), admin.ImportOptions{}); err != nil {
+	if _, err := a.ImportCSV(ctx, pid, strings.NewReader("X1\n"), contract.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.SetCodeDisabled(ctx, pid, "X1", true); err != nil {
@@ -128,7 +129,7 @@ func TestDisableReachesHotPathAndRecord(t *testing.T) {
 func TestDisableLoadsCodeRedisLacks(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "PG-ONLY"}, {Code: "MARKED"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "PG-ONLY"}, {Code: "MARKED"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Cache.MarkUnknown(ctx, pid, "MARKED", time.Minute); err != nil {

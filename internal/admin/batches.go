@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // How a running batch shows it is alive: its instance refreshes the heartbeat every
@@ -24,26 +23,26 @@ var errCancelled = errors.New("cancelled by an operator")
 
 // CreateBatch checks spec and records a queued generation batch named name in the project;
 // RunBatch then generates its codes. createdBy names who asked, for the batch's page.
-func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec GenerateSpec, createdBy string) (store.Batch, error) {
+func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec contract.GenerateSpec, createdBy string) (contract.Batch, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return store.Batch{}, contract.Errorf(contract.KindInvalid, "a batch needs a name")
+		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "a batch needs a name")
 	}
 	if err := contract.ValidateText("name", name, 200); err != nil {
-		return store.Batch{}, contract.Errorf(contract.KindInvalid, "%v", err)
+		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "%v", err)
 	}
-	if err := spec.check(); err != nil {
-		return store.Batch{}, err
+	if err := checkSpec(&spec); err != nil {
+		return contract.Batch{}, err
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
-		return store.Batch{}, notFound(err, "project", projectID)
+		return contract.Batch{}, notFound(err, "project", projectID)
 	}
 	charset := spec.Charset
 	if charset == DefaultCharset {
 		charset = ""
 	}
-	b, err := a.Store.CreateBatch(ctx, store.NewBatch{ProjectID: projectID, Name: name, Requested: spec.Count,
-		CreatedBy: createdBy, Spec: store.BatchSpec{Length: spec.Length, Charset: charset, Prefix: spec.Prefix,
+	b, err := a.Store.CreateBatch(ctx, contract.NewBatch{ProjectID: projectID, Name: name, Requested: spec.Count,
+		CreatedBy: createdBy, Spec: contract.BatchSpec{Length: spec.Length, Charset: charset, Prefix: spec.Prefix,
 			Suffix: spec.Suffix, ExpiresAt: spec.ExpiresAt}})
 	return b, notFound(err, "project", projectID)
 }
@@ -54,10 +53,10 @@ func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec Ge
 // cancel (CancelBatch, from any instance) stops it at the next heartbeat or round. A batch
 // cancelled before it started is returned as it is. The error is the generation's, when it
 // failed; the batch records it too.
-func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step int, progress func(done int)) (store.Batch, error) {
+func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step int, progress func(done int)) (contract.Batch, error) {
 	b, err := a.Store.Batch(ctx, projectID, batchID)
 	if err != nil {
-		return store.Batch{}, notFound(err, "batch", batchID)
+		return contract.Batch{}, notFound(err, "batch", batchID)
 	}
 	started, err := a.Store.StartBatch(ctx, batchID)
 	if err != nil || !started {
@@ -84,7 +83,7 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 			}
 		}
 	}()
-	spec := GenerateSpec{Count: b.Requested, Length: b.Spec.Length, Charset: b.Spec.Charset, Prefix: b.Spec.Prefix,
+	spec := contract.GenerateSpec{Count: b.Requested, Length: b.Spec.Length, Charset: b.Spec.Charset, Prefix: b.Spec.Prefix,
 		Suffix: b.Spec.Suffix, ExpiresAt: b.Spec.ExpiresAt, Step: step}
 	n, gerr := a.generateInto(jctx, projectID, batchID, spec, func(done int) {
 		if c, err := a.Store.BatchProgress(jctx, batchID, done); err == nil && c {
@@ -97,15 +96,15 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	close(stop)
 	<-beating
 
-	status, text := store.BatchDone, ""
+	status, text := contract.BatchDone, ""
 	switch {
 	case gerr == nil:
 	case errors.Is(context.Cause(jctx), errCancelled):
-		status, gerr = store.BatchCancelled, nil
+		status, gerr = contract.BatchCancelled, nil
 	case ctx.Err() != nil:
-		status, text = store.BatchFailed, "interrupted: the console instance running it stopped"
+		status, text = contract.BatchFailed, "interrupted: the console instance running it stopped"
 	default:
-		status, text = store.BatchFailed, failureText(gerr)
+		status, text = contract.BatchFailed, failureText(gerr)
 	}
 	// The batch's end is written even when ctx is ending (a shutdown), so it does not wait to
 	// be found stale.
@@ -123,9 +122,9 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 
 // Batch reads one batch of a project; a queued or running batch whose instance stopped is
 // marked failed first (see BatchStaleAfter).
-func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (store.Batch, error) {
+func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (contract.Batch, error) {
 	if _, err := a.Store.FailStaleBatches(ctx, projectID, BatchStaleAfter); err != nil {
-		return store.Batch{}, notFound(err, "project", projectID)
+		return contract.Batch{}, notFound(err, "project", projectID)
 	}
 	b, err := a.Store.Batch(ctx, projectID, batchID)
 	return b, notFound(err, "batch", batchID)
@@ -133,7 +132,7 @@ func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (store.Bat
 
 // Batches lists a project's batches, newest first, at most limit, marking stale ones failed
 // first.
-func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]store.Batch, error) {
+func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]contract.Batch, error) {
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return nil, notFound(err, "project", projectID)
 	}
@@ -145,13 +144,13 @@ func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]sto
 
 // CancelBatch asks a queued or running batch to stop and returns it as it is now. The codes
 // it made so far stay, tied to it: RevokeBatch disables them.
-func (a *Admin) CancelBatch(ctx context.Context, projectID, batchID string) (store.Batch, error) {
+func (a *Admin) CancelBatch(ctx context.Context, projectID, batchID string) (contract.Batch, error) {
 	b, err := a.Store.RequestBatchCancel(ctx, projectID, batchID)
 	return b, notFound(err, "batch", batchID)
 }
 
 // RevokeBatch disables every code a batch made, on the hot path and in PostgreSQL, and marks
-// the batch revoked by by. With expected, it refuses (CountChangedError) when the number of
+// the batch revoked by by. With expected, it refuses (contract.ErrCountChanged) when the number of
 // codes to disable is no longer the one shown. A batch still generating is refused: cancel
 // it first, or its next rounds would add codes after the revoke.
 func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, expected *int64, now int64) (int, error) {
@@ -162,7 +161,7 @@ func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, 
 	if !b.Final() {
 		return 0, contract.Errorf(contract.KindConflict, "Batch %s is still %s: cancel it first", b.Name, b.Status)
 	}
-	n, err := a.DisableMatching(ctx, projectID, store.CodeFilter{BatchID: batchID}, expected, now)
+	n, err := a.DisableMatching(ctx, projectID, contract.CodeFilter{BatchID: batchID}, expected, now)
 	if err != nil {
 		return n, err
 	}

@@ -5,26 +5,15 @@ import (
 	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // bulkPage is how many codes a bulk change reads, changes in Redis (one pipeline) and writes
 // to PostgreSQL (one statement) at a time.
 const bulkPage = 2000
 
-// CountChangedError refuses a bulk change whose confirmed count is not the current one: codes
-// were added, used or disabled since the count was shown. Count is the new count, to show.
-type CountChangedError struct {
-	Expected, Count int64
-}
-
-func (e *CountChangedError) Error() string {
-	return fmt.Sprintf("%d codes match now, not the %d confirmed: check the new count and confirm again", e.Count, e.Expected)
-}
-
 // CountMatching counts the codes of a project that f selects and that are not disabled yet:
 // what DisableMatching would change, shown before it runs.
-func (a *Admin) CountMatching(ctx context.Context, projectID string, f store.CodeFilter, now int64) (int64, error) {
+func (a *Admin) CountMatching(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
 	if err := checkFilter(f); err != nil {
 		return 0, err
 	}
@@ -37,14 +26,15 @@ func (a *Admin) CountMatching(ctx context.Context, projectID string, f store.Cod
 // PostgreSQL), a page of codes a round trip each. With expected, it first checks that the
 // count is still the one confirmed. The state filter is read from PostgreSQL's record. It
 // returns how many codes it disabled.
-func (a *Admin) DisableMatching(ctx context.Context, projectID string, f store.CodeFilter, expected *int64, now int64) (int, error) {
+func (a *Admin) DisableMatching(ctx context.Context, projectID string, f contract.CodeFilter, expected *int64, now int64) (int, error) {
 	if expected != nil {
 		n, err := a.CountMatching(ctx, projectID, f, now)
 		if err != nil {
 			return 0, err
 		}
 		if n != *expected {
-			return 0, &CountChangedError{Expected: *expected, Count: n}
+			return 0, &contract.Error{Kind: contract.KindConflict, Err: contract.ErrCountChanged,
+				Message: fmt.Sprintf("%d codes match now, not the %d confirmed: check the new count and confirm again", n, *expected)}
 		}
 	} else if err := checkFilter(f); err != nil {
 		return 0, err
@@ -71,7 +61,7 @@ func (a *Admin) DisableMatching(ctx context.Context, projectID string, f store.C
 }
 
 // checkFilter refuses a filter a bulk disable cannot mean.
-func checkFilter(f store.CodeFilter) error {
+func checkFilter(f contract.CodeFilter) error {
 	switch f.State {
 	case "", contract.StateUnused, contract.StateUsed, contract.StateExpired:
 	case contract.StateDisabled:
@@ -80,7 +70,7 @@ func checkFilter(f store.CodeFilter) error {
 		return contract.Errorf(contract.KindInvalid, "status must be unused, used or expired")
 	}
 	if f.BatchID != "" && !contract.ValidID(f.BatchID) {
-		return &NotFoundError{Kind: "batch", ID: f.BatchID}
+		return contract.NotFound("batch %s not found", f.BatchID)
 	}
 	if err := contract.ValidateText("search", f.Search, contract.MaxCodeLen); err != nil {
 		return contract.Errorf(contract.KindInvalid, "%v", err)

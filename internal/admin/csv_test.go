@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // What `acv codes export` writes, `acv codes import` reads: header row, the code and
@@ -24,18 +23,18 @@ func TestImportReadsWhatExportWrites(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	exp := int64(1900000000)
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "EXP-A", ExpiresAt: &exp}, {Code: "EXP-B"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "EXP-A", ExpiresAt: &exp}, {Code: "EXP-B"}}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	if _, err := a.ExportCSV(ctx, pid, time.Now().Unix(), &out); err != nil {
 		t.Fatal(err)
 	}
-	other, err := a.CreateProject(ctx, store.NewProject{Name: "other"})
+	other, err := a.CreateProject(ctx, contract.NewProject{Name: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{})
+	res, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), contract.ImportOptions{})
 	if err != nil || res.Read != 2 || res.Inserted != 2 {
 		t.Fatalf("import of an export: %+v, %v\n%s", res, err, out.String())
 	}
@@ -44,7 +43,7 @@ func TestImportReadsWhatExportWrites(t *testing.T) {
 		t.Fatalf("EXP-A: %+v, %v", row, err)
 	}
 	// Again: every code is already present.
-	if res, err = a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{}); err != nil || res.Existing != 2 || res.Inserted != 0 {
+	if res, err = a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), contract.ImportOptions{}); err != nil || res.Existing != 2 || res.Inserted != 0 {
 		t.Fatalf("second import: %+v, %v", res, err)
 	}
 }
@@ -53,7 +52,7 @@ func TestImportAcceptsRFC3339AndUnixExpiry(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
 	in := "R1,2030-01-02T03:04:05Z\nR2,1900000000\nR3,\n"
-	if res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{}); err != nil || res.Inserted != 3 {
+	if res, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{}); err != nil || res.Inserted != 3 {
 		t.Fatalf("import %+v, %v", res, err)
 	}
 	want := map[string]*int64{"R1": ptr(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix()), "R2": ptr(int64(1900000000)), "R3": nil}
@@ -70,18 +69,18 @@ func TestImportAcceptsRFC3339AndUnixExpiry(t *testing.T) {
 func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 	a, _, pid := newAdmin(t)
 	ctx := context.Background()
-	if _, err := a.Store.InsertCodes(ctx, pid, []store.NewCode{{Code: "K0"}}); err != nil {
+	if _, err := a.Store.InsertCodes(ctx, pid, []contract.NewCode{{Code: "K0"}}); err != nil {
 		t.Fatal(err)
 	}
 	in := "code,expires_at\nK1,\nK2,1900000000\nK3,next tuesday\nK4,\nK1,\nK0,\nBAD\x01,\n\"K5\"x,\nK6,\n"
-	want := []admin.RowError{
+	want := []contract.RowError{
 		{Line: 4, Value: "K3", Kind: admin.RowInvalid},
 		{Line: 6, Value: "K1", Kind: admin.RowDuplicate, Reason: "repeats line 2"},
 		{Line: 7, Value: "K0", Kind: admin.RowExists, Reason: "the project already holds this code"},
 		{Line: 8, Value: `"BAD\x01"`, Kind: admin.RowInvalid},
 		{Line: 9, Kind: admin.RowInvalid},
 	}
-	check := func(t *testing.T, rep admin.ImportReport, dry bool) {
+	check := func(t *testing.T, rep contract.ImportReport, dry bool) {
 		t.Helper()
 		if rep.DryRun != dry || rep.Read != 9 || rep.Inserted != 4 || rep.Invalid != 3 || rep.Duplicates != 1 || rep.Existing != 1 || rep.Truncated {
 			t.Fatalf("report %+v", rep)
@@ -97,7 +96,7 @@ func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 		}
 	}
 	t.Run("dry run", func(t *testing.T) {
-		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{DryRun: true})
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +108,7 @@ func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 		}
 	})
 	t.Run("import", func(t *testing.T) {
-		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{})
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,13 +123,13 @@ func TestImportReportsEveryBadRowAndImportsTheGoodOnes(t *testing.T) {
 		}
 	})
 	t.Run("again", func(t *testing.T) {
-		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), admin.ImportOptions{DryRun: true})
+		rep, err := a.ImportCSV(ctx, pid, strings.NewReader(in), contract.ImportOptions{DryRun: true})
 		if err != nil || rep.Inserted != 0 || rep.Existing != 5 {
 			t.Fatalf("dry run after the import: %+v, %v", rep, err)
 		}
 	})
 	missing := contract.NewID()
-	if _, err := a.ImportCSV(ctx, missing, strings.NewReader("Z1\n"), admin.ImportOptions{DryRun: true}); err == nil || err.Error() != "project "+missing+" not found" {
+	if _, err := a.ImportCSV(ctx, missing, strings.NewReader("Z1\n"), contract.ImportOptions{DryRun: true}); err == nil || err.Error() != "project "+missing+" not found" {
 		t.Errorf("import into a missing project: %v", err)
 	}
 }
@@ -143,7 +142,7 @@ func TestImportCapsTheErrorList(t *testing.T) {
 		fmt.Fprintf(&b, "BAD\x01%d\n", i)
 	}
 	b.WriteString("GOOD\n")
-	rep, err := a.ImportCSV(context.Background(), pid, strings.NewReader(b.String()), admin.ImportOptions{DryRun: true})
+	rep, err := a.ImportCSV(context.Background(), pid, strings.NewReader(b.String()), contract.ImportOptions{DryRun: true})
 	if err != nil || rep.Invalid != admin.MaxRowErrors+50 || len(rep.Errors) != admin.MaxRowErrors || !rep.Truncated || rep.Inserted != 1 {
 		t.Fatalf("report: invalid %d, listed %d, truncated %v, inserted %d, %v", rep.Invalid, len(rep.Errors), rep.Truncated, rep.Inserted, err)
 	}
@@ -179,9 +178,9 @@ func TestExportImportRoundTripsFormulaCells(t *testing.T) {
 		`c,"d"`:                         "till 4",
 		"PLAIN-1":                       "",
 	}
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for v := range verifiedBy {
-		codes = append(codes, store.NewCode{Code: v})
+		codes = append(codes, contract.NewCode{Code: v})
 	}
 	rows, err := a.Store.InsertCodes(ctx, pid, codes)
 	if err != nil || len(rows) != len(codes) {
@@ -238,11 +237,11 @@ func TestExportImportRoundTripsFormulaCells(t *testing.T) {
 	}
 
 	// What the import creates: the same code values, nothing else.
-	other, err := a.CreateProject(ctx, store.NewProject{Name: "copy"})
+	other, err := a.CreateProject(ctx, contract.NewProject{Name: "copy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), admin.ImportOptions{})
+	rep, err := a.ImportCSV(ctx, other.ID, bytes.NewReader(out.Bytes()), contract.ImportOptions{})
 	if err != nil || rep.Read != len(codes) || rep.Inserted != len(codes) {
 		t.Fatalf("import of the export: %+v, %v", rep, err)
 	}

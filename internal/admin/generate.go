@@ -9,30 +9,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // DefaultCharset has no look-alike characters (no 0/O, 1/I/L), so codes read aloud or typed
 // from a card survive.
 const DefaultCharset = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-// GenerateSpec describes a batch of random codes.
-type GenerateSpec struct {
-	Count     int
-	Length    int    // random characters, without prefix and suffix
-	Charset   string // DefaultCharset when empty
-	Prefix    string
-	Suffix    string
-	ExpiresAt *int64 // unix s; nil: the project's expiry applies
-	// Step is how many codes a round inserts (50,000 when 0); progress is told after each
-	// round, so a job shown live uses smaller ones.
-	Step int
-}
-
 const generateBatch = 50_000
 
-// check refuses a spec no code could be drawn from, with the message an operator sees.
-func (spec *GenerateSpec) check() error {
+// checkSpec refuses a spec no code could be drawn from, with the message an operator sees.
+func checkSpec(spec *contract.GenerateSpec) error {
 	if spec.Charset == "" {
 		spec.Charset = DefaultCharset
 	}
@@ -57,13 +43,13 @@ func (spec *GenerateSpec) check() error {
 
 // Generate creates spec.Count new codes, unique within the project: values that collide with
 // existing ones are drawn again. progress (may be nil) is told how many are done.
-func (a *Admin) Generate(ctx context.Context, projectID string, spec GenerateSpec, progress func(done int)) (int, error) {
+func (a *Admin) Generate(ctx context.Context, projectID string, spec contract.GenerateSpec, progress func(done int)) (int, error) {
 	return a.generateInto(ctx, projectID, "", spec, progress)
 }
 
 // generateInto is Generate, tying the codes to batchID when it is not "".
-func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spec GenerateSpec, progress func(done int)) (int, error) {
-	if err := spec.check(); err != nil {
+func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spec contract.GenerateSpec, progress func(done int)) (int, error) {
+	if err := checkSpec(&spec); err != nil {
 		return 0, err
 	}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
@@ -81,7 +67,7 @@ func (a *Admin) generateInto(ctx context.Context, projectID, batchID string, spe
 	return done, a.Store.AfterBulkLoad(ctx)
 }
 
-func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
+func (a *Admin) generate(ctx context.Context, projectID string, spec contract.GenerateSpec, d *drawer, l *loader, progress func(done int)) (int, error) {
 	done, barren, factor := 0, 0, 1
 	for done < spec.Count {
 		want := min(spec.Step, spec.Count-done)
@@ -111,7 +97,7 @@ func (a *Admin) generate(ctx context.Context, projectID string, spec GenerateSpe
 }
 
 // draw returns up to want random values the project does not hold yet, out of candidates drawn.
-func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, candidates int) ([]store.NewCode, error) {
+func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, candidates int) ([]contract.NewCode, error) {
 	seen := make(map[string]struct{}, candidates)
 	values := make([]string, 0, candidates)
 	for i := 0; i < candidates; i++ {
@@ -133,10 +119,10 @@ func (a *Admin) draw(ctx context.Context, projectID string, d *drawer, want, can
 			delete(seen, v)
 		}
 	}
-	batch := make([]store.NewCode, 0, want)
+	batch := make([]contract.NewCode, 0, want)
 	for _, v := range values {
 		if _, ok := seen[v]; ok && len(batch) < want {
-			batch = append(batch, store.NewCode{Code: v, ExpiresAt: d.spec.ExpiresAt})
+			batch = append(batch, contract.NewCode{Code: v, ExpiresAt: d.spec.ExpiresAt})
 		}
 	}
 	return batch, nil
@@ -168,14 +154,14 @@ func (a *Admin) newLoader(ctx context.Context, projectID, batchID string) *loade
 }
 
 // insert writes codes to Postgres and queues the ones actually inserted for Redis.
-func (l *loader) insert(ctx context.Context, codes []store.NewCode) (int, error) {
+func (l *loader) insert(ctx context.Context, codes []contract.NewCode) (int, error) {
 	rows, err := l.insertRows(ctx, codes)
 	return len(rows), err
 }
 
 // insertRows is insert returning the rows inserted, so an import can tell which codes were
 // already there.
-func (l *loader) insertRows(ctx context.Context, codes []store.NewCode) ([]contract.CodeRecord, error) {
+func (l *loader) insertRows(ctx context.Context, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	var (
 		rows []contract.CodeRecord
 		err  error
@@ -204,10 +190,10 @@ type drawer struct {
 	src      *bufio.Reader
 	alphabet []rune
 	limit    int // bytes at or above it are rejected (a multiple of len(alphabet))
-	spec     GenerateSpec
+	spec     contract.GenerateSpec
 }
 
-func newDrawer(alphabet []rune, spec GenerateSpec) *drawer {
+func newDrawer(alphabet []rune, spec contract.GenerateSpec) *drawer {
 	return &drawer{src: bufio.NewReaderSize(rand.Reader, 64<<10), alphabet: alphabet,
 		limit: 256 - 256%len(alphabet), spec: spec}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // MaxRowErrors is how many row problems an import report lists; the totals count them all, so
@@ -31,43 +30,8 @@ const (
 	RowExists = "exists"
 )
 
-// RowError is one problem row of an import: where it is, what it holds and why it is not
-// imported.
-type RowError struct {
-	Line   int    `json:"line"`   // line of the file, from 1
-	Value  string `json:"value"`  // the row's code cell ("" when it has none)
-	Kind   string `json:"kind"`   // RowInvalid, RowDuplicate or RowExists
-	Reason string `json:"reason"` // for people
-}
-
-// ImportOptions says how to import.
-type ImportOptions struct {
-	// DryRun reads and checks every row, the project's existing codes included, and writes
-	// nothing: the report says what a real import would do.
-	DryRun bool
-	// Progress, when not nil, is told the number of rows read after each batch.
-	Progress func(done int)
-}
-
-// ImportReport is what an import did (or, in a dry run, would do). An import imports the good
-// rows: a row that is invalid, repeats an earlier row or names a code the project holds is
-// skipped and listed, and every other row's code is created. Read = Inserted + Duplicates +
-// Existing + Invalid.
-type ImportReport struct {
-	DryRun     bool `json:"dry_run"`
-	Read       int  `json:"read"`       // data rows (the header not counted)
-	Inserted   int  `json:"inserted"`   // new codes created (in a dry run: that would be)
-	Duplicates int  `json:"duplicates"` // rows repeating an earlier row's code
-	Existing   int  `json:"existing"`   // rows whose code the project already holds
-	Invalid    int  `json:"invalid"`    // rows that cannot be imported
-	// Errors lists MaxRowErrors problem rows at most, by line; Truncated tells that there were
-	// more. (Invalid rows and repeats are found as they are read, codes already present a batch
-	// later, so a truncated list holds the first ones found.)
-	Errors    []RowError `json:"errors"`
-	Truncated bool       `json:"errors_truncated"`
-}
-
-func (r *ImportReport) problem(e RowError) {
+// problem counts a problem row in r and lists it while the list has room.
+func problem(r *contract.ImportReport, e contract.RowError) {
 	switch e.Kind {
 	case RowInvalid:
 		r.Invalid++
@@ -101,8 +65,8 @@ func (r *ImportReport) problem(e RowError) {
 // codes are remembered to find repeats, so memory grows with the file (the console bounds its
 // size). An error is returned only when the import could not run (no such project, a store
 // failing), with the report of what was done until then.
-func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, opts ImportOptions) (rep ImportReport, err error) {
-	rep.DryRun, rep.Errors = opts.DryRun, []RowError{}
+func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, opts contract.ImportOptions) (rep contract.ImportReport, err error) {
+	rep.DryRun, rep.Errors = opts.DryRun, []contract.RowError{}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return rep, notFound(err, "project", projectID)
 	}
@@ -119,7 +83,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, op
 		}()
 	}
 	err = imp.run(ctx, r)
-	slices.SortStableFunc(rep.Errors, func(x, y RowError) int { return x.Line - y.Line })
+	slices.SortStableFunc(rep.Errors, func(x, y contract.RowError) int { return x.Line - y.Line })
 	return rep, err
 }
 
@@ -128,17 +92,17 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, op
 type importer struct {
 	a         *Admin
 	projectID string
-	rep       *ImportReport
-	opts      ImportOptions
+	rep       *contract.ImportReport
+	opts      contract.ImportOptions
 	l         *loader // nil in a dry run
 	seen      map[string]int
-	batch     []store.NewCode
+	batch     []contract.NewCode
 	lines     []int // the line of each batch entry
 }
 
 func (im *importer) run(ctx context.Context, r io.Reader) error {
 	cr := safecsv.NewReader(r)
-	im.batch = make([]store.NewCode, 0, generateBatch)
+	im.batch = make([]contract.NewCode, 0, generateBatch)
 	codeCol, expCol := 0, 1
 	for first := true; ; first = false {
 		rec, err := cr.Read()
@@ -152,7 +116,7 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			}
 			// The reader resumes after the malformed record: report it and go on.
 			im.rep.Read++
-			im.rep.problem(RowError{Line: pe.StartLine, Kind: RowInvalid, Reason: pe.Err.Error()})
+			problem(im.rep, contract.RowError{Line: pe.StartLine, Kind: RowInvalid, Reason: pe.Err.Error()})
 			continue
 		}
 		line, _ := cr.FieldPos(0)
@@ -170,24 +134,24 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 		}
 		im.rep.Read++
 		if codeCol >= len(rec) {
-			im.rep.problem(RowError{Line: line, Kind: RowInvalid, Reason: fmt.Sprintf("no code column (the row has %d fields)", len(rec))})
+			problem(im.rep, contract.RowError{Line: line, Kind: RowInvalid, Reason: fmt.Sprintf("no code column (the row has %d fields)", len(rec))})
 			continue
 		}
-		c := store.NewCode{Code: rec[codeCol]}
+		c := contract.NewCode{Code: rec[codeCol]}
 		if err := contract.ValidateCode(c.Code); err != nil {
-			im.rep.problem(RowError{Line: line, Value: printable(c.Code), Kind: RowInvalid, Reason: err.Error()})
+			problem(im.rep, contract.RowError{Line: line, Value: printable(c.Code), Kind: RowInvalid, Reason: err.Error()})
 			continue
 		}
 		if expCol >= 0 && expCol < len(rec) && strings.TrimSpace(rec[expCol]) != "" {
 			v, err := parseExpiry(strings.TrimSpace(rec[expCol]))
 			if err != nil {
-				im.rep.problem(RowError{Line: line, Value: c.Code, Kind: RowInvalid, Reason: err.Error()})
+				problem(im.rep, contract.RowError{Line: line, Value: c.Code, Kind: RowInvalid, Reason: err.Error()})
 				continue
 			}
 			c.ExpiresAt = &v
 		}
 		if at, dup := im.seen[c.Code]; dup {
-			im.rep.problem(RowError{Line: line, Value: c.Code, Kind: RowDuplicate, Reason: fmt.Sprintf("repeats line %d", at)})
+			problem(im.rep, contract.RowError{Line: line, Value: c.Code, Kind: RowDuplicate, Reason: fmt.Sprintf("repeats line %d", at)})
 			continue
 		}
 		im.seen[c.Code] = line
@@ -235,7 +199,7 @@ func (im *importer) flush(ctx context.Context) error {
 	}
 	for i, c := range im.batch {
 		if held[c.Code] {
-			im.rep.problem(RowError{Line: im.lines[i], Value: c.Code, Kind: RowExists, Reason: "the project already holds this code"})
+			problem(im.rep, contract.RowError{Line: im.lines[i], Value: c.Code, Kind: RowExists, Reason: "the project already holds this code"})
 		} else {
 			im.rep.Inserted++
 		}

@@ -35,7 +35,7 @@ func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
 	}
 	if err := a.Store.RevokeAPIKey(ctx, keyID); err != nil {
 		if errors.Is(err, contract.ErrNotFound) {
-			return &NotFoundError{Kind: "api key", ID: keyID}
+			return contract.NotFound("api key %s not found", keyID)
 		}
 		return fmt.Errorf("api key %s is revoked in redis, which the service reads, but not yet in postgres (run the command again): %w", keyID, err)
 	}

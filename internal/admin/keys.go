@@ -10,7 +10,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
 )
 
 // ErrNoMasterKey: an action that seals or opens API-key secrets ran without a keyring.
@@ -38,7 +37,7 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	if err != nil {
 		return contract.APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
-	k, err := a.Store.CreateAPIKey(ctx, store.NewAPIKey{
+	k, err := a.Store.CreateAPIKey(ctx, contract.NewAPIKey{
 		ID: id, ProjectID: projectID, Secret: sealed, RatePerSec: ratePerSec, Burst: burst,
 	})
 	if err != nil {
@@ -51,27 +50,14 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	return k, nil
 }
 
-// RewrapResult counts what RewrapKeys did with each API key's secret.
-type RewrapResult struct {
-	// Sealed: secrets kept in clear (keys issued before sealing), now sealed.
-	Sealed int `json:"sealed"`
-	// Rewrapped: secrets sealed by an older master key, now sealed by the active one.
-	Rewrapped int `json:"rewrapped"`
-	// Current: secrets already sealed by the active master key, which opened; left alone.
-	Current int `json:"current"`
-	// Failed: secrets that do not open (their master key is not configured, or they are not
-	// authentic); left alone. RewrapKeys then returns an error.
-	Failed int `json:"failed"`
-}
-
 // RewrapKeys seals every API key's secret with the active master key: secrets in clear are
 // sealed, secrets sealed by another configured master key are opened and sealed again, and
 // secrets already under the active key are checked to open. Each row is replaced only if it
 // still holds what was read, so running it twice, or beside another run, is safe; a second run
 // finds every secret current. When some secret does not open, the others are still done and
 // the error names how many failed and why the first did.
-func (a *Admin) RewrapKeys(ctx context.Context) (RewrapResult, error) {
-	var res RewrapResult
+func (a *Admin) RewrapKeys(ctx context.Context) (contract.RewrapResult, error) {
+	var res contract.RewrapResult
 	if a.Keys == nil {
 		return res, ErrNoMasterKey
 	}
@@ -99,7 +85,7 @@ func (a *Admin) RewrapKeys(ctx context.Context) (RewrapResult, error) {
 
 // rewrapOne brings one key's secret under the active master key, reading it again when
 // another writer changed it meanwhile.
-func (a *Admin) rewrapOne(ctx context.Context, r store.StoredSecret, res *RewrapResult) error {
+func (a *Admin) rewrapOne(ctx context.Context, r contract.StoredSecret, res *contract.RewrapResult) error {
 	for attempt := 0; ; attempt++ {
 		var plain []byte
 		wasClear := !secrets.IsSealed(r.Secret)
@@ -153,4 +139,12 @@ func (a *Admin) rewrapOne(ctx context.Context, r store.StoredSecret, res *Rewrap
 		}
 		r.Secret = k.Secret
 	}
+}
+
+// ActiveKeyID is the id of the master key that seals new secrets ("" without master keys).
+func (a *Admin) ActiveKeyID() string {
+	if a.Keys == nil {
+		return ""
+	}
+	return a.Keys.ActiveID()
 }

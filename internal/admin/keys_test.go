@@ -14,13 +14,14 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/secrets"
+	"github.com/acv/acv/store"
 	"github.com/redis/go-redis/v9"
 )
 
 // tableRows is every api_keys row as text, each column included, as a database dump shows it.
 func tableRows(t *testing.T, a *admin.Admin) []string {
 	t.Helper()
-	rows, err := a.Store.Pool().Query(context.Background(), `SELECT k::text || ' ' || row_to_json(k)::text FROM api_keys k`)
+	rows, err := a.Store.(*store.Store).Pool().Query(context.Background(), `SELECT k::text || ' ' || row_to_json(k)::text FROM api_keys k`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func insertClearKey(t *testing.T, a *admin.Admin, projectID string) (id, secret 
 		t.Fatal(err)
 	}
 	id, secret = contract.NewKeyID(), hex.EncodeToString(raw)
-	if _, err := a.Store.Pool().Exec(context.Background(),
+	if _, err := a.Store.(*store.Store).Pool().Exec(context.Background(),
 		`INSERT INTO api_keys (id, project_id, secret) VALUES ($1, $2, $3)`, id, projectID, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestRewrapKeys(t *testing.T) {
 	plain[k.ID] = k.Secret
 
 	res, err := with(rotated).RewrapKeys(ctx)
-	if err != nil || res != (admin.RewrapResult{Sealed: 2, Rewrapped: 2, Current: 1}) {
+	if err != nil || res != (contract.RewrapResult{Sealed: 2, Rewrapped: 2, Current: 1}) {
 		t.Fatalf("rewrap = %+v, %v", res, err)
 	}
 	// Every secret now opens with the new master key alone, and no row shows one.
@@ -211,14 +212,14 @@ func TestRewrapKeys(t *testing.T) {
 		}
 	}
 	opensWith(ring(t, curK))
-	if res, err := with(rotated).RewrapKeys(ctx); err != nil || res != (admin.RewrapResult{Current: 5}) {
+	if res, err := with(rotated).RewrapKeys(ctx); err != nil || res != (contract.RewrapResult{Current: 5}) {
 		t.Fatalf("second rewrap = %+v, %v; want every secret current", res, err)
 	}
 
 	// Two operators rewrapping at once after another rotation: every key is moved once.
 	again := ring(t, nextK, curK)
 	var wg sync.WaitGroup
-	results := make([]admin.RewrapResult, 2)
+	results := make([]contract.RewrapResult, 2)
 	for i := range results {
 		wg.Add(1)
 		go func() {
@@ -247,14 +248,14 @@ func TestRewrapKeys(t *testing.T) {
 		ids = append(ids, id)
 	}
 	victim, donor := ids[0], ids[1]
-	if _, err := a0.Store.Pool().Exec(ctx, `UPDATE api_keys SET secret = (SELECT secret FROM api_keys WHERE id = $2) WHERE id = $1`,
+	if _, err := a0.Store.(*store.Store).Pool().Exec(ctx, `UPDATE api_keys SET secret = (SELECT secret FROM api_keys WHERE id = $2) WHERE id = $1`,
 		victim, donor); err != nil {
 		t.Fatal(err)
 	}
 	clearID, _ := insertClearKey(t, a0, pid)
 	res, err = with(again).RewrapKeys(ctx)
 	if err == nil || !strings.Contains(err.Error(), "2 api key secret(s)") ||
-		res != (admin.RewrapResult{Sealed: 1, Current: 4, Failed: 2}) {
+		res != (contract.RewrapResult{Sealed: 1, Current: 4, Failed: 2}) {
 		t.Fatalf("rewrap with a lost and a moved secret = %+v, %v", res, err)
 	}
 	if !errors.Is(err, secrets.ErrUnknownKey) && !errors.Is(err, secrets.ErrNotAuthentic) {

@@ -3,41 +3,21 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
-// NotFoundError says which thing an operator named does not exist, in words: "project X not
-// found", never the database driver's text. errors.Is(err, contract.ErrNotFound) holds.
-type NotFoundError struct {
-	Kind string // "project", "api key", "code"
-	ID   string
-	In   string // e.g. "project X", for a code; "" when the thing stands alone
-}
-
-func (e *NotFoundError) Error() string {
-	s := fmt.Sprintf("%s %s not found", e.Kind, e.ID)
-	if e.In != "" {
-		s = fmt.Sprintf("%s %q not found in %s", e.Kind, e.ID, e.In)
-	}
-	return s
-}
-
-// Unwrap makes errors.Is(err, contract.ErrNotFound) hold.
-func (e *NotFoundError) Unwrap() error { return contract.ErrNotFound }
-
-// notFound replaces a not-found error of the stores with one that names what is missing.
+// notFound replaces a not-found error of the stores with one that names what is missing, in
+// words ("project X not found"), never the database driver's text.
 func notFound(err error, kind, id string) error {
-	if err != nil && errors.Is(err, contract.ErrNotFound) {
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			return nf
-		}
-		return &NotFoundError{Kind: kind, ID: id}
+	if err == nil || !errors.Is(err, contract.ErrNotFound) {
+		return err
 	}
-	return err
+	var named *contract.Error
+	if errors.As(err, &named) && named != contract.ErrNotFound {
+		return named
+	}
+	return contract.NotFound("%s %s not found", kind, id)
 }
 
 // Projects lists every project, oldest first, without statistics.
@@ -76,10 +56,10 @@ func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (co
 }
 
 // APIKeys lists a project's API keys without their secrets.
-func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]store.KeyInfo, error) {
+func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
 	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)
 	if ks == nil && err == nil {
-		ks = []store.KeyInfo{}
+		ks = []contract.KeyInfo{}
 	}
 	return ks, notFound(err, "project", projectID)
 }
@@ -117,22 +97,22 @@ const HistoryLimit = 100
 
 // Code reads one code by its value with its live state (Redis, when it holds the code) and its
 // verification history (newest first, at most HistoryLimit entries).
-func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (CodeWithHistory, error) {
+func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (contract.CodeWithHistory, error) {
 	p, err := a.Store.Project(ctx, projectID)
 	if err != nil {
-		return CodeWithHistory{}, notFound(err, "project", projectID)
+		return contract.CodeWithHistory{}, notFound(err, "project", projectID)
 	}
 	rec, err := a.Store.CodeByValue(ctx, projectID, value)
 	if err != nil {
 		if errors.Is(err, contract.ErrNotFound) {
-			return CodeWithHistory{}, &NotFoundError{Kind: "code", ID: value, In: "project " + projectID}
+			return contract.CodeWithHistory{}, contract.NotFound("code %q not found in project %s", value, projectID)
 		}
-		return CodeWithHistory{}, err
+		return contract.CodeWithHistory{}, err
 	}
 	if live, found, err := a.Cache.LiveCode(ctx, projectID, value); err == nil && found {
 		rec = rec.WithLiveState(live)
 	}
-	c := CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
+	c := contract.CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
 	c.State = contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
 	logs, err := a.Store.Logs(ctx, rec.ID, HistoryLimit)
 	if err != nil {
@@ -143,12 +123,4 @@ func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (C
 	}
 	c.VerificationLogs = logs
 	return c, nil
-}
-
-// CodeWithHistory is a code with its derived state and its verification history, which it
-// always shows, even empty.
-type CodeWithHistory struct {
-	contract.Code
-	State            contract.State      `json:"state"`
-	VerificationLogs []contract.LogEntry `json:"verification_logs"`
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // Account is a console account as the API shows it: never its password hash.
@@ -22,7 +21,7 @@ type Account struct {
 	PasswordChangedAt  int64  `json:"password_changed_at"`
 }
 
-func accountOf(a store.AdminAccount) Account {
+func accountOf(a contract.AdminAccount) Account {
 	return Account{ID: a.ID, Username: a.Username, Role: Role(a.Role), MustChangePassword: a.MustChangePassword,
 		Disabled: a.Disabled, CreatedAt: a.CreatedAt.Unix(), PasswordChangedAt: a.PasswordChangedAt.Unix()}
 }
@@ -64,7 +63,7 @@ func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, r
 	if err != nil {
 		return NewAccount{}, err
 	}
-	acc, err := s.store.CreateAdminAccount(ctx, store.NewAdminAccount{
+	acc, err := s.store.CreateAdminAccount(ctx, contract.NewAdminAccount{
 		Username: name, PasswordHash: hash, Role: string(role), MustChangePassword: true, Now: s.now(),
 	})
 	if errors.Is(err, contract.ErrConflict) {
@@ -96,7 +95,7 @@ func (s *Service) Accounts(ctx context.Context, a Actor) ([]Account, error) {
 }
 
 // account reads one account by id, as a refusal that names it when missing.
-func (s *Service) account(ctx context.Context, id string) (store.AdminAccount, error) {
+func (s *Service) account(ctx context.Context, id string) (contract.AdminAccount, error) {
 	acc, err := s.store.AdminAccount(ctx, id)
 	if errors.Is(err, contract.ErrNotFound) {
 		return acc, contract.Errorf(contract.KindNotFound, "Account %s not found", id)

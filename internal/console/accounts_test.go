@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 func TestConsolePasswordHash(t *testing.T) {
@@ -261,7 +261,7 @@ func TestAdminLoginThrottleParallelGuesses(t *testing.T) {
 		t.Fatalf("answers by status %v: %d wrong passwords checked, want at most %d and every other login 429", count, guessed, threshold)
 	}
 	// Each password checked is one login or login.failed row in the audit log.
-	rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "login.failed"})
+	rows, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "login.failed"})
 	if err != nil || len(rows) > threshold {
 		t.Fatalf("%d failed logins audited (%v), want at most %d", len(rows), err, threshold)
 	}

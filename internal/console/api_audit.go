@@ -3,14 +3,14 @@ package console
 import (
 	"net/http"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // auditItem is an audit row as the API shows it: the time in Unix seconds, the hashes in hex.
 type auditItem struct {
-	store.AuditRecord
+	contract.AuditRecord
 	At       int64  `json:"at"`
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
@@ -18,8 +18,8 @@ type auditItem struct {
 
 // auditFilterQuery reads an audit search from the query string: admin, action, target_kind,
 // target_id, project_id, since, until, before, limit.
-func auditFilterQuery(c *gin.Context) (store.AuditFilter, error) {
-	f := store.AuditFilter{
+func auditFilterQuery(c *gin.Context) (contract.AuditFilter, error) {
+	f := contract.AuditFilter{
 		AdminUsername: c.Query("admin"), Action: c.Query("action"), TargetKind: c.Query("target_kind"),
 		TargetID: c.Query("target_id"), ProjectID: c.Query("project_id"),
 	}

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // generate starts a generation batch and answers 202 with it; its progress is at
@@ -29,11 +28,11 @@ func (s *Server) generate(c *gin.Context, se *Session) error {
 		b.Length = 12
 	}
 	pid := c.Param("project_id")
-	batch, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), pid, b.Name, admin.GenerateSpec{
+	batch, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), pid, b.Name, contract.GenerateSpec{
 		Count: b.Count, Length: b.Length, Charset: b.Charset, Prefix: b.Prefix, Suffix: b.Suffix, ExpiresAt: b.ExpiresAt,
 	})
 	if err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	c.Header("Location", APIPrefix+"/projects/"+pid+"/batches/"+batch.ID)
 	c.JSON(http.StatusAccepted, batch)
@@ -41,14 +40,6 @@ func (s *Server) generate(c *gin.Context, se *Session) error {
 }
 
 // capitalizeInvalid starts a refusal's message with a capital, as the API's details do.
-func capitalizeInvalid(err error) error {
-	var ce *contract.Error
-	if errors.As(err, &ce) && ce.Kind == contract.KindInvalid {
-		return contract.Errorf(ce.Kind, "%s", capitalize(ce.Message))
-	}
-	return err
-}
-
 func (s *Server) listBatches(c *gin.Context, se *Session) error {
 	bs, err := s.svc.Batches(c.Request.Context(), s.actor(c, se), c.Param("project_id"))
 	if err != nil {
@@ -88,8 +79,8 @@ func (s *Server) revokeBatch(c *gin.Context, se *Session) error {
 		}
 	}
 	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), c.Param("project_id"), c.Param("batch_id"), b.ExpectedCount)
-	if answeredChanged(c, err) {
-		return nil
+	if errors.Is(err, contract.ErrCountChanged) {
+		return s.answerChanged(c, se, contract.CodeFilter{BatchID: c.Param("batch_id")}, err)
 	}
 	if err != nil {
 		return err
@@ -106,8 +97,8 @@ type bulkFilter struct {
 	Search  string `json:"search" form:"search"`
 }
 
-func (f bulkFilter) filter() (store.CodeFilter, error) {
-	out := store.CodeFilter{BatchID: f.BatchID, Search: f.Search}
+func (f bulkFilter) filter() (contract.CodeFilter, error) {
+	out := contract.CodeFilter{BatchID: f.BatchID, Search: f.Search}
 	if f.Status != "" {
 		st, err := contract.ParseState(f.Status)
 		if err != nil {
@@ -128,7 +119,7 @@ func (s *Server) bulkCount(c *gin.Context, se *Session) error {
 	}
 	n, err := s.svc.BulkCount(c.Request.Context(), s.actor(c, se), c.Param("project_id"), f)
 	if err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"count": n, "filter": q})
 	return nil
@@ -152,22 +143,24 @@ func (s *Server) bulkDisable(c *gin.Context, se *Session) error {
 		return err
 	}
 	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), c.Param("project_id"), f, *b.ExpectedCount)
-	if answeredChanged(c, err) {
-		return nil
+	if errors.Is(err, contract.ErrCountChanged) {
+		return s.answerChanged(c, se, contract.CodeFilter{BatchID: c.Param("batch_id")}, err)
 	}
 	if err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"disabled": n})
 	return nil
 }
 
-// answeredChanged answers a stale count 409 with the new count beside the detail.
-func answeredChanged(c *gin.Context, err error) bool {
-	var cc *admin.CountChangedError
-	if !errors.As(err, &cc) {
-		return false
+// answerChanged answers a stale count (contract.ErrCountChanged) 409 with the count of the
+// codes filter f selects now beside the detail: the count to confirm again.
+func (s *Server) answerChanged(c *gin.Context, se *Session, f contract.CodeFilter, changed error) error {
+	n, err := s.svc.BulkCount(c.Request.Context(), s.actor(c, se), c.Param("project_id"), f)
+	if err != nil {
+		return err
 	}
-	c.AbortWithStatusJSON(http.StatusConflict, gin.H{"detail": capitalize(cc.Error()), "count": cc.Count})
-	return true
+	status, detail, _ := s.refusal(c, changed)
+	c.AbortWithStatusJSON(status, gin.H{"detail": detail, "count": n})
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/gin-gonic/gin"
 )
 
@@ -35,7 +34,7 @@ func (s *Server) listCodes(c *gin.Context, se *Session) error {
 			return contract.Errorf(contract.KindInvalid, "page_size must be 1 to %d", contract.MaxPageSize)
 		}
 		page, err := s.svc.ListCodesAfter(c.Request.Context(), s.actor(c, se), c.Param("project_id"),
-			admin.CursorQuery{State: q.State, Search: q.Search, Cursor: cursor, PageSize: q.PageSize})
+			contract.CursorQuery{State: q.State, Search: q.Search, Cursor: cursor, PageSize: q.PageSize})
 		if err != nil {
 			return err
 		}

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // logSearchQuery reads a log search from the query string, as the API and the logs page
@@ -33,7 +33,7 @@ func logSearchQuery(c *gin.Context) (LogSearch, error) {
 
 // logItem is a log as the API shows it: the time in Unix seconds and RFC 3339.
 type logItem struct {
-	store.LogRecord
+	contract.LogRecord
 	VerifiedAt     int64  `json:"verified_at"`
 	VerifiedAtText string `json:"verified_at_rfc3339"`
 }

@@ -3,9 +3,9 @@ package console
 import (
 	"net/http"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 func (s *Server) listProjects(c *gin.Context, se *Session) error {
@@ -38,7 +38,7 @@ func (s *Server) createProject(c *gin.Context, se *Session) error {
 	if b.ExpiresAt != nil && (*b.ExpiresAt < 0 || *b.ExpiresAt > maxUnix) {
 		return contract.Errorf(contract.KindInvalid, "expires_at must be Unix seconds between 0 and %d", int64(maxUnix))
 	}
-	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), store.NewProject{Name: b.Name, Description: b.Description, ExpiresAt: b.ExpiresAt})
+	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), contract.NewProject{Name: b.Name, Description: b.Description, ExpiresAt: b.ExpiresAt})
 	if err != nil {
 		return err
 	}

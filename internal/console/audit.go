@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // The admin audit log: every change made through the console and every export, appended by
@@ -21,7 +20,7 @@ import (
 // returns the error: the caller answers 500 and the log has the cause, so an unrecorded change
 // does not pass silently.
 func (s *Service) record(ctx context.Context, a Actor, action, targetKind, targetID, projectID string, detail map[string]any) error {
-	_, err := s.store.AppendAdminAudit(ctx, store.AuditEntry{
+	_, err := s.store.AppendAdminAudit(ctx, contract.AuditEntry{
 		At: s.now(), AdminID: a.AdminID, AdminUsername: a.Username, Action: action,
 		TargetKind: targetKind, TargetID: targetID, ProjectID: projectID, Detail: detail, ClientIP: a.IP,
 	})
@@ -34,13 +33,13 @@ func (s *Service) record(ctx context.Context, a Actor, action, targetKind, targe
 }
 
 // AuditLog reads the admin audit log, newest first (viewer and above).
-func (s *Service) AuditLog(ctx context.Context, a Actor, f store.AuditFilter) ([]store.AuditRecord, error) {
+func (s *Service) AuditLog(ctx context.Context, a Actor, f contract.AuditFilter) ([]contract.AuditRecord, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return nil, err
 	}
 	rs, err := s.store.AdminAudit(ctx, f)
 	if rs == nil && err == nil {
-		rs = []store.AuditRecord{}
+		rs = []contract.AuditRecord{}
 	}
 	return rs, err
 }
@@ -66,7 +65,7 @@ func (s *Service) VerifyChain(ctx context.Context) (ChainReport, error) {
 	rep := ChainReport{OK: true}
 	var expect []byte
 	errBroken := errors.New("chain broken")
-	anchor, err := s.store.WalkAdminAudit(ctx, func(anchor store.AuditAnchor, r store.AuditRecord) error {
+	anchor, err := s.store.WalkAdminAudit(ctx, func(anchor contract.AuditAnchor, r contract.AuditRecord) error {
 		if expect == nil {
 			expect = anchor.Hash
 		}

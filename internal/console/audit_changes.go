@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // auditChange is one field an audited action changed, as the audit page shows it:
@@ -42,7 +42,7 @@ var impliedChanges = map[string]auditChange{
 // describeAudit turns an entry's canonical JSON detail into changes and facts: a from/to
 // pair is one change, a time in Unix seconds (a field named *_at, from, to, before) is written
 // as a date.
-func describeAudit(r store.AuditRecord) auditDetail {
+func describeAudit(r contract.AuditRecord) auditDetail {
 	var d auditDetail
 	if c, ok := impliedChanges[r.Action]; ok {
 		d.Changes = append(d.Changes, c)
@@ -111,7 +111,7 @@ func auditValue(key string, v any) string {
 
 // auditTargetName is the name a person knows an entry's target by: a project's name, an
 // account's username, a code's value (its id is the value); "" when the entry holds only an id.
-func auditTargetName(r store.AuditRecord, projects map[string]string) string {
+func auditTargetName(r contract.AuditRecord, projects map[string]string) string {
 	switch r.TargetKind {
 	case "project":
 		return projects[r.TargetID]

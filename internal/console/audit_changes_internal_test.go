@@ -5,17 +5,17 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // TestDescribeAudit: an audit entry's detail reads as what changed (before → after) and the
 // facts beside it, never as JSON; times as dates, empty options left out.
 func TestDescribeAudit(t *testing.T) {
-	rec := func(action, detail string) store.AuditRecord {
-		return store.AuditRecord{Action: action, Detail: json.RawMessage(detail)}
+	rec := func(action, detail string) contract.AuditRecord {
+		return contract.AuditRecord{Action: action, Detail: json.RawMessage(detail)}
 	}
 	cases := []struct {
-		r              store.AuditRecord
+		r              contract.AuditRecord
 		changes, facts []auditChange
 	}{
 		{rec("project.disable", "null"), []auditChange{{"status", "active", "disabled"}}, nil},

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
-	"github.com/jackc/pgx/v5"
 )
 
 type auditPage struct {
@@ -197,7 +197,7 @@ func TestConsoleAuditChainDetectsTampering(t *testing.T) {
 	ctx := context.Background()
 	a := console.SystemActor("test")
 	for i := 0; i < 5; i++ {
-		if _, err := e.svc.CreateProject(ctx, a, store.NewProject{Name: fmt.Sprintf("p%d", i)}); err != nil {
+		if _, err := e.svc.CreateProject(ctx, a, contract.NewProject{Name: fmt.Sprintf("p%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,7 +300,7 @@ func TestConsoleExportStreamsEveryCode(t *testing.T) {
 		}
 		seen[r[1]] = true
 	}
-	rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "codes.export", ProjectID: p.ID})
+	rows, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "codes.export", ProjectID: p.ID})
 	if err != nil || len(rows) != 1 || rows[0].AdminUsername != "olive" {
 		t.Fatalf("export audit rows %+v, %v", rows, err)
 	}
@@ -318,7 +318,7 @@ func TestConsoleExportStreamsEveryCode(t *testing.T) {
 func TestConsoleManualVerifyAndReactivate(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "manual"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "manual"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestConsoleManualVerifyAndReactivate(t *testing.T) {
 		t.Fatalf("unknown code %+v", r)
 	}
 
-	rows, err := e.store.AdminAudit(ctx, store.AuditFilter{Action: "code.", ProjectID: p.ID})
+	rows, err := e.store.AdminAudit(ctx, contract.AuditFilter{Action: "code.", ProjectID: p.ID})
 	if err != nil || len(rows) != 5 {
 		t.Fatalf("manual rows %d, %v", len(rows), err)
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 )
 
 // MaxGenerate bounds one generation batch.
@@ -21,24 +19,24 @@ const defaultGenerateStep = 10_000
 // (operator and above): it answers with the queued batch, whose progress Batch then reads, on
 // this instance or any other. The start is recorded in the audit log; how the batch ended is
 // on the batch.
-func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec admin.GenerateSpec) (store.Batch, error) {
+func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec contract.GenerateSpec) (contract.Batch, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	if spec.Count > MaxGenerate {
-		return store.Batch{}, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
+		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
 	}
 	b, err := ad.CreateBatch(ctx, projectID, name, spec, a.Username)
 	if err != nil {
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	if err := s.record(ctx, a, "codes.generate", "batch", b.ID, projectID, map[string]any{
 		"name": b.Name, "requested": b.Requested, "length": b.Spec.Length, "prefix": b.Spec.Prefix,
 		"suffix": b.Spec.Suffix, "charset": b.Spec.Charset, "expires_at": b.Spec.ExpiresAt}); err != nil {
 		// Not recorded, so not run: cancel it rather than leave it queued.
 		_, _ = ad.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	step := s.cfg.GenerateStep
 	if step <= 0 {
@@ -54,42 +52,42 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 	if err != nil {
 		// Never started: cancel it rather than leave it queued until it is found stale.
 		_, _ = ad.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	return b, nil
 }
 
 // Batch reads one generation batch with its progress (viewer and above).
-func (s *Service) Batch(ctx context.Context, a Actor, projectID, batchID string) (store.Batch, error) {
+func (s *Service) Batch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
 	ad, err := s.operator(a, RoleViewer)
 	if err != nil {
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	return ad.Batch(ctx, projectID, batchID)
 }
 
 // Batches lists a project's latest generation batches, newest first (viewer and above).
-func (s *Service) Batches(ctx context.Context, a Actor, projectID string) ([]store.Batch, error) {
+func (s *Service) Batches(ctx context.Context, a Actor, projectID string) ([]contract.Batch, error) {
 	ad, err := s.operator(a, RoleViewer)
 	if err != nil {
 		return nil, err
 	}
 	bs, err := ad.Batches(ctx, projectID, 100)
 	if bs == nil && err == nil {
-		bs = []store.Batch{}
+		bs = []contract.Batch{}
 	}
 	return bs, err
 }
 
 // CancelBatch stops a queued or running batch (operator and above); the codes it made stay.
-func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID string) (store.Batch, error) {
+func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	b, err := ad.CancelBatch(ctx, projectID, batchID)
 	if err != nil {
-		return store.Batch{}, err
+		return contract.Batch{}, err
 	}
 	return b, s.record(ctx, a, "batch.cancel", "batch", batchID, projectID, map[string]any{
 		"name": b.Name, "status": b.Status, "done": b.Done})
@@ -116,7 +114,7 @@ func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID s
 
 // BulkCount counts the codes a bulk disable with filter f would disable (operator and above):
 // the number shown, and confirmed, before it runs.
-func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f store.CodeFilter) (int64, error) {
+func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f contract.CodeFilter) (int64, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
 		return 0, err
@@ -125,16 +123,15 @@ func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f st
 }
 
 // BulkDisable disables the codes filter f selects (operator and above), only when expected is
-// still their count: else an *admin.CountChangedError (409) with the new count. The audit log
+// still their count: else contract.ErrCountChanged (409). The audit log
 // records the filter and the count.
-func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f store.CodeFilter, expected int64) (int, error) {
+func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f contract.CodeFilter, expected int64) (int, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
 		return 0, err
 	}
 	n, err := ad.DisableMatching(ctx, projectID, f, &expected, s.now().Unix())
-	var changed *admin.CountChangedError
-	if n == 0 && err != nil || errors.As(err, &changed) {
+	if n == 0 && err != nil || errors.Is(err, contract.ErrCountChanged) {
 		return 0, err
 	}
 	if rerr := s.record(ctx, a, "codes.bulk_disable", "project", projectID, projectID, map[string]any{

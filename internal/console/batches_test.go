@@ -9,21 +9,19 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // waitBatch polls a batch through the API until it ends, and returns it with every done
 // count seen on the way.
-func (c *client) waitBatch(projectID, batchID string) (store.Batch, []int) {
+func (c *client) waitBatch(projectID, batchID string) (contract.Batch, []int) {
 	c.t.Helper()
 	var seen []int
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		res, body := c.do("GET", "/projects/"+projectID+"/batches/"+batchID, nil)
 		expect(c.t, "read batch", res, body, http.StatusOK)
-		var b store.Batch
+		var b contract.Batch
 		decode(c.t, body, &b)
 		if len(seen) == 0 || seen[len(seen)-1] != b.Done {
 			seen = append(seen, b.Done)
@@ -43,10 +41,10 @@ func (c *client) waitBatches(projectID string) {
 	c.t.Helper()
 	res, body := c.do("GET", "/projects/"+projectID+"/batches", nil)
 	expect(c.t, "list batches", res, body, http.StatusOK)
-	var list struct{ Items []store.Batch }
+	var list struct{ Items []contract.Batch }
 	decode(c.t, body, &list)
 	for _, b := range list.Items {
-		if end, _ := c.waitBatch(projectID, b.ID); end.Status != store.BatchDone {
+		if end, _ := c.waitBatch(projectID, b.ID); end.Status != contract.BatchDone {
 			c.t.Fatalf("batch %+v did not complete", end)
 		}
 	}
@@ -65,7 +63,7 @@ func waitBatchesDone(t *testing.T, e *env, projectID string) {
 		}
 		running := false
 		for _, b := range bs {
-			if b.Final() && b.Status != store.BatchDone {
+			if b.Final() && b.Status != contract.BatchDone {
 				t.Fatalf("batch %+v did not complete", b)
 			}
 			running = running || !b.Final()
@@ -91,11 +89,11 @@ func (c *client) newProject(name string) contract.Project {
 }
 
 // startBatch starts a generation batch through the API and returns it as answered (202).
-func (c *client) startBatch(projectID string, spec map[string]any) store.Batch {
+func (c *client) startBatch(projectID string, spec map[string]any) contract.Batch {
 	c.t.Helper()
 	res, body := c.do("POST", "/projects/"+projectID+"/generate", spec)
 	expect(c.t, "generate", res, body, http.StatusAccepted)
-	var b store.Batch
+	var b contract.Batch
 	decode(c.t, body, &b)
 	if want := console.APIPrefix + "/projects/" + projectID + "/batches/" + b.ID; res.Header.Get("Location") != want {
 		c.t.Errorf("Location %q, want %q", res.Header.Get("Location"), want)
@@ -113,13 +111,13 @@ func TestConsoleBatchProgress(t *testing.T) {
 	const n = 40_000
 	started := time.Now()
 	b := op.startBatch(p.ID, map[string]any{"name": "  Spring packs ", "count": n, "length": 10, "prefix": "SP-"})
-	if b.Name != "Spring packs" || b.Requested != n || b.Status != store.BatchQueued || b.Done != 0 ||
+	if b.Name != "Spring packs" || b.Requested != n || b.Status != contract.BatchQueued || b.Done != 0 ||
 		b.CreatedBy != "olive" || b.Spec.Prefix != "SP-" || b.Spec.Length != 10 {
 		t.Fatalf("answered batch %+v", b)
 	}
 	end, seen := op.waitBatch(p.ID, b.ID)
 	t.Logf("%d codes in %s; done counts seen: %v", n, time.Since(started).Round(time.Millisecond), seen)
-	if end.Status != store.BatchDone || end.Done != n || end.Error != "" || end.StartedAt == nil || end.FinishedAt == nil {
+	if end.Status != contract.BatchDone || end.Done != n || end.Error != "" || end.StartedAt == nil || end.FinishedAt == nil {
 		t.Fatalf("ended batch %+v", end)
 	}
 	for i := 1; i < len(seen); i++ {
@@ -152,9 +150,9 @@ func TestConsoleBatchProgress(t *testing.T) {
 	other.cookie, other.csrf = op.cookie, op.csrf
 	res, body = other.do("GET", "/projects/"+p.ID+"/batches", nil)
 	expect(t, "list on another instance", res, body, http.StatusOK)
-	var list struct{ Items []store.Batch }
+	var list struct{ Items []contract.Batch }
 	decode(t, body, &list)
-	if len(list.Items) != 1 || list.Items[0].ID != b.ID || list.Items[0].Done != n || list.Items[0].Status != store.BatchDone {
+	if len(list.Items) != 1 || list.Items[0].ID != b.ID || list.Items[0].Done != n || list.Items[0].Status != contract.BatchDone {
 		t.Fatalf("batches on another instance: %s", body)
 	}
 
@@ -209,7 +207,7 @@ func TestConsoleBatchCancel(t *testing.T) {
 	res, body := op.do("POST", "/projects/"+p.ID+"/batches/"+b.ID+"/cancel", nil)
 	expect(t, "cancel", res, body, http.StatusOK)
 	end, _ := op.waitBatch(p.ID, b.ID)
-	if end.Status != store.BatchCancelled || end.Done == 0 || end.Done >= console.MaxGenerate || end.FinishedAt == nil {
+	if end.Status != contract.BatchCancelled || end.Done == 0 || end.Done >= console.MaxGenerate || end.FinishedAt == nil {
 		t.Fatalf("cancelled batch %+v", end)
 	}
 	st, err := e.svc.Statistics(context.Background(), console.SystemActor("test"), p.ID)
@@ -223,7 +221,7 @@ func TestConsoleBatchCancel(t *testing.T) {
 	res, body = op.do("POST", "/projects/"+p.ID+"/batches/"+b.ID+"/cancel", nil)
 	expect(t, "cancel again", res, body, http.StatusOK)
 	decode(t, body, &b)
-	if b.Status != store.BatchCancelled || b.Done != end.Done {
+	if b.Status != contract.BatchCancelled || b.Done != end.Done {
 		t.Fatalf("cancel of an ended batch changed it: %+v", b)
 	}
 	var log auditPage
@@ -240,13 +238,13 @@ func TestConsoleBatchCancel(t *testing.T) {
 func TestConsoleBatchInterrupted(t *testing.T) {
 	e := newEnv(t, func(c *console.Config, _ *console.ServerConfig) { c.GenerateStep = 2_000 })
 	ctx, op := context.Background(), console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, op, store.NewProject{Name: "restart"})
+	p, err := e.svc.CreateProject(ctx, op, contract.NewProject{Name: "restart"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A clean shutdown of the instance running it.
 	svc2, _ := e.build(console.ServerConfig{})
-	b, err := svc2.StartGenerate(ctx, op, p.ID, "shutdown", admin.GenerateSpec{Count: console.MaxGenerate, Length: 12})
+	b, err := svc2.StartGenerate(ctx, op, p.ID, "shutdown", contract.GenerateSpec{Count: console.MaxGenerate, Length: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,26 +260,26 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	if b, err = e.svc.Batch(ctx, op, p.ID, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if b.Status != store.BatchFailed || !strings.Contains(b.Error, "interrupted") || b.Done == 0 || b.FinishedAt == nil {
+	if b.Status != contract.BatchFailed || !strings.Contains(b.Error, "interrupted") || b.Done == 0 || b.FinishedAt == nil {
 		t.Fatalf("batch after its instance stopped: %+v", b)
 	}
 	// A stopped instance starts no batch, and leaves none queued.
-	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", admin.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
+	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", contract.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
 		t.Fatalf("generate on a stopped instance: %v", err)
 	}
 	all, err := e.svc.Batches(ctx, op, p.ID)
-	if err != nil || len(all) != 2 || all[0].Name != "too late" || all[0].Status != store.BatchCancelled {
+	if err != nil || len(all) != 2 || all[0].Name != "too late" || all[0].Status != contract.BatchCancelled {
 		t.Fatalf("batches after a refused start: %+v %v", all, err)
 	}
 	// An instance that vanished: its batch is running with a stale heartbeat.
-	lost, err := e.store.CreateBatch(ctx, store.NewBatch{ProjectID: p.ID, Name: "lost", Requested: 10, Spec: store.BatchSpec{Length: 8}})
+	lost, err := e.store.CreateBatch(ctx, contract.NewBatch{ProjectID: p.ID, Name: "lost", Requested: 10, Spec: contract.BatchSpec{Length: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := e.store.StartBatch(ctx, lost.ID); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if lost, err = e.svc.Batch(ctx, op, p.ID, lost.ID); err != nil || lost.Status != store.BatchRunning {
+	if lost, err = e.svc.Batch(ctx, op, p.ID, lost.ID); err != nil || lost.Status != contract.BatchRunning {
 		t.Fatalf("a live batch was marked: %+v %v", lost, err)
 	}
 	if _, err := e.store.Pool().Exec(ctx, `UPDATE code_batches SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, lost.ID); err != nil {
@@ -290,7 +288,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	if lost, err = e.svc.Batch(ctx, op, p.ID, lost.ID); err != nil {
 		t.Fatal(err)
 	}
-	if lost.Status != store.BatchFailed || !strings.Contains(lost.Error, "interrupted") {
+	if lost.Status != contract.BatchFailed || !strings.Contains(lost.Error, "interrupted") {
 		t.Fatalf("stale batch %+v", lost)
 	}
 }
@@ -488,7 +486,7 @@ func TestConsoleBatchFailure(t *testing.T) {
 	p := op.newProject("small space")
 	b := op.startBatch(p.ID, map[string]any{"name": "tiny", "count": 5, "length": 1, "charset": "AB"})
 	end, _ := op.waitBatch(p.ID, b.ID)
-	if end.Status != store.BatchFailed || end.Done != 2 || !strings.Contains(end.Error, "code space is exhausted") {
+	if end.Status != contract.BatchFailed || end.Done != 2 || !strings.Contains(end.Error, "code space is exhausted") {
 		t.Fatalf("batch over a 2-code space: %+v", end)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-var errNotJSON = &statusError{http.StatusUnsupportedMediaType, "Request body must be JSON (Content-Type: application/json)"}
+var errNotJSON = &contract.Error{Kind: contract.KindUnsupportedMediaType, Message: "Request body must be JSON (Content-Type: application/json)"}
 
 // bindJSON reads a request's JSON object into v: Content-Type application/json (a cross-site
 // form cannot send it without the browser asking first), at most MaxBodyBytes (or the route's

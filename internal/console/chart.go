@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
@@ -100,7 +100,7 @@ func niceCeil(v int64) int64 {
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 // buildChart lays hourly outcomes out in r's buckets, ending with the hour that holds now.
-func buildChart(hours []store.HourOutcomes, r chartRange, end time.Time, link string) activityChart {
+func buildChart(hours []contract.HourOutcomes, r chartRange, end time.Time, link string) activityChart {
 	n := int(r.Span / r.Bucket)
 	start := end.Add(-r.Span)
 	ch := activityChart{Range: r, Ranges: chartRanges, Link: link, W: chartW, H: chartH,
@@ -171,7 +171,7 @@ func (s *Server) chartFor(c *gin.Context, se *Session, projectID, link string) (
 
 // Activity reads the verify outcomes per hour in [from, to) of a project, or of every project
 // when projectID is "" (viewer and above).
-func (s *Service) Activity(ctx context.Context, a Actor, projectID string, from, to time.Time) ([]store.HourOutcomes, error) {
+func (s *Service) Activity(ctx context.Context, a Actor, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return nil, err
 	}

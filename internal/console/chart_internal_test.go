@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // TestBuildChartScalesToCounts: bars are drawn on a linear axis with round ticks, so one verify
@@ -12,7 +12,7 @@ import (
 // successes, and a range's hours fall in its buckets.
 func TestBuildChartScalesToCounts(t *testing.T) {
 	end := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
-	hours := []store.HourOutcomes{
+	hours := []contract.HourOutcomes{
 		{From: end.Add(-3 * time.Hour), Success: 1, Refused: 0},
 		{From: end.Add(-2 * time.Hour), Success: 1509, Refused: 12},
 		{From: end.Add(-48 * time.Hour), Success: 99}, // outside 24 h

@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 )
 
 // ListCodes reads one page of a project's codes with the client API's filters: state, search
@@ -22,20 +21,20 @@ func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q co
 // ListCodesAfter reads one keyset page of a project's codes (viewer and above): the same
 // filters as ListCodes, a cursor instead of a page number, so deep pages cost what the first
 // does and codes created meanwhile shift no page.
-func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q admin.CursorQuery) (admin.CursorPage, error) {
+func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q contract.CursorQuery) (contract.CursorPage, error) {
 	ad, err := s.operator(a, RoleViewer)
 	if err != nil {
-		return admin.CursorPage{}, err
+		return contract.CursorPage{}, err
 	}
 	return ad.ListCodesAfter(ctx, projectID, q, s.now().Unix())
 }
 
 // Code reads one code by its value, with its live state and its verification history (viewer
 // and above).
-func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (admin.CodeWithHistory, error) {
+func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (contract.CodeWithHistory, error) {
 	ad, err := s.operator(a, RoleViewer)
 	if err != nil {
-		return admin.CodeWithHistory{}, err
+		return contract.CodeWithHistory{}, err
 	}
 	return ad.Code(ctx, projectID, value, s.now().Unix())
 }
@@ -60,12 +59,12 @@ func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value
 // the good rows are imported, the others skipped and reported by line (admin.ImportCSV). A dry
 // run checks every row and writes nothing, so it changes nothing to record; a real import is
 // recorded with its totals, whatever stopped it.
-func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader, dryRun bool) (admin.ImportReport, error) {
+func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader, dryRun bool) (contract.ImportReport, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
-		return admin.ImportReport{}, err
+		return contract.ImportReport{}, err
 	}
-	rep, err := ad.ImportCSV(ctx, projectID, r, admin.ImportOptions{DryRun: dryRun})
+	rep, err := ad.ImportCSV(ctx, projectID, r, contract.ImportOptions{DryRun: dryRun})
 	if dryRun || (err != nil && rep.Read == 0) {
 		return rep, err
 	}

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // formulaStarts are the first characters a spreadsheet reads as a formula, or skips before
@@ -66,7 +64,7 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 	ctx := context.Background()
 	sys := console.SystemActor("test")
 	op := e.account("olga", console.RoleOperator)
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "formulas"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "formulas"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +78,9 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 		"'":          "'=quoted",
 		"PLAIN-1":    "",
 	}
-	var codes []store.NewCode
+	var codes []contract.NewCode
 	for v := range verifiedBy {
-		codes = append(codes, store.NewCode{Code: v})
+		codes = append(codes, contract.NewCode{Code: v})
 	}
 	recs, err := e.store.InsertCodes(ctx, p.ID, codes)
 	if err != nil {
@@ -114,7 +112,7 @@ func TestConsoleCodeExportIsSpreadsheetSafeAndImportsBack(t *testing.T) {
 	decode(t, pbody, &q)
 	res, ibody := op.do("POST", "/projects/"+q.ID+"/import", string(body))
 	expect(t, "import of the export", res, ibody, http.StatusOK)
-	var rep admin.ImportReport
+	var rep contract.ImportReport
 	decode(t, ibody, &rep)
 	if rep.Inserted != len(codes) || rep.Invalid != 0 {
 		t.Fatalf("import of the export: %s", ibody)
@@ -133,7 +131,7 @@ func TestConsoleLogAndAuditExportsShareTheCodeExportEscape(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	sys := console.SystemActor("'=sys")
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "escape"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "escape"})
 	if err != nil {
 		t.Fatal(err)
 	}

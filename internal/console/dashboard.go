@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // PipelineHealth is the state of the log pipeline as the dashboard shows it: what waits in
@@ -35,7 +35,7 @@ type RelayCounter func(ctx context.Context) (int64, error)
 
 // Timeline is the redemptions of the last day, per hour, for the dashboard's chart.
 type Timeline struct {
-	Hours []store.HourCount
+	Hours []contract.HourCount
 	Max   int64
 	Total int64
 }

@@ -1,26 +1,13 @@
 package console
 
 import (
-	"context"
-	"errors"
-	"math"
-	"net/http"
 	"strconv"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/gin-gonic/gin"
 )
 
-// statusError is a refusal whose status the contract's kinds do not name (405, 415).
-type statusError struct {
-	status int
-	detail string
-}
-
-func (e *statusError) Error() string { return e.detail }
-
-var errMethodNotAllowed = &statusError{http.StatusMethodNotAllowed, "Method not allowed"}
+var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
 // handle adapts a handler that returns an error: nil means it answered (or, for middleware,
 // that the chain goes on); anything else is answered by writeError.
@@ -32,35 +19,21 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// refusal is how an error is answered: its status, the detail shown, and for a lock or a 503
-// the seconds to wait (Retry-After). A refusal shows its own message; anything else is logged
-// with its cause and answered 500, or 503 when a dependency is down or slow, with a detail that
-// says nothing internal. The API (writeError) and the pages (renderError) both answer by it.
+// refusal is how an error is answered, as contract.Answer says (the same table as the client
+// API's): its status, the detail shown, and the seconds to wait (Retry-After). An error of ours
+// is logged with its cause. The API (writeError) and the pages (renderError) both answer by it.
 func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
-	var (
-		se     *statusError
-		locked *LockedError
-		nf     *admin.NotFoundError
-		ce     *contract.Error
-		cc     *admin.CountChangedError
-	)
-	switch {
-	case errors.As(err, &cc):
-		return http.StatusConflict, capitalize(cc.Error()), 0
-	case errors.As(err, &se):
-		return se.status, se.detail, 0
-	case errors.As(err, &locked):
-		return http.StatusTooManyRequests, locked.Error(), max(1, int(math.Ceil(locked.Wait.Seconds())))
-	case errors.As(err, &nf):
-		return http.StatusNotFound, capitalize(nf.Error()), 0
-	case errors.As(err, &ce) && ce.Kind != contract.KindInternal && ce.Kind != contract.KindUnavailable:
-		return ce.Kind.HTTPStatus(), ce.Message, 0
+	status, detail, retryAfter, internal := contract.Answer(err)
+	if internal {
+		s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
 	}
-	s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
-	if contract.KindOf(err) == contract.KindUnavailable || errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusServiceUnavailable, "Service temporarily unavailable", 1
-	}
-	return http.StatusInternalServerError, "Internal server error", 0
+	return status, capitalize(detail), retryAfter
+}
+
+// refused tells whether err is a refusal the caller is shown, not a fault of ours.
+func refused(err error) bool {
+	k := contract.KindOf(err)
+	return k != contract.KindInternal && k != contract.KindUnavailable
 }
 
 // writeError answers err with its status and {"detail"} and stops the chain.

@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // TestConsoleImportDryRunAndRowErrors imports through the admin API: a dry run reports every
@@ -25,7 +24,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	op := e.account("ivy", console.RoleOperator)
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "import"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "import"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +37,11 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	res, body := op.do("POST", path+"?dry_run=maybe", csv)
 	expect(t, "dry_run=maybe", res, body, http.StatusBadRequest)
 
-	var rep admin.ImportReport
+	var rep contract.ImportReport
 	res, body = op.do("POST", path+"?dry_run=true", csv)
 	expect(t, "dry run", res, body, http.StatusOK)
 	decode(t, body, &rep)
-	check := func(what string, rep admin.ImportReport, dry bool) {
+	check := func(what string, rep contract.ImportReport, dry bool) {
 		t.Helper()
 		if rep.DryRun != dry || rep.Read != 5 || rep.Inserted != 2 || rep.Invalid != 1 || rep.Duplicates != 1 || rep.Existing != 1 || len(rep.Errors) != 3 {
 			t.Fatalf("%s: %s", what, body)
@@ -59,21 +58,21 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	check("dry run", rep, true)
 	res, body = op.do("GET", "/projects/"+p.ID+"/codes/NEW-1", nil)
 	expect(t, "code after the dry run", res, body, http.StatusNotFound)
-	recs, err := e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err := e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 1 { // the fixture's import only
 		t.Fatalf("audit after the dry run: %d rows, %v", len(recs), err)
 	}
 
 	res, body = op.do("POST", path, csv)
 	expect(t, "import", res, body, http.StatusOK)
-	rep = admin.ImportReport{}
+	rep = contract.ImportReport{}
 	decode(t, body, &rep)
 	check("import", rep, false)
 	for _, v := range []string{"NEW-1", "NEW-3"} {
 		res, body = op.do("GET", "/projects/"+p.ID+"/codes/"+v, nil)
 		expect(t, "imported "+v, res, body, http.StatusOK)
 	}
-	recs, err = e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err = e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 2 || recs[0].AdminUsername != "ivy" {
 		t.Fatalf("audit after the import: %+v, %v", recs, err)
 	}
@@ -112,7 +111,7 @@ func TestConsoleCodesKeysetPaging(t *testing.T) {
 		for pages := 0; pages < 1000; pages++ {
 			res, body := op.do("GET", "/projects/"+p.ID+"/codes?page_size=50&cursor="+url.QueryEscape(cursor)+query, nil)
 			expect(t, "page", res, body, http.StatusOK)
-			var page admin.CursorPage
+			var page contract.CursorPage
 			decode(t, body, &page)
 			if total >= 0 && page.Total != total {
 				t.Fatalf("total changed from %d to %d", total, page.Total)
@@ -208,7 +207,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	e := newEnv(t, nil)
 	oper := e.pageLogin("opie", console.RoleOperator)
 	viewer := e.pageLogin("vin", console.RoleViewer)
-	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), store.NewProject{Name: "page"})
+	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), contract.NewProject{Name: "page"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +270,13 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	if !strings.Contains(body, "The project does not expire.") {
 		t.Errorf("project page after clearing the expiry: %.3000s", body)
 	}
-	recs, err := e.svc.AuditLog(context.Background(), console.SystemActor("test"), store.AuditFilter{ProjectID: p.ID, Action: "project."})
+	recs, err := e.svc.AuditLog(context.Background(), console.SystemActor("test"), contract.AuditFilter{ProjectID: p.ID, Action: "project."})
 	if err != nil || len(recs) < 2 {
 		t.Fatalf("expiry changes not in the audit log: %+v, %v", recs, err)
 	}
 
 	// The pager: 120 codes, 50 a page, the search kept across pages.
-	if _, err := e.svc.StartGenerate(context.Background(), console.SystemActor("test"), p.ID, "pager", admin.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
+	if _, err := e.svc.StartGenerate(context.Background(), console.SystemActor("test"), p.ID, "pager", contract.GenerateSpec{Count: 120, Length: 8, Prefix: "PG"}); err != nil {
 		t.Fatal(err)
 	}
 	waitBatchesDone(t, e, p.ID)
@@ -318,7 +317,7 @@ var (
 func TestConsoleImportTooLarge(t *testing.T) {
 	e := newEnv(t, func(_ *console.Config, s *console.ServerConfig) { s.MaxImportBytes = 4 << 10 })
 	op := e.account("lara", console.RoleOperator)
-	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), store.NewProject{Name: "big"})
+	p, err := e.svc.CreateProject(context.Background(), console.SystemActor("test"), contract.NewProject{Name: "big"})
 	if err != nil {
 		t.Fatal(err)
 	}

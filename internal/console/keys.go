@@ -6,11 +6,10 @@ import (
 	"math"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // APIKeys lists a project's API keys, never a secret (viewer and above).
-func (s *Service) APIKeys(ctx context.Context, a Actor, projectID string) ([]store.KeyInfo, error) {
+func (s *Service) APIKeys(ctx context.Context, a Actor, projectID string) ([]contract.KeyInfo, error) {
 	ad, err := s.operator(a, RoleViewer)
 	if err != nil {
 		return nil, err

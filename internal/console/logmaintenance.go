@@ -4,12 +4,12 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
 // LogPartitions lists verification_logs' day partitions (viewer and above).
-func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]store.LogPartition, error) {
+func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]contract.LogPartition, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return nil, err
 	}
@@ -19,13 +19,13 @@ func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]store.LogPartit
 // MaintainLogs runs one partition maintenance now (admin only), as the relay and consumer
 // processes do hourly, with the service's policy; retentionDays and ahead, when not nil,
 // replace its retention and its days ahead. A run that did something is recorded.
-func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (store.LogMaintenance, error) {
+func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (contract.LogMaintenance, error) {
 	if err := a.require(RoleAdmin); err != nil {
-		return store.LogMaintenance{}, err
+		return contract.LogMaintenance{}, err
 	}
 	p := s.cfg.LogPolicy
-	if p == (store.LogPolicy{}) {
-		p = store.DefaultLogPolicy()
+	if p == (contract.LogPolicy{}) {
+		p = contract.DefaultLogPolicy()
 	}
 	if retentionDays != nil {
 		p.RetentionDays = *retentionDays

@@ -9,7 +9,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/safecsv"
-	"github.com/acv/acv/store"
 )
 
 // DefaultLogWindow is the time range a log search covers when it names none: the last day.
@@ -37,7 +36,7 @@ type LogSearch struct {
 
 // LogPage is one page of a search, with the range it covered and the cursor of the next page.
 type LogPage struct {
-	Items     []store.LogRecord
+	Items     []contract.LogRecord
 	From, To  time.Time
 	NextAfter string
 }
@@ -45,8 +44,8 @@ type LogPage struct {
 // logFilter turns a search into the store's filter: the range defaulted and checked, the code's
 // value resolved to its id (a value no code has searches the attempts on it), and the whole
 // checked as the store would check it, so an export refuses it before its first byte.
-func (s *Service) logFilter(ctx context.Context, q LogSearch) (store.LogFilter, error) {
-	f := store.LogFilter{ProjectID: q.ProjectID, Action: q.Action, Reason: q.Reason, VerifiedBy: q.VerifiedBy,
+func (s *Service) logFilter(ctx context.Context, q LogSearch) (contract.LogFilter, error) {
+	f := contract.LogFilter{ProjectID: q.ProjectID, Action: q.Action, Reason: q.Reason, VerifiedBy: q.VerifiedBy,
 		IP: q.IP, After: q.After, Limit: q.Limit, From: q.From, To: q.To}
 	if f.To.IsZero() {
 		// A second ahead, so a log written in the current second is in range.
@@ -92,7 +91,7 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (store.LogFilter, 
 			f.CodeID = rec.ID
 		}
 	}
-	return f, store.CheckLogFilter(f)
+	return f, s.store.CheckLogFilter(f)
 }
 
 // SearchLogs reads one page of verification logs, newest first (viewer and above).
@@ -104,7 +103,7 @@ func (s *Service) SearchLogs(ctx context.Context, a Actor, q LogSearch) (LogPage
 	if err != nil {
 		return LogPage{}, err
 	}
-	page := LogPage{Items: []store.LogRecord{}, From: f.From, To: f.To}
+	page := LogPage{Items: []contract.LogRecord{}, From: f.From, To: f.To}
 	if f.Limit < 1 || f.Limit > 1000 {
 		f.Limit = 100
 	}
@@ -158,7 +157,7 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 		return 0, err
 	}
 	n := 0
-	err = s.store.ExportLogs(ctx, f, func(r store.LogRecord) error {
+	err = s.store.ExportLogs(ctx, f, func(r contract.LogRecord) error {
 		n++
 		return out.Write(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
 			r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)
@@ -180,7 +179,7 @@ const auditExportPage = 1000
 // above), in the spreadsheet-safe format of every export (safecsv), and records the export
 // itself, with its filters, in the audit log first: the row of the export is the newest in it,
 // so a reader of the file sees who took it.
-func (s *Service) ExportAudit(ctx context.Context, a Actor, f store.AuditFilter, w io.Writer) (int, error) {
+func (s *Service) ExportAudit(ctx context.Context, a Actor, f contract.AuditFilter, w io.Writer) (int, error) {
 	if err := a.require(RoleOperator); err != nil {
 		return 0, err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 func newID(t *testing.T) string {
@@ -42,10 +41,10 @@ func logsEnvWith(t *testing.T, adjust func(*console.Config, *console.ServerConfi
 	ctx := context.Background()
 	sys := console.SystemActor("test")
 	var err error
-	if p1, err = e.svc.CreateProject(ctx, sys, store.NewProject{Name: "logs one"}); err != nil {
+	if p1, err = e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "logs one"}); err != nil {
 		t.Fatal(err)
 	}
-	if p2, err = e.svc.CreateProject(ctx, sys, store.NewProject{Name: "logs two"}); err != nil {
+	if p2, err = e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "logs two"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []contract.Project{p1, p2} {
@@ -194,7 +193,7 @@ func TestConsoleLogExportIsSpreadsheetSafeAndAudited(t *testing.T) {
 	if !found {
 		t.Fatalf("the formula row is missing: %q", rows)
 	}
-	audit, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "logs.export"})
+	audit, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "logs.export"})
 	if err != nil || len(audit) != 1 {
 		t.Fatalf("export audit rows %d, %v", len(audit), err)
 	}
@@ -213,7 +212,7 @@ func TestConsoleLogExportIsSpreadsheetSafeAndAudited(t *testing.T) {
 func TestConsoleAuditExport(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	if _, err := e.svc.CreateProject(ctx, console.SystemActor("-cli"), store.NewProject{Name: "@audit"}); err != nil {
+	if _, err := e.svc.CreateProject(ctx, console.SystemActor("-cli"), contract.NewProject{Name: "@audit"}); err != nil {
 		t.Fatal(err)
 	}
 	op := e.account("otto", console.RoleOperator)
@@ -231,7 +230,7 @@ func TestConsoleAuditExport(t *testing.T) {
 	if len(rows[1][11]) != 64 {
 		t.Fatalf("hash column %q", rows[1][11])
 	}
-	got, err := e.store.AdminAudit(ctx, store.AuditFilter{Action: "audit.export"})
+	got, err := e.store.AdminAudit(ctx, contract.AuditFilter{Action: "audit.export"})
 	if err != nil || len(got) != 1 || got[0].AdminUsername != "otto" || !strings.Contains(string(got[0].Detail), `"project."`) {
 		t.Fatalf("audit export not audited: %+v %v", got, err)
 	}

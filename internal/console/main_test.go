@@ -58,9 +58,9 @@ type env struct {
 func newEnv(t *testing.T, adjust func(*console.Config, *console.ServerConfig)) *env {
 	t.Helper()
 	a, url, _ := testkit.NewAdmin(t)
-	st := a.Store
+	st := a.Store.(*store.Store)
 	e := &env{t: t, url: url, store: st, admin: a, clock: &clock{t: time.Now().Truncate(time.Second)}}
-	e.cfg = console.Config{Store: st, Admin: a, Now: e.clock.Now, Passwords: cheap}
+	e.cfg = console.Config{Store: st, Admin: a, HotPath: a.Cache.(console.HotPath), Now: e.clock.Now, Passwords: cheap}
 	scfg := console.ServerConfig{}
 	if adjust != nil {
 		adjust(&e.cfg, &scfg)

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pb33f/libopenapi"
+
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
-	"github.com/pb33f/libopenapi"
 )
 
 // ginParam is a path parameter as gin writes it (:project_id); the document writes {project_id}.
@@ -97,7 +97,7 @@ func TestConsoleOpenAPIServedAndMatchesAnswers(t *testing.T) {
 	op := e.account("otto", console.RoleOperator)
 	viewer := e.account("vick", console.RoleViewer)
 	ctx := context.Background()
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "doc"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "doc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestConsoleOpenAPIServedAndMatchesAnswers(t *testing.T) {
 	// cancel of an ended batch, a bulk-disable count, a stale count refused 409 with the new
 	// count, a revoke, and bad requests.
 	b := op.startBatch(p.ID, map[string]any{"name": "doc batch", "count": 3, "length": 8, "prefix": "DB-", "expires_at": 1900000000})
-	if end, _ := op.waitBatch(p.ID, b.ID); end.Status != store.BatchDone {
+	if end, _ := op.waitBatch(p.ID, b.ID); end.Status != contract.BatchDone {
 		t.Fatalf("batch %+v", end)
 	}
 	bid := pid + "/batches/" + b.ID

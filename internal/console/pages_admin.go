@@ -5,13 +5,13 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
 // auditRow is an audit row as the page shows it.
 type auditRow struct {
-	store.AuditRecord
+	contract.AuditRecord
 	Detail auditDetail
 	// TargetName and ProjectName are what a person reads for the target and the project ("" when
 	// only the id is known).

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/acv/acv/api/contract"
@@ -24,10 +23,10 @@ func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 	se, token, err := s.svc.Login(c.Request.Context(), username, c.PostForm("password"), c.Request.UserAgent(),
 		s.proxies.clientIP(c.Request))
 	if err != nil {
-		status, detail, wait := s.refusal(c, err)
-		if status >= 500 {
+		if !refused(err) {
 			return err
 		}
+		status, detail, wait := s.refusal(c, err)
 		if wait > 0 {
 			c.Header("Retry-After", itoa(wait))
 		}
@@ -73,11 +72,10 @@ func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 			c.Request.UserAgent(), s.proxies.clientIP(c.Request))
 	}
 	if err != nil {
-		var ce *contract.Error
-		status, detail, _ := s.refusal(c, err)
-		if status >= 500 || !errors.As(err, &ce) && status != http.StatusTooManyRequests {
+		if !refused(err) {
 			return err
 		}
+		status, detail, _ := s.refusal(c, err)
 		v := viewFor(se, "Change password", "")
 		v.Error = detail
 		s.render(c, status, "password", v)

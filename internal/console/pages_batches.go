@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 // bulkView is the bulk-disable page's data: the filter, the count it selects now, and the
@@ -18,7 +17,7 @@ type bulkView struct {
 	Project contract.Project
 	Filter  bulkFilter
 	Count   int64
-	Batch   *store.Batch
+	Batch   *contract.Batch
 	// Changed: the count confirmed was out of date; Count is the new one.
 	Changed bool
 }
@@ -59,7 +58,7 @@ func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed b
 		bv.Batch = &b
 	}
 	if bv.Count, err = s.svc.BulkCount(ctx, a, pid, cf); err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	title := "Disable codes in bulk"
 	if bv.Batch != nil {
@@ -98,12 +97,11 @@ func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
 		return err
 	}
 	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
-	var cc *admin.CountChangedError
-	if errors.As(err, &cc) {
+	if errors.Is(err, contract.ErrCountChanged) {
 		return s.renderBulk(c, se, f, true)
 	}
 	if err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	redirectDone(c, projectPath(pid)+"?tab=codes", "bulk_disabled", strconv.Itoa(n))
 	return nil
@@ -119,8 +117,7 @@ func (s *Server) batchRevokeSubmit(c *gin.Context, se *Session) error {
 		return err
 	}
 	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
-	var cc *admin.CountChangedError
-	if errors.As(err, &cc) {
+	if errors.Is(err, contract.ErrCountChanged) {
 		return s.renderBulk(c, se, bulkFilter{BatchID: bid}, true)
 	}
 	if err != nil {

@@ -5,14 +5,13 @@ import (
 	"sort"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
 )
 
 // projectBatch is a batch with the project it belongs to, for the batches page.
 type projectBatch struct {
 	Project contract.Project
-	Batch   store.Batch
+	Batch   contract.Batch
 }
 
 // batchesPage lists the latest generation batches of every project, newest first: what an

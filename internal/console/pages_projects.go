@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 	"github.com/gin-gonic/gin"
+
+	"github.com/acv/acv/api/contract"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -101,7 +100,7 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), store.NewProject{Name: name, Description: desc, ExpiresAt: exp})
+	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), contract.NewProject{Name: name, Description: desc, ExpiresAt: exp})
 	if err != nil {
 		return err
 	}
@@ -113,10 +112,10 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 type projectView struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
-	Keys    []store.KeyInfo
+	Keys    []contract.KeyInfo
 	// Codes is the codes table's page, read by keyset; Cursor the one it was read from ("" for
 	// the first page).
-	Codes  admin.CursorPage
+	Codes  contract.CursorPage
 	Cursor string
 	// Status and Search are the codes table's filter, kept across pages.
 	Status, Search string
@@ -124,12 +123,12 @@ type projectView struct {
 	// NewKey is a key just created: its secret is shown this once.
 	NewKey *contract.APIKey
 	// Import is the report of an import or dry run just made, shown with its problem rows.
-	Import *admin.ImportReport
+	Import *contract.ImportReport
 	// ExpiresInput is the project's expiry as the date-time field shows it (UTC).
 	ExpiresInput string
 	// Batches are the project's latest generation batches; Running tells whether one of them
 	// is still queued or running.
-	Batches []store.Batch
+	Batches []contract.Batch
 	Running bool
 	// Tab is the tab shown (projectTabs); Chart the overview's verify chart, whose totals the
 	// key numbers show on every tab.
@@ -142,7 +141,7 @@ type projectView struct {
 // projectExtra is what a form's answer shows on the project page besides its usual content.
 type projectExtra struct {
 	NewKey *contract.APIKey
-	Import *admin.ImportReport
+	Import *contract.ImportReport
 }
 
 func (s *Server) projectPage(c *gin.Context, se *Session) error {
@@ -181,7 +180,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	if p.ExpiresAt != nil {
 		pv.ExpiresInput = time.Unix(*p.ExpiresAt, 0).UTC().Format(dateTimeLocal)
 	}
-	q := admin.CursorQuery{PageSize: 50}
+	q := contract.CursorQuery{PageSize: 50}
 	if c.Request.Method == http.MethodGet {
 		if v := c.Query("status"); v != "" {
 			if q.State, err = contract.ParseState(v); err != nil {
@@ -254,11 +253,11 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), admin.GenerateSpec{
+	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), contract.GenerateSpec{
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
 	}); err != nil {
-		return capitalizeInvalid(err)
+		return err
 	}
 	redirectDone(c, projectPath(id)+"?tab=batches", "generate_started", "")
 	return nil

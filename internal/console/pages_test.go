@@ -10,9 +10,7 @@ import (
 	"testing"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // browser is a client of the web pages: it keeps the session cookie, does not follow
@@ -117,7 +115,7 @@ func TestConsolePagesPerRole(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	op := console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, op, store.NewProject{Name: "Spring <b>sale</b>"})
+	p, err := e.svc.CreateProject(ctx, op, contract.NewProject{Name: "Spring <b>sale</b>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +302,7 @@ func TestConsolePagesRefuseForms(t *testing.T) {
 func TestConsolePagesActions(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "actions"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "actions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +339,7 @@ func TestConsolePagesActions(t *testing.T) {
 	follow("disable", res, body, "Code disabled.", "disabled")
 	res, body = post("enable", url.Values{})
 	follow("enable", res, body, "Code enabled.", "unused")
-	rows, err := e.svc.AuditLog(ctx, console.SystemActor("test"), store.AuditFilter{Action: "code.", Limit: 10})
+	rows, err := e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "code.", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,11 +393,11 @@ func TestConsolePagesActions(t *testing.T) {
 func TestConsolePagesBulkDisable(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx, sys := context.Background(), console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, sys, store.NewProject{Name: "Bulk"})
+	p, err := e.svc.CreateProject(ctx, sys, contract.NewProject{Name: "Bulk"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.svc.StartGenerate(ctx, sys, p.ID, "Cards", admin.GenerateSpec{Count: 40, Length: 8, Prefix: "K-"})
+	b, err := e.svc.StartGenerate(ctx, sys, p.ID, "Cards", contract.GenerateSpec{Count: 40, Length: 8, Prefix: "K-"})
 	if err != nil {
 		t.Fatal(err)
 	}

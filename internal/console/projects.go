@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // Projects lists every project (viewer and above).
@@ -36,7 +35,7 @@ func (s *Service) Statistics(ctx context.Context, a Actor, id string) (contract.
 }
 
 // CreateProject creates a project (operator and above).
-func (s *Service) CreateProject(ctx context.Context, a Actor, p store.NewProject) (contract.Project, error) {
+func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
 	ad, err := s.operator(a, RoleOperator)
 	if err != nil {
 		return contract.Project{}, err

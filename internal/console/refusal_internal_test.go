@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
@@ -31,6 +32,25 @@ func TestUnavailableSaysRetryAfter(t *testing.T) {
 		}
 		if body := w.Body.String(); body != `{"detail":"Service temporarily unavailable"}` {
 			t.Errorf("%v: body %s", err, body)
+		}
+	}
+}
+
+// TestEveryKindAnsweredByTheTable: a refusal of each kind is answered with the status
+// contract.Kind.HTTPStatus names, the table the client API answers by too (api/httpapi's
+// TestEveryKindAnsweredByTheTable); a wait becomes Retry-After in whole seconds.
+func TestEveryKindAnsweredByTheTable(t *testing.T) {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, k := range contract.Kinds {
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		c.Request = httptest.NewRequest(http.MethodGet, "/admin/api/v1/projects", nil)
+		s.writeError(c, &contract.Error{Kind: k, Message: "Refused", Wait: 1500 * time.Millisecond})
+		if w.Code != k.HTTPStatus() {
+			t.Errorf("%s: status %d, want %d", k, w.Code, k.HTTPStatus())
+		}
+		if k != contract.KindInternal && k != contract.KindUnavailable && w.Header().Get("Retry-After") != "2" {
+			t.Errorf("%s: Retry-After %q, want 2", k, w.Header().Get("Retry-After"))
 		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // TestConsoleAuditRetention: the scheduled retention removes the rows past it, the rest of
@@ -17,12 +17,12 @@ func TestConsoleAuditRetention(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	for _, name := range []string{"old one", "old two"} {
-		if _, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: name}); err != nil {
+		if _, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.clock.Add(10 * 24 * time.Hour)
-	if _, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "recent"}); err != nil {
+	if _, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "recent"}); err != nil {
 		t.Fatal(err)
 	}
 	// Three console processes apply a 5-day retention at once.
@@ -53,7 +53,7 @@ func TestConsoleAuditRetention(t *testing.T) {
 	if total != 2 {
 		t.Fatalf("removed %d rows, want the 2 old ones", total)
 	}
-	rows, err := e.store.AdminAudit(ctx, store.AuditFilter{})
+	rows, err := e.store.AdminAudit(ctx, contract.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestConsoleAuditRetention(t *testing.T) {
 	if n, err := e.svc.ApplyAuditRetention(ctx, 5*24*time.Hour); err != nil || n != 0 {
 		t.Fatalf("second run removed %d, %v", n, err)
 	}
-	if rows, _ := e.store.AdminAudit(ctx, store.AuditFilter{}); len(rows) != 2 {
+	if rows, _ := e.store.AdminAudit(ctx, contract.AuditFilter{}); len(rows) != 2 {
 		t.Fatalf("a run that removed nothing was recorded: %+v", rows)
 	}
 	// The scheduled loop runs at once and stops with its context.
@@ -79,7 +79,7 @@ func TestConsoleAuditRetention(t *testing.T) {
 	go func() { done <- e.svc.RunAuditRetention(rctx, 5*24*time.Hour, time.Hour) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rows, _ := e.store.AdminAudit(ctx, store.AuditFilter{})
+		rows, _ := e.store.AdminAudit(ctx, contract.AuditFilter{})
 		if len(rows) == 1 && rows[0].Action == "audit.retention" {
 			break
 		}

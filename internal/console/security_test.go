@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acv/acv/internal/admin"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 func TestConsoleCSRF(t *testing.T) {
@@ -70,7 +69,7 @@ func TestConsoleRolesRefused(t *testing.T) {
 		clients[r] = e.account("as-"+string(r), r)
 	}
 	op := console.SystemActor("test")
-	p, err := e.svc.CreateProject(ctx, op, store.NewProject{Name: "roles"})
+	p, err := e.svc.CreateProject(ctx, op, contract.NewProject{Name: "roles"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +80,7 @@ func TestConsoleRolesRefused(t *testing.T) {
 	if _, err := e.svc.Import(ctx, op, p.ID, strings.NewReader("code\nROLE-1\nROLE-2\n"), false); err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.svc.StartGenerate(ctx, op, p.ID, "roles", admin.GenerateSpec{Count: 3, Length: 8})
+	b, err := e.svc.StartGenerate(ctx, op, p.ID, "roles", contract.GenerateSpec{Count: 3, Length: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +167,7 @@ func TestConsoleTrustedProxies(t *testing.T) {
 					t.Errorf("cookie Secure = %v, want %v", ck.Secure, tc.secure)
 				}
 			}
-			rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "login"})
+			rows, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "login"})
 			if err != nil || len(rows) != 1 || rows[0].ClientIP != tc.wantIP {
 				t.Fatalf("login rows %+v, %v; want client ip %s", rows, err, tc.wantIP)
 			}

@@ -8,6 +8,11 @@
 // Actor, checks the actor's role and records the action in the audit log; Server (server.go
 // and the api_*.go files) is the HTTP adapter: cookies, CSRF, JSON bodies and statuses. Server-
 // rendered pages (pages*.go, templates in web/) call the same Service methods.
+//
+// It imports api/contract, pure helpers and the embedded documents (api, docs), nothing else of
+// the project: the record and the admin service are the Store and Operations interfaces
+// declared in ports.go, which the wiring (internal/service, cmd/acv) fills with *store.Store and
+// *admin.Admin; manual verify and reactivate go through HotPath (*cache.Cache).
 package console
 
 import (
@@ -17,8 +22,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
 )
 
 // HotPath is what manual verify and reactivate need of the Redis hot path: the calls the
@@ -30,11 +33,11 @@ type HotPath interface {
 }
 
 // Config wires a Service. Store is required; Admin is needed by every action on projects, keys
-// and codes (account management, login and the audit log need only Store).
+// and codes (account management, login and the audit log need only Store), HotPath by manual
+// verify and reactivate.
 type Config struct {
-	Store *store.Store
-	Admin *admin.Admin
-	// HotPath runs manual verify and reactivate; Admin.Cache when nil.
+	Store   Store
+	Admin   Operations
 	HotPath HotPath
 	// Logger receives what the console logs; slog.Default() when nil.
 	Logger *slog.Logger
@@ -55,16 +58,16 @@ type Config struct {
 	// Relays counts the relays alive for the dashboard; not shown when nil.
 	Relays RelayCounter
 	// LogPolicy is the verification-log partitions' policy a maintenance run through the API
-	// applies; store.DefaultLogPolicy() when zero.
-	LogPolicy store.LogPolicy
+	// applies; contract.DefaultLogPolicy() when zero.
+	LogPolicy contract.LogPolicy
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the
 // action, and records it in the admin audit log.
 type Service struct {
 	cfg   Config
-	store *store.Store
-	admin *admin.Admin
+	store Store
+	admin Operations
 	hot   HotPath
 	log   *slog.Logger
 	now   func() time.Time
@@ -92,9 +95,6 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Sessions == (SessionPolicy{}) {
 		cfg.Sessions = DefaultSessionPolicy()
 	}
-	if cfg.HotPath == nil && cfg.Admin != nil && cfg.Admin.Cache != nil {
-		cfg.HotPath = cfg.Admin.Cache
-	}
 	dummy, err := HashPassword(cfg.Passwords, "no account has this password")
 	if err != nil {
 		return nil, err
@@ -121,8 +121,8 @@ type Actor struct {
 // who, for the audit log (e.g. "acv migrate").
 func SystemActor(name string) Actor { return Actor{Username: name, Role: RoleAdmin} }
 
-// errNoOperatorActions: the Service was built without an admin.Admin.
-var errNoOperatorActions = errors.New("console: operator actions are not configured (no admin.Admin)")
+// errNoOperatorActions: the Service was built without the admin service (Config.Admin).
+var errNoOperatorActions = errors.New("console: operator actions are not configured (no admin service)")
 
 // require refuses an actor whose role is below need, with the 403 the API answers.
 func (a Actor) require(need Role) error {
@@ -133,7 +133,7 @@ func (a Actor) require(need Role) error {
 }
 
 // operator checks the actor's role and that the operator actions are configured.
-func (s *Service) operator(a Actor, need Role) (*admin.Admin, error) {
+func (s *Service) operator(a Actor, need Role) (Operations, error) {
 	if err := a.require(need); err != nil {
 		return nil, err
 	}

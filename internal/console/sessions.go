@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // SessionPolicy bounds a session: it ends Idle after its last request, and Lifetime after the
@@ -40,7 +39,7 @@ type Session struct {
 	token []byte
 	// Account is read with the session on every request, so a change of role, a disabled
 	// account or a new password applies to the next request.
-	Account store.AdminAccount
+	Account contract.AdminAccount
 	// ExpiresAt is the absolute end of the session.
 	ExpiresAt time.Time
 	// apiToken is the bearer token the request came with, nil for a cookie session. Such a
@@ -74,7 +73,7 @@ var errNoSession = contract.Errorf(contract.KindUnauthorized, "Not logged in, or
 
 // newSession records a session for account and returns it with its token, to be sent once, in
 // the cookie.
-func (s *Service) newSession(ctx context.Context, account store.AdminAccount, userAgent, ip string) (*Session, string, error) {
+func (s *Service) newSession(ctx context.Context, account contract.AdminAccount, userAgent, ip string) (*Session, string, error) {
 	token := make([]byte, tokenLen)
 	if _, err := rand.Read(token); err != nil {
 		return nil, "", fmt.Errorf("session token: %w", err)
@@ -85,7 +84,7 @@ func (s *Service) newSession(ctx context.Context, account store.AdminAccount, us
 	if len(userAgent) > 512 {
 		userAgent = userAgent[:512]
 	}
-	err := s.store.CreateAdminSession(ctx, store.NewAdminSession{
+	err := s.store.CreateAdminSession(ctx, contract.NewAdminSession{
 		ID: se.id, AdminID: account.ID, Now: now, ExpiresAt: se.ExpiresAt, UserAgent: userAgent, ClientIP: ip,
 	})
 	if err != nil {

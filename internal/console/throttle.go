@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // ThrottlePolicy bounds password guessing. Every password check is counted before it is made
@@ -91,13 +91,13 @@ func (p ThrottlePolicy) spacing(failures int) time.Duration {
 
 // limits are the subjects a password check of username from ip counts against, with how
 // each locks. Without an address (none known) only the username's subjects count.
-func (p ThrottlePolicy) limits(username, ip string) []store.LoginLimit {
-	ls := []store.LoginLimit{
+func (p ThrottlePolicy) limits(username, ip string) []contract.LoginLimit {
+	ls := []contract.LoginLimit{
 		{Subject: pairSubject(username, ip), LockFor: p.lockFor(p.PairFailures)},
 		{Subject: accountSubject(username), LockFor: p.spacing},
 	}
 	if ip != "" {
-		ls = append(ls, store.LoginLimit{Subject: ipSubject(ip), LockFor: p.lockFor(p.IPFailures)})
+		ls = append(ls, contract.LoginLimit{Subject: ipSubject(ip), LockFor: p.lockFor(p.IPFailures)})
 	}
 	return ls
 }
@@ -118,24 +118,22 @@ func accountSubject(username string) string { return "account:" + usernameHash(u
 // ipSubject is the throttle's key of a client address.
 func ipSubject(ip string) string { return "ip:" + ip }
 
-// LockedError refuses a login while its username from that address, the address, or the
-// username's next password check is held back; Wait says for how long yet (the Retry-After of
+// locked refuses a login while its username from that address, the address, or the
+// username's next password check is held back; wait says for how long yet (the Retry-After of
 // the answer).
-type LockedError struct{ Wait time.Duration }
-
-func (e *LockedError) Error() string {
-	return "Too many failed logins; try again later"
+func locked(wait time.Duration) error {
+	return &contract.Error{Kind: contract.KindRateLimited, Message: "Too many failed logins; try again later", Wait: wait}
 }
 
 // attempt is one password check the throttle let through: counted as a failure until
 // succeeded says otherwise.
 type attempt struct {
 	username, ip string
-	reservation  store.LoginReservation
+	reservation  contract.LoginReservation
 }
 
 // reserveAttempt counts a password check of username from ip before it is made, or refuses
-// it with a *LockedError while one of its subjects is locked. Counting first is what bounds
+// it with a lock (KindRateLimited) while one of its subjects is locked. Counting first is what bounds
 // parallel guesses: each one takes its place in the count (in PostgreSQL, shared by every
 // console instance) before hashing, so no more checks run than the thresholds allow.
 func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*attempt, error) {
@@ -146,7 +144,7 @@ func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*att
 		return nil, err
 	}
 	if !ok {
-		return nil, &LockedError{Wait: until.Sub(now)}
+		return nil, locked(until.Sub(now))
 	}
 	return &attempt{username: username, ip: ip, reservation: r}, nil
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/store"
 )
 
 // Admin API tokens let the acv command and automation call the admin API without a browser
@@ -48,7 +47,7 @@ type NewToken struct {
 	Secret string `json:"secret"`
 }
 
-func tokenOf(t store.AdminToken) Token {
+func tokenOf(t contract.AdminToken) Token {
 	unix := func(v *time.Time) *int64 {
 		if v == nil {
 			return nil
@@ -101,7 +100,7 @@ func (s *Service) CreateToken(ctx context.Context, a Actor, name string, role Ro
 	}
 	hash := sha256.Sum256(raw)
 	now := s.now()
-	t, err := s.store.CreateAdminToken(ctx, store.NewAdminToken{
+	t, err := s.store.CreateAdminToken(ctx, contract.NewAdminToken{
 		Hash: hash[:], Name: name, AdminID: a.AdminID, Role: string(role), Now: now, ExpiresAt: now.Add(ttl),
 	})
 	if err != nil {

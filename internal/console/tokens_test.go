@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // bearer is an API client holding a token: no cookie, no CSRF token.
@@ -41,7 +41,7 @@ func TestTokenBearerAPI(t *testing.T) {
 	ci := e.bearer(op.Secret)
 	res, body := ci.do("POST", "/projects", map[string]string{"name": "Via token"})
 	expect(t, "operator token creates a project", res, body, http.StatusCreated)
-	rows, err := e.store.AdminAudit(context.Background(), store.AuditFilter{Action: "project.create"})
+	rows, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{Action: "project.create"})
 	if err != nil || len(rows) != 1 || rows[0].AdminUsername != "alice (token ci "+op.ID+")" {
 		t.Fatalf("project.create recorded as %+v, %v", rows, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
-	"github.com/acv/acv/store"
 )
 
 // TestConsoleUTF8Refused sends invalid UTF-8, raw or percent-encoded, and JSON escapes of lone
@@ -23,7 +22,7 @@ import (
 func TestConsoleUTF8Refused(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), store.NewProject{Name: "utf8"})
+	p, err := e.svc.CreateProject(ctx, console.SystemActor("test"), contract.NewProject{Name: "utf8"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +139,7 @@ func (e *env) counts(t *testing.T) (projects, audit int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := e.store.AdminAudit(ctx, store.AuditFilter{Limit: 1000})
+	rows, err := e.store.AdminAudit(ctx, contract.AuditFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

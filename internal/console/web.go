@@ -47,7 +47,7 @@ var templateFuncs = template.FuncMap{
 		}
 		return *p
 	},
-	"num":   thousands,
+	"num": thousands,
 	// count is a count with its noun, "1 code" and "1,509 codes".
 	"count": func(n any, one, many string) string {
 		v, _ := strconv.ParseInt(fmt.Sprint(n), 10, 64)

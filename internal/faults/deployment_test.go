@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/client"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
 )
 
 // sessionTimeout is the log writers' Kafka session timeout in these tests
@@ -53,7 +53,7 @@ func newDeployment(t *testing.T, k *localenv.Kafka, pgURL string, n int) *deploy
 	s := testkit.NewStackWith(t, testkit.StackOptions{PostgresURL: pgURL, Kafka: k})
 	settings := s.ProcessSettings(t)
 	settings["ACV_KAFKA_SESSION_TIMEOUT"] = sessionTimeout.String()
-	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "faults"})
+	p, err := s.Admin.CreateProject(ctx, contract.NewProject{Name: "faults"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func (d *deployment) importCodes(n int) {
 	ctx := context.Background()
 	const chunk = 5000
 	for from := 0; from < n; from += chunk {
-		batch := make([]store.NewCode, min(chunk, n-from))
+		batch := make([]contract.NewCode, min(chunk, n-from))
 		for i := range batch {
-			batch[i] = store.NewCode{Code: fmt.Sprintf("FLT-%07d", from+i)}
+			batch[i] = contract.NewCode{Code: fmt.Sprintf("FLT-%07d", from+i)}
 		}
 		rows, err := d.s.Deps.Store.InsertCodes(ctx, d.projectID, batch)
 		if err != nil {

@@ -19,6 +19,7 @@ func NewConsole(d *Deps) (*console.Server, error) {
 	svc, err := console.NewService(console.Config{
 		Store:     d.Store,
 		Admin:     &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
+		HotPath:   d.Cache,
 		Logger:    d.Config.Logger,
 		LogPolicy: LogPolicy(d.Config),
 		Outbox: func(ctx context.Context) (int64, time.Duration, error) {

@@ -12,7 +12,6 @@ import (
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
 )
 
 // raceAnswer is one verify or reactivate answer of a race, with what the caller sent.
@@ -131,9 +130,9 @@ func TestVerifyReactivateCycles(t *testing.T) {
 	// The first half is published to Redis on creation; the second half is only in Postgres
 	// (as after a Redis replacement), so the first racers load it concurrently from every replica.
 	s.ImportCodes(tn.ProjectID, nil, values[:nCodes/2]...)
-	cold := make([]store.NewCode, 0, nCodes/2)
+	cold := make([]contract.NewCode, 0, nCodes/2)
 	for _, v := range values[nCodes/2:] {
-		cold = append(cold, store.NewCode{Code: v})
+		cold = append(cold, contract.NewCode{Code: v})
 	}
 	if _, err := s.Deps.Store.InsertCodes(ctx, tn.ProjectID, cold); err != nil {
 		t.Fatal(err)

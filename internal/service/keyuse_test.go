@@ -58,14 +58,14 @@ func TestAPIKeyLastUse(t *testing.T) {
 		t.Fatalf("last used %d, want within [%d, %d]", got, before, after)
 	}
 	// A late flush of an older use (another replica's) does not move it back.
-	if err := s.Admin.Store.TouchAPIKeys(ctx, []string{tn.Key.ID}, []time.Time{time.Unix(got-3600, 0)}); err != nil {
+	if err := s.Deps.Store.TouchAPIKeys(ctx, []string{tn.Key.ID}, []time.Time{time.Unix(got-3600, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	if now := *lastUsed(); now != got {
 		t.Fatalf("last use moved back from %d to %d", got, now)
 	}
 	// A newer one moves it forward.
-	if err := s.Admin.Store.TouchAPIKeys(ctx, []string{tn.Key.ID}, []time.Time{time.Unix(got+60, 0)}); err != nil {
+	if err := s.Deps.Store.TouchAPIKeys(ctx, []string{tn.Key.ID}, []time.Time{time.Unix(got+60, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	if now := *lastUsed(); now != got+60 {

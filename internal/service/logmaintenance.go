@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/api/contract"
 )
 
 // LogRetentionEnv names the setting of how many days of verification logs are kept.
@@ -30,9 +30,9 @@ func parseDays(env, v string) (int, error) {
 }
 
 // LogPolicy is the partition policy of the verification logs: the configured retention
-// (ACV_LOG_RETENTION), with store.DefaultLogPolicy's days created ahead.
-func LogPolicy(cfg Config) store.LogPolicy {
-	p := store.DefaultLogPolicy()
+// (ACV_LOG_RETENTION), with contract.DefaultLogPolicy's days created ahead.
+func LogPolicy(cfg Config) contract.LogPolicy {
+	p := contract.DefaultLogPolicy()
 	p.RetentionDays = cfg.LogRetentionDays
 	return p
 }
@@ -44,7 +44,7 @@ func LogPolicy(cfg Config) store.LogPolicy {
 func RunLogMaintenance(ctx context.Context, d *Deps) error {
 	log := d.Config.Logger
 	policy := LogPolicy(d.Config)
-	d.Store.MaintainLogsEvery(ctx, LogMaintenanceEvery, policy, func(res store.LogMaintenance, err error) {
+	d.Store.MaintainLogsEvery(ctx, LogMaintenanceEvery, policy, func(res contract.LogMaintenance, err error) {
 		switch {
 		case err != nil:
 			log.Warn("verification-log partition maintenance failed; retried at the next run",

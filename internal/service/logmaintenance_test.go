@@ -3,8 +3,8 @@ package service_test
 import (
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/service"
-	"github.com/acv/acv/store"
 )
 
 func TestLogRetentionSetting(t *testing.T) {
@@ -13,7 +13,7 @@ func TestLogRetentionSetting(t *testing.T) {
 		days int
 		bad  bool
 	}{
-		{"", store.DefaultLogRetentionDays, false},
+		{"", contract.DefaultLogRetentionDays, false},
 		{"400", 400, false},
 		{"30d", 30, false},
 		{" 0 ", 0, false},
@@ -28,7 +28,7 @@ func TestLogRetentionSetting(t *testing.T) {
 			if (err != nil) != tc.bad {
 				t.Fatalf("%s=%q: err = %v, want error %v", service.LogRetentionEnv, tc.env, err, tc.bad)
 			}
-			if !tc.bad && (p.RetentionDays != tc.days || p.Ahead != store.DefaultLogPartitionsAhead) {
+			if !tc.bad && (p.RetentionDays != tc.days || p.Ahead != contract.DefaultLogPartitionsAhead) {
 				t.Errorf("%s=%q: policy %+v, want %d days kept", service.LogRetentionEnv, tc.env, p, tc.days)
 			}
 		})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
 )
 
 // The bound for the per-key limit across replicas: one key limited to R requests a
@@ -53,7 +52,7 @@ func testRateLimitAcrossReplicas(t *testing.T) {
 	s := testkit.NewStack(t)
 	settings := s.ProcessSettings(t)
 	settings["ACV_ROLES"] = "api" // the events wait in the outbox: this test reads Redis only
-	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "rate limit"})
+	p, err := s.Admin.CreateProject(ctx, contract.NewProject{Name: "rate limit"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/internal/secrets"
-	"github.com/acv/acv/store"
 )
 
 // errMasterKeyRequired is what a process that must open API-key secrets says without a key.
@@ -103,7 +102,7 @@ type secretCensus struct {
 	Unknown int // sealed by a master key not configured, or malformed: these keys cannot authenticate
 }
 
-func takeCensus(rows []store.StoredSecret, keys *secrets.Keyring) secretCensus {
+func takeCensus(rows []contract.StoredSecret, keys *secrets.Keyring) secretCensus {
 	var c secretCensus
 	for _, r := range rows {
 		kid, err := secrets.KeyID(r.Secret)

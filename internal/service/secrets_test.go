@@ -15,7 +15,6 @@ import (
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/testkit"
-	"github.com/acv/acv/store"
 )
 
 func masterKey(t *testing.T, id string) secrets.MasterKey {
@@ -63,7 +62,7 @@ func TestSealedSecretsAuthenticate(t *testing.T) {
 	with := func(r *secrets.Keyring) *admin.Admin {
 		return &admin.Admin{Store: s.Deps.Store, Cache: s.Deps.Cache, Keys: r}
 	}
-	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "sealed"})
+	p, err := s.Admin.CreateProject(ctx, contract.NewProject{Name: "sealed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +125,7 @@ func TestSealedSecretsAuthenticate(t *testing.T) {
 	}
 
 	res, err := with(rotated).RewrapKeys(ctx)
-	if err != nil || res != (admin.RewrapResult{Sealed: 1, Rewrapped: 1, Current: 1}) {
+	if err != nil || res != (contract.RewrapResult{Sealed: 1, Rewrapped: 1, Current: 1}) {
 		t.Fatalf("rewrap = %+v, %v", res, err)
 	}
 	for name, k := range keys {

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/internal/settings"
-	"github.com/acv/acv/store"
 )
 
 // The packages that name a default of their own for callers that build their configuration
@@ -15,7 +15,7 @@ import (
 func TestPackageDefaultsAreTheSettings(t *testing.T) {
 	for name, pkg := range map[string]string{
 		"ACV_KAFKA_TOPIC":   audit.Topic,
-		"ACV_LOG_RETENTION": strconv.Itoa(store.DefaultLogRetentionDays),
+		"ACV_LOG_RETENTION": strconv.Itoa(contract.DefaultLogRetentionDays),
 	} {
 		if def := settings.Default(name); def != pkg {
 			t.Errorf("%s: settings' default %q, the package's %q", name, def, pkg)

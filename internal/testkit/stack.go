@@ -285,7 +285,7 @@ type Tenant struct {
 func (s *Stack) NewTenant(exp *int64, bases ...string) *Tenant {
 	s.T.Helper()
 	ctx := context.Background()
-	p, err := s.Admin.CreateProject(ctx, store.NewProject{Name: "test", ExpiresAt: exp})
+	p, err := s.Admin.CreateProject(ctx, contract.NewProject{Name: "test", ExpiresAt: exp})
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -310,9 +310,9 @@ func (s *Stack) Client(base, keyID, secret string) *client.Client {
 // rows in PostgreSQL, then their state in Redis, as `acv codes import` does.
 func (s *Stack) ImportCodes(projectID string, exp *int64, values ...string) {
 	s.T.Helper()
-	codes := make([]store.NewCode, len(values))
+	codes := make([]contract.NewCode, len(values))
 	for i, v := range values {
-		codes[i] = store.NewCode{Code: v, ExpiresAt: exp}
+		codes[i] = contract.NewCode{Code: v, ExpiresAt: exp}
 	}
 	rows, err := s.Deps.Store.InsertCodes(context.Background(), projectID, codes)
 	if err != nil {

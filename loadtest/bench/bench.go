@@ -174,7 +174,7 @@ func (b *bench) start(ctx context.Context) (err error) {
 		return err
 	}
 	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: keys}
-	p, err := a.CreateProject(ctx, store.NewProject{Name: "bench"})
+	p, err := a.CreateProject(ctx, contract.NewProject{Name: "bench"})
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (b *bench) start(ctx context.Context) (err error) {
 	b.projectID, b.keyID, b.secret = p.ID, k.ID, k.Secret
 	fmt.Fprintf(os.Stderr, "bench: generating %d codes …\n", b.codes)
 	t0 := time.Now()
-	if _, err := a.Generate(ctx, p.ID, admin.GenerateSpec{Count: b.codes, Length: 12}, nil); err != nil {
+	if _, err := a.Generate(ctx, p.ID, contract.GenerateSpec{Count: b.codes, Length: 12}, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench: generated %d codes in %.1f s\n", b.codes, time.Since(t0).Seconds())

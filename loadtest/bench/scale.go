@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/admin"
-	"github.com/acv/acv/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // scale fills one project with b.scaleN codes and measures what the data-scale targets name:
@@ -22,7 +22,7 @@ import (
 // against the small project of the same run, and the p99 of every read the API offers.
 func (b *bench) scale(ctx context.Context) error {
 	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: b.cfg.MasterKeys}
-	big, err := a.CreateProject(ctx, store.NewProject{Name: "scale"})
+	big, err := a.CreateProject(ctx, contract.NewProject{Name: "scale"})
 	if err != nil {
 		return err
 	}
@@ -38,12 +38,12 @@ func (b *bench) scale(ctx context.Context) error {
 	start := time.Now()
 	for done := 0; done < b.scaleN; {
 		n := min(chunk, b.scaleN-done)
-		spec := admin.GenerateSpec{Count: n, Length: 12}
+		spec := contract.GenerateSpec{Count: n, Length: 12}
 		if done == 0 {
 			// One code in a hundred of the first million has expired, so the expired filter has
 			// something to find among millions that have not.
 			spec.Count = n - n/100
-			if _, err := a.Generate(ctx, big.ID, admin.GenerateSpec{Count: n / 100, Length: 12, ExpiresAt: &past}, nil); err != nil {
+			if _, err := a.Generate(ctx, big.ID, contract.GenerateSpec{Count: n / 100, Length: 12, ExpiresAt: &past}, nil); err != nil {
 				return err
 			}
 		}
