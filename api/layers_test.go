@@ -15,7 +15,7 @@ var adapters = []string{"cache", "audit", "store", "api/httpapi", "internal/admi
 
 // helpers are pure: no I/O of their own, importable by any package. api and docs are the
 // embedded OpenAPI document and documentation.
-var helpers = []string{"api/contract", "api", "docs", "internal/safecsv", "internal/secrets", "internal/settings",
+var helpers = []string{"api/contract", "api", "docs", "internal/safecsv", "internal/plural", "internal/secrets", "internal/settings",
 	"internal/redisscript"}
 
 // wiring packages build the service from its adapters: only they may import an adapter.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acv/acv/internal/plural"
+
 	"github.com/acv/acv/api/contract"
 )
 
@@ -166,7 +168,7 @@ func (a *Admin) RevokeBatch(ctx context.Context, projectID, batchID, by string, 
 		return n, err
 	}
 	if err := a.Store.MarkBatchRevoked(ctx, batchID, by); err != nil {
-		return n, fmt.Errorf("batch %s: %d codes disabled: %w", batchID, n, err)
+		return n, fmt.Errorf("batch %s: %s disabled: %w", batchID, plural.N(n, "code", "codes"), err)
 	}
 	return n, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/acv/acv/internal/plural"
+
 	"github.com/acv/acv/api/contract"
 )
 
@@ -34,7 +36,7 @@ func (a *Admin) DisableMatching(ctx context.Context, projectID string, f contrac
 		}
 		if n != *expected {
 			return 0, &contract.Error{Kind: contract.KindConflict, Err: contract.ErrCountChanged,
-				Message: fmt.Sprintf("%d codes match now, not the %d confirmed: check the new count and confirm again", n, *expected)}
+				Message: fmt.Sprintf("%s now, not the %d confirmed: check the new count and confirm again", plural.N(n, "code matches", "codes match"), *expected)}
 		}
 	} else if err := checkFilter(f); err != nil {
 		return 0, err
