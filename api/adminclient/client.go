@@ -136,25 +136,6 @@ func Path(q url.Values, segments ...string) string {
 	return b.String()
 }
 
-// Token is an API token as the API lists it, never with its secret.
-type Token struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Role       string `json:"role"`
-	OwnerID    string `json:"owner_id"`
-	Owner      string `json:"owner"`
-	CreatedAt  int64  `json:"created_at"`
-	ExpiresAt  int64  `json:"expires_at"`
-	LastUsedAt *int64 `json:"last_used_at"`
-	RevokedAt  *int64 `json:"revoked_at"`
-}
-
-// NewToken is a token just made, with its secret, shown this once.
-type NewToken struct {
-	Token
-	Secret string `json:"secret"`
-}
-
 // Account is a console account.
 type Account struct {
 	ID                 string `json:"id"`
@@ -193,23 +174,23 @@ func (c *Client) Me(ctx context.Context) (Session, error) {
 
 // CreateToken makes a token for the caller's account; role "" is the caller's, ttl 0 the
 // server's default.
-func (c *Client) CreateToken(ctx context.Context, name, role string, ttl time.Duration) (NewToken, error) {
-	var t NewToken
+func (c *Client) CreateToken(ctx context.Context, name, role string, ttl time.Duration) (contract.NewAPIToken, error) {
+	var t contract.NewAPIToken
 	body := map[string]any{"name": name, "role": role, "expires_in": int64(ttl / time.Second)}
 	return t, c.Do(ctx, http.MethodPost, "/tokens", body, &t)
 }
 
 // Tokens lists the tokens the caller may see.
-func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
+func (c *Client) Tokens(ctx context.Context) ([]contract.APIToken, error) {
 	var b struct {
-		Items []Token `json:"items"`
+		Items []contract.APIToken `json:"items"`
 	}
 	return b.Items, c.Do(ctx, http.MethodGet, "/tokens", nil, &b)
 }
 
 // RevokeToken ends a token.
-func (c *Client) RevokeToken(ctx context.Context, id string) (Token, error) {
-	var t Token
+func (c *Client) RevokeToken(ctx context.Context, id string) (contract.APIToken, error) {
+	var t contract.APIToken
 	return t, c.Do(ctx, http.MethodPost, Path(nil, "tokens", id, "revoke"), nil, &t)
 }
 

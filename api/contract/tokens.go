@@ -26,3 +26,22 @@ type NewAdminToken struct {
 	Now       time.Time
 	ExpiresAt time.Time
 }
+
+// APIToken is an admin API token as the admin API shows it: never its secret.
+type APIToken struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	OwnerID    string `json:"owner_id"`
+	Owner      string `json:"owner"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+	LastUsedAt *int64 `json:"last_used_at"`
+	RevokedAt  *int64 `json:"revoked_at"`
+}
+
+// NewAPIToken is a token just made, with its secret, shown this once.
+type NewAPIToken struct {
+	APIToken
+	Secret string `json:"secret"`
+}

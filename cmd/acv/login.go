@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/adminclient"
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/settings"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -227,7 +228,7 @@ func tokenCmd() *cobra.Command {
 }
 
 // tokenRows are the token list's table.
-func tokenRows(ts []adminclient.Token, now time.Time) [][]string {
+func tokenRows(ts []contract.APIToken, now time.Time) [][]string {
 	rows := [][]string{{"ID", "NAME", "OWNER", "ROLE", "STATE", "EXPIRES_AT", "LAST_USED_AT"}}
 	for _, t := range ts {
 		state := "active"

@@ -28,24 +28,12 @@ const (
 	MaxTokenTTL     = 366 * 24 * time.Hour
 )
 
-// Token is a token as the API shows it: never its secret.
-type Token struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Role       Role   `json:"role"`
-	OwnerID    string `json:"owner_id"`
-	Owner      string `json:"owner"`
-	CreatedAt  int64  `json:"created_at"`
-	ExpiresAt  int64  `json:"expires_at"`
-	LastUsedAt *int64 `json:"last_used_at"`
-	RevokedAt  *int64 `json:"revoked_at"`
-}
-
-// NewToken is a token just made, with the secret shown this once.
-type NewToken struct {
-	Token
-	Secret string `json:"secret"`
-}
+// Token and NewToken are the admin API's token views (the contract's: the acv command reads the
+// same types).
+type (
+	Token    = contract.APIToken
+	NewToken = contract.NewAPIToken
+)
 
 func tokenOf(t contract.AdminToken) Token {
 	unix := func(v *time.Time) *int64 {
@@ -55,7 +43,7 @@ func tokenOf(t contract.AdminToken) Token {
 		u := v.Unix()
 		return &u
 	}
-	return Token{ID: t.ID, Name: t.Name, Role: Role(t.Role), OwnerID: t.Admin.ID, Owner: t.Admin.Username,
+	return Token{ID: t.ID, Name: t.Name, Role: t.Role, OwnerID: t.Admin.ID, Owner: t.Admin.Username,
 		CreatedAt: t.CreatedAt.Unix(), ExpiresAt: t.ExpiresAt.Unix(), LastUsedAt: unix(t.LastUsedAt), RevokedAt: unix(t.RevokedAt)}
 }
 
@@ -111,7 +99,7 @@ func (s *Service) CreateToken(ctx context.Context, a Actor, name string, role Ro
 	}); err != nil {
 		return NewToken{}, err
 	}
-	return NewToken{Token: tokenOf(t), Secret: TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)}, nil
+	return NewToken{APIToken: tokenOf(t), Secret: TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)}, nil
 }
 
 // Tokens lists the tokens, newest first: an admin sees every account's, anyone else their own.

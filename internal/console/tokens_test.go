@@ -35,7 +35,7 @@ func TestTokenBearerAPI(t *testing.T) {
 	e := newEnv(t, nil)
 	adm := e.account("alice", console.RoleAdmin)
 	op := newToken(t, adm, "ci", console.RoleOperator, time.Hour)
-	if !strings.HasPrefix(op.Secret, console.TokenPrefix) || op.Owner != "alice" || op.Role != console.RoleOperator {
+	if !strings.HasPrefix(op.Secret, console.TokenPrefix) || op.Owner != "alice" || op.Role != string(console.RoleOperator) {
 		t.Fatalf("new token %+v", op)
 	}
 	ci := e.bearer(op.Secret)
@@ -56,7 +56,7 @@ func TestTokenBearerAPI(t *testing.T) {
 	res, body = sup.do("POST", "/tokens", map[string]any{"name": "up", "role": "admin"})
 	expect(t, "support session asks an admin token", res, body, http.StatusForbidden)
 	st := newToken(t, sup, "own", "", time.Hour)
-	if st.Role != console.RoleSupport {
+	if st.Role != string(console.RoleSupport) {
 		t.Errorf("default role %s, want the owner's", st.Role)
 	}
 	var accounts struct {
