@@ -184,7 +184,7 @@ func TestCLIReadsAndReports(t *testing.T) {
 	c.fails([]string{"codes", "list", "--project", missing}, "not found")
 	c.fails([]string{"key", "create", "--project", missing}, "not found")
 	missingKey := contract.NewKeyID()
-	c.fails([]string{"key", "revoke", missingKey}, "api key "+missingKey+" not found")
+	c.fails([]string{"key", "revoke", missingKey}, "API key "+missingKey+" not found")
 	c.fails([]string{"codes", "disable", "--project", p.ID, "NOPE-1"}, `Code "NOPE-1" not found`)
 
 	if out := c.ok("project", "disable", p.ID); !strings.Contains(out, "project "+p.ID+" disabled") {

@@ -35,7 +35,7 @@ func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
 	}
 	if err := a.Store.RevokeAPIKey(ctx, keyID); err != nil {
 		if errors.Is(err, contract.ErrNotFound) {
-			return contract.NotFound("api key %s not found", keyID)
+			return contract.NotFound("API key %s not found", keyID)
 		}
 		return fmt.Errorf("api key %s is revoked in redis, which the service reads, but not yet in postgres (run the command again): %w", keyID, err)
 	}
@@ -45,7 +45,7 @@ func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
 // SetAPIKeyRateLimit changes a key's token bucket in Postgres and then in the mirror.
 func (a *Admin) SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec float64, burst int) error {
 	if err := a.Store.SetAPIKeyRateLimit(ctx, keyID, ratePerSec, burst); err != nil {
-		return notFound(err, "api key", keyID)
+		return notFound(err, "API key", keyID)
 	}
 	return a.publishKey(ctx, keyID)
 }

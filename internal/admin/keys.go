@@ -9,6 +9,7 @@ import (
 	"regexp"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/plural"
 	"github.com/acv/acv/internal/secrets"
 )
 
@@ -78,7 +79,7 @@ func (a *Admin) RewrapKeys(ctx context.Context) (contract.RewrapResult, error) {
 		}
 	}
 	if first != nil {
-		return res, fmt.Errorf("%d api key secret(s) could not be re-sealed; the first: %w", res.Failed, first)
+		return res, fmt.Errorf("%s could not be re-sealed; the first: %w", plural.N(res.Failed, "API key secret", "API key secrets"), first)
 	}
 	return res, nil
 }

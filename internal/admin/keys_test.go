@@ -254,7 +254,7 @@ func TestRewrapKeys(t *testing.T) {
 	}
 	clearID, _ := insertClearKey(t, a0, pid)
 	res, err = with(again).RewrapKeys(ctx)
-	if err == nil || !strings.Contains(err.Error(), "2 api key secret(s)") ||
+	if err == nil || !strings.Contains(err.Error(), "2 API key secrets") ||
 		res != (contract.RewrapResult{Sealed: 1, Current: 4, Failed: 2}) {
 		t.Fatalf("rewrap with a lost and a moved secret = %+v, %v", res, err)
 	}

@@ -144,7 +144,7 @@ func (s *Server) bulkDisable(c *gin.Context, se *Session) error {
 	}
 	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), c.Param("project_id"), f, *b.ExpectedCount)
 	if errors.Is(err, contract.ErrCountChanged) {
-		return s.answerChanged(c, se, contract.CodeFilter{BatchID: c.Param("batch_id")}, err)
+		return s.answerChanged(c, se, f, err)
 	}
 	if err != nil {
 		return err

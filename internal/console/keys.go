@@ -51,7 +51,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, a Actor, projectID string, r
 func (s *Service) keyProject(ctx context.Context, keyID string) (string, error) {
 	k, err := s.store.APIKey(ctx, keyID)
 	if errors.Is(err, contract.ErrNotFound) {
-		return "", contract.Errorf(contract.KindNotFound, "api key %s not found", keyID)
+		return "", contract.Errorf(contract.KindNotFound, "API key %s not found", keyID)
 	}
 	return k.ProjectID, err
 }
