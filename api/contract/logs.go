@@ -81,12 +81,6 @@ type LogMaintenance struct {
 	Moved, Purged int64
 }
 
-// HourCount is how many successful verifies started in the hour From.
-type HourCount struct {
-	From  time.Time
-	Count int64
-}
-
 // Cursor is the keyset position of r: its time in microseconds and its id.
 func (r LogRecord) Cursor() string {
 	return strconv.FormatInt(r.VerifiedAt.UnixMicro(), 10) + "_" + r.ID

@@ -3,8 +3,6 @@ package console
 import (
 	"context"
 	"time"
-
-	"github.com/acv/acv/api/contract"
 )
 
 // PipelineHealth is the state of the log pipeline as the dashboard shows it: what waits in
@@ -33,30 +31,14 @@ type OutboxReader func(ctx context.Context) (length int64, oldestAge time.Durati
 // RelayCounter counts the relays alive (audit.LiveRelays over the process's Redis).
 type RelayCounter func(ctx context.Context) (int64, error)
 
-// Timeline is the redemptions of the last day, per hour, for the dashboard's chart.
-type Timeline struct {
-	Hours []contract.HourCount
-	Max   int64
-	Total int64
-}
-
-// Dashboard reads the redemptions of the last 24 hours and the pipeline's health (viewer and
-// above). A part that cannot be read is reported in the health's Problem, not as an error:
-// the dashboard is what an operator opens when something is wrong.
-func (s *Service) Dashboard(ctx context.Context, a Actor) (Timeline, PipelineHealth, error) {
+// Health reads the pipeline's health for the dashboard (viewer and above). A part that cannot
+// be read is reported in the health's Problem, not as an error: the dashboard is what an
+// operator opens when something is wrong.
+func (s *Service) Health(ctx context.Context, a Actor) (PipelineHealth, error) {
 	if err := a.require(RoleViewer); err != nil {
-		return Timeline{}, PipelineHealth{}, err
+		return PipelineHealth{}, err
 	}
 	now := s.now()
-	hours, err := s.store.RedemptionsByHour(ctx, now.Add(-23*time.Hour), now.Add(time.Second))
-	if err != nil {
-		return Timeline{}, PipelineHealth{}, err
-	}
-	tl := Timeline{Hours: hours}
-	for _, h := range hours {
-		tl.Total += h.Count
-		tl.Max = max(tl.Max, h.Count)
-	}
 	var h PipelineHealth
 	if s.cfg.Outbox != nil {
 		if n, age, err := s.cfg.Outbox(ctx); err != nil {
@@ -80,5 +62,5 @@ func (s *Service) Dashboard(ctx context.Context, a Actor) (Timeline, PipelineHea
 	} else if ok {
 		h.HasLog, h.NewestLogAge = true, max(now.Sub(t), 0)
 	}
-	return tl, h, nil
+	return h, nil
 }

@@ -40,7 +40,7 @@ func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 		sum.DisabledCodes += st.DisabledCodes
 		sum.ExpiredCodes += st.ExpiredCodes
 	}
-	_, health, err := s.svc.Dashboard(ctx, a)
+	health, err := s.svc.Health(ctx, a)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ type Store interface {
 	ExportLogs(ctx context.Context, f contract.LogFilter, fn func(contract.LogRecord) error) error
 	NewestLog(ctx context.Context, now time.Time) (time.Time, bool, error)
 	PruneAdminAudit(ctx context.Context, before time.Time) (int64, error)
-	RedemptionsByHour(ctx context.Context, from, to time.Time) ([]contract.HourCount, error)
 	RefundLoginAttempt(ctx context.Context, r contract.LoginReservation) error
 	ReserveLoginAttempt(ctx context.Context, limits []contract.LoginLimit, now time.Time, window time.Duration) (
 		r contract.LoginReservation, until time.Time, ok bool, err error)
