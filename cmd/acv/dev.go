@@ -211,7 +211,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	cfg.AdminListener = adminLn
 	urls := devURLs{api: "http://" + ln.Addr().String(), console: consoleURL(adminLn)}
 	if adminLn != nil {
-		urls.admin = "http://" + adminLn.Addr().String()
 		if urls.adminToken, err = devAdminToken(ctx, cfg, dir); err != nil {
 			return err
 		}
@@ -312,9 +311,9 @@ func killStaleKafka(dir string) {
 type devURLs struct {
 	api, console, metrics string         // console is empty when the console is off
 	prometheus            *devPrometheus // nil without --prometheus
-	// admin is the console's address and adminToken the acv command's token for its API;
-	// both empty without a console, the token empty without the "admin" account.
-	admin, adminToken string
+	// adminToken is the acv command's token for the console's admin API; empty without a
+	// console or without the "admin" account.
+	adminToken string
 }
 
 // consoleURL is the operator console's address on ln, empty when the console is off.
@@ -361,7 +360,7 @@ func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, 
 	if urls.adminToken != "" {
 		b.WriteString("\n# The acv command's login to the console's admin API: a token of the \"admin\" account\n")
 		b.WriteString("# (also in admin.token beside this file), so acv project list and the like work at once.\n")
-		fmt.Fprintf(&b, "export ACV_ADMIN_URL=%s\nexport ACV_ADMIN_TOKEN=%s\n", shellQuote(urls.admin), shellQuote(urls.adminToken))
+		fmt.Fprintf(&b, "export ACV_ADMIN_URL=%s\nexport ACV_ADMIN_TOKEN=%s\n", shellQuote(strings.TrimSuffix(urls.console, "/")), shellQuote(urls.adminToken))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -97,11 +97,10 @@ func (s *Service) newSession(ctx context.Context, account contract.AdminAccount,
 // token is malformed or unknown, or the session expired, idled out or was revoked, or its
 // account is disabled or changed its password after the session began.
 func (s *Service) SessionByToken(ctx context.Context, token string) (*Session, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) != tokenLen {
+	raw, id, ok := decodeSecret(token)
+	if !ok {
 		return nil, errNoSession
 	}
-	id := sha256.Sum256(raw)
 	row, err := s.store.AdminSession(ctx, id[:])
 	if errors.Is(err, contract.ErrNotFound) {
 		return nil, errNoSession
@@ -135,4 +134,15 @@ func (s *Service) Logout(ctx context.Context, se *Session, ip string) error {
 		return err
 	}
 	return s.record(ctx, se.Actor(ip), "logout", "admin", se.Account.ID, "", nil)
+}
+
+// decodeSecret reads a session cookie's or an API token's secret (base64url of tokenLen random
+// bytes) and its SHA-256, the form the store keeps and looks it up by; false when enc is not
+// such a secret.
+func decodeSecret(enc string) (raw []byte, hash [sha256.Size]byte, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(raw) != tokenLen {
+		return nil, hash, false
+	}
+	return raw, sha256.Sum256(raw), true
 }

@@ -158,11 +158,10 @@ func (s *Service) SessionByAPIToken(ctx context.Context, secret string) (*Sessio
 	if !ok {
 		return nil, errBadToken
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil || len(raw) != tokenLen {
+	_, hash, ok := decodeSecret(enc)
+	if !ok {
 		return nil, errBadToken
 	}
-	hash := sha256.Sum256(raw)
 	t, err := s.store.AdminTokenByHash(ctx, hash[:])
 	if errors.Is(err, contract.ErrNotFound) {
 		return nil, errBadToken
