@@ -1,13 +1,11 @@
 // Command acvload drives signed requests at a running acv. Without a subcommand it verifies the
-// unused codes of an export as fast as it can (or at -rate) and reports throughput and latency
-// percentiles:
+// unused codes of an export (acv codes export) as fast as it can, or at -rate, and reports
+// throughput and latency percentiles:
 //
-//	acv codes export --project P codes.csv
 //	acvload -base http://127.0.0.1:8080 -key K -secret S -project P -codes codes.csv -c 64 -d 10s
 //
-// `acvload scenario` runs the load test scenarios of loadtest/k6 (redeem, contention,
-// reactivate, readmix), ported to Go with their thresholds and checks, serves its own metrics
-// on /metrics and prints a table; `make loadtest` runs it (loadtest/run.sh, loadtest/README.md):
+// `acvload scenario` runs the scenarios of loadtest/k6 with their thresholds and checks, serves
+// its own /metrics and prints a table; `make loadtest` runs it (loadtest/README.md):
 //
 //	API_SECRET=S acvload scenario -base http://127.0.0.1:8080 -key K -project P -codes codes.csv redeem readmix
 package main
@@ -15,14 +13,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/loadtest/loadgen"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func main() {
@@ -48,12 +57,17 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	codes, err := readCodes(*codesFile)
+	codes, err := loadgen.ReadCodesFile(*codesFile)
+	for _, c := range loadgen.SelectCodes(codes, "", "unused") {
+		cfg.Codes = append(cfg.Codes, c.Value)
+	}
+	if err == nil && len(cfg.Codes) == 0 {
+		err = fmt.Errorf("no unused codes in %s", *codesFile)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "acvload:", err)
 		os.Exit(2)
 	}
-	cfg.Codes = codes
 	rep := loadgen.Run(context.Background(), cfg)
 	if *asJSON {
 		_ = json.NewEncoder(os.Stdout).Encode(rep)
@@ -62,18 +76,176 @@ func main() {
 	fmt.Println(rep)
 }
 
-// readCodes is the values of the unused codes of an export.
-func readCodes(path string) ([]string, error) {
-	codes, err := loadgen.ReadCodesFile(path)
+// runScenarios is `acvload scenario [flags] [scenario...]`; its exit code is 0 when every
+// threshold of every scenario held, 1 when one did not or a scenario could not run, 2 for a
+// usage error.
+func runScenarios(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("acvload scenario", flag.ContinueOnError)
+	base := fs.String("base", os.Getenv("BASE_URL"), "service base URL (default $BASE_URL; required: no port is assumed)")
+	key := fs.String("key", os.Getenv("API_KEY"), "API key id (default $API_KEY); its secret is read from $API_SECRET only, to keep it off the command line")
+	project := fs.String("project", os.Getenv("PROJECT_ID"), "the key's project (default $PROJECT_ID)")
+	codesFile := fs.String("codes", os.Getenv("CODES_FILE"), "export of `acv codes export` (default $CODES_FILE)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9101", "address serving this run's /metrics (a free loopback port when busy; empty: none)")
+	targets := fs.String("prometheus-targets", os.Getenv("ACV_DEV_PROMETHEUS_TARGETS"),
+		"directory of file_sd targets of a Prometheus (acv dev --prometheus writes it to .acv/env as ACV_DEV_PROMETHEUS_TARGETS) to register the metrics address with for the run")
+	linger := fs.Duration("linger", 15*time.Second, "after the last scenario, how long to wait for that Prometheus to scrape the final numbers")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: acvload scenario [flags] [%s]  (default: all, in that order)\n\n"+
+			"Settings come from the environment (loadtest/README.md): DURATION, REDEEM_RATE, CONTENTION_VUS, …, and the\n"+
+			"thresholds P95_MS, P99_MS, MAX_FAILED_RATE, MIN_CHECKS_RATE.\n\n", strings.Join(loadgen.Scenarios, " "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	names := fs.Args()
+	if len(names) == 0 {
+		names = loadgen.Scenarios
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "acvload scenario: "+format+"\n", a...)
+		return 2
+	}
+	for _, n := range names {
+		if !slices.Contains(loadgen.Scenarios, n) {
+			return usage("no scenario %q (scenarios: %s)", n, strings.Join(loadgen.Scenarios, ", "))
+		}
+	}
+	secret := os.Getenv("API_SECRET")
+	if *base == "" || *key == "" || secret == "" || *project == "" || *codesFile == "" {
+		return usage("-base, -key, -project, -codes (or BASE_URL, API_KEY, PROJECT_ID, CODES_FILE) and API_SECRET are required")
+	}
+	settings, err := loadgen.SettingsFromEnv(os.Getenv)
 	if err != nil {
-		return nil, err
+		return usage("%v", err)
 	}
-	var out []string
-	for _, c := range loadgen.SelectCodes(codes, "", "unused") {
-		out = append(out, c.Value)
+	codes, err := loadgen.ReadCodesFile(*codesFile)
+	if err != nil {
+		return usage("%v", err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no unused codes in %s", path)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r := &loadgen.Runner{
+		Target:   loadgen.Target{BaseURL: *base, KeyID: *key, Secret: secret, ProjectID: *project},
+		Codes:    codes,
+		Settings: settings,
+		Metrics:  loadgen.NewMetrics(reg),
+		Log:      os.Stderr,
 	}
-	return out, nil
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "acvload scenario:", err)
+		return 1
+	}
+	var scraped *atomic.Int64
+	if *metricsAddr != "" {
+		ln, last, err := serveMetrics(*metricsAddr, reg)
+		if err != nil {
+			return fail(err)
+		}
+		defer ln.Close()
+		where := ""
+		if *targets != "" {
+			remove, err := localenv.RegisterScrapeTarget(*targets, "acvload", ln.Addr().String(), nil)
+			if err != nil {
+				return fail(err)
+			}
+			defer remove()
+			scraped = last
+			where = " (registered with the Prometheus of " + *targets + ")"
+		}
+		fmt.Fprintf(os.Stderr, "acvload metrics: http://%s/metrics%s\n", ln.Addr(), where)
+	}
+
+	var results []loadgen.Result
+	failed := false
+	var errs []string
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		res, err := r.Run(ctx, name)
+		if err != nil {
+			fail(err)
+			failed = true
+			errs = append(errs, name)
+			continue
+		}
+		results = append(results, res)
+		failed = failed || !res.Passed()
+	}
+	end := time.Now()
+	printTable(os.Stdout, names, results, errs)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			fail(err)
+			failed = true
+		}
+	}
+	// The final counts reach Prometheus only with a scrape after the run.
+	if scraped != nil {
+		deadline := time.Now().Add(*linger)
+		for scraped.Load() <= end.UnixNano() && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if failed || ctx.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+// printTable prints one line a scenario: load-phase requests, requests/s, p95 and p99, and the
+// verdict.
+func printTable(w io.Writer, names []string, results []loadgen.Result, errs []string) {
+	fmt.Fprintf(w, "\n%-11s %9s %9s %9s %9s  %s\n", "scenario", "requests", "req/s", "p95 ms", "p99 ms", "result")
+	for _, n := range names {
+		i := slices.IndexFunc(results, func(r loadgen.Result) bool { return r.Scenario == n })
+		if i < 0 {
+			verdict := "not run (interrupted)"
+			if slices.Contains(errs, n) {
+				verdict = "FAIL (could not run)"
+			}
+			fmt.Fprintf(w, "%-11s %9s %9s %9s %9s  %s\n", n, "-", "-", "-", "-", verdict)
+			continue
+		}
+		r := results[i]
+		verdict := "pass"
+		if !r.Passed() {
+			var failing []string
+			for _, t := range r.Thresholds {
+				if !t.Pass {
+					failing = append(failing, t.Metric)
+				}
+			}
+			verdict = "FAIL (thresholds: " + strings.Join(failing, ", ") + ")"
+		}
+		fmt.Fprintf(w, "%-11s %9d %9.1f %9.1f %9.1f  %s\n", n, r.Requests, r.RPS, r.P95Ms, r.P99Ms, verdict)
+	}
+}
+
+// serveMetrics serves reg on addr, or on a free loopback port when addr is busy; last holds
+// the time of the last scrape, in unix nanoseconds.
+func serveMetrics(addr string, reg *prometheus.Registry) (ln net.Listener, last *atomic.Int64, err error) {
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		fmt.Fprintf(os.Stderr, "acvload: %s is busy (%v); serving metrics on a free port\n", addr, err)
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, nil, err
+		}
+	}
+	last = new(atomic.Int64)
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		t := time.Now()
+		h.ServeHTTP(w, r)
+		last.Store(t.UnixNano())
+	})
+	go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(ln) }()
+	return ln, last, nil
 }

@@ -2,21 +2,400 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
 )
 
-// Each Redis CPU measurement runs cpuVerifies verifies, each of a code of its own; each figure
-// is the least of cpuRounds measurements.
+// CPURun is one measurement of MeasureVerifyCPU.
+type CPURun struct {
+	Codes       int     // codes stored, each verified once; default 100,000
+	Concurrency int     // verifies in flight; default 16
+	Rate        float64 // verifies per second over all connections; 0: unpaced
+	Stored      int     // codes stored beside the verified ones and never verified
+	// Relay runs the outbox relay until its context ends: after the verifies, or beside them
+	// when RelayDuring is set (as the service runs it), and until the outbox is empty.
+	Relay       func(ctx context.Context) error
+	RelayDuring bool
+}
+
+// CommandCPU is one line of INFO commandstats in one phase.
+type CommandCPU struct {
+	Phase  string // "verify" or "relay"
+	Name   string
+	Calls  int64
+	Usec   int64
+	Nested bool // run inside a script or a MULTI of the phase: its time is in its caller's too
+}
+
+// VerifyCPU is what Redis spent per verify, in µs.
+type VerifyCPU struct {
+	Verifies int
+	Script   float64 // the verify phase's calls: the replay marker's SET and FCALL
+	Relay    float64 // the relay's commands
+	Process  float64 // redis-server's CPU time (user and system), both phases
+	Batches  int64   // the relay phase's reads (LRANGE)
+	Commands []CommandCPU
+}
+
+// PerVerify is the target's figure: the script and the relay's share.
+func (v VerifyCPU) PerVerify() float64 { return v.Script + v.Relay }
+
+// FCALL is the verify phase's usec per FCALL.
+func (v VerifyCPU) FCALL() float64 { return v.usecPerCall("fcall") }
+
+func (v VerifyCPU) usecPerCall(name string) float64 {
+	for _, c := range v.Commands {
+		if c.Phase == "verify" && c.Name == name && c.Calls > 0 {
+			return float64(c.Usec) / float64(c.Calls)
+		}
+	}
+	return 0
+}
+
+func (v VerifyCPU) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "FCALL: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
+		v.PerVerify(), v.Script, v.Relay, v.Verifies, v.Batches, v.Process)
+	for _, c := range v.Commands {
+		nested := ""
+		if c.Nested {
+			nested = " (inside its caller)"
+		}
+		fmt.Fprintf(&b, "\n    %-6s %-14s %9d calls %8.2f µs per verify%s", c.Phase, c.Name, c.Calls,
+			float64(c.Usec)/float64(v.Verifies), nested)
+	}
+	return b.String()
+}
+
+// Commands timed inside their caller: what the verify scripts call, and what the relay sends
+// inside MULTI or its scripts. The meter's own probes are left out altogether.
+var (
+	// The replay marker's SET is a top-level call: the meter sends no Idempotency-Key.
+	nestedInVerify = map[string]bool{"hmget": true, "hget": true, "exists": true, "get": true,
+		"hset": true, "hdel": true, "del": true, "expire": true, "rpush": true}
+	nestedInRelay = map[string]bool{"lindex": true, "ltrim": true, "get": true, "set": true, "del": true,
+		"zadd": true, "zremrangebyscore": true, "pexpire": true, "zrange": true}
+	probes = map[string]bool{"xlen": true, "llen": true, "info": true, "config|resetstat": true, "hello": true,
+		"ping": true, "client|setinfo": true}
+)
+
+// MeasureVerifyCPU measures what Redis spends on each verify: it stores codes, verifies each
+// through cache.Verify (the replay marker's SET NX and the script's FCALL), lets the relay move
+// the events, and reads INFO commandstats after each phase. Per verify it reports the time of
+// the top-level commands (nested ones are listed, not added) and redis-server's own CPU time,
+// which also holds the sockets and the AOF. rdb is flushed first.
+func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
+	if run.Codes <= 0 {
+		run.Codes = 100_000
+	}
+	if run.Concurrency <= 0 {
+		run.Concurrency = 16
+	}
+	if run.Relay == nil {
+		return VerifyCPU{}, errors.New("measure verify cpu: no relay")
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return VerifyCPU{}, fmt.Errorf("measure verify cpu: flush: %w", err)
+	}
+	c := cache.New(rdb)
+	if err := c.Preload(ctx); err != nil {
+		return VerifyCPU{}, err
+	}
+	pid := contract.NewID()
+	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
+		return VerifyCPU{}, err
+	}
+	codes := make([]contract.CodeRecord, run.Codes+run.Stored)
+	for i := range codes {
+		codes[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: pid, Code: fmt.Sprintf("CPU-%09d", i)}
+	}
+	for i := 0; i < len(codes); i += 10_000 {
+		if err := c.PutCodes(ctx, pid, codes[i:min(i+10_000, len(codes))]); err != nil {
+			return VerifyCPU{}, err
+		}
+	}
+	codes = codes[:run.Codes]
+
+	cpu0, err := redisCPUTime(ctx, rdb)
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		return VerifyCPU{}, err
+	}
+	var stopRelay func() error
+	if run.RelayDuring {
+		stopRelay = startRelay(ctx, run.Relay)
+	}
+	verifyErr := verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate)
+	if stopRelay != nil {
+		if err := stopRelay(); err != nil && verifyErr == nil {
+			verifyErr = fmt.Errorf("relay stopped while the verifies ran: %w", err)
+		}
+	}
+	if verifyErr != nil {
+		return VerifyCPU{}, verifyErr
+	}
+	verify, err := commandStats(ctx, rdb, "verify")
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		return VerifyCPU{}, err
+	}
+	if err := relayUntilEmpty(ctx, rdb, run.Relay); err != nil {
+		return VerifyCPU{}, err
+	}
+	relay, err := commandStats(ctx, rdb, "relay")
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+	cpu1, err := redisCPUTime(ctx, rdb)
+	if err != nil {
+		return VerifyCPU{}, err
+	}
+
+	n := float64(run.Codes)
+	out := VerifyCPU{Verifies: run.Codes, Process: (cpu1 - cpu0) * 1e6 / n}
+	if run.RelayDuring {
+		verify = splitRelayCalls(verify, relay, int64(run.Codes))
+	}
+	for _, s := range append(verify, relay...) {
+		if probes[s.Name] {
+			continue
+		}
+		if s.Phase == "verify" {
+			// The relay may have run in this phase too; the replay marker's SET is top-level.
+			s.Nested = nestedInVerify[s.Name] || (nestedInRelay[s.Name] && s.Name != "set")
+		} else {
+			s.Nested = s.Nested || nestedInRelay[s.Name]
+		}
+		out.Commands = append(out.Commands, s)
+		switch {
+		case s.Nested:
+		case s.Phase == "verify" && (s.Name == "fcall" || s.Name == "set"):
+			out.Script += float64(s.Usec) / n
+		default:
+			out.Relay += float64(s.Usec) / n
+			if s.Name == "lrange" {
+				out.Batches += s.Calls
+			}
+		}
+	}
+	return out, nil
+}
+
+// splitRelayCalls separates, in the verify phase's stats, the relay's FCALLs and SETs from the
+// verifies' own (one of each a verify): commandstats counts by command name alone. The relay's
+// part is priced at what a call cost in the relay phase, where the relay ran alone.
+func splitRelayCalls(verify, relay []CommandCPU, verifies int64) []CommandCPU {
+	perCall := map[string]float64{}
+	for _, s := range relay {
+		if s.Calls > 0 {
+			perCall[s.Name] = float64(s.Usec) / float64(s.Calls)
+		}
+	}
+	out := make([]CommandCPU, 0, len(verify)+2)
+	for _, s := range verify {
+		if (s.Name == "fcall" || s.Name == "set") && s.Calls > verifies {
+			extra := s.Calls - verifies
+			usec := min(s.Usec, int64(float64(extra)*perCall[s.Name]))
+			out = append(out, CommandCPU{Phase: "verify", Name: s.Name, Calls: verifies, Usec: s.Usec - usec},
+				CommandCPU{Phase: "relay", Name: s.Name, Calls: extra, Usec: usec, Nested: nestedInRelay[s.Name]})
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// verifyAll verifies every code once, concurrency at a time, each with a replay key of its own
+// and no Idempotency-Key; every one must succeed. At a rate, verify i starts no sooner than
+// i/rate seconds after the first.
+func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract.CodeRecord, concurrency int, rate float64) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrency)
+	start := time.Now()
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(codes) || ctx.Err() != nil {
+					return
+				}
+				if rate > 0 {
+					time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+				}
+				res, err := c.Verify(ctx, contract.Operation{ProjectID: pid, KeyID: "cpu", Code: codes[i].Code,
+					IP: "127.0.0.1", ReplayKey: "n:" + contract.NewID(), EventID: contract.NewID(), Now: time.Now()})
+				if err == nil && !res.Outcome.Success() {
+					err = fmt.Errorf("verify %s: %s", codes[i].Code, res.Outcome.Error)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// startRelay runs relay until the returned function is called, which waits for it to end.
+func startRelay(ctx context.Context, relay func(context.Context) error) (stop func() error) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay(rctx) }()
+	return func() error {
+		defer cancel()
+		select {
+		case err := <-done:
+			return fmt.Errorf("relay ended early: %v", err)
+		default:
+		}
+		cancel()
+		<-done
+		return nil
+	}
+}
+
+// relayUntilEmpty runs relay until every outbox is empty.
+func relayUntilEmpty(ctx context.Context, rdb *redis.Client, relay func(context.Context) error) error {
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay(rctx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("relay stopped before the outbox was empty: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		n, err := outboxLen(ctx, rdb)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("outbox still holds %d entries", n)
+		}
+	}
+}
+
+// outboxLen is the entries of every outbox (LLEN alone: a probe the meter leaves out).
+func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
+	pipe := rdb.Pipeline()
+	var cmds []*redis.IntCmd
+	for _, key := range cache.Outboxes() {
+		cmds = append(cmds, pipe.LLen(ctx, key))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("outbox length: %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// info reads an INFO section as its key:value pairs.
+func info(ctx context.Context, rdb redis.UniversalClient, section string) (map[string]string, error) {
+	s, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("info %s: %w", section, err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// commandStats reads INFO commandstats, costliest first.
+func commandStats(ctx context.Context, rdb redis.UniversalClient, phase string) ([]CommandCPU, error) {
+	stats, err := info(ctx, rdb, "commandstats")
+	if err != nil {
+		return nil, err
+	}
+	var out []CommandCPU
+	for k, line := range stats {
+		name, ok := strings.CutPrefix(k, "cmdstat_")
+		if !ok {
+			continue
+		}
+		s := CommandCPU{Phase: phase, Name: name}
+		for _, kv := range strings.Split(line, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				s.Calls, err = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				s.Usec, err = strconv.ParseInt(v, 10, 64)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("commandstats %s: %w", line, err)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Usec != out[j].Usec {
+			return out[i].Usec > out[j].Usec
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// redisCPUTime is redis-server's CPU seconds so far (used_cpu_sys + used_cpu_user).
+func redisCPUTime(ctx context.Context, rdb *redis.Client) (float64, error) {
+	cpu, err := info(ctx, rdb, "cpu")
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
+		f, err := strconv.ParseFloat(cpu[k], 64)
+		if err != nil {
+			return 0, fmt.Errorf("info cpu %s: %w", k, err)
+		}
+		total += f
+	}
+	return total, nil
+}
+
+// Each Redis CPU figure is the least of cpuRounds measurements of cpuVerifies verifies.
 const (
 	cpuVerifies = 100_000
 	cpuRounds   = 2
@@ -29,14 +408,10 @@ type redisSetup struct {
 	run   CPURun
 }
 
-// The setups the Redis CPU row reports. The script costs Redis more on a server that holds a
-// project's state, beside a running relay, at a rate that leaves it idle between requests
-// (loadtest/RESULTS.md, "Why FCALL costs more under make run"), so the row's figure is taken
-// as a deployment runs: the service's Redis settings (AOF everysec, a password), the relay
-// moving events while the verifies run, half a million other codes stored, verifies paced at
-// the rate make run was measured at. The same with appendfsync always is make run's Redis; the
-// bare setup (an empty server, verifies as fast as the connections go, relay afterwards) is
-// what the row reported before, kept for comparison with the earlier tables.
+// redisSetups are the setups the Redis CPU row reports. The script costs Redis more on a
+// server that holds a project's state, beside a running relay, at a paced rate
+// (loadtest/RESULTS.md, "Why FCALL costs more under make run"), so the row's figure is taken as
+// deployed; make run's Redis adds appendfsync always; bare is the earlier tables' setup.
 func redisSetups(conns int) (deployed, makeRun, bare redisSetup) {
 	bare = redisSetup{name: "bare", redis: localenv.RedisOptions{AOF: true},
 		run: CPURun{Codes: cpuVerifies, Concurrency: conns}}
@@ -48,10 +423,8 @@ func redisSetups(conns int) (deployed, makeRun, bare redisSetup) {
 	return deployed, makeRun, bare
 }
 
-// redisCPU measures Redis's CPU per verify (MeasureVerifyCPU: the replay marker and the script
-// calls, and the relay's share, from INFO commandstats) on a redis-server of its own for each
-// setup. Each figure is the least of cpuRounds runs (the machine is shared); the commands of
-// each run go to standard error.
+// redisCPU measures Redis's CPU per verify on a redis-server of its own for each setup, the
+// least of cpuRounds runs (the machine is shared); each run's commands go to standard error.
 func (b *bench) redisCPU(ctx context.Context) error {
 	deployed, makeRun, bare := redisSetups(b.conc)
 	var best [3]VerifyCPU
@@ -75,6 +448,42 @@ func (b *bench) redisCPU(ctx context.Context) error {
 			"least of %d runs of %d verifies, %d connections",
 			d.PerVerify(), d.Script, d.FCALL(), d.Relay, d.Process, deployed.run.Stored, deployed.run.Rate,
 			m.PerVerify(), m.Process, e.PerVerify(), e.FCALL(), e.Process, cpuRounds, cpuVerifies, b.conc)})
+	return nil
+}
+
+// fcallFactors (-only factors) measures what makes the script cost Redis more: the bare setup
+// with one deployment factor changed at a time, then all of them, each beside a run of the bare
+// setup in the same round (only the ratio holds on a shared machine).
+func (b *bench) fcallFactors(ctx context.Context) error {
+	const codes = 30_000
+	_, makeRun, ref := redisSetups(b.conc)
+	ref.run.Codes = codes
+	with := func(name string, change func(*redisSetup)) redisSetup {
+		s := ref
+		s.name = name
+		change(&s)
+		return s
+	}
+	setups := []redisSetup{
+		with("appendfsync always", func(s *redisSetup) { s.redis.FsyncAlways = true }),
+		with("requirepass", func(s *redisSetup) { s.redis.Password = makeRun.redis.Password }),
+		with("relay running with the verifies", func(s *redisSetup) { s.run.RelayDuring = true }),
+		with(fmt.Sprintf("paced at %.0f verifies/s", makeRun.run.Rate), func(s *redisSetup) { s.run.Rate = makeRun.run.Rate }),
+		with(fmt.Sprintf("%d other codes stored", makeRun.run.Stored), func(s *redisSetup) { s.run.Stored = makeRun.run.Stored }),
+		with("all of them (make run)", func(s *redisSetup) { s.redis, s.run = makeRun.redis, makeRun.run; s.run.Codes = codes }),
+	}
+	for i, s := range setups {
+		for round := 0; round < 2; round++ {
+			for j, run := range []redisSetup{ref, s} {
+				v, err := measureRedisCPU(ctx, filepath.Join(b.dir, fmt.Sprintf("factor-%d-%d-%d", i, round, j)), run)
+				if err != nil {
+					return fmt.Errorf("%s: %w", run.name, err)
+				}
+				fmt.Printf("%d.%d  %-36s FCALL %5.1f µs/call  SET %4.1f µs/call  redis-server %5.1f µs/verify  relay %4.1f µs/verify\n",
+					i, round, run.name, v.FCALL(), v.usecPerCall("set"), v.Process, v.Relay)
+			}
+		}
+	}
 	return nil
 }
 

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/acv/acv/api/client"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Scenarios are the scenarios of loadtest/k6, ported to Go, in the order make loadtest runs
@@ -356,7 +359,7 @@ func (x *run) standard(l Limits) {
 	lat := append([]time.Duration(nil), x.lat...)
 	reqs, failed, pass, fail := x.requests, x.failed, x.checksPass, x.checksFail
 	x.mu.Unlock()
-	p95, p99 := percentileMs(lat, 95), percentileMs(lat, 99)
+	p95, p99 := PercentileMs(lat, 95), PercentileMs(lat, 99)
 	ts := []Threshold{
 		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(95)<%g", l.P95Ms), Actual: fmt.Sprintf("p(95)=%.2fms", p95), Pass: p95 < l.P95Ms},
 		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(99)<%g", l.P99Ms), Actual: fmt.Sprintf("p(99)=%.2fms", p99), Pass: p99 < l.P99Ms},
@@ -410,7 +413,7 @@ func (x *run) endpointP95(endpoint string, limit float64) {
 	x.mu.Unlock()
 	t := Threshold{Metric: "http_req_duration{endpoint:" + endpoint + "}", Condition: fmt.Sprintf("p(95)<%g", limit), Actual: "no requests", Pass: true}
 	if len(lat) > 0 {
-		p := percentileMs(lat, 95)
+		p := PercentileMs(lat, 95)
 		t.Actual, t.Pass = fmt.Sprintf("p(95)=%.2fms", p), p < limit
 	}
 	x.mu.Lock()
@@ -423,7 +426,7 @@ func (x *run) result() Result {
 	defer x.mu.Unlock()
 	res := Result{Scenario: x.scenario, Requests: x.requests, FailedRequests: x.failed,
 		Checks: x.checksPass + x.checksFail, ChecksFailed: x.checksFail,
-		P95Ms: percentileMs(x.lat, 95), P99Ms: percentileMs(x.lat, 99),
+		P95Ms: PercentileMs(x.lat, 95), P99Ms: PercentileMs(x.lat, 99),
 		Thresholds: x.thresholds, Counters: x.counters, Notes: x.notes}
 	if !x.loadEnd.IsZero() {
 		res.Seconds = x.loadEnd.Sub(x.loadStart).Seconds()
@@ -442,9 +445,9 @@ func (x *run) result() Result {
 	return res
 }
 
-// percentileMs is the p-th percentile of the durations in milliseconds, interpolated between
+// PercentileMs is the p-th percentile of the durations in milliseconds, interpolated between
 // the two nearest samples as k6's trend metrics compute it; 0 without samples.
-func percentileMs(d []time.Duration, p float64) float64 {
+func PercentileMs(d []time.Duration, p float64) float64 {
 	if len(d) == 0 {
 		return 0
 	}
@@ -457,4 +460,161 @@ func percentileMs(d []time.Duration, p float64) float64 {
 	}
 	frac := pos - float64(lo)
 	return (float64(s[lo]) + frac*float64(s[lo+1]-s[lo])) / 1e6
+}
+
+// latencyBuckets are the service's request-duration bounds (api/httpapi), so the load
+// generator's view of a request and the service's can be compared bucket for bucket.
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Metrics are the load generator's own series: what it sent, how long each request took as
+// the client saw it, and how each scenario is judged. cmd/acvload serves them on a /metrics of
+// its own, so a load run shows on the same Prometheus as the service it loads.
+type Metrics struct {
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	checks     *prometheus.CounterVec
+	dropped    *prometheus.CounterVec
+	unexpected *prometheus.CounterVec
+	running    *prometheus.GaugeVec
+	rate       *prometheus.GaugeVec
+	thresholds *prometheus.GaugeVec
+}
+
+// NewMetrics registers the series on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_loadtest_requests_total",
+			Help: "Requests the load generator sent, by scenario, endpoint, phase (setup, load, teardown) and outcome: the HTTP status class (2xx, 4xx, 5xx) or error when no answer came.",
+		}, []string{"scenario", "endpoint", "phase", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "acv_loadtest_request_duration_seconds",
+			Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
+			Buckets: latencyBuckets,
+		}, []string{"scenario", "endpoint", "phase"}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_loadtest_checks_total",
+			Help: "Checks of the answers against the contract, by scenario and result (pass, fail).",
+		}, []string{"scenario", "result"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_loadtest_dropped_iterations_total",
+			Help: "Iterations an open-model scenario could not start on time for want of a free VU.",
+		}, []string{"scenario"}),
+		unexpected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acv_loadtest_unexpected_failures_total",
+			Help: "Answers a correct service never gives in the scenario (its unexpected_failures).",
+		}, []string{"scenario"}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "acv_loadtest_scenario_running",
+			Help: "1 while the scenario's load phase runs.",
+		}, []string{"scenario"}),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "acv_loadtest_target_rate_per_second",
+			Help: "Iterations per second an open-model scenario starts (0 for a closed model).",
+		}, []string{"scenario"}),
+		thresholds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "acv_loadtest_thresholds",
+			Help: "The thresholds of the scenario's last run, by result (pass, fail).",
+		}, []string{"scenario", "result"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.checks, m.dropped, m.unexpected, m.running, m.rate, m.thresholds)
+	return m
+}
+
+// outcome is a request's outcome label: its status class, or error without an answer.
+func outcome(status int, err error) string {
+	if err != nil || status == 0 {
+		return "error"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}
+
+// iterations is how many iterations an open model starts at rate per second in d: one every
+// 1/rate seconds from the start, while the time is within d.
+func iterations(rate float64, d time.Duration) int {
+	if rate <= 0 || d <= 0 {
+		return 0
+	}
+	return int(math.Ceil(rate*d.Seconds() - 1e-9))
+}
+
+// openModel runs fn at a fixed arrival rate, as k6's constant-arrival-rate executor does: the
+// iterations(rate, d) iterations start on a timetable whatever the latency, each on a free VU
+// (1 … maxVUs; a VU runs one iteration at a time), and one that is due while every VU is busy
+// is dropped. iter counts the iterations started (0, 1, …). It returns once every started
+// iteration finished, with the number dropped.
+func openModel(ctx context.Context, rate float64, d time.Duration, maxVUs int, fn func(vu int, iter int64)) (dropped int64) {
+	n := iterations(rate, d)
+	if maxVUs < 1 {
+		maxVUs = 1
+	}
+	free := make(chan int, maxVUs)
+	for vu := 1; vu <= maxVUs; vu++ {
+		free <- vu
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var started int64
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for i := 0; i < n; i++ {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				wg.Wait()
+				return dropped
+			}
+		}
+		select {
+		case vu := <-free:
+			iter := started
+			started++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { free <- vu }()
+				fn(vu, iter)
+			}()
+		default:
+			dropped++
+		}
+	}
+	wg.Wait()
+	return dropped
+}
+
+// closedModel runs vus VUs that each repeat fn back to back for d, as k6's constant-vus
+// executor does; an iteration running when d ends finishes.
+func closedModel(ctx context.Context, vus int, d time.Duration, fn func(vu int)) {
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for vu := 1; vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(end) {
+				fn(vu)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// sleepUntil waits until t, or until ctx ends; it tells whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,12 +1,17 @@
 package loadgen
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
-	"regexp"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acv/acv/internal/safecsv"
 )
 
 // Limits are the latency, failure and check thresholds every scenario sets on its load phase,
@@ -160,82 +165,126 @@ type envReader struct {
 	errs   []string
 }
 
-func (e *envReader) integer(name string, def int) int {
+// get is the variable name read by parse, or def when it is unset or malformed.
+func get[T any](e *envReader, name string, def T, parse func(string) (T, error)) T {
 	v := strings.TrimSpace(e.lookup(name))
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not an integer", name, v))
-		return def
-	}
-	return n
-}
-
-func (e *envReader) float(name string, def float64) float64 {
-	v := strings.TrimSpace(e.lookup(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not a number", name, v))
-		return def
-	}
-	return n
-}
-
-// seconds reads a number of seconds (VERIFY_SECS=1.5).
-func (e *envReader) seconds(name string, def time.Duration) time.Duration {
-	v := strings.TrimSpace(e.lookup(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
-		e.errs = append(e.errs, fmt.Sprintf("%s=%s is not a number of seconds", name, v))
-		return def
-	}
-	return time.Duration(n * float64(time.Second))
-}
-
-// kDuration is a k6 duration: 90 (seconds), 15s, 2m, 1m30s, 1h, 500ms.
-var kDuration = regexp.MustCompile(`^(\d+(?:\.\d+)?)(ms|h|m|s)`)
-
-func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	v := strings.TrimSpace(e.lookup(name))
-	if v == "" {
-		return def
-	}
-	d, err := ParseDuration(v)
+	n, err := parse(v)
 	if err != nil {
 		e.errs = append(e.errs, fmt.Sprintf("%s=%s: %v", name, v, err))
 		return def
 	}
-	return d
+	return n
+}
+
+func (e *envReader) integer(name string, def int) int {
+	return get(e, name, def, func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, errors.New("not an integer")
+		}
+		return n, nil
+	})
+}
+
+func (e *envReader) float(name string, def float64) float64 { return get(e, name, def, number) }
+
+// seconds reads a number of seconds (VERIFY_SECS=1.5).
+func (e *envReader) seconds(name string, def time.Duration) time.Duration {
+	return get(e, name, def, func(v string) (time.Duration, error) {
+		n, err := number(v)
+		if err != nil || n < 0 {
+			return 0, errors.New("not a number of seconds")
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	})
+}
+
+func (e *envReader) duration(name string, def time.Duration) time.Duration {
+	return get(e, name, def, ParseDuration)
+}
+
+// number is a finite float.
+func number(v string) (float64, error) {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, errors.New("not a number")
+	}
+	return n, nil
 }
 
 // ParseDuration reads a duration as k6 writes them: a number of seconds, or units such as
 // 15s, 2m, 1m30s, 1h, 500ms.
 func ParseDuration(v string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 && !math.IsInf(n, 0) {
+	if n, err := number(v); err == nil && n >= 0 {
 		return time.Duration(n * float64(time.Second)), nil
 	}
-	if v == "" {
-		return 0, fmt.Errorf("empty duration")
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New("use forms like 30s, 2m, 1m30s")
 	}
-	var total time.Duration
-	rest := v
-	for rest != "" {
-		m := kDuration.FindStringSubmatch(rest)
-		if m == nil {
-			return 0, fmt.Errorf("use forms like 30s, 2m, 1m30s")
+	return d, nil
+}
+
+// Code is one row of the CSV `acv codes export` writes (id,code,state,...): the scenarios
+// verify, reactivate and read codes by these values and check the answers against them.
+type Code struct {
+	ID, Value, State string
+}
+
+// ReadCodesFile reads the export at path (see ReadCodes).
+func ReadCodesFile(path string) ([]Code, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open codes: %w", err)
+	}
+	defer f.Close()
+	codes, err := ReadCodes(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return codes, nil
+}
+
+// ReadCodes reads an export of `acv codes export`: a header id,code,state,... and one row a
+// code, cells escaped as every export escapes them (safecsv), so a code such as =X, which the
+// export writes '=X, reads as =X.
+func ReadCodes(r io.Reader) ([]Code, error) {
+	cr := safecsv.NewReader(r)
+	head, err := cr.Read()
+	if err != nil || len(head) < 3 || head[0] != "id" || head[1] != "code" || head[2] != "state" {
+		return nil, errors.New("not an export of `acv codes export` (header id,code,state,...)")
+	}
+	var out []Code
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
 		}
-		n, _ := strconv.ParseFloat(m[1], 64)
-		unit := map[string]time.Duration{"ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour}[m[2]]
-		total += time.Duration(n * float64(unit))
-		rest = rest[len(m[0]):]
+		if err != nil {
+			return nil, fmt.Errorf("read codes: %w", err)
+		}
+		if len(rec) >= 3 {
+			out = append(out, Code{ID: rec[0], Value: rec[1], State: rec[2]})
+		}
 	}
-	return total, nil
+}
+
+// SelectCodes keeps the codes whose value starts with prefix (every code when it is empty) and,
+// when states are given, whose state is one of them: one export feeds several scenarios, each
+// on codes of its own prefix.
+func SelectCodes(codes []Code, prefix string, states ...string) []Code {
+	var out []Code
+	for _, c := range codes {
+		if !strings.HasPrefix(c.Value, prefix) {
+			continue
+		}
+		if len(states) > 0 && !slices.Contains(states, c.State) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/acv/acv/internal/localenv"
+)
+
+// The parts whose CPU the cost table attributes to a verify, in its column order.
+const (
+	partAPI      = "API"
+	partRedis    = "Redis"
+	partRelay    = "relay"
+	partConsumer = "consumer"
+	partBroker   = "Kafka broker"
+	partPostgres = "Postgres"
+	partLoadgen  = "load generator"
+	// partBrokerJIT is the broker JVM's JIT compilers, reported apart from the broker.
+	partBrokerJIT = "broker JIT"
+)
+
+var partOrder = []string{partAPI, partRedis, partRelay, partConsumer, partBroker, partPostgres, partLoadgen}
+
+// pidStat is a process's /proc/<pid>/stat; ok is false once it is gone.
+func pidStat(pid int) (s procfs.ProcStat, ok bool) {
+	p, err := procfs.NewProc(pid)
+	if err == nil {
+		s, err = p.Stat()
+	}
+	return s, err == nil
+}
+
+// pidCPU is a process's own user+system CPU seconds so far, children excluded; 0 when gone.
+func pidCPU(pid int) float64 {
+	s, _ := pidStat(pid)
+	return s.CPUTime()
+}
+
+// selfCPU is the load generator's CPU seconds (with the bench's own sampling).
+func selfCPU() float64 { return pidCPU(os.Getpid()) }
+
+// pgServerCPU is a whole PostgreSQL server's CPU seconds: the postmaster's own, every live
+// child's, and the ended children's it waited for (cutime+cstime), so a backend that ends
+// within a measured interval counts exactly once.
+func pgServerCPU(postmaster int) float64 {
+	pm, ok := pidStat(postmaster)
+	if !ok {
+		return 0
+	}
+	total := pm.CPUTime() + float64(pm.CUTime+pm.CSTime)/100 // USER_HZ
+	for _, s := range childrenOf(postmaster) {
+		total += s.CPUTime()
+	}
+	return total
+}
+
+// childrenOf is the processes whose parent is pid (a PostgreSQL server's backends and workers).
+func childrenOf(pid int) []procfs.ProcStat {
+	procs, _ := procfs.AllProcs()
+	var out []procfs.ProcStat
+	for _, p := range procs {
+		if s, err := p.Stat(); err == nil && s.PPID == pid {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// jitCPU sums the CPU of a JVM's live compiler threads ("C1 CompilerThre", "C2 CompilerThre");
+// an ended compiler thread's CPU counts as the process's.
+func jitCPU(pid int) float64 {
+	threads, _ := procfs.AllThreads(pid)
+	var t float64
+	for _, th := range threads {
+		if s, err := th.Stat(); err == nil && strings.Contains(s.Comm, "CompilerThre") {
+			t += s.CPUTime()
+		}
+	}
+	return t
+}
+
+// machineBusy is the CPU seconds the whole machine spent busy so far (all cores, idle and
+// iowait left out).
+func machineBusy() float64 {
+	s, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0
+	}
+	st, err := s.Stat()
+	if err != nil {
+		return 0
+	}
+	c := st.CPUTotal
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal + c.Guest + c.GuestNice
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages: other work shows there.
+func loadAvg() string {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return "?"
+	}
+	l, err := fs.LoadAvg()
+	if err != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.2f %.2f %.2f", l.Load1, l.Load5, l.Load15)
+}
+
+// meter reads the CPU seconds of named parts; each reader returns the part's total so far.
+type meter map[string]func() float64
+
+// cpuSample is each part's CPU seconds at one instant.
+type cpuSample map[string]float64
+
+func (m meter) sample() cpuSample {
+	s := cpuSample{}
+	for name, read := range m {
+		s[name] = read()
+	}
+	return s
+}
+
+// since is the CPU seconds each part spent from s0 to s.
+func (s cpuSample) since(s0 cpuSample) cpuSample {
+	d := cpuSample{}
+	for name, v := range s {
+		d[name] = v - s0[name]
+	}
+	return d
+}
+
+// pipelineNice is the niceness of the pipeline's processes in the run that shows the hot
+// path's latency when they yield to it: their lag bound is a second, a verify's is not.
+const pipelineNice = 10
+
+// renicePipeline sets the niceness of every thread (Linux keeps it per thread; new threads and
+// forked backends inherit it) of the relay and consumer, the Kafka broker, and the PostgreSQL
+// server with every backend.
+func (b *bench) renicePipeline(nice int, procs ...*proc) error {
+	pids := []int{b.pg.Pid()}
+	for _, s := range childrenOf(b.pg.Pid()) {
+		pids = append(pids, s.PID)
+	}
+	if b.kafka != nil {
+		pids = append(pids, b.kafka.Nodes[0].Pid())
+	}
+	for _, p := range procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	for _, pid := range pids {
+		threads, err := procfs.AllThreads(pid)
+		if err != nil {
+			return fmt.Errorf("threads of %d: %w", pid, err)
+		}
+		for _, t := range threads {
+			// A thread that ended since the listing is no failure.
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, t.PID, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("renice thread %d of %d: %w", t.PID, pid, err)
+			}
+		}
+	}
+	return nil
+}
+
+// proc is an acv process under test.
+type proc struct {
+	cmd *exec.Cmd
+	// base is the API's address (empty without the api role); debug serves /metrics.
+	base, debug string
+}
+
+// startACV starts `acv serve` with roles against the run's single Redis.
+func (b *bench) startACV(ctx context.Context, roles string) (*proc, error) {
+	return b.startACVOn(ctx, roles, b.cfg.RedisURL)
+}
+
+// startACVOn starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
+// and returns once it answers /readyz.
+func (b *bench) startACVOn(ctx context.Context, roles, redisURL string) (*proc, error) {
+	port, err := localenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dport, err := localenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	var brokers string
+	if b.kafka != nil {
+		brokers = strings.Join(b.kafka.Brokers, ",")
+	}
+	name := strings.ReplaceAll(roles, ",", "-")
+	if redisURL != b.cfg.RedisURL {
+		name += "-cluster"
+	}
+	cmd := exec.Command(b.acv, "serve")
+	cmd.Env = append(os.Environ(),
+		"ACV_HTTP_ADDR="+addr, "ACV_DEBUG_ADDR="+fmt.Sprintf("127.0.0.1:%d", dport), "ACV_ADMIN_ADDR=",
+		"ACV_REDIS_URL="+redisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
+		"KAFKA_BROKERS="+brokers, "ACV_ROLES="+roles,
+		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),
+		"ACV_INSTANCE=bench-"+name)
+	// The service logs as deployed (one access line per request, level info), to a file.
+	logf, err := os.Create(filepath.Join(b.dir, "acv-"+name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", b.acv, err)
+	}
+	p := &proc{cmd: cmd, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
+	ready := p.debug + "/readyz"
+	if strings.Contains(roles, "api") {
+		p.base = "http://" + addr
+		ready = p.base + "/readyz"
+	}
+	if err := waitHTTP(ctx, ready, "GET"); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpu is the process's user+system CPU seconds so far.
+func (p *proc) cpu() float64 { return pidCPU(p.cmd.Process.Pid) }
+
+// peakRSS is the process's high-water resident set, in MiB.
+func (p *proc) peakRSS() float64 {
+	pp, err := procfs.NewProc(p.cmd.Process.Pid)
+	if err != nil {
+		return 0
+	}
+	s, err := pp.NewStatus()
+	if err != nil {
+		return 0
+	}
+	return float64(s.VmHWM) / (1 << 20)
+}
+
+// profile starts a CPU profile of p over one measured phase when -profile is set, written to
+// name.pprof; the returned function waits for it. A failure is reported, never fatal.
+func (b *bench) profile(ctx context.Context, p *proc, name string) (wait func()) {
+	if b.profileDir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := b.fetchProfile(ctx, p, name); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: profile", name+":", err)
+		}
+	}()
+	return func() { <-done }
+}
+
+func (b *bench) fetchProfile(ctx context.Context, p *proc, name string) error {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	if err := os.MkdirAll(b.profileDir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(b.profileDir, name+".pprof"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+func waitHTTP(ctx context.Context, url, method string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not answering: %w", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func sum(v []float64) float64 {
+	var t float64
+	for _, x := range v {
+		t += x
+	}
+	return t
+}

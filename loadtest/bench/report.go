@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acv/acv/audit"
+	"github.com/acv/acv/loadtest/loadgen"
+	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+)
+
+// idleWindow is how long the pipeline's idle CPU is read.
+const idleWindow = 5 * time.Second
+
+// costRow is one line of the cost table: the CPU each process spent over a phase's window,
+// divided by the verifies that succeeded in it.
+type costRow struct {
+	name     string
+	verifies int64 // successes (pgbench: transactions processed), counted exactly
+	rps      float64
+	p50, p99 float64   // ms; 0 = not measured
+	cpu      cpuSample // CPU seconds per part over the window; a part absent ran no work of this phase
+	machine  float64   // CPU seconds the whole machine was busy over the window (all processes, the kernel, other work)
+	note     string
+}
+
+func newCostRow(name string, rep loadgen.Report, cpu cpuSample, machine float64, note string) costRow {
+	return costRow{name: name, verifies: rep.Successes, rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms,
+		cpu: cpu, machine: machine, note: note}
+}
+
+// us is a part's CPU µs per verify, and whether the part ran in this phase.
+func (c costRow) us(part string) (float64, bool) {
+	v, ok := c.cpu[part]
+	if !ok || c.verifies == 0 {
+		return 0, false
+	}
+	return 1e6 * v / float64(c.verifies), true
+}
+
+// total is the CPU µs per verify of every measured process together.
+func (c costRow) total() float64 {
+	var t float64
+	for _, p := range partOrder {
+		v, _ := c.us(p)
+		t += v
+	}
+	return t
+}
+
+// cost is the row of the given name, if the run measured it.
+func (b *bench) cost(name string) (costRow, bool) {
+	for _, c := range b.costs {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return costRow{}, false
+}
+
+// Names of the cost rows the targets read.
+const (
+	costCeiling   = "HTTP ceiling: bare Gin handler (per request)"
+	costHot       = "acv hot path (ACV_ROLES=api, relay paused), 1 Redis"
+	costCluster   = "acv hot path (ACV_ROLES=api, relay paused), 3-master Redis Cluster"
+	costSustained = "acv sustained: API, relay, consumer as 3 processes; Kafka 4.4.0; window drained to drained"
+	costBacklog   = "pipeline alone, draining the earlier phases' outbox backlog (per event)"
+	costPlainPG   = "plain PostgreSQL: pgbench, UPDATE + log INSERT per transaction"
+)
+
+// costTable renders the cost rows and the targets the issue sets on them.
+func (b *bench) costTable() string {
+	if len(b.costs) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n### CPU per verify, by process (µs of user+system CPU from /proc/<pid>/stat, children excluded, ÷ successful verifies)\n\n")
+	fmt.Fprintf(&sb, "| phase | verifies | req/s | p50 ms | p99 ms |")
+	for _, p := range partOrder {
+		fmt.Fprintf(&sb, " %s |", p)
+	}
+	fmt.Fprintf(&sb, " total | machine busy | notes |\n|---|---:|---:|---:|---:|")
+	for range partOrder {
+		fmt.Fprintf(&sb, "---:|")
+	}
+	fmt.Fprintf(&sb, "---:|---:|---|\n")
+	for _, c := range b.costs {
+		fmt.Fprintf(&sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
+		for _, p := range partOrder {
+			if v, ok := c.us(p); ok {
+				fmt.Fprintf(&sb, " %.1f |", v)
+			} else {
+				fmt.Fprintf(&sb, " – |")
+			}
+		}
+		machine := "–"
+		if c.machine > 0 && c.verifies > 0 {
+			machine = fmt.Sprintf("%.1f", 1e6*c.machine/float64(c.verifies))
+		}
+		note := c.note
+		if v, ok := c.us(partBrokerJIT); ok {
+			note += fmt.Sprintf("; broker JIT compilers apart (JVM warm-up): %.1f µs", v)
+		}
+		fmt.Fprintf(&sb, " %.1f | %s | %s |\n", c.total(), machine, note)
+	}
+
+	if len(b.idle) > 0 {
+		fmt.Fprintf(&sb, "\nIdle, pipeline processes running and no load (CPU ms per second, over %.0f s):", idleWindow.Seconds())
+		for _, p := range partOrder {
+			if v, ok := b.idle[p]; ok {
+				fmt.Fprintf(&sb, " %s %.1f;", p, 1e3*v/idleWindow.Seconds())
+			}
+		}
+		fmt.Fprintf(&sb, " the load generator column is the bench process, idle.\n")
+	}
+
+	hot, okHot := b.cost(costHot)
+	ceil, okCeil := b.cost(costCeiling)
+	sust, okSust := b.cost(costSustained)
+	fmt.Fprintf(&sb, "\nTargets (same run):\n")
+	if okSust {
+		relay, _ := sust.us(partRelay)
+		cons, _ := sust.us(partConsumer)
+		pg, _ := sust.us(partPostgres)
+		broker, _ := sust.us(partBroker)
+		pipe := relay + cons + pg
+		line := fmt.Sprintf("- pipeline CPU per verify (relay %.1f + consumer %.1f + Postgres %.1f) = %.1f µs ≤ 25 µs: %s (sustained); Kafka broker apart: %.1f µs",
+			relay, cons, pg, pipe, verdict(pipe <= 25), broker)
+		if bl, ok := b.cost(costBacklog); ok {
+			r, _ := bl.us(partRelay)
+			c, _ := bl.us(partConsumer)
+			p, _ := bl.us(partPostgres)
+			k, _ := bl.us(partBroker)
+			line += fmt.Sprintf("; with full batches (the backlog): %.1f + %.1f + %.1f = %.1f µs, broker %.1f µs", r, c, p, r+c+p, k)
+		}
+		fmt.Fprintln(&sb, line)
+	}
+	if okHot && okCeil {
+		api, _ := hot.us(partAPI)
+		bare, _ := ceil.us(partAPI)
+		if bare > 0 {
+			line := fmt.Sprintf("- API process CPU per verify ÷ bare Gin handler CPU per request = %.1f ÷ %.1f µs = %.2f ≤ 2: %s (hot path)",
+				api, bare, api/bare, verdict(api/bare <= 2))
+			if okSust {
+				sapi, _ := sust.us(partAPI)
+				line += fmt.Sprintf("; sustained phase: %.1f µs, %.2f", sapi, sapi/bare)
+			}
+			fmt.Fprintln(&sb, line)
+		}
+	}
+	return sb.String()
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// clusterTable renders the cluster phase beside the single Redis of the same run, and how
+// the calls and the CPU spread over the masters.
+func (b *bench) clusterTable() string {
+	if len(b.masters) == 0 {
+		return ""
+	}
+	single, okSingle := b.cost(costHot)
+	cl, _ := b.cost(costCluster)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n### One project through 1 Redis and through a %d-master Redis Cluster (same run, hot path, relay paused)\n\n", clusterMasters)
+	fmt.Fprintf(&sb, "| Redis | req/s | p50 ms | p99 ms | errors | ÷ 1 Redis | Redis CPU µs per verify | API CPU µs per verify |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	line := func(name string, rep loadgen.Report, c costRow, ratio string) {
+		r, _ := c.us(partRedis)
+		a, _ := c.us(partAPI)
+		fmt.Fprintf(&sb, "| %s | %.0f | %.2f | %.2f | %d | %s | %.1f | %.1f |\n", name, rep.RPS, rep.P50Ms, rep.P99Ms, rep.Errors, ratio, r, a)
+	}
+	if okSingle {
+		line("1 Redis", b.hot, single, "1.00")
+	}
+	line(fmt.Sprintf("%d-master cluster (masters summed)", clusterMasters), b.clusterRep, cl, ratio(b.clusterRep.RPS, b.hot.RPS))
+
+	var total int64
+	var cpuTotal float64
+	for _, m := range b.masters {
+		total += m.calls
+		cpuTotal += m.cpu
+	}
+	fmt.Fprintf(&sb, "\n| master | slots | script calls (EVALSHA/EVAL) | share of calls | CPU µs per verify | share of Redis CPU |\n|---|---|---:|---:|---:|---:|\n")
+	for _, m := range b.masters {
+		fmt.Fprintf(&sb, "| %s | %s | %d | %.1f%% | %.1f | %.1f%% |\n", m.addr, m.slots, m.calls,
+			100*float64(m.calls)/float64(max(total, 1)), 1e6*m.cpu/float64(max(b.clusterRep.Successes, 1)), 100*m.cpu/max(cpuTotal, 1e-9))
+	}
+	return sb.String()
+}
+
+// storageFigures are what the log store and the pipeline cost per event, the capacity
+// model's inputs besides CPU. The plain fields are over the kept sustained window, the
+// backlog ones while the pipeline drained the earlier phases' events.
+type storageFigures struct {
+	walBytes, walRows         int64   // WAL written, log rows inserted
+	logOnlyWAL                float64 // WAL per log row of inserting log rows alone
+	logBytes, logRows         int64   // verification_logs on disk (indexes, TOAST) and its rows
+	kafkaBytes, kafkaMessages int64   // the log topic's segments on disk, messages produced
+	relayBatch, consumerBatch float64 // outbox entries per Kafka write, events per transaction
+	consumerTxMs              float64 // a consumer batch's PostgreSQL transaction
+
+	backlogRelayBatch, backlogConsumerBatch, backlogTx, backlogWAL float64
+}
+
+// logStat is the log table's row count and PostgreSQL's WAL position (bytes since 0/0).
+type logStat struct{ rows, walLSN int64 }
+
+func (b *bench) logStats(ctx context.Context) (logStat, error) {
+	conn, err := pgx.Connect(ctx, b.cfg.DatabaseURL)
+	if err != nil {
+		return logStat{}, err
+	}
+	defer conn.Close(ctx)
+	var s logStat
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM verification_logs), (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&s.rows, &s.walLSN)
+	return s, err
+}
+
+// measureStorage reads the log table's size per row and the Kafka topic's size per message,
+// once the sustained phase drained.
+func (b *bench) measureStorage(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, b.cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM verification_logs),
+		(SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('verification_logs') WHERE isleaf)`).
+		Scan(&b.storage.logRows, &b.storage.logBytes); err != nil {
+		return fmt.Errorf("log table size: %w", err)
+	}
+	if err := b.measureLogWAL(ctx, conn); err != nil {
+		return fmt.Errorf("log-only WAL: %w", err)
+	}
+	if b.kafka == nil {
+		return nil
+	}
+	if b.storage.kafkaBytes, err = b.kafka.TopicLogBytes(audit.Topic); err != nil {
+		return err
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(b.kafka.Brokers...), Timeout: 10 * time.Second}
+	reqs := make([]kafka.OffsetRequest, kafkaPartitions)
+	for p := range reqs {
+		reqs[p] = kafka.LastOffsetOf(p)
+	}
+	offs, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{audit.Topic: reqs}})
+	if err != nil {
+		return fmt.Errorf("kafka offsets: %w", err)
+	}
+	for _, p := range offs.Topics[audit.Topic] {
+		b.storage.kafkaMessages += p.LastOffset
+	}
+	return nil
+}
+
+// measureLogWAL inserts copies of the run's log rows under new UUIDv7 ids and the time now
+// (the right edge of the time-ordered indexes, as the newest events are), 1,000 a transaction,
+// and reads the WAL they took per row. The copies stay: run it after the size was read.
+func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
+	const batch, batches = 1000, 50
+	if b.storage.logRows < batch {
+		return nil
+	}
+	var lsn0, lsn1 int64
+	if err := conn.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn0); err != nil {
+		return err
+	}
+	var rows int64
+	for i := 0; i < batches; i++ {
+		tag, err := conn.Exec(ctx, `INSERT INTO verification_logs
+			  (id, code_id, project_id, action, result, reason, verified_by, ip_address, verified_at)
+			SELECT (lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid,
+			       code_id, project_id, action, result, reason, verified_by, ip_address, clock_timestamp()
+			FROM (SELECT * FROM verification_logs ORDER BY id LIMIT $1 OFFSET $2) r
+			ORDER BY 1`, batch, (i*batch)%int(b.storage.logRows-batch))
+		if err != nil {
+			return err
+		}
+		rows += tag.RowsAffected()
+	}
+	if err := conn.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn1); err != nil {
+		return err
+	}
+	if rows > 0 {
+		b.storage.logOnlyWAL = float64(lsn1-lsn0) / float64(rows)
+	}
+	return nil
+}
+
+// scrape reads a process's Prometheus metrics, each name's samples summed over its labels;
+// an empty map when it cannot.
+func scrape(debug string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get(debug + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(l, ' ')
+		if sp < 0 {
+			continue
+		}
+		name := l[:sp]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		if v, err := strconv.ParseFloat(l[sp+1:], 64); err == nil {
+			out[name] += v
+		}
+	}
+	return out
+}
+
+// pipelineBatches is the mean relay batch, consumer batch and consumer transaction (ms)
+// between two scrapes of the relay and of the consumer.
+func pipelineBatches(relay0, relay1, cons0, cons1 map[string]float64) (relay, consumer, txMs float64) {
+	return ratioOf(relay1, relay0, "acv_relay_batch_size_sum", "acv_relay_batch_size_count"),
+		ratioOf(cons1, cons0, "acv_consumer_events_written_total", "acv_consumer_batch_write_duration_seconds_count"),
+		1e3 * ratioOf(cons1, cons0, "acv_consumer_batch_write_duration_seconds_sum", "acv_consumer_batch_write_duration_seconds_count")
+}
+
+// ratioOf is the growth of metric num over the growth of metric den between two scrapes.
+func ratioOf(after, before map[string]float64, num, den string) float64 {
+	d := after[den] - before[den]
+	if d <= 0 {
+		return 0
+	}
+	return (after[num] - before[num]) / d
+}
+
+// storageText renders the storage figures, and what they come to at 100,000 verifies a second.
+func (b *bench) storageText() string {
+	s := b.storage
+	if s.logRows == 0 && s.walRows == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n### Storage and batching per verify (same run)\n\n| measurement | value | at 100,000 verifies/s |\n|---|---:|---:|\n")
+	const perDay = 100_000 * 86_400
+	wal := func(what string, w float64) {
+		if w > 0 {
+			fmt.Fprintf(&sb, "| %s | %.0f bytes | %.1f MB/s, %.1f TB/day |\n", what, w, w*100_000/1e6, w*perDay/1e12)
+		}
+	}
+	if s.walRows > 0 {
+		wal(fmt.Sprintf("PostgreSQL WAL per verify (log row, code row update, statistics; pg_current_wal_lsn() over the sustained window ÷ %d rows)", s.walRows),
+			float64(s.walBytes)/float64(s.walRows))
+	}
+	wal("PostgreSQL WAL per verify while the backlog drained (batches of about 1,000)", s.backlogWAL)
+	wal("of which the log row alone (50,000 copies of the run's rows inserted 1,000 a transaction)", s.logOnlyWAL)
+	if s.logRows > 0 {
+		r := float64(s.logBytes) / float64(s.logRows)
+		fmt.Fprintf(&sb, "| verification_logs on disk per row, indexes included (pg_total_relation_size of every partition ÷ %d rows) | %.0f bytes | %.2f TB/day |\n",
+			s.logRows, r, r*perDay/1e12)
+	}
+	if s.kafkaMessages > 0 {
+		k := float64(s.kafkaBytes) / float64(s.kafkaMessages)
+		fmt.Fprintf(&sb, "| Kafka log per message (lz4 batches, one replica; topic segments ÷ %d messages) | %.0f bytes | %.1f MB/s per replica |\n",
+			s.kafkaMessages, k, k*100_000/1e6)
+	}
+	if s.relayBatch > 0 {
+		fmt.Fprintf(&sb, "| relay batch (outbox entries per Kafka write, mean over the sustained window) | %.1f | – |\n", s.relayBatch)
+	}
+	if s.consumerBatch > 0 {
+		fmt.Fprintf(&sb, "| consumer batch (events per PostgreSQL transaction, mean over the sustained window) | %.1f | – |\n", s.consumerBatch)
+		fmt.Fprintf(&sb, "| consumer batch's PostgreSQL transaction (mean over the sustained window) | %.1f ms | – |\n", s.consumerTxMs)
+	}
+	if s.backlogConsumerBatch > 0 {
+		fmt.Fprintf(&sb, "| draining the backlog: relay batch, consumer batch, its transaction (means) | %.0f, %.0f, %.1f ms | – |\n",
+			s.backlogRelayBatch, s.backlogConsumerBatch, s.backlogTx)
+	}
+	return sb.String()
+}
