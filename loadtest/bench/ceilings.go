@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,22 +81,16 @@ func (b *bench) httpCeiling(ctx context.Context) error {
 	return nil
 }
 
-// redisCeiling runs redis-benchmark with acv's own verify script (cache/scripts/apply.lua)
-// against preloaded code states: the most verifies Redis can decide on this machine.
+// redisCeiling runs redis-benchmark with acv's own verify script against preloaded codes: the
+// most verifies Redis can decide on this machine.
 func (b *bench) redisCeiling(ctx context.Context) error {
-	// The ceiling works in database 1, emptied afterwards, and waits for Redis to rewrite its
-	// append-only file, so its million keys cost the phases after it nothing.
+	// Database 1, emptied afterwards, so its million keys cost the later phases nothing.
 	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: 1})
 	defer rdb.Close()
 	defer settleRedis(ctx, rdb)
-	// Keys as the cache lays them out: the project id as 16 raw bytes. redis-benchmark takes
-	// them as arguments, which cannot hold a NUL byte, so draw an id without one.
+	// Keys hold the project id as 16 raw bytes; redis-benchmark's arguments cannot hold a NUL.
 	pid := contract.NewID()
-	for {
-		b, _ := hex.DecodeString(pid)
-		if !bytes.Contains(b, []byte{0}) {
-			break
-		}
+	for strings.Contains(contract.RawID(pid), "\x00") {
 		pid = contract.NewID()
 	}
 	c := cache.New(rdb)
@@ -140,26 +133,23 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	return nil
 }
 
-// settleRedis empties the ceiling's database and waits for the append-only file rewrite that
-// follows, so no background rewrite runs during a later phase.
+// settleRedis empties the ceiling's database and waits for the AOF rewrite that follows, so
+// none runs during a later phase.
 func settleRedis(ctx context.Context, rdb *redis.Client) {
 	_ = rdb.FlushDB(ctx).Err()
 	_ = rdb.BgRewriteAOF(ctx).Err()
 	for i := 0; i < 600; i++ {
-		info, err := rdb.Info(ctx, "persistence").Result()
-		if err != nil || (!strings.Contains(info, "aof_rewrite_in_progress:1") && !strings.Contains(info, "aof_rewrite_scheduled:1")) {
+		p, err := info(ctx, rdb, "persistence")
+		if err != nil || (p["aof_rewrite_in_progress"] != "1" && p["aof_rewrite_scheduled"] != "1") {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// benchmarkRPS reads the requests per second from redis-benchmark's CSV output. The first
-// field of a result line is the command as redis-benchmark prints it, unescaped: acv's script
-// arguments hold raw bytes (ids, and text lengths such as 10, a newline), so a quote or a line
-// break there breaks any CSV reading of the line. The figures are the line's last seven
-// fields (rps, then the average, min, p50, p95, p99 and max latency; redis-benchmark before
-// 7.0 printed rps alone), read from its end.
+// benchmarkRPS reads the requests per second from redis-benchmark's CSV output, from the end
+// of the line: its first field is the command unescaped, and acv's arguments hold raw bytes
+// (quotes, line breaks). The rate is followed by six latencies, or alone before 7.0.
 func benchmarkRPS(out []byte) (float64, error) {
 	m := csvTail.FindSubmatch(bytes.TrimSpace(out))
 	if m == nil {
@@ -169,10 +159,6 @@ func benchmarkRPS(out []byte) (float64, error) {
 }
 
 var csvTail = regexp.MustCompile(`"([0-9.]+)"(?:(?:,"[0-9.]+"){6})?$`)
-
-var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
-var latLine = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
-var txLine = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 
 // pgbench measures what a user would build instead: one transaction per verify, a conditional
 // UPDATE of the code and an INSERT of its log, on the same PostgreSQL, durable settings.
@@ -207,8 +193,7 @@ END;
 `), 0o644); err != nil {
 		return err
 	}
-	// CPU per transaction: pgbench's own (its rusage once it exited: it forks nothing) and the
-	// whole PostgreSQL server's over the same window, the backends pgbench opened included.
+	// CPU: pgbench's own rusage (it forks nothing) and the whole PostgreSQL server's.
 	pg0, busy0 := pgServerCPU(b.pg.Pid()), machineBusy()
 	cmd := exec.CommandContext(ctx, filepath.Join(localenv.PGBin, "pgbench"), "-n", "-M", "prepared",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(b.pg.Port), "-U", "postgres",
@@ -220,20 +205,19 @@ END;
 	time.Sleep(200 * time.Millisecond) // the postmaster reaps the ended backends, adding their CPU to its children's
 	pgCPU, busy := pgServerCPU(b.pg.Pid())-pg0, machineBusy()-busy0
 	genCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-	m := tpsLine.FindSubmatch(out)
-	if m == nil {
+	figure := func(re string) float64 {
+		m := regexp.MustCompile(re + ` ([0-9.]+)`).FindSubmatch(out)
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	tps, avg := figure(`tps =`), figure(`latency average =`)
+	if tps == 0 {
 		return fmt.Errorf("no tps in pgbench output: %s", out)
 	}
-	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	var avg float64
-	if l := latLine.FindSubmatch(out); l != nil {
-		avg, _ = strconv.ParseFloat(string(l[1]), 64)
-	}
-	var txs int64
-	if m := txLine.FindSubmatch(out); m != nil {
-		txs, _ = strconv.ParseInt(string(m[1]), 10, 64)
-	}
-	b.costs = append(b.costs, costRow{name: costPlainPG, verifies: txs, rps: tps,
+	b.costs = append(b.costs, costRow{name: costPlainPG, verifies: int64(figure(`number of transactions actually processed:`)), rps: tps,
 		cpu: cpuSample{partPostgres: pgCPU, partLoadgen: genCPU}, machine: busy,
 		note: fmt.Sprintf("pgbench in the load generator column; mean latency %.2f ms", avg)})
 	b.rows = append(b.rows, row{name: "Plain PostgreSQL verify: pgbench, UPDATE + log INSERT per transaction", rps: tps,
@@ -241,26 +225,18 @@ END;
 	return nil
 }
 
-// The Redis ceiling sends the hot path's verify call itself, through redis-benchmark: FCALL of
-// the cache's verify function (loaded by Cache.Preload) on exactly its keys, for an unlimited
-// key (no bucket). The replay marker is not the script's: Verify spends it before, with one
-// SET NX in the marker's own slot.
-//
-// redis-benchmark substitutes its "__rand_int__" placeholder after the keys are named, so every
-// call lands in the shard of the value pattern itself: the codes are stored there
-// (putPatternCodes), not where Verify would look for them. Its arguments cannot hold a NUL
-// byte: the event head holds none but in its raw ids, so the event id is drawn without one, and
-// the project id must be one whose 16 raw bytes hold none.
+// The Redis ceiling sends the hot path's verify call itself (the replay marker's SET NX is
+// not the script's). redis-benchmark substitutes "__rand_int__" after the keys are named, so
+// every call lands in the value pattern's shard, where putPatternCodes stores the codes.
 
-// patternCodeKey is the key a code of the value pattern's shard has: the cache's layout, a
-// shard's prefix, "c:", the project id's raw bytes, the value. putPatternCodes fails loudly
-// when the layout changed under it (a renamed key is missing).
+// patternCodeKey is a code's key in the value pattern's shard, as the cache lays keys out;
+// putPatternCodes fails loudly when the layout changed under it (a renamed key is missing).
 func patternCodeKey(projectID, valuePattern, value string) string {
 	return cache.ShardPrefix(cache.ShardOf(projectID, valuePattern)) + "c:" + contract.RawID(projectID) + value
 }
 
-// verifyCall is redis-benchmark's command for one verify of a random code of valuePattern:
-// FCALL, the verify function's name, the key count, the keys and the event head.
+// verifyCall is redis-benchmark's command for one verify of a random code of valuePattern,
+// with an event id and head free of NUL bytes.
 func verifyCall(ctx context.Context, rdb *redis.Client, projectID, valuePattern string, now time.Time) ([]string, error) {
 	if err := cache.New(rdb).Preload(ctx); err != nil {
 		return nil, err
@@ -294,10 +270,8 @@ func verifyCall(ctx context.Context, rdb *redis.Client, projectID, valuePattern 
 	return append(call, string(head)), nil
 }
 
-// putPatternCodes stores codes where verifyCall's calls look for them: each under the key it
-// would have in the value pattern's shard. They are stored by Cache.PutCodes, then renamed
-// from their own shard's key; Verify does not find them (unless a value's own shard happens
-// to be that one).
+// putPatternCodes stores codes (Cache.PutCodes) and renames each to its key in the value
+// pattern's shard, where verifyCall's calls look for them.
 func putPatternCodes(ctx context.Context, rdb *redis.Client, projectID, valuePattern string, codes []contract.CodeRecord) error {
 	if err := cache.New(rdb).PutCodes(ctx, projectID, codes); err != nil {
 		return err

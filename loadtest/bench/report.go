@@ -44,12 +44,17 @@ func (c costRow) us(part string) (float64, bool) {
 	return 1e6 * v / float64(c.verifies), true
 }
 
+// at is a part's CPU µs per verify; 0 when it did not run.
+func (c costRow) at(part string) float64 {
+	v, _ := c.us(part)
+	return v
+}
+
 // total is the CPU µs per verify of every measured process together.
 func (c costRow) total() float64 {
 	var t float64
 	for _, p := range partOrder {
-		v, _ := c.us(p)
-		t += v
+		t += c.at(p)
 	}
 	return t
 }
@@ -81,15 +86,8 @@ func (b *bench) costTable() string {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n### CPU per verify, by process (µs of user+system CPU from /proc/<pid>/stat, children excluded, ÷ successful verifies)\n\n")
-	fmt.Fprintf(&sb, "| phase | verifies | req/s | p50 ms | p99 ms |")
-	for _, p := range partOrder {
-		fmt.Fprintf(&sb, " %s |", p)
-	}
-	fmt.Fprintf(&sb, " total | machine busy | notes |\n|---|---:|---:|---:|---:|")
-	for range partOrder {
-		fmt.Fprintf(&sb, "---:|")
-	}
-	fmt.Fprintf(&sb, "---:|---:|---|\n")
+	fmt.Fprintf(&sb, "| phase | verifies | req/s | p50 ms | p99 ms | %s | total | machine busy | notes |\n|---|---:|---:|---:|---:|%s---:|---:|---|\n",
+		strings.Join(partOrder, " | "), strings.Repeat("---:|", len(partOrder)))
 	for _, c := range b.costs {
 		fmt.Fprintf(&sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
 		for _, p := range partOrder {
@@ -125,30 +123,23 @@ func (b *bench) costTable() string {
 	sust, okSust := b.cost(costSustained)
 	fmt.Fprintf(&sb, "\nTargets (same run):\n")
 	if okSust {
-		relay, _ := sust.us(partRelay)
-		cons, _ := sust.us(partConsumer)
-		pg, _ := sust.us(partPostgres)
-		broker, _ := sust.us(partBroker)
+		relay, cons, pg, broker := sust.at(partRelay), sust.at(partConsumer), sust.at(partPostgres), sust.at(partBroker)
 		pipe := relay + cons + pg
 		line := fmt.Sprintf("- pipeline CPU per verify (relay %.1f + consumer %.1f + Postgres %.1f) = %.1f µs ≤ 25 µs: %s (sustained); Kafka broker apart: %.1f µs",
 			relay, cons, pg, pipe, verdict(pipe <= 25), broker)
 		if bl, ok := b.cost(costBacklog); ok {
-			r, _ := bl.us(partRelay)
-			c, _ := bl.us(partConsumer)
-			p, _ := bl.us(partPostgres)
-			k, _ := bl.us(partBroker)
+			r, c, p, k := bl.at(partRelay), bl.at(partConsumer), bl.at(partPostgres), bl.at(partBroker)
 			line += fmt.Sprintf("; with full batches (the backlog): %.1f + %.1f + %.1f = %.1f µs, broker %.1f µs", r, c, p, r+c+p, k)
 		}
 		fmt.Fprintln(&sb, line)
 	}
 	if okHot && okCeil {
-		api, _ := hot.us(partAPI)
-		bare, _ := ceil.us(partAPI)
+		api, bare := hot.at(partAPI), ceil.at(partAPI)
 		if bare > 0 {
 			line := fmt.Sprintf("- API process CPU per verify ÷ bare Gin handler CPU per request = %.1f ÷ %.1f µs = %.2f ≤ 2: %s (hot path)",
 				api, bare, api/bare, verdict(api/bare <= 2))
 			if okSust {
-				sapi, _ := sust.us(partAPI)
+				sapi := sust.at(partAPI)
 				line += fmt.Sprintf("; sustained phase: %.1f µs, %.2f", sapi, sapi/bare)
 			}
 			fmt.Fprintln(&sb, line)
@@ -176,9 +167,7 @@ func (b *bench) clusterTable() string {
 	fmt.Fprintf(&sb, "\n### One project through 1 Redis and through a %d-master Redis Cluster (same run, hot path, relay paused)\n\n", clusterMasters)
 	fmt.Fprintf(&sb, "| Redis | req/s | p50 ms | p99 ms | errors | ÷ 1 Redis | Redis CPU µs per verify | API CPU µs per verify |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	line := func(name string, rep loadgen.Report, c costRow, ratio string) {
-		r, _ := c.us(partRedis)
-		a, _ := c.us(partAPI)
-		fmt.Fprintf(&sb, "| %s | %.0f | %.2f | %.2f | %d | %s | %.1f | %.1f |\n", name, rep.RPS, rep.P50Ms, rep.P99Ms, rep.Errors, ratio, r, a)
+		fmt.Fprintf(&sb, "| %s | %.0f | %.2f | %.2f | %d | %s | %.1f | %.1f |\n", name, rep.RPS, rep.P50Ms, rep.P99Ms, rep.Errors, ratio, c.at(partRedis), c.at(partAPI))
 	}
 	if okSingle {
 		line("1 Redis", b.hot, single, "1.00")

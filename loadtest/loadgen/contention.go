@@ -8,20 +8,13 @@ import (
 	"time"
 )
 
-// contention is loadtest/k6/contention.js: s.VUs VUs race for s.Codes codes, in s.Rounds
-// rounds on a fixed timetable. A round's verify phase (s.VerifyPhase) starts every VU at once;
-// each sends s.Attempts batches of one concurrent verify per code. Its reactivate phase
-// (s.ReactivatePhase) has one VU reactivate every code, so the next round starts from unused
-// codes again.
-//
-// Between two reactivations all verifies of a code fall in one verify phase, the code starts
-// unused and at least one verify is sent: a correct service answers success=true to exactly
-// one of them. redeem_success{round:R,code:C} must be 1 for every round and code; every other
-// verify must be refused with CODE_ALREADY_USED, every reactivate must succeed. The phases
-// measure themselves against the timetable: a verify batch answered after its phase ended, or
-// a reactivate after its round ended, counts in phase_overrun, and a verifier cut short shows
-// as verifier_iterations_completed below VUs x Rounds; either makes the round counts no
-// evidence of a product bug (give the phases more time or use fewer VUs). The codes end unused.
+// contention is loadtest/k6/contention.js: s.VUs VUs race for s.Codes codes in s.Rounds
+// rounds on a fixed timetable. In a round's verify phase every VU sends s.Attempts batches of
+// one concurrent verify per code: exactly one verify of each code may succeed
+// (redeem_success{round:R,code:C} == 1), every other must be refused with CODE_ALREADY_USED.
+// Its reactivate phase has one VU reactivate every code. An answer after its phase ended counts
+// in phase_overrun, a verifier cut short in verifier_iterations_completed: either makes the
+// round counts no evidence of a product bug. The codes end unused.
 func (x *run) contention(ctx context.Context, s ContentionSettings) error {
 	if s.VerifyPhase < time.Second || s.ReactivatePhase < time.Second {
 		return errors.New("VERIFY_SECS and REACTIVATE_SECS must be at least 1")
@@ -38,7 +31,7 @@ func (x *run) contention(ctx context.Context, s ContentionSettings) error {
 	if err != nil {
 		return err
 	}
-	// Every (round, code) has a count, so a round in which no verify succeeded shows 0.
+	// Every (round, code) has a count, so a round without a success shows 0.
 	for r := range s.Rounds {
 		for c := range s.Codes {
 			x.add(roundCounter(r, c), 0)
@@ -88,9 +81,8 @@ func roundCounter(r, c int) string {
 	return fmt.Sprintf("redeem_success{round:%d,code:%d}", r, c)
 }
 
-// verifyRound is one VU's verify phase of round r: it waits for the phase's start, then sends
-// its batches. Like a k6 iteration with maxDuration VerifyPhase and gracefulStop
-// ReactivatePhase, it is cut short (and not counted complete) once both have passed.
+// verifyRound is one VU's verify phase of round r. Like a k6 iteration with maxDuration
+// VerifyPhase and gracefulStop ReactivatePhase, it is cut short once both have passed.
 func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Code, r, vu int, start time.Time) {
 	end := start.Add(s.VerifyPhase)
 	ctx, cancel := context.WithDeadline(ctx, end.Add(s.ReactivatePhase))
@@ -146,8 +138,8 @@ func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Cod
 	x.add("verifier_iterations_completed", 1)
 }
 
-// reactivateRound is round r's reactivate phase: from notBefore, one VU reactivates every code;
-// each must succeed, and be answered before the round's end.
+// reactivateRound is round r's reactivate phase: from notBefore, one VU reactivates every code
+// before the round's end.
 func (x *run) reactivateRound(ctx context.Context, s ContentionSettings, codes []Code, r int, notBefore, end time.Time) {
 	ctx, cancel := context.WithDeadline(ctx, notBefore.Add(s.ReactivatePhase+s.VerifyPhase))
 	defer cancel()
@@ -175,9 +167,8 @@ func (x *run) reactivateRound(ctx context.Context, s ContentionSettings, codes [
 	}
 }
 
-// resetToUnused makes every code unused before a scenario relies on it: a code a previous,
-// interrupted run left used is reactivated. A code that is missing, disabled or expired is an
-// error: no scenario can use it. It returns how many it reactivated.
+// resetToUnused reactivates the codes an interrupted run left used, and returns how many; a
+// code missing, disabled or expired is an error.
 func (x *run) resetToUnused(ctx context.Context, codes []Code) (int, error) {
 	n := 0
 	for _, row := range codes {

@@ -6,13 +6,10 @@ import (
 	"math/rand/v2"
 )
 
-// reactivate is loadtest/k6/reactivate.js: verify → reactivate cycles without contention. VU
-// n owns codes (n-1)·CodesPerVU … n·CodesPerVU-1 and cycles through them: the verify must
-// succeed, then the reactivate (sent even after a failed verify, so the code is unused for the
-// next cycle) must succeed. With probability s.ReadBack a cycle reads the code back after each
-// step: the single-code endpoint must show the acknowledged state at once (read your writes).
-// A closed model of s.VUs VUs for s.Duration, or with s.Rate an open one of that many cycles
-// per second on those VUs. The codes end unused.
+// reactivate is loadtest/k6/reactivate.js: each VU cycles verify → reactivate through codes of
+// its own, both must succeed; with probability s.ReadBack a cycle reads the code back after
+// each step and must see the acknowledged state (read your writes). A closed model, or with
+// s.Rate an open one. The codes end unused.
 func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
 	if s.VUs < 1 || s.CodesPerVU < 1 {
 		return fmt.Errorf("VUs (%d) and codes per VU (%d) must be at least 1", s.VUs, s.CodesPerVU)
@@ -81,8 +78,7 @@ func (x *run) cycle(ctx context.Context, code, who string, readBack bool) {
 	}
 }
 
-// readBack reads code by value and checks it shows the state just acknowledged: used by who
-// with a verified_at, or unused without one.
+// readBack checks code shows the state just acknowledged: used by who, or unused.
 func (x *run) readBack(ctx context.Context, code string, wantUsed bool, who string) bool {
 	a := x.codeByValue(ctx, phaseLoad, "by_code", code)
 	if a.interrupted {

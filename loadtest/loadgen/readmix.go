@@ -10,8 +10,7 @@ import (
 	"strings"
 )
 
-// readEndpoints are readmix's reads: each sends one request and returns the checks of its
-// answer, those of loadtest/k6/readmix.js.
+// readEndpoints are readmix's reads: each sends one request and returns its answer's checks.
 var readEndpoints = map[string]func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck){
 	"project":     readProject,
 	"list_unused": readListUnused,
@@ -33,12 +32,9 @@ func readEndpointNames() []string {
 
 var pageSizes = []int{10, 20, 50, 100}
 
-// readMix is loadtest/k6/readmix.js: an open model of s.Rate reads per second, each picked by
-// the weights of s.Mix, each answer checked against the shape the contract promises
-// (statistics that add up, consistent paging, list items inside their filter and without
-// logs, a search that finds the code it was cut from, a code read back with its own id and
-// value). A read whose checks fail counts in unexpected_failures. Besides the standard
-// thresholds, each read's p(95) must stay below the P95 limit.
+// readMix is loadtest/k6/readmix.js: an open model of s.Rate reads per second, picked by the
+// weights of s.Mix, each answer checked against the shape the contract promises; each read's
+// p(95) must stay below the P95 limit too.
 func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
 	codes := x.r.Codes
 	if len(codes) == 0 {

@@ -11,13 +11,10 @@ import (
 // redeemBy is the verified_by of redeem's verifies; the audit check looks for it in the logs.
 const redeemBy = "acvload-redeem"
 
-// redeem is loadtest/k6/redeem.js: an open model of s.Rate verifies per second for s.Duration,
-// each on a different unused code (iteration n takes code n), whatever the latency. Every
-// verify must answer 200 with success=true, the code's id and a verified_at; anything else
-// counts in unexpected_failures. Afterwards the audit check reads the successfully verified
-// codes back (every one, or a sample of s.AuditSample spread over the run) and waits up to
-// s.AuditWait for each to show exactly one verification log, the successful verify:
-// audit_log_missing and audit_log_duplicated must stay 0. It uses up its codes.
+// redeem is loadtest/k6/redeem.js: an open model of s.Rate verifies per second, each of a
+// different unused code, each answered success=true with the code's id and a verified_at.
+// Afterwards the audit reads the verified codes back (or a sample of s.AuditSample) and waits
+// up to s.AuditWait for each to show exactly its verify's log. It uses up its codes.
 func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 	codes := SelectCodes(x.r.Codes, s.Prefix, "unused")
 	needed := iterations(s.Rate, s.Duration)
@@ -74,9 +71,8 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 	return nil
 }
 
-// audit checks that each sampled code redeemed in the run shows exactly one verification log,
-// the successful verify of this run, within s.AuditWait: the contract's promise that an
-// acknowledged verify's log is never lost and never written twice.
+// audit checks the contract's promise that an acknowledged verify's log is never lost and never
+// written twice: each sampled code shows exactly one log, its verify's, within s.AuditWait.
 func (x *run) audit(ctx context.Context, redeemed []Code, s RedeemSettings) {
 	sample := redeemed
 	if n := s.AuditSample; n > 0 && n < len(redeemed) {

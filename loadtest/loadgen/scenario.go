@@ -14,17 +14,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/acv/acv/api/client"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/acv/acv/api/client"
 )
 
 // Scenarios are the scenarios of loadtest/k6, ported to Go, in the order make loadtest runs
 // them. Each keeps its k6 script's model (open or closed), thresholds and checks.
 var Scenarios = []string{"redeem", "contention", "reactivate", "readmix"}
 
-// Target is the service a scenario drives and the key it signs with, as the k6 scripts take
-// them (BASE_URL, API_KEY, API_SECRET, PROJECT_ID). A path prefix of BaseURL is signed with the
-// path, as the service signs the path it receives.
+// Target is the service a scenario drives and the key it signs with (BASE_URL, API_KEY,
+// API_SECRET, PROJECT_ID). A path prefix of BaseURL is signed with the path.
 type Target struct {
 	BaseURL, KeyID, Secret, ProjectID string
 }
@@ -34,13 +34,9 @@ type Runner struct {
 	Target   Target
 	Codes    []Code
 	Settings Settings
-	// Metrics, when set, receives every request and each scenario's verdict.
-	Metrics *Metrics
-	// Log receives each scenario's progress, its first few failing answers and its summary;
-	// nil discards them.
-	Log io.Writer
-	// HTTP is the client; nil makes one with Settings.Timeout and enough idle connections for
-	// every VU.
+	Metrics  *Metrics  // when set, receives every request and each scenario's verdict
+	Log      io.Writer // progress, the first few failing answers, the summary; nil discards them
+	// HTTP is the client; nil makes one with Settings.Timeout and an idle connection a VU.
 	HTTP *http.Client
 }
 
@@ -92,10 +88,10 @@ type Result struct {
 	Checks         int64       `json:"checks"`
 	ChecksFailed   int64       `json:"checks_failed"`
 	Thresholds     []Threshold `json:"thresholds"`
-	// Counters are the scenario's own counts (unexpected_failures, redeem_success, …), by
-	// name with their tags as k6 names them (redeem_success{round:0,code:1}).
+	// Counters are the scenario's own counts, named with their tags as k6 names them
+	// (redeem_success{round:0,code:1}).
 	Counters map[string]float64 `json:"counters"`
-	// Notes say what the scenario checked beyond the thresholds' numbers (the audit's counts).
+	// Notes say what the scenario checked beyond the thresholds' numbers.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -148,6 +144,7 @@ const (
 type run struct {
 	scenario string
 	r        *Runner
+	m        *Metrics // nil: no metrics
 	cl       *client.Client
 	warned   atomic.Int64
 
@@ -179,13 +176,12 @@ func (r *Runner) newRun(name string) *run {
 		}}
 	}
 	t := r.Target
-	return &run{scenario: name, r: r,
+	return &run{scenario: name, r: r, m: r.Metrics,
 		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
 		latBy:   map[string][]time.Duration{},
 		failing: map[string]int64{}, counters: map[string]float64{}}
 }
 
-// logf writes a line of the scenario to the runner's log.
 func (x *run) logf(format string, args ...any) {
 	if x.r.Log != nil {
 		fmt.Fprintf(x.r.Log, format+"\n", args...)
@@ -216,11 +212,7 @@ func (a answer) String() string {
 	if a.err != nil {
 		return a.err.Error()
 	}
-	b := a.body
-	if len(b) > 300 {
-		b = b[:300]
-	}
-	return fmt.Sprintf("HTTP %d %s", a.status, b)
+	return fmt.Sprintf("HTTP %d %s", a.status, a.body[:min(len(a.body), 300)])
 }
 
 // send sends one signed request of the phase to pathAndQuery (already encoded) and records
@@ -244,9 +236,9 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 		a.interrupted = true
 		return a
 	}
-	if m := x.r.Metrics; m != nil {
-		m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
-		m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
+	if x.m != nil {
+		x.m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
+		x.m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
 	}
 	if phase == phaseLoad {
 		x.mu.Lock()
@@ -261,24 +253,9 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 	return a
 }
 
-// check records one check of the load phase and returns ok.
-func (x *run) check(name string, ok bool) bool {
-	x.mu.Lock()
-	if ok {
-		x.checksPass++
-	} else {
-		x.checksFail++
-		x.failing[name]++
-	}
-	x.mu.Unlock()
-	if m := x.r.Metrics; m != nil {
-		result := "pass"
-		if !ok {
-			result = "fail"
-		}
-		m.checks.WithLabelValues(x.scenario, result).Inc()
-	}
-	return ok
+type namedCheck struct {
+	name string
+	ok   bool
 }
 
 // checkAll records every check of one answer, as k6's check() does, and tells whether all
@@ -286,14 +263,27 @@ func (x *run) check(name string, ok bool) bool {
 func (x *run) checkAll(checks ...namedCheck) bool {
 	all := true
 	for _, c := range checks {
-		all = x.check(c.name, c.ok) && all
+		x.mu.Lock()
+		if c.ok {
+			x.checksPass++
+		} else {
+			x.checksFail++
+			x.failing[c.name]++
+		}
+		x.mu.Unlock()
+		if x.m != nil {
+			x.m.checks.WithLabelValues(x.scenario, passFail(c.ok)).Inc()
+		}
+		all = all && c.ok
 	}
 	return all
 }
 
-type namedCheck struct {
-	name string
-	ok   bool
+func passFail(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "fail"
 }
 
 // add adds v to the scenario's counter name (with its tags, k6-style).
@@ -301,16 +291,9 @@ func (x *run) add(name string, v float64) {
 	x.mu.Lock()
 	x.counters[name] += v
 	x.mu.Unlock()
-	if name == "unexpected_failures" && x.r.Metrics != nil {
-		x.r.Metrics.unexpected.WithLabelValues(x.scenario).Add(v)
+	if name == "unexpected_failures" && x.m != nil {
+		x.m.unexpected.WithLabelValues(x.scenario).Add(v)
 	}
-}
-
-// counter is the counter's value.
-func (x *run) counter(name string) float64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.counters[name]
 }
 
 // unexpected counts an answer a correct service never gives, and shows the first few.
@@ -326,21 +309,21 @@ func (x *run) note(format string, args ...any) {
 	x.mu.Unlock()
 }
 
-// load marks the load phase's start and end, for the request rate and the running gauge.
+// load marks the load phase's start and returns the function that marks its end.
 func (x *run) load(rate float64) (done func()) {
 	x.mu.Lock()
 	x.loadStart = time.Now()
 	x.mu.Unlock()
-	if m := x.r.Metrics; m != nil {
-		m.running.WithLabelValues(x.scenario).Set(1)
-		m.rate.WithLabelValues(x.scenario).Set(rate)
+	if x.m != nil {
+		x.m.running.WithLabelValues(x.scenario).Set(1)
+		x.m.rate.WithLabelValues(x.scenario).Set(rate)
 	}
 	return func() {
 		x.mu.Lock()
 		x.loadEnd = time.Now()
 		x.mu.Unlock()
-		if m := x.r.Metrics; m != nil {
-			m.running.WithLabelValues(x.scenario).Set(0)
+		if x.m != nil {
+			x.m.running.WithLabelValues(x.scenario).Set(0)
 		}
 	}
 }
@@ -348,77 +331,64 @@ func (x *run) load(rate float64) (done func()) {
 // dropped counts iterations an open model could not start.
 func (x *run) dropped(n int64) {
 	x.add("dropped_iterations", float64(n))
-	if m := x.r.Metrics; m != nil {
-		m.dropped.WithLabelValues(x.scenario).Add(float64(n))
+	if x.m != nil {
+		x.m.dropped.WithLabelValues(x.scenario).Add(float64(n))
 	}
+}
+
+// judge adds a threshold of the scenario.
+func (x *run) judge(metric, condition, actual string, pass bool) {
+	x.mu.Lock()
+	x.thresholds = append(x.thresholds, Threshold{Metric: metric, Condition: condition, Actual: actual, Pass: pass})
+	x.mu.Unlock()
 }
 
 // standard adds the latency, failure and check thresholds of the load phase.
 func (x *run) standard(l Limits) {
 	x.mu.Lock()
-	lat := append([]time.Duration(nil), x.lat...)
+	p95, p99 := PercentileMs(x.lat, 95), PercentileMs(x.lat, 99)
 	reqs, failed, pass, fail := x.requests, x.failed, x.checksPass, x.checksFail
 	x.mu.Unlock()
-	p95, p99 := PercentileMs(lat, 95), PercentileMs(lat, 99)
-	ts := []Threshold{
-		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(95)<%g", l.P95Ms), Actual: fmt.Sprintf("p(95)=%.2fms", p95), Pass: p95 < l.P95Ms},
-		{Metric: "http_req_duration{phase:load}", Condition: fmt.Sprintf("p(99)<%g", l.P99Ms), Actual: fmt.Sprintf("p(99)=%.2fms", p99), Pass: p99 < l.P99Ms},
-	}
+	const lat = "http_req_duration{phase:load}"
+	x.judge(lat, fmt.Sprintf("p(95)<%g", l.P95Ms), fmt.Sprintf("p(95)=%.2fms", p95), p95 < l.P95Ms)
+	x.judge(lat, fmt.Sprintf("p(99)<%g", l.P99Ms), fmt.Sprintf("p(99)=%.2fms", p99), p99 < l.P99Ms)
 	failedRate := 0.0
 	if reqs > 0 {
 		failedRate = float64(failed) / float64(reqs)
 	}
-	ts = append(ts, Threshold{Metric: "http_req_failed{phase:load}", Condition: fmt.Sprintf("rate<=%g", l.MaxFailedRate),
-		Actual: fmt.Sprintf("rate=%.4f (%d of %d)", failedRate, failed, reqs), Pass: failedRate <= l.MaxFailedRate})
+	x.judge("http_req_failed{phase:load}", fmt.Sprintf("rate<=%g", l.MaxFailedRate),
+		fmt.Sprintf("rate=%.4f (%d of %d)", failedRate, failed, reqs), failedRate <= l.MaxFailedRate)
+	// k6 does not judge a metric without samples; http_reqs below fails an empty run.
+	checks, rate := "no checks", 1.0
 	if pass+fail > 0 {
-		rate := float64(pass) / float64(pass+fail)
-		ts = append(ts, Threshold{Metric: "checks{phase:load}", Condition: fmt.Sprintf("rate>=%g", l.MinChecksRate),
-			Actual: fmt.Sprintf("rate=%.4f (%d of %d failed)", rate, fail, pass+fail), Pass: rate >= l.MinChecksRate})
-	} else {
-		// k6 does not judge a metric without samples; http_reqs below fails an empty run.
-		ts = append(ts, Threshold{Metric: "checks{phase:load}", Condition: fmt.Sprintf("rate>=%g", l.MinChecksRate), Actual: "no checks", Pass: true})
+		rate = float64(pass) / float64(pass+fail)
+		checks = fmt.Sprintf("rate=%.4f (%d of %d failed)", rate, fail, pass+fail)
 	}
-	ts = append(ts, Threshold{Metric: "http_reqs{phase:load}", Condition: "count>0", Actual: fmt.Sprintf("count=%d", reqs), Pass: reqs > 0})
-	x.mu.Lock()
-	x.thresholds = append(x.thresholds, ts...)
-	x.mu.Unlock()
+	x.judge("checks{phase:load}", fmt.Sprintf("rate>=%g", l.MinChecksRate), checks, pass+fail == 0 || rate >= l.MinChecksRate)
+	x.judge("http_reqs{phase:load}", "count>0", fmt.Sprintf("count=%d", reqs), reqs > 0)
 }
 
-// expect adds a threshold on the counter name: its value compared with want by op (==, <=,
-// >).
+// expect adds a threshold on the counter name: its value compared with want by op (==, <=, >).
 func (x *run) expect(name, op string, want float64) {
-	got := x.counter(name)
-	var pass bool
-	switch op {
-	case "==":
-		pass = got == want
-	case "<=":
-		pass = got <= want
-	case ">":
-		pass = got > want
-	default:
-		panic("loadgen: unknown comparison " + op)
-	}
 	x.mu.Lock()
-	x.thresholds = append(x.thresholds, Threshold{Metric: name, Condition: fmt.Sprintf("count%s%g", op, want),
-		Actual: fmt.Sprintf("count=%g", got), Pass: pass})
+	got := x.counters[name]
 	x.mu.Unlock()
+	pass := map[string]bool{"==": got == want, "<=": got <= want, ">": got > want}[op]
+	x.judge(name, fmt.Sprintf("count%s%g", op, want), fmt.Sprintf("count=%g", got), pass)
 }
 
 // endpointP95 adds the threshold p(95) < limit on the load phase's requests to endpoint. An
 // endpoint without requests is not judged, as k6 does not judge a sub-metric without samples.
 func (x *run) endpointP95(endpoint string, limit float64) {
 	x.mu.Lock()
-	lat := append([]time.Duration(nil), x.latBy[endpoint]...)
+	lat := x.latBy[endpoint]
+	p := PercentileMs(lat, 95)
 	x.mu.Unlock()
-	t := Threshold{Metric: "http_req_duration{endpoint:" + endpoint + "}", Condition: fmt.Sprintf("p(95)<%g", limit), Actual: "no requests", Pass: true}
+	actual := "no requests"
 	if len(lat) > 0 {
-		p := PercentileMs(lat, 95)
-		t.Actual, t.Pass = fmt.Sprintf("p(95)=%.2fms", p), p < limit
+		actual = fmt.Sprintf("p(95)=%.2fms", p)
 	}
-	x.mu.Lock()
-	x.thresholds = append(x.thresholds, t)
-	x.mu.Unlock()
+	x.judge("http_req_duration{endpoint:"+endpoint+"}", fmt.Sprintf("p(95)<%g", limit), actual, len(lat) == 0 || p < limit)
 }
 
 func (x *run) result() Result {
@@ -470,55 +440,45 @@ var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .02
 // the client saw it, and how each scenario is judged. cmd/acvload serves them on a /metrics of
 // its own, so a load run shows on the same Prometheus as the service it loads.
 type Metrics struct {
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	checks     *prometheus.CounterVec
-	dropped    *prometheus.CounterVec
-	unexpected *prometheus.CounterVec
-	running    *prometheus.GaugeVec
-	rate       *prometheus.GaugeVec
-	thresholds *prometheus.GaugeVec
+	requests, checks, dropped, unexpected *prometheus.CounterVec
+	duration                              *prometheus.HistogramVec
+	running, rate, thresholds             *prometheus.GaugeVec
 }
 
 // NewMetrics registers the series on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_loadtest_requests_total",
-			Help: "Requests the load generator sent, by scenario, endpoint, phase (setup, load, teardown) and outcome: the HTTP status class (2xx, 4xx, 5xx) or error when no answer came.",
-		}, []string{"scenario", "endpoint", "phase", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "acv_loadtest_request_duration_seconds",
-			Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
-			Buckets: latencyBuckets,
-		}, []string{"scenario", "endpoint", "phase"}),
-		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_loadtest_checks_total",
-			Help: "Checks of the answers against the contract, by scenario and result (pass, fail).",
-		}, []string{"scenario", "result"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_loadtest_dropped_iterations_total",
-			Help: "Iterations an open-model scenario could not start on time for want of a free VU.",
-		}, []string{"scenario"}),
-		unexpected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_loadtest_unexpected_failures_total",
-			Help: "Answers a correct service never gives in the scenario (its unexpected_failures).",
-		}, []string{"scenario"}),
-		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "acv_loadtest_scenario_running",
-			Help: "1 while the scenario's load phase runs.",
-		}, []string{"scenario"}),
-		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "acv_loadtest_target_rate_per_second",
-			Help: "Iterations per second an open-model scenario starts (0 for a closed model).",
-		}, []string{"scenario"}),
-		thresholds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "acv_loadtest_thresholds",
-			Help: "The thresholds of the scenario's last run, by result (pass, fail).",
-		}, []string{"scenario", "result"}),
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
 	}
-	reg.MustRegister(m.requests, m.duration, m.checks, m.dropped, m.unexpected, m.running, m.rate, m.thresholds)
-	return m
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "acv_loadtest_request_duration_seconds",
+		Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
+		Buckets: latencyBuckets,
+	}, []string{"scenario", "endpoint", "phase"})
+	reg.MustRegister(duration)
+	return &Metrics{
+		duration: duration,
+		requests: counter("acv_loadtest_requests_total",
+			"Requests the load generator sent, by scenario, endpoint, phase (setup, load, teardown) and outcome: the HTTP status class (2xx, 4xx, 5xx) or error when no answer came.",
+			"scenario", "endpoint", "phase", "outcome"),
+		checks: counter("acv_loadtest_checks_total",
+			"Checks of the answers against the contract, by scenario and result (pass, fail).", "scenario", "result"),
+		dropped: counter("acv_loadtest_dropped_iterations_total",
+			"Iterations an open-model scenario could not start on time for want of a free VU.", "scenario"),
+		unexpected: counter("acv_loadtest_unexpected_failures_total",
+			"Answers a correct service never gives in the scenario (its unexpected_failures).", "scenario"),
+		running: gauge("acv_loadtest_scenario_running", "1 while the scenario's load phase runs.", "scenario"),
+		rate: gauge("acv_loadtest_target_rate_per_second",
+			"Iterations per second an open-model scenario starts (0 for a closed model).", "scenario"),
+		thresholds: gauge("acv_loadtest_thresholds", "The thresholds of the scenario's last run, by result (pass, fail).", "scenario", "result"),
+	}
 }
 
 // outcome is a request's outcome label: its status class, or error without an answer.
@@ -539,34 +499,22 @@ func iterations(rate float64, d time.Duration) int {
 }
 
 // openModel runs fn at a fixed arrival rate, as k6's constant-arrival-rate executor does: the
-// iterations(rate, d) iterations start on a timetable whatever the latency, each on a free VU
-// (1 … maxVUs; a VU runs one iteration at a time), and one that is due while every VU is busy
-// is dropped. iter counts the iterations started (0, 1, …). It returns once every started
-// iteration finished, with the number dropped.
+// iterations start on a timetable whatever the latency, each on a free VU (1 … maxVUs), and
+// one due while every VU is busy is dropped. iter counts the iterations started. It returns
+// once every started iteration finished, with the number dropped.
 func openModel(ctx context.Context, rate float64, d time.Duration, maxVUs int, fn func(vu int, iter int64)) (dropped int64) {
-	n := iterations(rate, d)
-	if maxVUs < 1 {
-		maxVUs = 1
-	}
-	free := make(chan int, maxVUs)
-	for vu := 1; vu <= maxVUs; vu++ {
+	free := make(chan int, max(1, maxVUs))
+	for vu := 1; vu <= cap(free); vu++ {
 		free <- vu
 	}
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	var started int64
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for i := 0; i < n; i++ {
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				wg.Wait()
-				return dropped
-			}
+	for i := range iterations(rate, d) {
+		if !sleepUntil(ctx, start.Add(time.Duration(i)*interval)) {
+			return dropped
 		}
 		select {
 		case vu := <-free:
@@ -582,7 +530,6 @@ func openModel(ctx context.Context, rate float64, d time.Duration, maxVUs int, f
 			dropped++
 		}
 	}
-	wg.Wait()
 	return dropped
 }
 
