@@ -27,7 +27,7 @@ import (
 // hotPath measures signed verify with the audit pipeline paused: the API alone, its events
 // queueing in the Redis outbox.
 func (b *bench) hotPath(ctx context.Context) error {
-	p, err := b.startACV(ctx, "api")
+	p, err := b.startACV(ctx, "api", b.cfg.RedisURL)
 	if err != nil {
 		return err
 	}
@@ -55,21 +55,21 @@ func (b *bench) hotPath(ctx context.Context) error {
 // three `acv serve` processes, so each one's CPU is read apart; each attempt's CPU window runs
 // from a drained pipeline to a drained pipeline.
 func (b *bench) sustained(ctx context.Context) error {
-	var procs []*proc
+	var procs []*acvProc
 	defer func() {
 		for _, p := range procs { // the API first, as a deployment drains it first
 			p.stop()
 		}
 	}()
 	for _, roles := range []string{"api", "consumer"} {
-		p, err := b.startACV(ctx, roles)
+		p, err := b.startACV(ctx, roles, b.cfg.RedisURL)
 		if err != nil {
 			return err
 		}
 		procs = append(procs, p)
 	}
 	api, consumer := procs[0], procs[1]
-	var relay *proc
+	var relay *acvProc
 	m := meter{
 		partAPI: api.cpu, partConsumer: consumer.cpu,
 		partRelay: func() float64 {
@@ -94,7 +94,7 @@ func (b *bench) sustained(ctx context.Context) error {
 	}
 	cons0 := scrape(consumer.debug)
 	cpu0, busy0, t0 := m.sample(), machineBusy(), time.Now()
-	if relay, err = b.startACV(ctx, "relay"); err != nil {
+	if relay, err = b.startACV(ctx, "relay", b.cfg.RedisURL); err != nil {
 		return err
 	}
 	procs = append(procs, relay)
@@ -337,7 +337,7 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 	}
 	recs = nil
 
-	api, err := b.startACVOn(ctx, "api", c.URL())
+	api, err := b.startACV(ctx, "api", c.URL())
 	if err != nil {
 		return err
 	}
@@ -493,7 +493,7 @@ func (b *bench) scale(ctx context.Context) error {
 	b.rows = append(b.rows, row{name: fmt.Sprintf("Generate %d codes into Postgres and Redis", b.scaleN), rps: float64(b.scaleN) / time.Since(start).Seconds(),
 		note: fmt.Sprintf("first 1,000,000 in %.1f s; Redis %.0f bytes per code", firstMillion.Seconds(), perCode)})
 
-	p, err := b.startACV(ctx, "api,relay,consumer")
+	p, err := b.startACV(ctx, "api,relay,consumer", b.cfg.RedisURL)
 	if err != nil {
 		return err
 	}

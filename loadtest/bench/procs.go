@@ -33,9 +33,12 @@ const (
 
 var partOrder = []string{partAPI, partRedis, partRelay, partConsumer, partBroker, partPostgres, partLoadgen}
 
+// proc is /proc.
+var proc, _ = procfs.NewDefaultFS()
+
 // pidStat is a process's /proc/<pid>/stat; ok is false once it is gone.
 func pidStat(pid int) (s procfs.ProcStat, ok bool) {
-	p, err := procfs.NewProc(pid)
+	p, err := proc.Proc(pid)
 	if err == nil {
 		s, err = p.Stat()
 	}
@@ -68,7 +71,7 @@ func pgServerCPU(postmaster int) float64 {
 
 // childrenOf is the processes whose parent is pid (a PostgreSQL server's backends and workers).
 func childrenOf(pid int) []procfs.ProcStat {
-	procs, _ := procfs.AllProcs()
+	procs, _ := proc.AllProcs()
 	var out []procfs.ProcStat
 	for _, p := range procs {
 		if s, err := p.Stat(); err == nil && s.PPID == pid {
@@ -81,7 +84,7 @@ func childrenOf(pid int) []procfs.ProcStat {
 // jitCPU sums the CPU of a JVM's live compiler threads ("C1 CompilerThre", "C2 CompilerThre");
 // an ended compiler thread's CPU counts as the process's.
 func jitCPU(pid int) float64 {
-	threads, _ := procfs.AllThreads(pid)
+	threads, _ := proc.AllThreads(pid)
 	var t float64
 	for _, th := range threads {
 		if s, err := th.Stat(); err == nil && strings.Contains(s.Comm, "CompilerThre") {
@@ -94,11 +97,7 @@ func jitCPU(pid int) float64 {
 // machineBusy is the CPU seconds the whole machine spent busy so far (all cores, idle and
 // iowait left out).
 func machineBusy() float64 {
-	s, err := procfs.NewDefaultFS()
-	if err != nil {
-		return 0
-	}
-	st, err := s.Stat()
+	st, err := proc.Stat()
 	if err != nil {
 		return 0
 	}
@@ -108,11 +107,7 @@ func machineBusy() float64 {
 
 // loadAvg is the machine's 1, 5 and 15 minute load averages: other work shows there.
 func loadAvg() string {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return "?"
-	}
-	l, err := fs.LoadAvg()
+	l, err := proc.LoadAvg()
 	if err != nil {
 		return "?"
 	}
@@ -149,7 +144,7 @@ const pipelineNice = 10
 // renicePipeline sets the niceness of every thread (Linux keeps it per thread; new threads and
 // forked backends inherit it) of the relay and consumer, the Kafka broker, and the PostgreSQL
 // server with every backend.
-func (b *bench) renicePipeline(nice int, procs ...*proc) error {
+func (b *bench) renicePipeline(nice int, procs ...*acvProc) error {
 	pids := []int{b.pg.Pid()}
 	for _, s := range childrenOf(b.pg.Pid()) {
 		pids = append(pids, s.PID)
@@ -161,7 +156,7 @@ func (b *bench) renicePipeline(nice int, procs ...*proc) error {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
 	for _, pid := range pids {
-		threads, err := procfs.AllThreads(pid)
+		threads, err := proc.AllThreads(pid)
 		if err != nil {
 			return fmt.Errorf("threads of %d: %w", pid, err)
 		}
@@ -175,21 +170,16 @@ func (b *bench) renicePipeline(nice int, procs ...*proc) error {
 	return nil
 }
 
-// proc is an acv process under test.
-type proc struct {
+// acvProc is an acv process under test.
+type acvProc struct {
 	cmd *exec.Cmd
 	// base is the API's address (empty without the api role); debug serves /metrics.
 	base, debug string
 }
 
-// startACV starts `acv serve` with roles against the run's single Redis.
-func (b *bench) startACV(ctx context.Context, roles string) (*proc, error) {
-	return b.startACVOn(ctx, roles, b.cfg.RedisURL)
-}
-
-// startACVOn starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
+// startACV starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
 // and returns once it answers /readyz.
-func (b *bench) startACVOn(ctx context.Context, roles, redisURL string) (*proc, error) {
+func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc, error) {
 	port, err := localenv.FreePort()
 	if err != nil {
 		return nil, err
@@ -225,7 +215,7 @@ func (b *bench) startACVOn(ctx context.Context, roles, redisURL string) (*proc, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", b.acv, err)
 	}
-	p := &proc{cmd: cmd, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
+	p := &acvProc{cmd: cmd, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
 	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr
@@ -238,7 +228,7 @@ func (b *bench) startACVOn(ctx context.Context, roles, redisURL string) (*proc, 
 	return p, nil
 }
 
-func (p *proc) stop() {
+func (p *acvProc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(done) }()
@@ -251,24 +241,21 @@ func (p *proc) stop() {
 }
 
 // cpu is the process's user+system CPU seconds so far.
-func (p *proc) cpu() float64 { return pidCPU(p.cmd.Process.Pid) }
+func (p *acvProc) cpu() float64 { return pidCPU(p.cmd.Process.Pid) }
 
 // peakRSS is the process's high-water resident set, in MiB.
-func (p *proc) peakRSS() float64 {
-	pp, err := procfs.NewProc(p.cmd.Process.Pid)
+func (p *acvProc) peakRSS() float64 {
+	pp, err := proc.Proc(p.cmd.Process.Pid)
 	if err != nil {
 		return 0
 	}
-	s, err := pp.NewStatus()
-	if err != nil {
-		return 0
-	}
+	s, _ := pp.NewStatus()
 	return float64(s.VmHWM) / (1 << 20)
 }
 
 // profile starts a CPU profile of p over one measured phase when -profile is set, written to
 // name.pprof; the returned function waits for it. A failure is reported, never fatal.
-func (b *bench) profile(ctx context.Context, p *proc, name string) (wait func()) {
+func (b *bench) profile(ctx context.Context, p *acvProc, name string) (wait func()) {
 	if b.profileDir == "" {
 		return func() {}
 	}
@@ -282,7 +269,7 @@ func (b *bench) profile(ctx context.Context, p *proc, name string) (wait func())
 	return func() { <-done }
 }
 
-func (b *bench) fetchProfile(ctx context.Context, p *proc, name string) error {
+func (b *bench) fetchProfile(ctx context.Context, p *acvProc, name string) error {
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second)))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 // The requests of the scenarios, as loadtest/k6/lib/sign.js sends them; endpoint names the
 // request in the metrics and thresholds.
-
 func (x *run) projectPath() string {
 	return "/api/v1/projects/" + escape(x.r.Target.ProjectID)
 }
@@ -85,14 +84,7 @@ type object map[string]any
 
 // decode reads the answer's body as a JSON object; nil when it is not one.
 func (a answer) decode() object {
-	return decodeObject(a.body)
-}
-
-func decodeObject(b []byte) object {
-	if len(b) == 0 {
-		return nil
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
+	d := json.NewDecoder(bytes.NewReader(a.body))
 	d.UseNumber()
 	var o map[string]any
 	if d.Decode(&o) != nil {
@@ -103,27 +95,17 @@ func decodeObject(b []byte) object {
 
 func (o object) has(k string) bool { _, ok := o[k]; return ok }
 
-func (o object) str(k string) (string, bool) {
-	s, ok := o[k].(string)
-	return s, ok
-}
-
-func (o object) boolean(k string) (bool, bool) {
-	b, ok := o[k].(bool)
-	return b, ok
+// str is the field as a string; "" when it is not one.
+func (o object) str(k string) string {
+	s, _ := o[k].(string)
+	return s
 }
 
 // isTrue is k6's `o.k === true`.
-func (o object) isTrue(k string) bool {
-	b, ok := o.boolean(k)
-	return ok && b
-}
+func (o object) isTrue(k string) bool { return o[k] == true }
 
 // isFalse is k6's `o.k === false`.
-func (o object) isFalse(k string) bool {
-	b, ok := o.boolean(k)
-	return ok && !b
-}
+func (o object) isFalse(k string) bool { return o[k] == false }
 
 func (o object) isNull(k string) bool {
 	v, ok := o[k]
@@ -144,16 +126,14 @@ func (o object) isInt(k string) bool { _, ok := o.integer(k); return ok }
 
 func (o object) isNullOrInt(k string) bool { return o.isNull(k) || o.isInt(k) }
 
-func (o object) isNullOrString(k string) bool {
-	_, s := o.str(k)
-	return o.isNull(k) || s
+// is tells whether the field is a T.
+func is[T any](o object, k string) bool {
+	_, ok := o[k].(T)
+	return ok
 }
 
 func (o object) object(k string) object {
-	m, ok := o[k].(map[string]any)
-	if !ok {
-		return nil
-	}
+	m, _ := o[k].(map[string]any)
 	return m
 }
 
@@ -164,11 +144,7 @@ func (o object) array(k string) ([]any, bool) {
 
 // codeShape is the contract's code resource: every field of its type.
 func codeShape(c object) bool {
-	_, id := c.str("id")
-	_, code := c.str("code")
-	_, status := c.boolean("status")
-	_, dis := c.boolean("is_disabled")
-	_, exp := c.boolean("is_expired")
-	return c != nil && id && code && status && dis && exp && c.isNullOrInt("expires_at") &&
-		c.isNullOrInt("verified_at") && c.isInt("created_at") && c.isNullOrString("verified_by")
+	return c != nil && is[string](c, "id") && is[string](c, "code") && is[bool](c, "status") &&
+		is[bool](c, "is_disabled") && is[bool](c, "is_expired") && c.isNullOrInt("expires_at") &&
+		c.isNullOrInt("verified_at") && c.isInt("created_at") && (c.isNull("verified_by") || is[string](c, "verified_by"))
 }

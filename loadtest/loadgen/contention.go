@@ -116,7 +116,7 @@ func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Cod
 			}
 			x.add("verify_attempts", 1)
 			b := ans.decode()
-			code, _ := b.str("error_code")
+			code := b.str("error_code")
 			won := ans.status == 200 && b.isTrue("success")
 			lost := ans.status == 200 && b.isFalse("success") && code == "CODE_ALREADY_USED"
 			x.checkAll(

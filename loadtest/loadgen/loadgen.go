@@ -63,9 +63,8 @@ func Run(ctx context.Context, cfg Config) Report {
 	lat := make([][]time.Duration, cfg.Concurrency)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	// At a target rate each connection keeps its own schedule, staggered from the others, so
-	// the total is the target rate however long single requests take (a late request is
-	// followed at once by the next, until the schedule is met again).
+	// At a target rate each connection keeps its own staggered schedule; a late request is
+	// followed at once by the next until the schedule is met again.
 	var interval time.Duration
 	if cfg.Rate > 0 {
 		interval = time.Duration(float64(cfg.Concurrency) * float64(time.Second) / cfg.Rate)
@@ -159,10 +158,8 @@ func CPUSeconds() float64 {
 // request is written in one piece and the answer read by its Content-Length. Go's net/http
 // client would spend more CPU than the server it measures.
 type conn struct {
-	addr string
 	c    net.Conn
 	r    *bufio.Reader
-	req  []byte
 	body []byte
 }
 
@@ -171,7 +168,7 @@ func dial(addr string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{addr: addr, c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
+	return &conn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
 }
 
 func (c *conn) close() { c.c.Close() }

@@ -85,15 +85,9 @@ func (x *run) readBack(ctx context.Context, code string, wantUsed bool, who stri
 		return true
 	}
 	c := a.decode()
-	state := false
-	if c != nil {
-		status, isBool := c.boolean("status")
-		by, _ := c.str("verified_by")
-		if wantUsed {
-			state = isBool && status && by == who && c.isInt("verified_at")
-		} else {
-			state = isBool && !status && c.isNull("verified_at")
-		}
+	state := c.isFalse("status") && c.isNull("verified_at")
+	if wantUsed {
+		state = c.isTrue("status") && c.str("verified_by") == who && c.isInt("verified_at")
 	}
 	ok := x.checkAll(
 		namedCheck{"read-back: status 200", a.status == 200},

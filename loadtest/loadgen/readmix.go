@@ -5,30 +5,28 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 )
 
 // readEndpoints are readmix's reads: each sends one request and returns its answer's checks.
-var readEndpoints = map[string]func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck){
+var readEndpoints = map[string]readFunc{
 	"project":     readProject,
-	"list_unused": readListUnused,
-	"list_used":   readListUsed,
+	"list_unused": listOf("list_unused", "unused", false),
+	"list_used":   listOf("list_used", "used", true),
 	"list_page":   readListPage,
 	"search":      readSearch,
-	"by_id":       readByID,
-	"by_code":     readByCode,
+	"by_id": func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+		row := randomCode(codes)
+		return theCode(x.codeByID(ctx, phaseLoad, "by_id", row.ID), row)
+	},
+	"by_code": func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
+		row := randomCode(codes)
+		return theCode(x.codeByValue(ctx, phaseLoad, "by_code", row.Value), row)
+	},
 }
 
-func readEndpointNames() []string {
-	names := make([]string, 0, len(readEndpoints))
-	for n := range readEndpoints {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+type readFunc func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck)
 
 var pageSizes = []int{10, 20, 50, 100}
 
@@ -99,15 +97,12 @@ func mixString(mix []MixEntry) string {
 
 func randomCode(codes []Code) Code { return codes[rand.IntN(len(codes))] }
 
-// smallPage is a page within the first few, so most pages of a filter hold items.
-func smallPage() int { return 1 + rand.IntN(3) }
+func randomPageSize() int { return pageSizes[rand.IntN(len(pageSizes))] }
 
 func readProject(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
 	a := x.project(ctx, phaseLoad, "project")
 	p := a.decode()
-	id, _ := p.str("id")
-	_, name := p.str("name")
-	_, status := p.boolean("status")
+	id := p.str("id")
 	s := p.object("statistics")
 	adds := s != nil
 	var n [5]int64
@@ -118,7 +113,7 @@ func readProject(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
 	}
 	return a, []namedCheck{
 		{"status 200", a.status == 200},
-		{"project is the key's", p != nil && id == x.r.Target.ProjectID && name && status && p.isNullOrInt("expires_at") && p.isInt("created_at")},
+		{"project is the key's", p != nil && id == x.r.Target.ProjectID && is[string](p, "name") && is[bool](p, "status") && p.isNullOrInt("expires_at") && p.isInt("created_at")},
 		{"statistics add up", adds && n[0] == n[1]+n[2]+n[3]+n[4]},
 	}
 }
@@ -152,20 +147,17 @@ func list(x *run, ctx context.Context, endpoint, status string, page, size int, 
 	return a, pageChecks(a, a.decode(), page, size, itemOK)
 }
 
-func readListUnused(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
-	return list(x, ctx, "list_unused", "unused", smallPage(), pageSizes[rand.IntN(len(pageSizes))], func(c object) bool {
-		return c.isFalse("status") && c.isFalse("is_disabled") && c.isFalse("is_expired")
-	})
-}
-
-func readListUsed(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
-	return list(x, ctx, "list_used", "used", smallPage(), pageSizes[rand.IntN(len(pageSizes))], func(c object) bool {
-		return c.isTrue("status") && c.isFalse("is_disabled") && c.isFalse("is_expired")
-	})
+// listOf reads one of the first few pages (most hold items) of the codes of status.
+func listOf(endpoint, status string, used bool) readFunc {
+	return func(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
+		return list(x, ctx, endpoint, status, 1+rand.IntN(3), randomPageSize(), func(c object) bool {
+			return c["status"] == used && c.isFalse("is_disabled") && c.isFalse("is_expired")
+		})
+	}
 }
 
 func readListPage(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
-	size := pageSizes[rand.IntN(len(pageSizes))]
+	size := randomPageSize()
 	page := 1 + rand.IntN(max(1, int(math.Ceil(float64(len(codes))/float64(size)))))
 	return list(x, ctx, "list_page", "", page, size, func(object) bool { return true })
 }
@@ -178,37 +170,21 @@ func readSearch(x *run, ctx context.Context, codes []Code) (answer, []namedCheck
 	if rand.IntN(2) == 0 {
 		term = strings.ToLower(term)
 	}
-	size := pageSizes[rand.IntN(len(pageSizes))]
+	size := randomPageSize()
 	a := x.listCodes(ctx, phaseLoad, "search", [2]string{"search", term}, [2]string{"page", "1"}, [2]string{"page_size", strconv.Itoa(size)})
 	b := a.decode()
 	checks := pageChecks(a, b, 1, size, func(c object) bool {
-		v, _ := c.str("code")
-		return strings.Contains(strings.ToLower(v), strings.ToLower(term))
+		return strings.Contains(strings.ToLower(c.str("code")), strings.ToLower(term))
 	})
 	total, _ := b.integer("total")
 	return a, append(checks, namedCheck{"search finds the code", b != nil && total >= 1})
 }
 
-func readByID(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
-	row := randomCode(codes)
-	a := x.codeByID(ctx, phaseLoad, "by_id", row.ID)
-	return a, theCode(a, row)
-}
-
-func readByCode(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
-	row := randomCode(codes)
-	a := x.codeByValue(ctx, phaseLoad, "by_code", row.Value)
-	return a, theCode(a, row)
-}
-
 // theCode checks a single-code answer: that code, with its logs.
-func theCode(a answer, row Code) []namedCheck {
+func theCode(a answer, row Code) (answer, []namedCheck) {
 	c := a.decode()
-	id, _ := c.str("id")
-	v, _ := c.str("code")
-	_, logs := c.array("verification_logs")
-	return []namedCheck{
+	return a, []namedCheck{
 		{"status 200", a.status == 200},
-		{"the code, with its logs", codeShape(c) && id == row.ID && v == row.Value && logs},
+		{"the code, with its logs", codeShape(c) && c.str("id") == row.ID && c.str("code") == row.Value && is[[]any](c, "verification_logs")},
 	}
 }

@@ -43,7 +43,7 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 			return
 		}
 		b := a.decode()
-		id, _ := b.str("code_id")
+		id := b.str("code_id")
 		ok := x.checkAll(
 			namedCheck{"verify: status 200", a.status == 200},
 			namedCheck{"verify: success=true", b.isTrue("success")},
@@ -134,8 +134,8 @@ func isSuccessBy(entry any, who string) bool {
 		return false
 	}
 	e := object(m)
-	result, _ := e.str("result")
-	by, _ := e.str("verified_by")
+	result := e.str("result")
+	by := e.str("verified_by")
 	return result == "success" && by == who
 }
 

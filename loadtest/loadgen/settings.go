@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -146,9 +147,9 @@ func ParseMix(s string) ([]MixEntry, error) {
 	total := 0.0
 	for _, part := range strings.Split(s, ",") {
 		name, w, _ := strings.Cut(strings.TrimSpace(part), ":")
-		weight, err := strconv.ParseFloat(w, 64)
-		if _, known := readEndpoints[name]; !known || err != nil || weight < 0 || math.IsNaN(weight) || math.IsInf(weight, 0) {
-			return nil, fmt.Errorf("MIX: bad entry %q; reads: %s", part, strings.Join(readEndpointNames(), ", "))
+		weight, err := number(w)
+		if _, known := readEndpoints[name]; !known || err != nil || weight < 0 {
+			return nil, fmt.Errorf("MIX: bad entry %q; reads: %s", part, strings.Join(slices.Sorted(maps.Keys(readEndpoints)), ", "))
 		}
 		total += weight
 		out = append(out, MixEntry{Name: name, Weight: weight})
@@ -228,8 +229,7 @@ func ParseDuration(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// Code is one row of the CSV `acv codes export` writes (id,code,state,...): the scenarios
-// verify, reactivate and read codes by these values and check the answers against them.
+// Code is one row of the CSV `acv codes export` writes (id,code,state,...).
 type Code struct {
 	ID, Value, State string
 }
@@ -249,8 +249,7 @@ func ReadCodesFile(path string) ([]Code, error) {
 }
 
 // ReadCodes reads an export of `acv codes export`: a header id,code,state,... and one row a
-// code, cells escaped as every export escapes them (safecsv), so a code such as =X, which the
-// export writes '=X, reads as =X.
+// code, cells unescaped as safecsv escapes them ('=X reads as =X).
 func ReadCodes(r io.Reader) ([]Code, error) {
 	cr := safecsv.NewReader(r)
 	head, err := cr.Read()
@@ -272,19 +271,14 @@ func ReadCodes(r io.Reader) ([]Code, error) {
 	}
 }
 
-// SelectCodes keeps the codes whose value starts with prefix (every code when it is empty) and,
-// when states are given, whose state is one of them: one export feeds several scenarios, each
-// on codes of its own prefix.
+// SelectCodes keeps the codes of prefix and, when states are given, of one of them: one export
+// feeds several scenarios, each on codes of its own prefix.
 func SelectCodes(codes []Code, prefix string, states ...string) []Code {
 	var out []Code
 	for _, c := range codes {
-		if !strings.HasPrefix(c.Value, prefix) {
-			continue
+		if strings.HasPrefix(c.Value, prefix) && (len(states) == 0 || slices.Contains(states, c.State)) {
+			out = append(out, c)
 		}
-		if len(states) > 0 && !slices.Contains(states, c.State) {
-			continue
-		}
-		out = append(out, c)
 	}
 	return out
 }
