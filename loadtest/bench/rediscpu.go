@@ -234,9 +234,7 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 	errs := make(chan error, concurrency)
 	start := time.Now()
 	for w := 0; w < concurrency; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(codes) || ctx.Err() != nil {
@@ -255,7 +253,7 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

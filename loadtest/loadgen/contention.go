@@ -47,17 +47,13 @@ func (x *run) contention(ctx context.Context, s ContentionSettings) error {
 	for r := range s.Rounds {
 		start := base.Add(time.Duration(r) * round)
 		for vu := 1; vu <= s.VUs; vu++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				x.verifyRound(ctx, s, codes, r, vu, start)
-			}()
+			})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			x.reactivateRound(ctx, s, codes, r, start.Add(s.VerifyPhase), start.Add(round))
-		}()
+		})
 	}
 	wg.Wait()
 	done()
@@ -99,11 +95,9 @@ func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Cod
 		answers := make([]answer, len(codes))
 		var wg sync.WaitGroup
 		for c, code := range codes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				answers[c] = x.verify(ctx, phaseLoad, code.Value, who)
-			}()
+			})
 		}
 		wg.Wait()
 		if late := time.Since(end); late > 0 {

@@ -74,9 +74,7 @@ func Run(ctx context.Context, cfg Config) Report {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < cfg.Concurrency; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
+		wg.Go(func() {
 			lat[w] = make([]time.Duration, 0, 1<<14)
 			sg := &signer{host: u.Host, path: path, keyID: cfg.KeyID, secret: cfg.Secret}
 			var c *conn
@@ -132,7 +130,7 @@ func Run(ctx context.Context, cfg Config) Report {
 					oks.Add(1)
 				}
 			}
-		}(w)
+		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()

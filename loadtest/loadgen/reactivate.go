@@ -32,13 +32,13 @@ func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
 		cursor[vu]++
 		x.cycle(ctx, code, fmt.Sprintf("acvload-vu%d", vu), rand.Float64() < s.ReadBack)
 	}
-	done := x.load(s.Rate)
 	if s.Rate > 0 {
-		x.dropped(openModel(ctx, s.Rate, s.Duration, s.VUs, func(vu int, _ int64) { cycle(vu) }))
+		x.open(ctx, s.Rate, s.Duration, s.VUs, func(vu int, _ int64) { cycle(vu) })
 	} else {
+		done := x.load(0)
 		closedModel(ctx, s.VUs, s.Duration, cycle)
+		done()
 	}
-	done()
 
 	x.standard(s.Limits)
 	x.expect("unexpected_failures", "==", 0)

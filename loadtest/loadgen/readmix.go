@@ -49,8 +49,7 @@ func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
 	maxDropped := math.Floor(s.MaxDroppedRate * s.Rate * s.Duration.Seconds())
 	x.logf("readmix: %g reads/s for %s, mix %s, %d known codes", s.Rate, s.Duration, mixString(s.Mix), len(codes))
 
-	done := x.load(s.Rate)
-	dropped := openModel(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(int, int64) {
+	x.open(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(int, int64) {
 		pick := rand.Float64() * total
 		e := s.Mix[len(s.Mix)-1]
 		for _, m := range s.Mix {
@@ -72,8 +71,6 @@ func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
 			x.unexpected(e.Name, a)
 		}
 	})
-	done()
-	x.dropped(dropped)
 	if needed == 0 {
 		x.note("readmix: a rate of %g/s for %s starts no read", s.Rate, s.Duration)
 	}

@@ -30,8 +30,7 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 
 	var mu sync.Mutex
 	var redeemed []Code
-	done := x.load(s.Rate)
-	dropped := openModel(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(_ int, i int64) {
+	x.open(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(_ int, i int64) {
 		if i >= int64(len(codes)) {
 			x.add("unexpected_failures", 1)
 			x.warnf("iteration %d: no unused code left in the export", i)
@@ -43,11 +42,10 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 			return
 		}
 		b := a.decode()
-		id := b.str("code_id")
 		ok := x.checkAll(
 			namedCheck{"verify: status 200", a.status == 200},
 			namedCheck{"verify: success=true", b.isTrue("success")},
-			namedCheck{"verify: code_id is the code's id", id == row.ID},
+			namedCheck{"verify: code_id is the code's id", b.str("code_id") == row.ID},
 			namedCheck{"verify: verified_at set", b.isInt("verified_at")},
 		)
 		if ok {
@@ -59,8 +57,6 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 		}
 		x.unexpected("verify "+row.Value, a)
 	})
-	done()
-	x.dropped(dropped)
 	x.audit(ctx, redeemed, s)
 
 	x.standard(s.Limits)
@@ -129,14 +125,9 @@ func (x *run) audit(ctx context.Context, redeemed []Code, s RedeemSettings) {
 
 // isSuccessBy tells whether a verification log entry is a successful verify by who.
 func isSuccessBy(entry any, who string) bool {
-	m, ok := entry.(map[string]any)
-	if !ok {
-		return false
-	}
+	m, _ := entry.(map[string]any)
 	e := object(m)
-	result := e.str("result")
-	by := e.str("verified_by")
-	return result == "success" && by == who
+	return e.str("result") == "success" && e.str("verified_by") == who
 }
 
 // parallel runs fn on every item, n at a time.
@@ -145,12 +136,10 @@ func parallel[T any](items []T, n int, fn func(T)) {
 	var wg sync.WaitGroup
 	for _, it := range items {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			fn(it)
-		}()
+		})
 	}
 	wg.Wait()
 }

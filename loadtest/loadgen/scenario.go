@@ -328,11 +328,14 @@ func (x *run) load(rate float64) (done func()) {
 	}
 }
 
-// dropped counts iterations an open model could not start.
-func (x *run) dropped(n int64) {
-	x.add("dropped_iterations", float64(n))
+// open runs the load phase as an open model, counting the iterations it could not start.
+func (x *run) open(ctx context.Context, rate float64, d time.Duration, maxVUs int, fn func(vu int, iter int64)) {
+	done := x.load(rate)
+	n := float64(openModel(ctx, rate, d, maxVUs, fn))
+	done()
+	x.add("dropped_iterations", n)
 	if x.m != nil {
-		x.m.dropped.WithLabelValues(x.scenario).Add(float64(n))
+		x.m.dropped.WithLabelValues(x.scenario).Add(n)
 	}
 }
 
@@ -520,12 +523,10 @@ func openModel(ctx context.Context, rate float64, d time.Duration, maxVUs int, f
 		case vu := <-free:
 			iter := started
 			started++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				defer func() { free <- vu }()
 				fn(vu, iter)
-			}()
+			})
 		default:
 			dropped++
 		}
@@ -539,13 +540,11 @@ func closedModel(ctx context.Context, vus int, d time.Duration, fn func(vu int))
 	end := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for vu := 1; vu <= vus; vu++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(end) {
 				fn(vu)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
