@@ -76,7 +76,7 @@ func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
 	return res, nil
 }
 
-// Result is what a scenario measured in its load phase and how its thresholds judged it.
+// Result is what a scenario's load phase measured and how its thresholds judged it.
 type Result struct {
 	Scenario       string      `json:"scenario"`
 	Requests       int64       `json:"requests"`
@@ -188,8 +188,7 @@ func (x *run) logf(format string, args ...any) {
 	}
 }
 
-// warnf logs the first few failing answers of the scenario, so a failing run explains itself
-// without flooding the console.
+// warnf logs the first few failing answers, so a failing run explains itself without flooding.
 func (x *run) warnf(format string, args ...any) {
 	if x.warned.Add(1) <= 5 {
 		x.logf(x.scenario+": "+format, args...)
@@ -215,8 +214,7 @@ func (a answer) String() string {
 	return fmt.Sprintf("HTTP %d %s", a.status, a.body[:min(len(a.body), 300)])
 }
 
-// send sends one signed request of the phase to pathAndQuery (already encoded) and records
-// it under endpoint.
+// send sends one signed request of the phase to pathAndQuery (encoded), recorded as endpoint.
 func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery string, body any) answer {
 	var b []byte
 	if body != nil {
@@ -258,8 +256,7 @@ type namedCheck struct {
 	ok   bool
 }
 
-// checkAll records every check of one answer, as k6's check() does, and tells whether all
-// passed.
+// checkAll records every check of one answer, as k6's check() does, and tells whether all passed.
 func (x *run) checkAll(checks ...namedCheck) bool {
 	all := true
 	for _, c := range checks {
@@ -302,7 +299,6 @@ func (x *run) unexpected(what string, a answer) {
 	x.warnf("%s: %s", what, a)
 }
 
-// note adds a line to the result.
 func (x *run) note(format string, args ...any) {
 	x.mu.Lock()
 	x.notes = append(x.notes, fmt.Sprintf(format, args...))
@@ -339,7 +335,6 @@ func (x *run) open(ctx context.Context, rate float64, d time.Duration, maxVUs in
 	}
 }
 
-// judge adds a threshold of the scenario.
 func (x *run) judge(metric, condition, actual string, pass bool) {
 	x.mu.Lock()
 	x.thresholds = append(x.thresholds, Threshold{Metric: metric, Condition: condition, Actual: actual, Pass: pass})
@@ -435,13 +430,11 @@ func PercentileMs(d []time.Duration, p float64) float64 {
 	return (float64(s[lo]) + frac*float64(s[lo+1]-s[lo])) / 1e6
 }
 
-// latencyBuckets are the service's request-duration bounds (api/httpapi), so the load
-// generator's view of a request and the service's can be compared bucket for bucket.
+// latencyBuckets are the service's request-duration bounds (api/httpapi), for comparison.
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// Metrics are the load generator's own series: what it sent, how long each request took as
-// the client saw it, and how each scenario is judged. cmd/acvload serves them on a /metrics of
-// its own, so a load run shows on the same Prometheus as the service it loads.
+// Metrics are the load generator's own series (what it sent, how long each request took as the
+// client saw it, how each scenario is judged), for the Prometheus of the service it loads.
 type Metrics struct {
 	requests, checks, dropped, unexpected *prometheus.CounterVec
 	duration                              *prometheus.HistogramVec
@@ -492,8 +485,7 @@ func outcome(status int, err error) string {
 	return strconv.Itoa(status/100) + "xx"
 }
 
-// iterations is how many iterations an open model starts at rate per second in d: one every
-// 1/rate seconds from the start, while the time is within d.
+// iterations is how many iterations an open model starts at rate per second in d.
 func iterations(rate float64, d time.Duration) int {
 	if rate <= 0 || d <= 0 {
 		return 0

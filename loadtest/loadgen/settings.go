@@ -85,12 +85,10 @@ type Settings struct {
 // DefaultMix is readmix's default mix.
 const DefaultMix = "project:1,list_unused:2,list_used:2,list_page:1,search:2,by_id:2,by_code:3"
 
-// SettingsFromEnv reads the settings from the environment variables that loadtest/run.sh and
-// loadtest/run-k6.sh document (lookup is os.Getenv): the names and defaults of run-k6.sh, and
-// the k6 scripts' own for the rest, so one environment drives either load generator (but
-// AUDIT_SAMPLE's default, 0, checks every successful verify). DURATION applies to every
-// scenario, and so do P95_MS, P99_MS, MAX_FAILED_RATE and MIN_CHECKS_RATE when set (each
-// scenario has its own defaults, those of its k6 script).
+// SettingsFromEnv reads the settings from the environment variables of loadtest/run.sh and
+// run-k6.sh (lookup is os.Getenv), with the k6 scripts' defaults, so one environment drives
+// either load generator (but AUDIT_SAMPLE's default, 0, checks every verify). DURATION and the
+// P95_MS, P99_MS, MAX_FAILED_RATE and MIN_CHECKS_RATE thresholds apply to every scenario.
 func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 	e := envReader{lookup: lookup}
 	var s Settings
