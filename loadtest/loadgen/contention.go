@@ -149,14 +149,8 @@ func (x *run) reactivateRound(ctx context.Context, s ContentionSettings, codes [
 			x.add("phase_overrun", 1)
 			x.warnf("round %d: a reactivate was answered %s after the round ended", r, late.Round(time.Millisecond))
 		}
-		b := a.decode()
-		if x.checkAll(
-			namedCheck{"reactivate: status 200", a.status == 200},
-			namedCheck{"reactivate: success=true", b.isTrue("success")},
-		) {
+		if x.succeeded("reactivate", fmt.Sprintf("round %d reactivate %s", r, code.Value), a) {
 			x.add("reactivate_success", 1)
-		} else {
-			x.unexpected(fmt.Sprintf("round %d reactivate %s", r, code.Value), a)
 		}
 	}
 }

@@ -52,26 +52,14 @@ func (x *run) cycle(ctx context.Context, code, who string, readBack bool) {
 	if v.interrupted {
 		return
 	}
-	verified := x.checkAll(
-		namedCheck{"verify: status 200", v.status == 200},
-		namedCheck{"verify: success=true", v.decode().isTrue("success")},
-	)
-	if !verified {
-		x.unexpected("verify "+code, v)
-	}
+	verified := x.succeeded("verify", "verify "+code, v)
 	seen := !verified || !readBack || x.readBack(ctx, code, true, who)
 
 	r := x.reactivateCode(ctx, phaseLoad, code, who, "acvload reactivate cycle")
 	if r.interrupted {
 		return
 	}
-	reactivated := x.checkAll(
-		namedCheck{"reactivate: status 200", r.status == 200},
-		namedCheck{"reactivate: success=true", r.decode().isTrue("success")},
-	)
-	if !reactivated {
-		x.unexpected("reactivate "+code, r)
-	}
+	reactivated := x.succeeded("reactivate", "reactivate "+code, r)
 	seenAgain := !reactivated || !readBack || x.readBack(ctx, code, false, who)
 	if verified && reactivated && seen && seenAgain {
 		x.add("cycles_ok", 1)

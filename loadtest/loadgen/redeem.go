@@ -42,20 +42,14 @@ func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 			return
 		}
 		b := a.decode()
-		ok := x.checkAll(
-			namedCheck{"verify: status 200", a.status == 200},
-			namedCheck{"verify: success=true", b.isTrue("success")},
+		if x.succeeded("verify", "verify "+row.Value, a,
 			namedCheck{"verify: code_id is the code's id", b.str("code_id") == row.ID},
-			namedCheck{"verify: verified_at set", b.isInt("verified_at")},
-		)
-		if ok {
+			namedCheck{"verify: verified_at set", b.isInt("verified_at")}) {
 			x.add("redeem_success", 1)
 			mu.Lock()
 			redeemed = append(redeemed, row)
 			mu.Unlock()
-			return
 		}
-		x.unexpected("verify "+row.Value, a)
 	})
 	x.audit(ctx, redeemed, s)
 

@@ -293,6 +293,17 @@ func (x *run) add(name string, v float64) {
 	}
 }
 
+// succeeded records the checks that a answered the request what with status 200 and
+// success=true, and the more checks; when one fails, a is unexpected (shown as shown).
+func (x *run) succeeded(what, shown string, a answer, more ...namedCheck) bool {
+	ok := x.checkAll(append([]namedCheck{{what + ": status 200", a.status == 200},
+		{what + ": success=true", a.decode().isTrue("success")}}, more...)...)
+	if !ok {
+		x.unexpected(shown, a)
+	}
+	return ok
+}
+
 // unexpected counts an answer a correct service never gives, and shows the first few.
 func (x *run) unexpected(what string, a answer) {
 	x.add("unexpected_failures", 1)
