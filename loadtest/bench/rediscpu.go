@@ -139,27 +139,38 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return VerifyCPU{}, err
 	}
-	var stopRelay func() error
+	verify := func(<-chan struct{}) error { return verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate) }
 	if run.RelayDuring {
-		stopRelay = startRelay(ctx, run.Relay)
+		err = whileRelaying(ctx, run.Relay, verify)
+	} else {
+		err = verify(nil)
 	}
-	verifyErr := verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate)
-	if stopRelay != nil {
-		if err := stopRelay(); err != nil && verifyErr == nil {
-			verifyErr = fmt.Errorf("relay stopped while the verifies ran: %w", err)
-		}
+	if err != nil {
+		return VerifyCPU{}, err
 	}
-	if verifyErr != nil {
-		return VerifyCPU{}, verifyErr
-	}
-	verify, err := commandStats(ctx, rdb, "verify")
+	verifyStats, err := commandStats(ctx, rdb, "verify")
 	if err != nil {
 		return VerifyCPU{}, err
 	}
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return VerifyCPU{}, err
 	}
-	if err := relayUntilEmpty(ctx, rdb, run.Relay); err != nil {
+	if err := whileRelaying(ctx, run.Relay, func(ended <-chan struct{}) error {
+		for deadline := time.Now().Add(5 * time.Minute); ; {
+			select {
+			case <-ended:
+				return nil
+			case <-time.After(20 * time.Millisecond):
+			}
+			n, err := outboxLen(ctx, rdb)
+			if err != nil || n == 0 {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("outbox still holds %d entries", n)
+			}
+		}
+	}); err != nil {
 		return VerifyCPU{}, err
 	}
 	relay, err := commandStats(ctx, rdb, "relay")
@@ -174,9 +185,9 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	n := float64(run.Codes)
 	out := VerifyCPU{Verifies: run.Codes, Process: (cpu1 - cpu0) * 1e6 / n}
 	if run.RelayDuring {
-		verify = splitRelayCalls(verify, relay, int64(run.Codes))
+		verifyStats = splitRelayCalls(verifyStats, relay, int64(run.Codes))
 	}
-	for _, s := range append(verify, relay...) {
+	for _, s := range append(verifyStats, relay...) {
 		if probes[s.Name] {
 			continue
 		}
@@ -260,52 +271,26 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 	return <-errs
 }
 
-// startRelay runs relay until the returned function is called, which waits for it to end.
-func startRelay(ctx context.Context, relay func(context.Context) error) (stop func() error) {
+// whileRelaying runs relay beside fn, whose channel closes if the relay ends, and stops it once
+// fn returned; a relay that ended before is an error.
+func whileRelaying(ctx context.Context, relay func(context.Context) error, fn func(ended <-chan struct{}) error) error {
 	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- relay(rctx) }()
-	return func() error {
-		defer cancel()
-		select {
-		case err := <-done:
-			return fmt.Errorf("relay ended early: %v", err)
-		default:
-		}
-		cancel()
-		<-done
-		return nil
-	}
-}
-
-// relayUntilEmpty runs relay until every outbox is empty.
-func relayUntilEmpty(ctx context.Context, rdb *redis.Client, relay func(context.Context) error) error {
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- relay(rctx) }()
-	defer func() {
-		stop()
-		<-done
+	defer cancel()
+	ended := make(chan struct{})
+	var relayErr error
+	go func() {
+		relayErr = relay(rctx)
+		close(ended)
 	}()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		select {
-		case err := <-done:
-			done <- err
-			return fmt.Errorf("relay stopped before the outbox was empty: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		n, err := outboxLen(ctx, rdb)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("outbox still holds %d entries", n)
-		}
+	err := fn(ended)
+	select {
+	case <-ended:
+		return fmt.Errorf("relay ended early: %v", relayErr)
+	default:
 	}
+	cancel()
+	<-ended
+	return err
 }
 
 // outboxLen is the entries of every outbox (LLEN alone: a probe the meter leaves out).
