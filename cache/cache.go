@@ -1,15 +1,18 @@
 // Package cache is the hot path: Redis holds the live state of every code, and each verify or
-// reactivate is one Lua call that checks, transitions and appends its log event to the outbox
-// atomically. A code or project Redis has not seen is loaded from the system of record through
-// a Loader, inside Verify and Reactivate, so callers make one call. Scripts live in
-// scripts/*.lua, one file each, with their KEYS, ARGV and reply, and run as Redis Functions
-// (internal/redisscript); layout.go is the data format.
+// reactivate is one Lua call (scripts/*.lua, run as Redis Functions) that checks, transitions
+// and appends its log event to the outbox atomically, loading what Redis misses through a
+// Loader. layout.go is the data format.
 package cache
 
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -59,14 +62,12 @@ var (
 		putProjectScript, refundScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript}
 )
 
-// newScript is a script file of scripts/ behind the prelude (layout.go), as a Redis Function
-// named acv_<name>_<digest>.
+// newScript is a script file of scripts/ behind the prelude (layout.go).
 func newScript(name, src string) *redisscript.Script {
 	return redisscript.New("acv_"+name, luaPrelude(), src)
 }
 
-// Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit
-// (every call names keys of one slot, so a cluster client routes it to the slot's master).
+// Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.
 type Redis interface {
 	redisscript.Client
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
@@ -76,25 +77,19 @@ type Redis interface {
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
-// cluster is what a Redis Cluster client offers beyond Redis: its masters, each as a client of
-// one node (*redis.ClusterClient fits).
+// cluster is what a Redis Cluster client offers beyond Redis (*redis.ClusterClient fits).
 type cluster interface {
 	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
 	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
-	// ReloadState asks for the slot map to be read again (in the background).
 	ReloadState(ctx context.Context)
 }
 
-// Loader reads from the system of record what Redis does not hold yet. The Postgres store
-// implements it; the wiring connects the two.
+// Loader reads from the system of record (the Postgres store) what Redis does not hold yet.
+// Each method returns contract.ErrNotFound (wrapped) when nothing has the id or value;
+// ProjectState also returns the row's version, and APIKey's Secret is sealed, as stored.
 type Loader interface {
-	// CodeByValue returns contract.ErrNotFound (wrapped) when the project has no such code.
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
-	// ProjectState returns a project's flags and the version of its row, which every change
-	// of the row increments (contract.ErrNotFound, wrapped, when no project has the id).
 	ProjectState(ctx context.Context, id string) (p contract.Project, version int64, err error)
-	// APIKey returns contract.ErrNotFound (wrapped) when no key has the id; its Secret is
-	// sealed, as stored.
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 }
 
@@ -142,16 +137,11 @@ func (c *Cache) Close() {
 	}
 }
 
-// call runs a hot-path script, through the coalescer when there is one. An unavailable Redis
-// is reported as contract.KindUnavailable (translate).
-//
-// While a cluster moves slots (resharding), a script is refused when its slot moved (MOVED)
-// or is being migrated (ASK, TRYAGAIN: its keys are split between two nodes until the last one
-// moved, and a script naming keys of both runs on neither). go-redis follows such answers
-// only a few times within some 100 ms (MaxRedirects), and not at all for a call of a batch
-// (sendBatch). A refused script did not run, so call sends it again, after asking the client
-// to reload its slot map (MOVED) or while the slot is in migration, after a pause growing from
-// 5 to 80 ms, for up to slotMotionWait (or the caller's deadline); only then is it a 503.
+// call runs a hot-path script, through the coalescer when there is one; an unavailable Redis
+// is a contract.KindUnavailable error. While a cluster moves slots a script is refused (MOVED,
+// ASK, TRYAGAIN) and did not run; go-redis follows such answers only briefly and never inside
+// a batch, so call sends it again, reloading the slot map on MOVED, with growing pauses for up
+// to slotMotionWait (or the caller's deadline) before it is a 503.
 func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -173,9 +163,8 @@ func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, 
 	}
 }
 
-// How long call waits for a slot in motion: the first pause before a refused call is sent
-// again (each next one doubles, up to 16 times it), and the longest wait in all. A slot migrates in milliseconds to
-// seconds, depending on the keys it holds (redis-cli moves them 10 to a MIGRATE).
+// How long call waits for a slot in motion: the first pause (each next doubles, up to 16
+// times it) and the longest wait in all.
 const (
 	slotMotionPause = 5 * time.Millisecond
 	slotMotionWait  = 5 * time.Second
@@ -204,8 +193,8 @@ func (c *Cache) Preload(ctx context.Context) error {
 	return nil
 }
 
-// Ping checks that Redis answers: on a cluster, every master, since every master holds a
-// share of every project's codes.
+// Ping checks that Redis answers: on a cluster, every master (each holds a share of every
+// project's codes).
 func (c *Cache) Ping(ctx context.Context) error {
 	if cl, ok := c.rdb.(cluster); ok {
 		err := cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
@@ -223,4 +212,219 @@ func (c *Cache) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping redis: %w", err)
 	}
 	return nil
+}
+
+// coalescer sends script calls that arrive together in one pipeline, so concurrent verifies
+// share one write and one read. A call that arrives alone is sent at once.
+type coalescer struct {
+	rdb      Redis
+	wait     replicaWait
+	calls    chan *queuedCall
+	maxBatch int
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// queuedCall is a call waiting for its pipeline; done closes once it has its reply.
+type queuedCall struct {
+	redisscript.Call
+	done chan struct{}
+}
+
+// batchTimeout bounds one pipeline's round trip, whatever the callers' deadlines.
+const batchTimeout = 10 * time.Second
+
+func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer {
+	c := &coalescer{rdb: rdb, wait: wait, calls: make(chan *queuedCall, workers*maxBatch), maxBatch: maxBatch, stop: make(chan struct{})}
+	for i := 0; i < workers; i++ {
+		c.wg.Add(1)
+		go c.work()
+	}
+	return c
+}
+
+// run queues one call and waits for its reply or the caller's context. A call whose caller gave
+// up may still run: like a command already on the wire, its effect stands.
+func (c *coalescer) run(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
+	call := &queuedCall{Call: redisscript.Call{Script: s, Keys: keys, Args: args}, done: make(chan struct{})}
+	select {
+	case c.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-call.done:
+		return call.Reply, call.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *coalescer) work() {
+	defer c.wg.Done()
+	queued := make([]*queuedCall, 0, c.maxBatch)
+	batch := make([]*redisscript.Call, 0, c.maxBatch)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case first := <-c.calls:
+			queued = append(queued[:0], first)
+		}
+	fill:
+		for len(queued) < c.maxBatch {
+			select {
+			case call := <-c.calls:
+				queued = append(queued, call)
+			default:
+				break fill
+			}
+		}
+		batch = batch[:0]
+		for _, q := range queued {
+			batch = append(batch, &q.Call)
+		}
+		c.send(batch)
+		for _, q := range queued {
+			close(q.done)
+		}
+	}
+}
+
+// send sends one batch, on its own deadline: its callers' may differ.
+func (c *coalescer) send(batch []*redisscript.Call) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	if len(batch) == 1 && c.wait.replicas == 0 {
+		call := batch[0]
+		call.Reply, call.Err = call.Script.Run(ctx, c.rdb, call.Keys, call.Args...)
+		return
+	}
+	sendBatch(ctx, c.rdb, batch, c.wait)
+}
+
+func (c *coalescer) close() {
+	close(c.stop)
+	c.wg.Wait()
+}
+
+// unavailablePrefixes are the Redis error replies that mean "not now" rather than "never"
+// ("BUSY " with its space, so BUSYGROUP and BUSYKEY stay what they are).
+var unavailablePrefixes = []string{
+	"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MOVED ", "ASK ", "BUSY ", "READONLY", "max number of clients reached",
+}
+
+// translate turns an error meaning Redis is unavailable into a contract.KindUnavailable (503)
+// with the cause in its chain; any other error is returned as it is.
+func translate(err error) error {
+	if err == nil || !redisUnavailable(err) {
+		return err
+	}
+	return contract.Unavailable(err)
+}
+
+// slotInMotion tells whether err refused a command, which then did not run, because its slot
+// moved (MOVED: moved) or is migrating (ASK, TRYAGAIN).
+func slotInMotion(err error) (moved, inMotion bool) {
+	switch {
+	case err == nil:
+		return false, false
+	case redis.HasErrorPrefix(err, "MOVED "):
+		return true, true
+	case redis.HasErrorPrefix(err, "ASK "), redis.HasErrorPrefix(err, "TRYAGAIN"):
+		return false, true
+	}
+	return false, false
+}
+
+// redisUnavailable tells whether err says Redis cannot answer now: a reply above, no
+// connection to be had, or the network failing.
+func redisUnavailable(err error) bool {
+	for _, p := range unavailablePrefixes {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// replicaWait is the WAIT that follows hot-path writes; zero replicas means none. Without it a
+// failover can lose up to about a second of acknowledged redemptions.
+type replicaWait struct {
+	replicas int
+	timeout  time.Duration
+}
+
+// WithReplicaWait makes Verify, Reactivate and Admit answer only once replicas replicas hold
+// their writes (WAIT), waiting at most timeout; fewer in time is a contract.KindUnavailable
+// error (a retry with the same Idempotency-Key learns the outcome).
+func WithReplicaWait(replicas int, timeout time.Duration) Option {
+	return func(c *Cache) {
+		if replicas > 0 {
+			c.wait = replicaWait{replicas: replicas, timeout: max(timeout, time.Millisecond)}
+		}
+	}
+}
+
+// errNotReplicated is the shortfall of a WAIT.
+func errNotReplicated(got, want int64) error {
+	return contract.Unavailable(fmt.Errorf("write acknowledged by %d of %d redis replicas in time", got, want))
+}
+
+// sendBatch runs calls in one pipeline, with a WAIT after them on the same connection when w
+// asks for replicas; each call gets its own reply or error. On a cluster each master gets its
+// calls in a pipeline of its own: WAIT counts the replicas of its node over its connection,
+// and go-redis's cluster pipeline would resend a node's whole batch on TRYAGAIN, running
+// scripts twice. A call refused with MOVED, ASK or TRYAGAIN did not run; Cache.call resends it.
+func sendBatch(ctx context.Context, rdb Redis, batch []*redisscript.Call, w replicaWait) {
+	if cl, ok := rdb.(cluster); ok {
+		byMaster := map[*redis.Client][]*redisscript.Call{}
+		for _, call := range batch {
+			m, err := cl.MasterForKey(ctx, call.Keys[0])
+			if err != nil {
+				call.Err = err
+				continue
+			}
+			byMaster[m] = append(byMaster[m], call)
+		}
+		var wg sync.WaitGroup
+		for m, calls := range byMaster {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sendBatch(ctx, m, calls, w)
+			}()
+		}
+		wg.Wait()
+		return
+	}
+	redisscript.Send(ctx, rdb, batch, w.tail())
+}
+
+// tail is the WAIT that follows a pipeline of hot-path writes, or nil for none.
+func (w replicaWait) tail() redisscript.Tail {
+	if w.replicas == 0 {
+		return nil
+	}
+	return func(ctx context.Context, p redis.Pipeliner) func() error {
+		wait := p.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
+		return func() error {
+			n, err := wait.Int64()
+			if err != nil {
+				return fmt.Errorf("wait for replicas: %w", err)
+			}
+			if n < int64(w.replicas) {
+				return errNotReplicated(n, int64(w.replicas))
+			}
+			return nil
+		}
+	}
 }

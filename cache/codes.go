@@ -53,8 +53,7 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract
 }
 
 // checkCodeID refuses a code whose id is not 32 lowercase hex characters: Redis holds it as
-// the 16 bytes they encode, and apply.lua turns exactly 16 bytes back into the id it replies
-// and logs, so any other id would fail every verify of the code or log it under another id.
+// its 16 raw bytes, which apply.lua replies and logs.
 func checkCodeID(r contract.CodeRecord) error {
 	if !contract.ValidID(r.ID) {
 		return fmt.Errorf("put code %q: id %q is not 32 lowercase hex characters", r.Code, r.ID)
@@ -76,10 +75,8 @@ func putCodeArgs(r contract.CodeRecord) []interface{} {
 	return []interface{}{contract.RawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
 }
 
-// MarkUnknown remembers for ttl that value does not exist in the project, so repeated attempts
-// on it are answered by Redis alone. It never replaces a real entry. ttl is whole seconds, at
-// least one: Redis deletes a key given an expiry of 0 or less at once, so a shorter ttl would
-// silently store nothing.
+// MarkUnknown remembers for ttl (whole seconds, at least one: Redis would delete a key given
+// less at once) that value does not exist in the project; it never replaces a real entry.
 func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error {
 	if ttl < time.Second {
 		return fmt.Errorf("mark unknown code: ttl %s is under the 1s minimum", ttl)
@@ -94,8 +91,8 @@ func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl ti
 	return nil
 }
 
-// LiveCode reads a code's live state (the fields Redis holds). found is false when Redis holds
-// nothing for the value or remembers it as unknown: Postgres then has the newest state.
+// LiveCode reads a code's live state; found is false when Redis holds nothing for the value
+// or remembers it as unknown (Postgres then has the newest state).
 func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contract.CodeRecord, found bool, err error) {
 	m, err := c.rdb.HGetAll(ctx, codeKey(projectID, value)).Result()
 	if err != nil {
@@ -124,9 +121,8 @@ func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contra
 	return r, true, nil
 }
 
-// SetDisabled sets or clears a code's disable flag as a new version, loading the code through
-// the Loader first when Redis does not hold it, and returns the resulting state, which the
-// caller writes to Postgres. contract.ErrNotFound when the project has no such code.
+// SetDisabled sets or clears a code's disable flag as a new version, loading the code first
+// when Redis lacks it, and returns the resulting state for the caller to write to Postgres.
 func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabled bool) (contract.CodeRecord, error) {
 	flag := "0"
 	if disabled {
@@ -160,4 +156,65 @@ func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabl
 		}
 	}
 	return contract.CodeRecord{}, errors.New("code state did not settle in redis after loading")
+}
+
+// SetDisabledMany is SetDisabled for many codes of one project (their Postgres records),
+// pipelined; a code Redis lacks is stored from its record first (PutCode's rule). It returns
+// every code's resulting state for the caller to write to Postgres (store.ApplySnapshots).
+func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []contract.CodeRecord, disabled bool) ([]contract.CodeRecord, error) {
+	for _, r := range codes {
+		if err := checkCodeID(r); err != nil {
+			return nil, err
+		}
+	}
+	flag := "0"
+	if disabled {
+		flag = "1"
+	}
+	out := make([]contract.CodeRecord, len(codes))
+	pending := make([]int, len(codes)) // indexes into codes still to change
+	for i := range codes {
+		pending[i] = i
+	}
+	for attempt := 0; attempt < maxLoads && len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			miss := make([]contract.CodeRecord, len(pending))
+			for j, i := range pending {
+				miss[j] = codes[i]
+			}
+			if err := c.PutCodes(ctx, projectID, miss); err != nil {
+				return nil, err
+			}
+		}
+		calls := make([]*redisscript.Call, len(pending))
+		for j, i := range pending {
+			calls[j] = &redisscript.Call{Script: disableScript, Keys: []string{codeKey(projectID, codes[i].Code)}, Args: []interface{}{flag}}
+		}
+		redisscript.Send(ctx, c.rdb, calls, nil)
+		var missed []int
+		for j, call := range calls {
+			i := pending[j]
+			if call.Err != nil {
+				return nil, fmt.Errorf("set %d codes disabled: %w", len(pending), translate(call.Err))
+			}
+			r, err := decodeDisable(call.Reply)
+			if err != nil {
+				return nil, err
+			}
+			switch r.status {
+			case statusOK:
+				out[i] = contract.CodeRecord{ID: codes[i].ID, ProjectID: projectID, Code: codes[i].Code,
+					VerifiedAtMs: r.verifiedAtMs, VerifiedBy: r.verifiedBy, Disabled: disabled, Version: r.version}
+			case statusCodeMiss:
+				missed = append(missed, i)
+			default:
+				return nil, fmt.Errorf("disable script replied unknown status %d", r.status)
+			}
+		}
+		pending = missed
+	}
+	if len(pending) > 0 {
+		return nil, fmt.Errorf("%d code states did not settle in redis after loading", len(pending))
+	}
+	return out, nil
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/internal/redisscript"
+	"github.com/redis/go-redis/v9"
 )
 
 // TTLs of the hot path's records.
@@ -35,29 +38,21 @@ func (c *Cache) Reactivate(ctx context.Context, op contract.Operation) (contract
 	return c.Apply(ctx, op)
 }
 
-// Apply runs one verify or reactivate, in this order (the contract's: a replay is 401 before a
-// 429, a 429 before a 409):
-//
-//  1. The pre-call (precall.go): one round trip that spends the request's replay marker and,
-//     with an Idempotency-Key, claims the key in its own slot.
-//  2. For a rate-limited key, a token: from this replica's lease (lease.go), without Redis
-//     unless the lease is empty, or, for a key too slow to lease, from the bucket (admit.lua).
-//  3. A claim holding another request's hash: 409.
-//  4. One script call in the code's shard (apply.lua) runs the stored outcome of a retried
-//     Idempotency-Key, the contract's checks, the transition and the log event, atomically.
-//     When the script finds the code or the shard's copy of the project missing from Redis, it
-//     changed nothing; Apply then loads the entry through the Loader (loads never overwrite
-//     newer state, so racing loads are harmless) and calls again.
-//
-// Refusals are contract.ErrReplayed, contract.ErrRateLimited and
-// contract.ErrIdempotencyConflict; a business outcome (used, disabled, …) is no error. A
-// request refused, or that fails, gets its token back: only a request the script answered
-// costs a token. A refused request also gets its replay marker and a claim it made back
-// (release), so it can be sent again unchanged; one that failed keeps them unless it surely
-// changed nothing.
+// Apply runs one verify or reactivate, in the contract's order (a replay is 401 before a 429,
+// a 429 before a 409): the pre-call spends the replay marker and claims the Idempotency-Key;
+// a rate-limited key takes a token; then one apply.lua call in the code's shard does the
+// checks, the transition and the log event atomically, loading through the Loader what it
+// found missing and calling again. A business outcome is no error. A request refused or
+// failed gets its token back, and its marker and claim too when it surely changed nothing.
 func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.OperationResult, error) {
-	if err := checkOperation(op); err != nil {
-		return contract.OperationResult{}, err
+	// Refuse before any Redis call what the event's head cannot carry, and a request hash with
+	// a space, which ends it in the idempotency record apply.lua writes.
+	head, err := contract.AppendEventHead(make([]byte, 0, contract.EventHeadSize(op)), op)
+	if err != nil {
+		return contract.OperationResult{}, fmt.Errorf("apply: %w", err)
+	}
+	if strings.Contains(op.RequestHash, " ") {
+		return contract.OperationResult{}, fmt.Errorf("apply: request hash %q holds a space", op.RequestHash)
 	}
 	unlimited := contract.RateState{Remaining: -1}
 	pre, err := c.spendReplay(ctx, op.KeyID, op.ReplayKey, &op)
@@ -69,28 +64,19 @@ func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.Oper
 		return contract.OperationResult{Rate: unlimited}, contract.ErrReplayed
 	}
 	rate := unlimited
-	limited, leased := op.Limit.Rate > 0, false
-	if limited {
-		rs, l, err := c.takeToken(ctx, op.KeyID, op.Limit, op.Now)
-		if err != nil {
+	if op.Limit.Rate > 0 {
+		if rate, err = c.takeToken(ctx, op.KeyID, op.Limit, op.Now); err != nil {
 			c.release(ctx, op.KeyID, op.ReplayKey, &op, pre)
-			return contract.OperationResult{Rate: rs}, err
+			return contract.OperationResult{Rate: rate}, err
 		}
-		rate, leased = rs, l
 	}
-	if pre.claim == claimConflict {
-		if limited {
-			c.returnToken(ctx, op.KeyID, op.Limit, leased)
-		}
-		c.release(ctx, op.KeyID, op.ReplayKey, &op, pre)
-		return contract.OperationResult{Rate: rate}, contract.ErrIdempotencyConflict
+	res, unchanged, err := contract.OperationResult{}, true, contract.ErrIdempotencyConflict
+	if pre.claim != claimConflict {
+		res, unchanged, err = c.applyLoading(ctx, ShardOf(op.ProjectID, op.Code), op, head)
 	}
-	res, unchanged, err := c.applyLoading(ctx, ShardOf(op.ProjectID, op.Code), op)
 	res.Rate = rate
 	if err != nil {
-		if limited {
-			c.returnToken(ctx, op.KeyID, op.Limit, leased)
-		}
+		c.returnToken(ctx, op.KeyID, op.Limit)
 		if unchanged {
 			c.release(ctx, op.KeyID, op.ReplayKey, &op, pre)
 		}
@@ -101,9 +87,9 @@ func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.Oper
 // applyLoading runs apply.lua, loading what it misses, until it answers. unchanged is true
 // when the call surely changed nothing: a refusal, or a failure to load what the script missed
 // (a script call that failed may have run).
-func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operation) (res contract.OperationResult, unchanged bool, err error) {
+func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operation, head []byte) (res contract.OperationResult, unchanged bool, err error) {
 	for attempt := 0; attempt < maxLoads; attempt++ {
-		r, err := c.applyOnce(ctx, shard, op)
+		r, err := c.applyOnce(ctx, shard, op, head)
 		if err != nil {
 			return contract.OperationResult{}, false, err
 		}
@@ -123,37 +109,14 @@ func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operati
 	return contract.OperationResult{}, true, errors.New("code state did not settle in redis after loading")
 }
 
-// checkOperation refuses, before any Redis call, what the event's head cannot carry (an action
-// but verify and reactivate, ids that are not 32 hex characters: contract.AppendEventHead) and
-// a request hash with a space, which ends it in the idempotency record apply.lua writes.
-func checkOperation(op contract.Operation) error {
-	if op.Action != contract.ActionVerify && op.Action != contract.ActionReactivate {
-		return fmt.Errorf("apply: action %q is neither %s nor %s", op.Action, contract.ActionVerify, contract.ActionReactivate)
-	}
-	if !contract.ValidID(op.ProjectID) {
-		return fmt.Errorf("apply: project id %q is not an id", op.ProjectID)
-	}
-	if !contract.ValidID(op.EventID) {
-		return fmt.Errorf("apply: event id %q is not an id", op.EventID)
-	}
-	if strings.Contains(op.RequestHash, " ") {
-		return fmt.Errorf("apply: request hash %q holds a space", op.RequestHash)
-	}
-	return nil
-}
-
 // applyOnce sends apply.lua once: the code's, project copy's and outbox's keys, and the
 // idempotency record's when the request has a key; one argument, the event's head, and the
 // request hash with a key.
-func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation) (applyReply, error) {
+func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation, head []byte) (applyReply, error) {
 	keys := make([]string, 3, 4)
 	keys[0] = codeKeyIn(shard, op.ProjectID, op.Code)
 	keys[1] = projectKey(shard, op.ProjectID)
 	keys[2] = outboxKey(shard)
-	head, err := contract.AppendEventHead(make([]byte, 0, contract.EventHeadSize(op)), op)
-	if err != nil {
-		return applyReply{}, fmt.Errorf("apply: %w", err)
-	}
 	args := []interface{}{head}
 	if op.IdempotencyKey != "" {
 		keys = append(keys, idemKey(shard, op.KeyID, op.IdempotencyKey))
@@ -197,11 +160,9 @@ func (c *Cache) loadCode(ctx context.Context, projectID, value string) error {
 	return err
 }
 
-// Admit applies the replay check and the token bucket of a request outside verify and
-// reactivate: the replay marker first (spendReplay, the one check every request goes through),
-// then a token from the lease or the bucket. Refusals are contract.ErrReplayed and
-// contract.ErrRateLimited; a request refused for the rate gets its marker back, so it can be
-// sent again unchanged.
+// Admit runs the replay check and the token bucket of a request outside verify and reactivate.
+// Refusals are contract.ErrReplayed and contract.ErrRateLimited; a request refused for the rate
+// gets its marker back, so it can be sent again unchanged.
 func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateState, error) {
 	unlimited := contract.RateState{Remaining: -1}
 	var pre precall
@@ -218,7 +179,7 @@ func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateS
 	if a.Limit.Rate <= 0 {
 		return unlimited, nil
 	}
-	rs, _, err := c.takeToken(ctx, a.KeyID, a.Limit, a.Now)
+	rs, err := c.takeToken(ctx, a.KeyID, a.Limit, a.Now)
 	if err != nil {
 		c.release(ctx, a.KeyID, a.ReplayKey, nil, pre)
 	}
@@ -244,4 +205,344 @@ func (c *Cache) admit(ctx context.Context, keyID string, limit contract.RateLimi
 		return rs, contract.ErrRateLimited
 	}
 	return rs, fmt.Errorf("admit script replied unknown status %d", r.status)
+}
+
+// Every replay-checked request has one replay marker, acv:rp:{<key id>:<replay identity>}
+// (contract.ReplayIdentity), set by one SET NX in spendReplay and nowhere else, in a slot of
+// its own: nothing a client can vary without breaking the signature picks another marker, so a
+// captured request is accepted once, whatever code, shard or method it is sent with again.
+//
+// An Idempotency-Key is claimed in the same round trip with SET NX GET in a slot of its own:
+// the outcome is stored in the code's shard, so a key reused with another code would not find
+// it there. nil is a first use, the same hash a retry, another hash a 409.
+
+// claimState is what the claim of an Idempotency-Key found.
+type claimState int
+
+const (
+	claimNone     claimState = iota // no Idempotency-Key sent: no claim made
+	claimFresh                      // first use: this request holds the claim
+	claimRetry                      // the claim holds this request's hash: a retry
+	claimConflict                   // the claim holds another request's hash
+)
+
+// precall is what the pre-call of a verify or reactivate found and wrote.
+type precall struct {
+	claim    claimState
+	marked   bool // this request set its replay marker
+	replayed bool // the marker was there: the request is a replay
+}
+
+// replayMarkerKey names the replay marker of (key id, replay key), in a slot of its own.
+func replayMarkerKey(keyID, replay string) string { return "acv:rp:{" + keyID + ":" + replay + "}" }
+
+// claimKey names an Idempotency-Key's claim. The hash tag holds the key id and the
+// idempotency key, so each claim lands in a slot of its own.
+func claimKey(keyID, idem string) string { return "acv:ik:{" + keyID + ":" + idem + "}" }
+
+// spendReplay sets the replay marker of (keyID, replay) and, when op has an Idempotency-Key,
+// claims it, in one round trip. A marker already there makes the request a replay; the claim
+// is then given back (nothing ran).
+func (c *Cache) spendReplay(ctx context.Context, keyID, replay string, op *contract.Operation) (precall, error) {
+	if replay == "" {
+		return precall{}, errors.New("replay check: the request has no replay identity")
+	}
+	pipe := c.rdb.Pipeline()
+	marker := pipe.SetNX(ctx, replayMarkerKey(keyID, replay), "1", ReplayTTL)
+	var cl *redis.StatusCmd
+	if op != nil && op.IdempotencyKey != "" {
+		cl = pipe.SetArgs(ctx, claimKey(op.KeyID, op.IdempotencyKey), op.RequestHash,
+			redis.SetArgs{Mode: "NX", Get: true, TTL: IdempotencyTTL})
+	}
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return precall{}, fmt.Errorf("replay check: %w", translate(err))
+	}
+	p := precall{marked: marker.Val()}
+	p.replayed = !p.marked
+	if cl != nil {
+		switch prev, err := cl.Result(); {
+		case errors.Is(err, redis.Nil):
+			p.claim = claimFresh
+		case err != nil:
+			return precall{}, fmt.Errorf("claim idempotency key: %w", translate(err))
+		case prev == op.RequestHash:
+			p.claim = claimRetry
+		default:
+			p.claim = claimConflict
+		}
+	}
+	return p, nil
+}
+
+// release undoes what the pre-call wrote for a request that did not run: its own replay marker
+// and its own claim, on its own deadline. A failed release only leaves them to expire:
+// stricter than needed, never looser.
+func (c *Cache) release(ctx context.Context, keyID, replay string, op *contract.Operation, p precall) {
+	if !p.marked && p.claim != claimFresh {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseCallTimeout)
+	defer cancel()
+	if p.claim != claimFresh {
+		_ = c.rdb.Del(ctx, replayMarkerKey(keyID, replay)).Err()
+		return
+	}
+	// The claim's release, and the marker's DEL in the same round trip.
+	var delMarker redisscript.Tail
+	if p.marked {
+		delMarker = func(ctx context.Context, pipe redis.Pipeliner) func() error {
+			pipe.Del(ctx, replayMarkerKey(keyID, replay))
+			return nil
+		}
+	}
+	call := &redisscript.Call{Script: releaseScript, Keys: []string{claimKey(op.KeyID, op.IdempotencyKey)}, Args: []interface{}{op.RequestHash}}
+	redisscript.Send(ctx, c.rdb, []*redisscript.Call{call}, delMarker)
+}
+
+// A rate-limited key's bucket lives in the key's own slot. Rather than a round trip per
+// request, each replica leases a few whole tokens at a time (lease.lua) and admits requests
+// from the lease; every admitted request still spent a token the bucket handed out, and a
+// lapsed lease's tokens go back (refund.lua). A lease is refilled in the background when low; a
+// request finding none waits for at most one lease call. After a short answer the lease does
+// not ask again before the bucket can have refilled (at most half the burst's refill time).
+const (
+	leaseShare       = 20 // a lease holds at most 1/leaseShare of a second of the key's rate
+	minLease         = 2  // a key allowing less takes each token from the bucket (admit.lua)
+	leaseTTL         = time.Second
+	leaseBackoff     = 50 * time.Millisecond
+	leaseCallTimeout = time.Second // one lease or give-back call, whatever the requests' deadlines
+)
+
+// leaseMax is the largest lease of a key's bucket; under minLease the key is not leased.
+func leaseMax(l contract.RateLimit) int {
+	return min(int(l.Rate/leaseShare), l.Burst)
+}
+
+// limiter holds this replica's leases, one per rate-limited key it has served.
+type limiter struct {
+	c      *Cache
+	mu     sync.Mutex
+	leases map[string]*lease
+}
+
+// lease is one key's local allowance. Times are the requests' own clocks (Operation.Now), as
+// the bucket's are.
+type lease struct {
+	mu        sync.Mutex
+	limit     contract.RateLimit
+	tokens    int       // whole tokens left to admit locally
+	expires   time.Time // tokens left then go back to the bucket
+	bucket    int       // whole tokens the bucket held after its last answer
+	shortTill time.Time // the bucket was short: no new lease asked before then
+	refill    *refill   // the lease call in flight, if any
+	// demand: requests seen in the current and the previous second, to size leases.
+	winStart           time.Time
+	winCount, winPrior int
+}
+
+// refill is one lease call; done closes when its answer is in the lease.
+type refill struct {
+	done chan struct{}
+	err  error
+}
+
+func newLimiter(c *Cache) *limiter { return &limiter{c: c, leases: make(map[string]*lease)} }
+
+func (m *limiter) lease(keyID string, l contract.RateLimit) *lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls, ok := m.leases[keyID]
+	if !ok {
+		ls = &lease{limit: l}
+		m.leases[keyID] = ls
+	}
+	return ls
+}
+
+// take admits one request of keyID from the local lease: nil and the rate state, or
+// contract.ErrRateLimited with the wait, or the lease call's failure.
+func (m *limiter) take(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
+	ls := m.lease(keyID, l)
+	ls.mu.Lock()
+	if ls.limit != l {
+		// The key's limit changed: what was leased under the old one lapses.
+		*ls = lease{limit: l, refill: ls.refill}
+	}
+	ls.observe(now)
+	m.expire(keyID, ls, now)
+	if ls.tokens > 0 {
+		rs := ls.spend()
+		if ls.tokens <= ls.want()/2 && ls.refill == nil && !now.Before(ls.shortTill) {
+			m.start(keyID, ls, now) // ahead of need, overlapping the requests it will serve
+		}
+		ls.mu.Unlock()
+		return rs, nil
+	}
+	if ls.refill == nil && now.Before(ls.shortTill) {
+		rs := contract.RateState{Remaining: 0, Wait: ls.shortTill.Sub(now)}
+		ls.mu.Unlock()
+		return rs, contract.ErrRateLimited
+	}
+	r := ls.refill
+	if r == nil {
+		r = m.start(keyID, ls, now)
+	}
+	ls.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return contract.RateState{}, fmt.Errorf("wait for a token lease: %w", ctx.Err())
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.tokens > 0 {
+		return ls.spend(), nil
+	}
+	if r.err != nil {
+		return contract.RateState{}, r.err
+	}
+	return contract.RateState{Remaining: 0, Wait: max(ls.shortTill.Sub(now), time.Millisecond)}, contract.ErrRateLimited
+}
+
+// giveBack returns the token of a request taken but then refused or failed to the lease.
+func (m *limiter) giveBack(keyID string) {
+	m.mu.Lock()
+	ls := m.leases[keyID]
+	m.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	ls.tokens++
+	ls.mu.Unlock()
+}
+
+// spend takes one local token; ls.mu held.
+func (ls *lease) spend() contract.RateState {
+	ls.tokens--
+	return contract.RateState{Remaining: ls.tokens + ls.bucket}
+}
+
+// observe counts a request into the demand estimate; ls.mu held.
+func (ls *lease) observe(now time.Time) {
+	switch d := now.Sub(ls.winStart); {
+	case d >= 2*time.Second || d < 0:
+		ls.winStart, ls.winCount, ls.winPrior = now, 0, 0
+	case d >= time.Second:
+		ls.winStart, ls.winPrior, ls.winCount = ls.winStart.Add(time.Second), ls.winCount, 0
+	}
+	ls.winCount++
+}
+
+// want is the size of the next lease: a twentieth of a second of this replica's demand, at
+// least minLease, at most leaseMax; ls.mu held.
+func (ls *lease) want() int {
+	demand := max(ls.winCount, ls.winPrior)
+	return max(minLease, min(leaseMax(ls.limit), demand/leaseShare))
+}
+
+// expire gives a lapsed lease's tokens back to the bucket, in the background; ls.mu held.
+func (m *limiter) expire(keyID string, ls *lease, now time.Time) {
+	if ls.tokens == 0 || now.Before(ls.expires) {
+		return
+	}
+	n, burst := ls.tokens, ls.limit.Burst
+	ls.tokens = 0
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
+		defer cancel()
+		_, _ = refundScript.Run(ctx, m.c.rdb, []string{bucketKey(keyID)}, burst, n)
+	}()
+}
+
+// start sends a lease call in the background; ls.mu held.
+func (m *limiter) start(keyID string, ls *lease, now time.Time) *refill {
+	r := &refill{done: make(chan struct{})}
+	ls.refill = r
+	want, l := ls.want(), ls.limit
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaseCallTimeout)
+		defer cancel()
+		v, err := m.c.call(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
+			strconv.FormatFloat(l.Rate, 'f', -1, 64), l.Burst, want)
+		var a leaseReply
+		if err == nil {
+			a, err = decodeLease(v)
+		}
+		ls.mu.Lock()
+		ls.refill = nil
+		if err != nil {
+			r.err = fmt.Errorf("run lease script: %w", err)
+		} else if ls.limit == l {
+			ls.record(a, want, now)
+		}
+		ls.mu.Unlock()
+		close(r.done)
+	}()
+	return r
+}
+
+// record puts a lease call's answer into the lease; ls.mu held.
+func (ls *lease) record(a leaseReply, want int, now time.Time) {
+	ls.bucket = int(a.rlRemaining)
+	if a.granted > 0 {
+		ls.tokens += int(a.granted)
+		ls.expires = now.Add(leaseTTL)
+	}
+	short := want - int(a.granted)
+	if short <= 0 {
+		ls.shortTill = time.Time{}
+		return
+	}
+	// Come back once the bucket may hold what was missing, but before it could overflow.
+	back := time.Duration(float64(short) / ls.limit.Rate * float64(time.Second))
+	back = min(back, leaseBackoff, time.Duration(float64(ls.limit.Burst)/(2*ls.limit.Rate)*float64(time.Second)))
+	back = max(back, time.Duration(a.rlWaitMs)*time.Millisecond)
+	ls.shortTill = now.Add(back)
+}
+
+// leaseReply is lease.lua's reply.
+type leaseReply struct {
+	status      status
+	granted     int64
+	rlRemaining int64
+	rlWaitMs    int64
+}
+
+func decodeLease(v interface{}) (leaseReply, error) {
+	st, r, err := leaseScript.Decode(v, 3)
+	if err != nil {
+		return leaseReply{}, err
+	}
+	a := leaseReply{status: status(st), granted: r.Int(0), rlRemaining: r.Int(1), rlWaitMs: r.Int(2)}
+	if r.Err() == nil && a.status != statusOK && a.status != statusRateLimited {
+		return a, leaseScript.Errorf("unknown status %d", a.status)
+	}
+	return a, r.Err()
+}
+
+// takeToken takes the token of one rate-limited request: from the local lease when the key's
+// rate is high enough to lease, else from the bucket (admit.lua).
+func (c *Cache) takeToken(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
+	if leaseMax(l) >= minLease {
+		return c.limits.take(ctx, keyID, l, now)
+	}
+	return c.admit(ctx, keyID, l, now)
+}
+
+// returnToken gives back the token takeToken took for a request then refused or failed: to the
+// lease, or to the bucket (refund.lua, on its own deadline: the caller's may be what ended the
+// request). The bucket is off by one token at most either way. A no-op for an unlimited key.
+func (c *Cache) returnToken(ctx context.Context, keyID string, l contract.RateLimit) {
+	if l.Rate <= 0 {
+		return
+	}
+	if leaseMax(l) >= minLease {
+		c.limits.giveBack(keyID)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseCallTimeout)
+	defer cancel()
+	_, _ = refundScript.Run(ctx, c.rdb, []string{bucketKey(keyID)}, l.Burst)
 }

@@ -1,55 +1,98 @@
 package cache
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/cache/internal/keyslot"
 	"github.com/acv/acv/internal/redisscript"
 )
 
 // This file is the whole Redis data format: key names, hash fields, script statuses and
-// script replies. The Lua scripts get the field names and status numbers from luaPrelude,
-// so each is written once, here.
+// replies. The scripts get field names and statuses from luaPrelude, so each is written once.
 
-//go:generate go run ./internal/gentags -shards 256 -o shardtags.go
+// Shards is the number of virtual shards a project's codes are spread over. It is part of
+// the data format: changing it moves every code to another key.
+const Shards = 256
 
-// The keys of one code — its hash, the replay markers and idempotency records of the requests
-// that name it, and the outbox its events go to — share the hash tag of the code's
-// virtual shard, so one Lua call touches one Redis Cluster slot and a project's codes spread
-// over every master. Shards and their tags are generated (shardtags.go): shard i's tag lies in
-// the i-th equal slice of the 16384 slots, so the equal slot ranges of `redis-cli --cluster
-// create` give every master an equal number of shards.
+// A code's keys (its hash, idempotency records, outbox) share its virtual shard's hash tag, so
+// one Lua call touches one slot and a project's codes spread over every master. shardTags[i]
+// is the two-character tag whose slot is nearest the centre of the i-th of Shards equal slices
+// of the slots, on the centre's side of every master boundary redis-cli draws for 1 to
+// maxMasters masters, so each master holds floor or ceil of Shards/masters shards. Stored keys
+// depend on it (shard_test.go pins it).
+var shardTags = chooseShardTags()
 
-// ShardOf is the virtual shard of a code: FNV-1a (64 bits) of the project id as its 16 raw
-// bytes followed by the value, finished with MurmurHash3's 64-bit mixer (FNV-1a alone leaves
-// its high bits nearly blind to the last bytes, where code values differ: CODE-0001,
-// CODE-0002, …), and mapped onto [0, Shards) by its high 32 bits. It allocates nothing: it
-// runs on every verify.
+// maxMasters is the largest cluster whose masters the tags are placed for.
+const maxMasters = 30
+
+func chooseShardTags() [Shards]string {
+	// Tag characters need no quoting in a key, a Lua string or a redis-benchmark argument.
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	const per = keyslot.Slots / Shards
+	var starts [maxMasters][]int
+	for n := range starts {
+		starts[n] = keyslot.MasterStarts(n + 1)
+	}
+	var tags [Shards]string
+	var dist [Shards]int
+	for _, a := range alphabet {
+		for _, b := range alphabet {
+			t := string(a) + string(b)
+			slot := keyslot.Of(t)
+			s := slot / per
+			centre := s*per + per/2
+			if !sameMaster(starts[:], slot, centre) {
+				continue
+			}
+			if d := max(slot-centre, centre-slot); tags[s] == "" || d < dist[s] {
+				tags[s], dist[s] = t, d
+			}
+		}
+	}
+	return tags
+}
+
+// sameMaster tells whether two slots belong to the same master in every cluster of starts.
+func sameMaster(starts [][]int, a, b int) bool {
+	for _, st := range starts {
+		if sort.SearchInts(st, a+1) != sort.SearchInts(st, b+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// ShardOf is the virtual shard of a code: FNV-1a (64 bits) of the project id's 16 raw bytes
+// and the value, finished with MurmurHash3's mixer (FNV-1a's high bits barely see the last
+// bytes, where code values differ), mapped onto [0, Shards) by its high 32 bits. It runs on
+// every verify, so it allocates nothing.
 func ShardOf(projectID, value string) int {
 	const (
 		offset = 14695981039346656037
 		prime  = 1099511628211
 	)
 	h := uint64(offset)
-	if isHexID(projectID) {
-		for i := 0; i < len(projectID); i += 2 {
-			h ^= uint64(contract.HexDigit(projectID[i])<<4 | contract.HexDigit(projectID[i+1]))
-			h *= prime
-		}
-	} else {
-		for i := 0; i < len(projectID); i++ {
-			h ^= uint64(projectID[i])
+	mix := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
 			h *= prime
 		}
 	}
-	for i := 0; i < len(value); i++ {
-		h ^= uint64(value[i])
-		h *= prime
+	id := projectID
+	var raw [16]byte
+	if len(id) == 32 {
+		if _, err := hex.Decode(raw[:], []byte(id)); err == nil {
+			id = string(raw[:])
+		}
 	}
+	mix(id)
+	mix(value)
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -58,33 +101,16 @@ func ShardOf(projectID, value string) int {
 	return int((h >> 32) * Shards >> 32)
 }
 
-// isHexID tells whether contract.RawID turns id into 16 bytes: 32 hex digits.
-func isHexID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if contract.HexDigit(id[i]) > 15 {
-			return false
-		}
-	}
-	return true
-}
-
-// homeShard is the shard whose copy of a project's state authentication reads (the GET
-// endpoints' 401 for a disabled project). Every shard holds the same state once an operator
-// command returned; this one is merely fixed per project.
+// homeShard is the shard whose copy of a project's state authentication reads.
 func homeShard(projectID string) int { return ShardOf(projectID, "") }
 
 // ShardHashTag is shard s's hash tag, without its braces.
-func ShardHashTag(s int) string { return shardTags[s*tagWidth : (s+1)*tagWidth] }
+func ShardHashTag(s int) string { return shardTags[s] }
 
 // ShardPrefix is the prefix of every key of shard s, hash tag included: "acv:{tag}:".
 func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }
 
-// outboxKey names a shard's outbox, a list of events (audit/outbox.go). It shares the shard's
-// hash tag, so the verify script changes a code and appends its event atomically on Redis
-// Cluster.
+// outboxKey names a shard's outbox, a list of events (audit/outbox.go), in the shard's slot.
 func outboxKey(s int) string { return ShardPrefix(s) + "events" }
 
 // OutboxOf names the outbox that receives a code's events.
@@ -99,9 +125,8 @@ func Outboxes() []string {
 	return out
 }
 
-// codeKey names a code's hash, in the code's shard. The project id is written as its 16 raw
-// bytes, not 32 hex characters: with millions of codes a project, the key is most of what a
-// code costs Redis. The fixed width keeps the key unambiguous without a separator.
+// codeKey names a code's hash, in the code's shard. The project id is its 16 raw bytes (the
+// key is most of what a code costs Redis); the fixed width needs no separator.
 func codeKey(projectID, value string) string {
 	return codeKeyIn(ShardOf(projectID, value), projectID, value)
 }
@@ -110,22 +135,18 @@ func codeKeyIn(s int, projectID, value string) string {
 	return ShardPrefix(s) + "c:" + contract.RawID(projectID) + value
 }
 
-// projectKey names shard s's copy of a project's state. Every shard holds its own copy, so
-// the verify script reads the project's flag and expiry in the code's slot.
+// projectKey names shard s's copy of a project's state, for apply.lua to read in the code's slot.
 func projectKey(s int, projectID string) string { return ShardPrefix(s) + "p:" + projectID }
 
-// idemKey names an idempotency record, in the shard of the code the request names: a retry
-// sends the same body, so it names the same code.
+// idemKey names an idempotency record, in the shard of the code the request names.
 func idemKey(s int, keyID, idem string) string {
 	return ShardPrefix(s) + "ik:" + keyID + ":" + idem
 }
 
-// apiKeyKey names an API key's mirror. Each key has a slot of its own: authentication reads
-// it alone, never in a script with other keys.
+// apiKeyKey names an API key's mirror, in a slot of its own.
 func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 
-// bucketKey names an API key's token bucket, in the key's own slot: one bucket for all of the
-// key's requests, whichever shards their codes live in.
+// bucketKey names an API key's token bucket, in the key's own slot.
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
 
 // Hash fields. One letter each: a code's hash is paid for millions of times.
@@ -174,7 +195,6 @@ const (
 // statuses and TTLs above as Lua locals (luaConstants), then scripts/prelude.lua.
 func luaPrelude() string { return luaConstants() + preludeSrc }
 
-// luaConstants defines the field names, statuses and TTLs above as Lua locals.
 func luaConstants() string {
 	var b strings.Builder
 	for _, f := range [][2]string{
@@ -211,10 +231,7 @@ type applyReply struct {
 	atMs         int64
 }
 
-// decodeApply reads apply.lua's reply to op (see its header): a status and a string, this
-// call's outcome (S_OK: the code id as 16 raw bytes, then "error code|verified_at" unless it
-// succeeded; "" when the code does not exist) or the outcome stored by the first request with
-// its Idempotency-Key (S_IDEM_REPLAYED).
+// decodeApply reads apply.lua's reply to op (see its header).
 func decodeApply(v interface{}, op contract.Operation) (applyReply, error) {
 	st, r, err := applyScript.Decode(v, 1)
 	if err != nil {
@@ -260,7 +277,7 @@ func decodeOutcome(out string, op contract.Operation) (applyReply, error) {
 		a.errorCode = code
 		if vat != "" {
 			var err error
-			if a.verifiedAtMs, err = parseMillis(vat); err != nil {
+			if a.verifiedAtMs, err = contract.ParseDigits(vat); err != nil {
 				return applyReply{}, applyScript.Errorf("malformed outcome %q: %w", out, err)
 			}
 		}
@@ -279,20 +296,12 @@ func decodeStoredOutcome(s string) (applyReply, error) {
 		vat, at, a.errorCode, a.codeID = f[0], f[1], f[2], contract.HexID(f[3])
 	}
 	var err1, err2 error
-	a.verifiedAtMs, err1 = parseMillis(vat)
-	a.atMs, err2 = parseMillis(at)
+	a.verifiedAtMs, err1 = contract.ParseDigits(vat)
+	a.atMs, err2 = contract.ParseDigits(at)
 	if err := errors.Join(err1, err2); err != nil {
 		return applyReply{}, applyScript.Errorf("malformed stored outcome %q: %w", s, err)
 	}
 	return a, nil
-}
-
-// parseMillis reads a time the scripts write: decimal digits, nothing else.
-func parseMillis(s string) (int64, error) {
-	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a decimal time", s)
-	}
-	return strconv.ParseInt(s, 10, 64)
 }
 
 // admitReply is admit.lua's reply.

@@ -10,17 +10,10 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// Every shard holds its own copy of each project's state (enabled flag, expiry), so the
-// verify script reads it in the code's slot. The copies carry the version of the projects row
-// they were taken from, and a copy is never replaced by an older one (putproject.lua): an
-// operator command writes every shard and returns only once each holds the new state or a
-// newer one; a shard that lacks a copy loads it from Postgres when a verify first needs it.
-
-// PublishProject writes a project's state, as of version of its row, to every shard, pipelined
-// (a cluster client sends each master its shards in one round trip). It returns once every
-// shard holds that version or a newer one, so every verify that starts after it returned sees
-// the new state. Operator commands call it after changing the row; version 0 (a project built
-// in Redis alone) yields to any copy loaded from a versioned row.
+// PublishProject writes a project's state, as of version of its row, to every shard's copy
+// (a copy never yields to an older version: putproject.lua), pipelined. It returns once every
+// shard holds that version or a newer one, so every verify starting after it sees the new
+// state. Version 0 (a project built in Redis alone) yields to any loaded row.
 func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version int64) error {
 	args := projectArgs(p, version)
 	calls := make([]*redisscript.Call, Shards)

@@ -3,7 +3,6 @@ package cache_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +49,29 @@ func TestShardTagsFallInTheirSlice(t *testing.T) {
 	}
 }
 
+// pinnedShardTags is the table every stored key was written with: the tags chosen at start
+// must never change, or every code would move to another key.
+const pinnedShardTags = "" +
+	"4Lbl4HLD9tAxX7z1BJCP6hNd07CXOv7zOI7EaaCg6WE8BuCoMi5e9KAG4ww6K68Y" + // shards 0..31
+	"3AKMYaeezq2SzuXs1aImECyGs20sxUZSfhDnVB0L1ZgzkTIRdHFNTb2l3zeZitKr" + // shards 32..63
+	"Qh7faBCD6tPzI5k3SH5F9hAd4TRZ4P8zne8EnaLg24owMuosBiNClANGOQmWOUmS" + // shards 64..95
+	"fKDMHcjeks60kwIqdkFmJChEiSeyiWKQ3bUlYBeFo32po7M11BWL1Fgffp0PftDr" + // shards 96..127
+	"bn4NLF4JAz9vz3X5H1BHNf6jCZ057xOt7GOKCeacNY6UCmBw5gMkAE9ILyU2i2K4" + // shards 128..159
+	"KO3CegYcc8zsXqzwIo1cyEEA0qxSZQxWDlfj0NHBgx1XIPkVFLdJ2nJbeX3xKpiv" + // shards 160..191
+	"7dQjCFQnPx6vk1I75DSJAf9jRX4V8x4R8GngLencT826oqMwNABkNElCCyOSmQOW" + // shards 192..223
+	"DOfIjgHa62usIskuFodihGTCKWiQKSiUUnwheDGB2ro1M3o5WNuHgdEb0RfrDpfv" // shards 224..255
+
+func TestShardTagsArePinned(t *testing.T) {
+	if cache.Shards*2 != len(pinnedShardTags) {
+		t.Fatalf("%d shards, pinned table has %d", cache.Shards, len(pinnedShardTags)/2)
+	}
+	for s := 0; s < cache.Shards; s++ {
+		if got, want := cache.ShardHashTag(s), pinnedShardTags[2*s:2*s+2]; got != want {
+			t.Errorf("shard %d: tag %q, stored keys use %q", s, got, want)
+		}
+	}
+}
+
 // ShardOf runs on every verify: it must allocate nothing, be a function of (project, value)
 // alone, and spread one project's codes evenly.
 func TestShardOfSpreadsCodesEvenly(t *testing.T) {
@@ -86,33 +108,11 @@ func TestShardOfSpreadsCodesEvenly(t *testing.T) {
 	}
 }
 
-// masterStarts is the first slot of each of n masters' ranges as `redis-cli --cluster create`
-// assigns them (clusterManagerCommandCreate in redis-cli.c): contiguous ranges of 16384/n
-// slots, each ending at the rounded running total.
-func masterStarts(n int) []int {
-	per := 16384.0 / float64(n)
-	first, cursor := 0, 0.0
-	out := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		last := int(math.Round(cursor + per - 1))
-		if last > 16384 || i == n-1 {
-			last = 16383
-		}
-		if last < first {
-			last = first
-		}
-		out = append(out, first)
-		first = last + 1
-		cursor += per
-	}
-	return out
-}
-
 // With the slot ranges redis-cli gives 1 to 30 masters, each master holds floor or ceil of
 // Shards/masters shards: 85 or 86 of 3, 8 or 9 of 30.
 func TestShardsSpreadEvenlyOverAnyMasterCount(t *testing.T) {
 	for n := 1; n <= 30; n++ {
-		starts := masterStarts(n)
+		starts := keyslot.MasterStarts(n)
 		held := make([]int, n)
 		for s := 0; s < cache.Shards; s++ {
 			slot := keyslot.Of(cache.ShardHashTag(s))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -90,9 +91,7 @@ func (c *Client) Send(ctx context.Context, method, path, contentType string, bod
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
-	for k, v := range c.Header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, c.Header)
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}

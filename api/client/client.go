@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,24 +26,19 @@ type Client struct {
 	Secret  string
 	// HTTP is the transport; http.DefaultClient when nil.
 	HTTP *http.Client
-	// NoNonce leaves out the X-Nonce every request carries by default and signs the original
-	// five-line string, as the original SDKs do. Without a nonce the server treats two identical
-	// requests within the same second as a replay (401 "Request replayed"), so keep it false
-	// unless a server or proxy requires the five-line form.
+	// NoNonce leaves out X-Nonce and signs the original five-line string; two identical
+	// requests within a second are then a replay (401).
 	NoNonce bool
 	// Now is the clock used for X-Timestamp; time.Now when nil.
 	Now func() time.Time
-	// Retries is how many times a call is sent again after a transport error or a 502, 503 or
-	// 504 answer (0: never), waiting RetryBackoff, then twice that, and so on (a 503's
-	// Retry-After when longer). Every attempt is signed afresh, with a new timestamp and nonce.
-	// A verify or reactivate is retried only under an Idempotency-Key, the call's own or one the
-	// client draws for the call when Options names none: a retry of a request the server did
-	// run answers its stored outcome (Idempotent-Replayed: true) instead of running it again.
+	// Retries is how many times a call is sent again, signed afresh, after a transport error or
+	// a 502, 503 or 504, waiting RetryBackoff doubled each time (or a longer Retry-After). A
+	// POST always carries an Idempotency-Key then (drawn when Options names none), so a retry
+	// of a request that ran answers its stored outcome.
 	Retries int
 	// RetryBackoff is the wait before the first retry; 100 ms when zero.
 	RetryBackoff time.Duration
-	// OnRetry, when set, is told of every retry: the attempt about to be sent (1 for the first
-	// retry) and what the previous one got.
+	// OnRetry, when set, is told of every retry (attempt from 1) and what the previous one got.
 	OnRetry func(method, path string, attempt int, err error)
 }
 
@@ -89,9 +85,7 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, body []byt
 	} else {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, hdr)
 	c.Sign(req, body)
 	hc := c.HTTP
 	if hc == nil {
@@ -160,17 +154,15 @@ type ListParams struct {
 // ListCodes reads a page of codes.
 func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) (contract.CodePage, error) {
 	q := url.Values{}
-	if p.Page != 0 {
-		q.Set("page", strconv.Itoa(p.Page))
+	for k, v := range map[string]string{"status": p.Status, "search": p.Search} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
-	if p.PageSize != 0 {
-		q.Set("page_size", strconv.Itoa(p.PageSize))
-	}
-	if p.Status != "" {
-		q.Set("status", p.Status)
-	}
-	if p.Search != "" {
-		q.Set("search", p.Search)
+	for k, v := range map[string]int{"page": p.Page, "page_size": p.PageSize} {
+		if v != 0 {
+			q.Set(k, strconv.Itoa(v))
+		}
 	}
 	path := projectPath(projectID) + "/codes"
 	if len(q) > 0 {
@@ -224,20 +216,13 @@ func randomHex() string {
 }
 
 // retryable tells whether an attempt may be sent again while the caller still waits: it got
-// no answer (a lost connection, the HTTP client's own timeout), or a 502, 503 or 504, which a
-// replica, a proxy or a dependency gives while it is briefly unavailable.
+// no answer, or a 502, 503 or 504 (briefly unavailable).
 func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	if err != nil {
-		return true
-	}
-	switch resp.StatusCode {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
+	return err != nil || resp.StatusCode == http.StatusBadGateway ||
+		resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout
 }
 
 // answerError is what an attempt got, as the error a caller sees.
@@ -250,9 +235,8 @@ func answerError(resp *http.Response, body []byte, err error) error {
 	return &Error{Status: resp.StatusCode, Detail: eb.Detail, Header: resp.Header}
 }
 
-// backoff waits before retry attempt: RetryBackoff doubled for each earlier retry, or the
-// answer's Retry-After when longer; without a nonce, past the second of the last attempt, since
-// an identical five-line signature within it would be refused as a replay.
+// backoff waits before retry attempt: RetryBackoff doubled for each earlier retry, or a longer
+// Retry-After; without a nonce, past the current second (the same signature is a replay).
 func (c *Client) backoff(ctx context.Context, attempt int, resp *http.Response) error {
 	d := c.RetryBackoff
 	if d <= 0 {

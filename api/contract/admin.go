@@ -1,6 +1,10 @@
 package contract
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"time"
+)
 
 // AdminAccount is an operator console account as the store holds it. PasswordHash is the
 // argon2id PHC string; it never leaves the console package's login and change-password code.
@@ -63,4 +67,174 @@ type LoginReservation struct {
 	// Set is the lock this attempt set on each subject, nil where it set none; Prev the lock
 	// it replaced.
 	Set, Prev []*time.Time
+}
+
+// AdminToken is an admin API token as the store holds it: never its secret, only the secret's
+// hash. Admin is the owner's account, read with the token so that a disabled owner or a lower
+// role applies to the token's next request.
+type AdminToken struct {
+	ID         string
+	Hash       []byte
+	Name       string
+	Role       string
+	Admin      AdminAccount
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// NewAdminToken is what creating a token records.
+type NewAdminToken struct {
+	Hash      []byte // SHA-256 of the secret
+	Name      string
+	AdminID   string
+	Role      string
+	Now       time.Time
+	ExpiresAt time.Time
+}
+
+// APIToken is an admin API token as the admin API shows it: never its secret.
+type APIToken struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	OwnerID    string `json:"owner_id"`
+	Owner      string `json:"owner"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+	LastUsedAt *int64 `json:"last_used_at"`
+	RevokedAt  *int64 `json:"revoked_at"`
+}
+
+// NewAPIToken is a token just made, with its secret, shown this once.
+type NewAPIToken struct {
+	APIToken
+	Secret string `json:"secret"`
+}
+
+// AuditEntry is what one action of the operator console records in the admin audit log. Detail
+// must hold no secret and no token: the log is read by every console role.
+type AuditEntry struct {
+	At            time.Time
+	AdminID       string // "" when no account is known (a failed login of an unknown name)
+	AdminUsername string
+	Action        string // e.g. "project.disable", "codes.export", "login.failed"
+	TargetKind    string // e.g. "project", "api_key", "code", "admin"; "" when none
+	TargetID      string
+	ProjectID     string // "" when the action concerns no project
+	Detail        map[string]any
+	ClientIP      string
+}
+
+// AuditRecord is one row of the admin audit log. Detail is the canonical JSON of the entry's
+// detail (sorted keys, no spaces), the form its hash covers.
+type AuditRecord struct {
+	Seq           int64           `json:"seq"`
+	At            time.Time       `json:"-"`
+	AdminID       string          `json:"admin_id"`
+	AdminUsername string          `json:"admin_username"`
+	Action        string          `json:"action"`
+	TargetKind    string          `json:"target_kind"`
+	TargetID      string          `json:"target_id"`
+	ProjectID     string          `json:"project_id"`
+	Detail        json.RawMessage `json:"detail"`
+	ClientIP      string          `json:"client_ip"`
+	PrevHash      []byte          `json:"-"`
+	Hash          []byte          `json:"-"`
+}
+
+// AuditFilter selects rows of the admin audit log; zero fields do not filter.
+type AuditFilter struct {
+	AdminUsername string
+	Action        string // exact, or a prefix ending in '.' ("project." matches every project action)
+	TargetKind    string
+	TargetID      string
+	ProjectID     string
+	Since, Until  time.Time // at >= Since, at < Until
+	// BeforeSeq pages: only rows older than it (seq < BeforeSeq); 0 starts at the newest.
+	BeforeSeq int64
+	Limit     int // 1..1000; default 100
+}
+
+// AuditAnchor is where the chain starts: the prev_hash its oldest row must carry and the seq of
+// the last row a retention run removed (0 and 32 zero bytes before any run).
+type AuditAnchor struct {
+	Seq  int64
+	Hash []byte
+}
+
+// auditFormat starts the canonical bytes of every row; a later format would change it, and a
+// verifier would know which rows use which.
+const auditFormat = "acv-admin-audit-v1\n"
+
+// CanonicalBytes is the row as its hash covers it: a fixed prefix and a JSON array of every
+// column but the hashes, in a fixed order (the time as Unix microseconds, which PostgreSQL
+// keeps exactly). Any change to any column changes these bytes.
+func (r AuditRecord) CanonicalBytes() []byte {
+	detail := r.Detail
+	if len(detail) == 0 {
+		detail = json.RawMessage(`{}`)
+	}
+	fields := []any{r.Seq, r.At.UnixMicro(), r.AdminID, r.AdminUsername, r.Action, r.TargetKind, r.TargetID,
+		r.ProjectID, detail, r.ClientIP}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		// Only a Detail that is not JSON fails here; it is made by canonicalJSON, or read
+		// from a jsonb column, so it always is. Hash something that cannot match instead.
+		return []byte(auditFormat + "invalid detail: " + err.Error())
+	}
+	return append([]byte(auditFormat), b...)
+}
+
+// ComputeHash is SHA-256 over the row's PrevHash and its CanonicalBytes: what its Hash must be.
+func (r AuditRecord) ComputeHash() []byte {
+	h := sha256.New()
+	h.Write(r.PrevHash)
+	h.Write(r.CanonicalBytes())
+	return h.Sum(nil)
+}
+
+// NewAPIKey is a key to record. The caller (internal/admin) makes its id and secret and seals
+// the secret: the store keeps Secret as given, an opaque string, and never sees it in clear.
+// RatePerSec <= 0 or Burst <= 0 leaves that limit unset.
+type NewAPIKey struct {
+	ID, ProjectID string
+	Secret        string
+	RatePerSec    float64
+	Burst         int
+}
+
+// KeyInfo is an API key as an operator lists it: never its secret.
+type KeyInfo struct {
+	ID         string  `json:"key_id"`
+	ProjectID  string  `json:"project_id"`
+	Revoked    bool    `json:"revoked"`
+	RevokedAt  *int64  `json:"revoked_at"`
+	RatePerSec float64 `json:"rate_per_sec"`
+	Burst      int     `json:"burst"`
+	CreatedAt  int64   `json:"created_at"`
+	// LastUsedAt is when the key last authenticated a request, as the API processes flush it
+	// (every few seconds, TouchAPIKeys); nil when never.
+	LastUsedAt *int64 `json:"last_used_at"`
+}
+
+// StoredSecret is one API key's secret as the table holds it: sealed, or in clear for a key
+// issued before secrets were sealed. The store does not tell them apart.
+type StoredSecret struct {
+	KeyID  string
+	Secret string
+}
+
+// RewrapResult counts what re-sealing every API key's secret did with each API key's secret.
+type RewrapResult struct {
+	// Sealed: secrets kept in clear (keys issued before sealing), now sealed.
+	Sealed int `json:"sealed"`
+	// Rewrapped: secrets sealed by an older master key, now sealed by the active one.
+	Rewrapped int `json:"rewrapped"`
+	// Current: secrets already sealed by the active master key, which opened; left alone.
+	Current int `json:"current"`
+	// Failed: secrets that do not open (their master key is not configured, or they are not
+	// authentic); left alone. RewrapKeys then returns an error.
+	Failed int `json:"failed"`
 }

@@ -82,3 +82,93 @@ type CodeWithHistory struct {
 	State            State      `json:"state"`
 	VerificationLogs []LogEntry `json:"verification_logs"`
 }
+
+// RowError is one problem row of an import: where it is, what it holds and why it is not
+// imported.
+type RowError struct {
+	Line   int    `json:"line"`   // line of the file, from 1
+	Value  string `json:"value"`  // the row's code cell ("" when it has none)
+	Kind   string `json:"kind"`   // RowInvalid, RowDuplicate or RowExists
+	Reason string `json:"reason"` // for people
+}
+
+// ImportOptions says how to import.
+type ImportOptions struct {
+	// DryRun reads and checks every row, the project's existing codes included, and writes
+	// nothing: the report says what a real import would do.
+	DryRun bool
+	// Progress, when not nil, is told the number of rows read after each batch.
+	Progress func(done int)
+}
+
+// ImportReport is what an import did (or, in a dry run, would do). An import imports the good
+// rows: a row that is invalid, repeats an earlier row or names a code the project holds is
+// skipped and listed, and every other row's code is created. Read = Inserted + Duplicates +
+// Existing + Invalid.
+type ImportReport struct {
+	DryRun     bool `json:"dry_run"`
+	Read       int  `json:"read"`       // data rows (the header not counted)
+	Inserted   int  `json:"inserted"`   // new codes created (in a dry run: that would be)
+	Duplicates int  `json:"duplicates"` // rows repeating an earlier row's code
+	Existing   int  `json:"existing"`   // rows whose code the project already holds
+	Invalid    int  `json:"invalid"`    // rows that cannot be imported
+	// Errors lists MaxRowErrors problem rows at most, by line; Truncated tells that there were
+	// more. (Invalid rows and repeats are found as they are read, codes already present a batch
+	// later, so a truncated list holds the first ones found.)
+	Errors    []RowError `json:"errors"`
+	Truncated bool       `json:"errors_truncated"`
+}
+
+// Batch statuses: a batch is queued when created, running while an instance generates its
+// codes, and ends done, failed or cancelled.
+const (
+	BatchQueued    = "queued"
+	BatchRunning   = "running"
+	BatchDone      = "done"
+	BatchFailed    = "failed"
+	BatchCancelled = "cancelled"
+)
+
+// BatchSpec is how a batch's codes are drawn, kept with the batch so its page and the audit
+// log can say what was asked for.
+type BatchSpec struct {
+	Length    int    `json:"length"`
+	Charset   string `json:"charset,omitempty"`
+	Prefix    string `json:"prefix,omitempty"`
+	Suffix    string `json:"suffix,omitempty"`
+	ExpiresAt *int64 `json:"expires_at,omitempty"`
+}
+
+// Batch is a named generation of codes and the job that makes them. Times are Unix seconds.
+type Batch struct {
+	ID         string    `json:"id"`
+	ProjectID  string    `json:"project_id"`
+	Name       string    `json:"name"`
+	Requested  int       `json:"requested"`
+	Done       int       `json:"done"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Spec       BatchSpec `json:"spec"`
+	CreatedBy  string    `json:"created_by"`
+	CreatedAt  int64     `json:"created_at"`
+	StartedAt  *int64    `json:"started_at"`
+	FinishedAt *int64    `json:"finished_at"`
+	RevokedAt  *int64    `json:"revoked_at"`
+	RevokedBy  string    `json:"revoked_by,omitempty"`
+	// CancelRequested: an operator asked the running instance to stop.
+	CancelRequested bool `json:"cancel_requested"`
+}
+
+// NewBatch is a batch to create, queued.
+type NewBatch struct {
+	ProjectID string
+	Name      string
+	Requested int
+	Spec      BatchSpec
+	CreatedBy string
+}
+
+// Final tells whether the batch's job has ended.
+func (b Batch) Final() bool {
+	return b.Status == BatchDone || b.Status == BatchFailed || b.Status == BatchCancelled
+}

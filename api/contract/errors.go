@@ -35,17 +35,14 @@ const (
 var Kinds = []Kind{KindInvalid, KindUnauthorized, KindForbidden, KindNotFound, KindConflict, KindTooLarge,
 	KindRateLimited, KindUnavailable, KindInternal, KindMethodNotAllowed, KindUnsupportedMediaType}
 
-// Error is a refusal with a kind and a message safe to show the caller. Errors without one in
-// their chain are internal: their text is logged, never shown. Err, when set, is the cause an
-// adapter translated (a driver's error): it stays in the chain for logs and errors.Is/As, and
-// is never shown.
+// Error is a refusal with a kind and a message safe to show the caller; errors without one in
+// their chain are internal, logged and never shown. Err is the cause an adapter translated,
+// kept in the chain and never shown; Wait, when set, is the Retry-After.
 type Error struct {
 	Kind    Kind
 	Message string
 	Err     error
-	// Wait, when set, is how long the caller should wait before trying again (Retry-After):
-	// a locked login, an empty bucket.
-	Wait time.Duration
+	Wait    time.Duration
 }
 
 // Error is the message, followed by the cause unless the cause is itself a refusal (a
@@ -61,9 +58,8 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Unavailable wraps cause, an error of an adapter's dependency that means the dependency is
-// down, starting, overloaded or unreachable, into a refusal of kind KindUnavailable: the caller
-// may retry later. The message names no internals; the cause stays in the chain.
+// Unavailable wraps the error of a dependency that is down, starting, overloaded or
+// unreachable into a KindUnavailable refusal: the caller may retry later.
 func Unavailable(cause error) *Error {
 	return &Error{Kind: KindUnavailable, Message: "Service temporarily unavailable", Err: cause}
 }
@@ -74,7 +70,7 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 }
 
 // HTTPStatus is the status a refusal of kind k is answered with, the one table every HTTP
-// adapter of the contract (the API, the operator console) uses; an unknown kind is a 500.
+// adapter uses; an unknown kind is a 500.
 func (k Kind) HTTPStatus() int {
 	switch k {
 	case KindInvalid:
@@ -110,17 +106,14 @@ func KindOf(err error) Kind {
 	return KindInternal
 }
 
-// NotFound is a refusal that names what an operator asked for and does not exist, in words
-// ("project X not found"); errors.Is(err, ErrNotFound) holds for it.
+// NotFound is a refusal naming what does not exist; errors.Is(err, ErrNotFound) holds for it.
 func NotFound(format string, args ...any) *Error {
 	return &Error{Kind: KindNotFound, Message: fmt.Sprintf(format, args...), Err: ErrNotFound}
 }
 
-// Answer is how an HTTP adapter answers err: its status, the detail shown and the seconds a
-// client should wait before retrying (0: no Retry-After). A refusal shows its own message.
-// Anything else is ours (internal reports it, to be logged with its cause) and shows nothing
-// internal: a 503 when a dependency is down or slow (KindUnavailable, or an error that looks
-// like one), else a 500.
+// Answer is how an HTTP adapter answers err: status, detail, Retry-After seconds (0: none). A
+// refusal shows its own message; anything else is internal (to be logged) and shows nothing:
+// a 503 when a dependency is down or slow, else a 500.
 func Answer(err error) (status int, detail string, retryAfter int, internal bool) {
 	var ce *Error
 	if errors.As(err, &ce) && ce.Kind != KindInternal && ce.Kind != KindUnavailable {
@@ -159,14 +152,12 @@ var (
 	ErrNotFound = &Error{Kind: KindNotFound, Message: "Not found"}
 	// ErrConflict: a write would duplicate a unique value.
 	ErrConflict = &Error{Kind: KindConflict, Message: "Already exists"}
-	// ErrCountChanged: a bulk change's confirmed count is no longer the count of the codes it
-	// would change (codes were added, used or disabled since the count was shown).
+	// ErrCountChanged: a bulk change's confirmed count is no longer what it would change.
 	ErrCountChanged = &Error{Kind: KindConflict, Message: "The count changed"}
 	// ErrReplayed: the request's replay identity was seen within the signature window.
 	ErrReplayed = &Error{Kind: KindUnauthorized, Message: "Request replayed"}
-	// ErrReplayedWithoutNonce is ErrReplayed for a request sent without X-Nonce (whose replay
-	// identity is its signature): its detail tells the client how to repeat a request on
-	// purpose. errors.Is(err, ErrReplayed) holds for it too.
+	// ErrReplayedWithoutNonce is ErrReplayed for a request without X-Nonce, telling how to
+	// repeat a request on purpose.
 	ErrReplayedWithoutNonce = &Error{Kind: KindUnauthorized, Err: ErrReplayed,
 		Message: "Request replayed: to repeat a request within 300 seconds, send each one with its own X-Nonce"}
 	// ErrRateLimited: the key's token bucket is empty; RateState.Wait says for how long.

@@ -1,6 +1,10 @@
 package contract
 
-import "time"
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
 
 // RateLimit is a key's token bucket: Rate tokens a second up to Burst. The zero RateLimit is
 // unlimited.
@@ -35,13 +39,10 @@ type Operation struct {
 }
 
 // OperationResult is the hot path's answer to an Operation. Rate is set whenever the token
-// bucket was consulted, also when the operation is refused with ErrReplayed, ErrRateLimited or
-// ErrIdempotencyConflict.
+// bucket was consulted, also on a refusal.
 type OperationResult struct {
-	Outcome Outcome
-	// Replayed is true when Outcome is the stored result of an earlier request with the same
-	// Idempotency-Key, not a new operation.
-	Replayed bool
+	Outcome  Outcome
+	Replayed bool // Outcome is the stored result of an earlier request with the Idempotency-Key
 	Rate     RateState
 }
 
@@ -54,4 +55,233 @@ type Admission struct {
 	CheckReplay bool
 	Limit       RateLimit
 	Now         time.Time
+}
+
+// Action names the operation a verification log records.
+type Action string
+
+// The two operations that change a code's use state.
+const (
+	ActionVerify     Action = "verify"
+	ActionReactivate Action = "reactivate"
+)
+
+// ErrorCode is the error_code of a failed verify or reactivate.
+type ErrorCode string
+
+// The error codes of the contract, in the order the checks run.
+const (
+	CodeNotFound      ErrorCode = "CODE_NOT_FOUND"
+	ProjectDisabled   ErrorCode = "PROJECT_DISABLED"
+	ProjectExpired    ErrorCode = "PROJECT_EXPIRED"
+	CodeDisabled      ErrorCode = "CODE_DISABLED"
+	CodeAlreadyUsed   ErrorCode = "CODE_ALREADY_USED"
+	CodeAlreadyUnused ErrorCode = "CODE_ALREADY_UNUSED"
+	CodeExpired       ErrorCode = "CODE_EXPIRED"
+)
+
+// Log results.
+const (
+	ResultSuccess     = "success"
+	ResultReactivated = "reactivated"
+	ResultFailed      = "failed"
+)
+
+// Message is the short English sentence a result body carries for an outcome; an empty code
+// is the success of the action.
+func Message(a Action, code ErrorCode) string {
+	switch code {
+	case "":
+		if a == ActionReactivate {
+			return "Code reactivated successfully"
+		}
+		return "Code verified successfully"
+	case CodeNotFound:
+		return "Code not found"
+	case ProjectDisabled:
+		return "Project is disabled"
+	case ProjectExpired:
+		return "Project is expired"
+	case CodeDisabled:
+		return "Code is disabled"
+	case CodeAlreadyUsed:
+		return "Code has already been used"
+	case CodeAlreadyUnused:
+		return "Code is already unused"
+	case CodeExpired:
+		return "Code is expired"
+	}
+	return "Unknown outcome"
+}
+
+// Outcome is what the hot path decided for one verify or reactivate. It is the stored result
+// an Idempotency-Key replays, so it holds everything the result body needs.
+type Outcome struct {
+	Action     Action
+	Code       string    // the value the caller sent
+	CodeID     string    // empty when the code was not found
+	Error      ErrorCode // empty on success
+	VerifiedAt int64     // unix ms; verify: the code's verified_at (new or existing), 0 = none
+	At         int64     // unix ms of the operation (reactivated_at on success)
+}
+
+// Success tells whether the operation changed the code.
+func (o Outcome) Success() bool { return o.Error == "" }
+
+// VerifyResponse is the outcome of a verify as its result body.
+func (o Outcome) VerifyResponse() VerifyResponse {
+	r := VerifyResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionVerify, o.Error), ErrorCode: o.errorCode()}
+	if at, ok := o.at(); ok {
+		r.VerifiedAt = &at
+	}
+	return r
+}
+
+// ReactivateResponse is the outcome of a reactivate as its result body.
+func (o Outcome) ReactivateResponse() ReactivateResponse {
+	r := ReactivateResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionReactivate, o.Error), ErrorCode: o.errorCode()}
+	if at, ok := o.at(); ok {
+		r.ReactivatedAt = &at
+	}
+	return r
+}
+
+func (o Outcome) codeID() *string {
+	if o.CodeID == "" {
+		return nil
+	}
+	return &o.CodeID
+}
+
+func (o Outcome) errorCode() *string {
+	if o.Error == "" {
+		return nil
+	}
+	e := string(o.Error)
+	return &e
+}
+
+// at is the body's time in unix seconds: a verify's verified_at, a successful reactivate's
+// reactivated_at; ok is false for null.
+func (o Outcome) at() (int64, bool) {
+	if o.Action == ActionReactivate {
+		return o.At / 1000, o.Success()
+	}
+	return o.VerifiedAt / 1000, o.VerifiedAt > 0
+}
+
+// AppendBody appends the outcome's result body (VerifyResponse or ReactivateResponse by its
+// Action) to b, byte for byte what encoding/json writes for it: the verify path's whole answer,
+// written without reflection.
+func (o Outcome) AppendBody(b []byte) []byte {
+	b = append(b, `{"success":`...)
+	b = strconv.AppendBool(b, o.Success())
+	b = append(b, `,"code_id":`...)
+	if o.CodeID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, o.CodeID)
+	}
+	b = append(b, `,"code":`...)
+	b = appendJSONString(b, o.Code)
+	if o.Action == ActionReactivate {
+		b = append(b, `,"reactivated_at":`...)
+	} else {
+		b = append(b, `,"verified_at":`...)
+	}
+	if at, ok := o.at(); ok {
+		b = strconv.AppendInt(b, at, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, Message(o.Action, o.Error))
+	b = append(b, `,"error_code":`...)
+	if o.Error == "" {
+		return append(b, `null}`...)
+	}
+	b = appendJSONString(b, string(o.Error))
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string the way encoding/json does: HTML-sensitive
+// characters, control characters and U+2028/U+2029 escaped, invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// APIKey is an API key with what authentication needs from its project, so one read decides
+// whether a request may proceed.
+type APIKey struct {
+	ID        string
+	ProjectID string
+	// Secret is the HMAC key, in clear wherever the HTTP layer sees it; at rest it is sealed
+	// (internal/secrets), and the wiring opens it before the HTTP layer gets the key.
+	Secret  string
+	Revoked bool
+	// RatePerSec and Burst configure the key's token bucket; both 0 means unlimited.
+	RatePerSec       float64
+	Burst            int
+	ProjectEnabled   bool
+	ProjectExpiresAt *int64 // unix seconds
+	// Version increases with every change of the key, so its mirror keeps the newest state.
+	Version int64
+}
+
+// Limit is the key's token bucket; the zero RateLimit (unlimited) when either part is unset.
+func (k APIKey) Limit() RateLimit {
+	if k.RatePerSec <= 0 || k.Burst <= 0 {
+		return RateLimit{}
+	}
+	return RateLimit{Rate: k.RatePerSec, Burst: k.Burst}
 }

@@ -1,6 +1,9 @@
 package contract
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestMessagesAreTheOriginalSentences pins every result message to the original service's exact
 // sentence (contract: "Verify and reactivate outcomes"), which its clients may display or match.
@@ -39,5 +42,30 @@ func TestOutcomeBodiesCarryTheSentences(t *testing.T) {
 	o = Outcome{Action: ActionVerify, Code: "A", CodeID: "c1", Error: ProjectExpired}
 	if r := o.VerifyResponse(); r.Message != "Project is expired" || r.Success {
 		t.Fatalf("verify body = %+v", r)
+	}
+}
+
+// AppendBody must match encoding/json of the response types byte for byte, for every shape of
+// result and for code values with characters that need escaping.
+func TestAppendBodyMatchesEncodingJSON(t *testing.T) {
+	values := []string{"ABC", `q"uo\te`, "<a&b>", "tab\tnew\nline\r\x01\x1f", "ünï✓😀", "line\u2028sep\u2029", "bad\xffutf8", ""}
+	for _, v := range values {
+		for _, o := range []Outcome{
+			{Action: ActionVerify, Code: v, CodeID: "01a2", VerifiedAt: 1_800_000_000_123, At: 1_800_000_000_123},
+			{Action: ActionVerify, Code: v, Error: CodeNotFound},
+			{Action: ActionVerify, Code: v, CodeID: "01a2", Error: CodeAlreadyUsed, VerifiedAt: 1_700_000_000_000},
+			{Action: ActionReactivate, Code: v, CodeID: "01a2", At: 1_800_000_000_999},
+			{Action: ActionReactivate, Code: v, CodeID: "01a2", Error: CodeAlreadyUnused},
+		} {
+			var want []byte
+			if o.Action == ActionVerify {
+				want, _ = json.Marshal(o.VerifyResponse())
+			} else {
+				want, _ = json.Marshal(o.ReactivateResponse())
+			}
+			if got := o.AppendBody(nil); string(got) != string(want) {
+				t.Errorf("AppendBody %s\nencoding/json %s", got, want)
+			}
+		}
 	}
 }

@@ -1,33 +1,8 @@
 package contract
 
-// APIKey is an API key with what authentication needs from its project, so one read decides
-// whether a request may proceed.
-type APIKey struct {
-	ID        string
-	ProjectID string
-	// Secret is the HMAC key clients sign with, 64 hex characters, wherever the HTTP layer
-	// (or a client) sees an APIKey: verifying a signature needs it in clear. At rest it is
-	// sealed (internal/secrets, "v1:<kid>:…"): the stores keep and return the sealed string
-	// opaquely, and the wiring opens it before the HTTP layer gets the key.
-	Secret  string
-	Revoked bool
-	// RatePerSec and Burst configure the key's token bucket; both 0 means unlimited.
-	RatePerSec       float64
-	Burst            int
-	ProjectEnabled   bool
-	ProjectExpiresAt *int64 // unix seconds
-	// Version increases with every change of the key (rate limit, revocation), so a mirror
-	// of it keeps the newest state whatever order writes arrive in.
-	Version int64
-}
-
-// Limit is the key's token bucket; the zero RateLimit (unlimited) when either part is unset.
-func (k APIKey) Limit() RateLimit {
-	if k.RatePerSec <= 0 || k.Burst <= 0 {
-		return RateLimit{}
-	}
-	return RateLimit{Rate: k.RatePerSec, Burst: k.Burst}
-}
+import (
+	"fmt"
+)
 
 // CodeRecord is a code as the stores hold it: the resource's stored fields plus what the hot
 // path needs, the millisecond verification time and the version of the last state change.
@@ -80,4 +55,60 @@ type ListQuery struct {
 	PageSize int    // < 1 is treated as DefaultPageSize
 	State    State  // "" = any state
 	Search   string // case-insensitive substring of the code value; "" = no search
+}
+
+// State is a code's derived state, the value of the list filter `status`.
+type State string
+
+// The four disjoint states of a code.
+const (
+	StateUnused   State = "unused"
+	StateUsed     State = "used"
+	StateDisabled State = "disabled"
+	StateExpired  State = "expired"
+)
+
+// ParseState accepts exactly the four state names; anything else is an error the HTTP layer
+// turns into a 400.
+func ParseState(s string) (State, error) {
+	switch State(s) {
+	case StateUnused, StateUsed, StateDisabled, StateExpired:
+		return State(s), nil
+	}
+	return "", fmt.Errorf("unknown status %q: use unused, used, disabled or expired", s)
+}
+
+// EffectiveExpiry is the code's own expiry, or its project's when the code has none; nil when
+// neither expires.
+func EffectiveExpiry(codeExpiresAt, projectExpiresAt *int64) *int64 {
+	if codeExpiresAt != nil {
+		return codeExpiresAt
+	}
+	return projectExpiresAt
+}
+
+// Expired tells whether an expiry (unix seconds) has passed at now: "passed" means now >= expiry.
+func Expired(expiry *int64, nowUnix int64) bool {
+	return expiry != nil && nowUnix >= *expiry
+}
+
+// DeriveState applies the contract's precedence: disabled > used > expired > unused.
+func DeriveState(disabled, used bool, effectiveExpiry *int64, nowUnix int64) State {
+	switch {
+	case disabled:
+		return StateDisabled
+	case used:
+		return StateUsed
+	case Expired(effectiveExpiry, nowUnix):
+		return StateExpired
+	}
+	return StateUnused
+}
+
+// Fill sets the derived fields of c (Status, IsExpired) from its stored fields. Field values
+// follow the state, so a disabled code that was once verified shows status false.
+func (c *Code) Fill(projectExpiresAt *int64, nowUnix int64) {
+	st := DeriveState(c.IsDisabled, c.VerifiedAt != nil, EffectiveExpiry(c.ExpiresAt, projectExpiresAt), nowUnix)
+	c.Status = st == StateUsed
+	c.IsExpired = st == StateExpired
 }

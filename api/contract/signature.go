@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"slices"
 	"strconv"
@@ -23,8 +24,8 @@ func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, no
 	return string(appendStringToSign(b, method, rawPath, q, bodySHA256Hex, timestamp, nonce))
 }
 
-// appendStringToSign appends the string to sign, with query already in its signed order, to b.
-// StringToSign and Verifier share it, so the signed form is written once.
+// appendStringToSign appends the string to sign, query already in its signed order: the one
+// place the signed form is written.
 func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P, query Q, bodySHA256Hex, timestamp, nonce string) []byte {
 	for i := 0; i < len(method); i++ {
 		c := method[i]
@@ -48,20 +49,13 @@ func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P
 	return b
 }
 
-// maxExplained bounds how many bytes of PATH and of QUERY ExplainSignature shows, so a refusal
-// stays a readable sentence whatever the request line held (net/http allows 32 KiB of it).
+// maxExplained bounds how many bytes of PATH and of QUERY ExplainSignature shows.
 const maxExplained = 2048
 
-// ExplainSignature says, for the detail of a refused signature, what X-Signature must be for this
-// request: the HMAC of the string to sign the server built from it, in the contract's own form
-// (PATH and QUERY as sent, pairs sorted by key), quoted with its line breaks written \n, and
-// which lines it holds, saying whether the sixth (X-Nonce) is among them. A client compares it
-// with the string it signed to see which line differs.
-//
-// Everything in it comes from the request itself; it holds no secret, no expected MAC and not
-// the signature sent. So it reads the same for an unknown key id and for a known key with a
-// wrong signature, and tells nobody which key ids exist. PATH and QUERY are cut at
-// maxExplained bytes, which the text then says.
+// ExplainSignature says, for the detail of a refused signature, what X-Signature must be: the
+// HMAC of the quoted string to sign the server built from the request, and which lines it
+// holds. It comes from the request alone (no secret, no MAC, not the signature sent), so it
+// reads the same for an unknown key id and a wrong signature.
 func ExplainSignature(method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) string {
 	query := CanonicalQuery(rawQuery)
 	cut := len(rawPath) > maxExplained || len(query) > maxExplained
@@ -91,8 +85,7 @@ func CanonicalQuery(rawQuery string) string {
 	return string(appendSortedRaw(nil, rawQuery, splitSpans(spans, rawQuery)))
 }
 
-// span is one key=value pair of a query: the key is s[k0:k1], the value s[v0:v1] of the
-// string or buffer it was cut from (the raw query, or the Verifier's decoded bytes).
+// span is one key=value pair of a query: the key is s[k0:k1], the value s[v0:v1].
 type span struct{ k0, k1, v0, v1 int32 }
 
 // splitSpans cuts rawQuery at '&' into pairs (empty ones dropped), appending them to dst.
@@ -117,36 +110,28 @@ func splitSpans(dst []span, rawQuery string) []span {
 	return dst
 }
 
-// byKeyThenValue orders spans of a raw query by key, then value.
-func byKeyThenValue(s string) func(a, b span) int {
-	return func(a, b span) int {
-		if c := strings.Compare(s[a.k0:a.k1], s[b.k0:b.k1]); c != 0 {
-			return c
-		}
-		return strings.Compare(s[a.v0:a.v1], s[b.v0:b.v1])
-	}
-}
-
 // appendSortedRaw appends the pairs of rawQuery, sorted by key then value and still encoded as
 // sent, joined by '&'. It sorts spans in place.
 func appendSortedRaw(dst []byte, rawQuery string, spans []span) []byte {
-	slices.SortStableFunc(spans, byKeyThenValue(rawQuery))
-	for i, sp := range spans {
-		if i > 0 {
-			dst = append(dst, '&')
+	slices.SortStableFunc(spans, func(a, b span) int {
+		if c := strings.Compare(rawQuery[a.k0:a.k1], rawQuery[b.k0:b.k1]); c != 0 {
+			return c
 		}
-		dst = append(dst, rawQuery[sp.k0:sp.v1]...)
-	}
-	return dst
+		return strings.Compare(rawQuery[a.v0:a.v1], rawQuery[b.v0:b.v1])
+	})
+	return appendJoined(dst, rawQuery, spans)
 }
 
 // appendPlainSorted appends the pairs sorted as whole "k=v" strings, as some original clients
-// sort them; it differs from the key order only when one key is a prefix of another followed
-// by a byte below '='. It sorts spans in place.
+// sort them. It sorts spans in place.
 func appendPlainSorted(dst []byte, rawQuery string, spans []span) []byte {
 	slices.SortStableFunc(spans, func(a, b span) int {
 		return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
 	})
+	return appendJoined(dst, rawQuery, spans)
+}
+
+func appendJoined(dst []byte, rawQuery string, spans []span) []byte {
 	for i, sp := range spans {
 		if i > 0 {
 			dst = append(dst, '&')
@@ -156,14 +141,14 @@ func appendPlainSorted(dst []byte, rawQuery string, spans []span) []byte {
 	return dst
 }
 
-// appendFormUnescaped appends s decoded as a query component ('+' is a space, %XX a byte), as
-// the handlers read it; ok is false on a malformed escape.
-func appendFormUnescaped(dst []byte, s string) ([]byte, bool) {
+// appendUnescaped appends s percent-decoded, with form rules ('+' is a space) as the handlers
+// read a query component, or path rules ('+' stays); ok is false on a malformed escape.
+func appendUnescaped(dst []byte, s string, form bool) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '+':
+		switch c := s[i]; {
+		case c == '+' && form:
 			dst = append(dst, ' ')
-		case '%':
+		case c == '%':
 			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 				return dst, false
 			}
@@ -172,23 +157,6 @@ func appendFormUnescaped(dst []byte, s string) ([]byte, bool) {
 		default:
 			dst = append(dst, c)
 		}
-	}
-	return dst, true
-}
-
-// appendPathUnescaped appends a path decoded with path rules ('+' stays a plus sign).
-func appendPathUnescaped(dst []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '%' {
-			dst = append(dst, c)
-			continue
-		}
-		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-			return dst, false
-		}
-		dst = append(dst, HexDigit(s[i+1])<<4|HexDigit(s[i+2]))
-		i += 2
 	}
 	return dst, true
 }
@@ -253,9 +221,8 @@ func BodySHA256(body []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// Verifier checks signatures made with one secret. It keeps its HMAC state and buffers between
-// calls, so a key's verifications allocate nothing once its buffers have grown; it is not safe
-// for concurrent use (pool it).
+// Verifier checks signatures made with one secret, reusing its HMAC state and buffers so it
+// allocates nothing once grown; not safe for concurrent use (pool it).
 type Verifier struct {
 	mac   hash.Hash
 	buf   []byte // the string to sign
@@ -273,26 +240,14 @@ func NewVerifier(secret string) *Verifier {
 	return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), buf: make([]byte, 0, 256), sum: make([]byte, 0, sha256.Size)}
 }
 
-// Verify checks a signature. The contract accepts a signature over any of these strings, each
-// MAC compared in constant time:
-//
-//   - the path as sent and QUERY as sent, pairs sorted by key (then value);
-//   - the same pairs sorted as whole "k=v" strings, as some older clients sort them;
-//   - the path as sent and QUERY built from the decoded pairs, sorted by key (then value), in
-//     Python's quote_plus (the Python SDK) or JavaScript's encodeURIComponent (the TypeScript
-//     SDK);
-//   - the original server's canonical form: the path percent-decoded and QUERY as Python's
-//     urlencode of the decoded pairs, sorted by key, keeping the last value of a repeated key.
-//
-// All of them name the same decoded request, so the encodings widen nothing an attacker could
-// change. The one exception is the last form with a key repeated with different values: it
-// signs only the last one while the handlers read the first, so it is not accepted then.
-// Which form matched does not matter to the caller: the replay identity is the signature
-// itself (ReplayIdentity), which has one spelling.
+// Verify checks a signature, comparing MACs in constant time. The contract accepts a signature
+// over the path as sent with QUERY as sent sorted by key (then value), or sorted as whole
+// "k=v" strings, or rebuilt from the decoded pairs in Python's quote_plus or JavaScript's
+// encodeURIComponent; or the original server's form: the path decoded and QUERY as Python's
+// urlencode of the decoded pairs, keeping a repeated key's last value, accepted only when a
+// repeated key's values are equal (the handlers read the first). All name the same decoded
+// request, and the replay identity is the signature itself, which has one spelling.
 func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
-	// Only the contract's encoding (64 lowercase hex characters) is accepted: a signature has
-	// one spelling, so it can serve as the request's replay identity. Decoding it once lets the
-	// MACs be compared as bytes, in constant time.
 	if !ValidSignature(signature) {
 		return false
 	}
@@ -326,11 +281,11 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	for _, sp := range v.raw {
 		var ok bool
 		d := span{k0: int32(len(v.dec))}
-		if v.dec, ok = appendFormUnescaped(v.dec, rawQuery[sp.k0:sp.k1]); !ok {
+		if v.dec, ok = appendUnescaped(v.dec, rawQuery[sp.k0:sp.k1], true); !ok {
 			return false
 		}
 		d.k1, d.v0 = int32(len(v.dec)), int32(len(v.dec))
-		if v.dec, ok = appendFormUnescaped(v.dec, rawQuery[sp.v0:sp.v1]); !ok {
+		if v.dec, ok = appendUnescaped(v.dec, rawQuery[sp.v0:sp.v1], true); !ok {
 			return false
 		}
 		d.v1 = int32(len(v.dec))
@@ -338,10 +293,7 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	}
 	dec := v.dec
 	sameKey := func(a, b span) bool { return bytes.Equal(dec[a.k0:a.k1], dec[b.k0:b.k1]) }
-	// The original server's form: sorted by key, the last value of a repeated key. It is accepted
-	// only when a repeated key's values are all equal (see serverOK), so which of them is last
-	// does not matter (the pairs are no longer in the order sent). Written before the pairs are
-	// re-sorted by value below.
+	// The original server's form, written before the pairs are re-sorted by value below.
 	slices.SortStableFunc(v.dspan, func(a, b span) int { return bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]) })
 	serverOK := true
 	v.q[qServer] = v.q[qServer][:0]
@@ -377,13 +329,13 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 		return false
 	}
 	var ok bool
-	if v.path, ok = appendPathUnescaped(v.path[:0], rawPath); !ok || slices.Contains(v.path, '\n') {
+	if v.path, ok = appendUnescaped(v.path[:0], rawPath, false); !ok || slices.Contains(v.path, '\n') {
 		return false // a decoded line break would move the string to sign's lines
 	}
 	if string(v.path) == rawPath {
 		return try(qServer)
 	}
-	return v.checkBytes(method, v.path, v.q[qServer], bodySHA256Hex, timestamp, nonce)
+	return v.checkBuf(appendStringToSign(v.buf[:0], method, v.path, v.q[qServer], bodySHA256Hex, timestamp, nonce))
 }
 
 // The candidate queries a Verifier builds, in the order they are tried.
@@ -397,16 +349,11 @@ const (
 )
 
 func (v *Verifier) check(method, rawPath string, query []byte, bodySHA256Hex, timestamp, nonce string) bool {
-	v.buf = appendStringToSign(v.buf[:0], method, rawPath, query, bodySHA256Hex, timestamp, nonce)
-	return v.mac1()
+	return v.checkBuf(appendStringToSign(v.buf[:0], method, rawPath, query, bodySHA256Hex, timestamp, nonce))
 }
 
-func (v *Verifier) checkBytes(method string, path, query []byte, bodySHA256Hex, timestamp, nonce string) bool {
-	v.buf = appendStringToSign(v.buf[:0], method, path, query, bodySHA256Hex, timestamp, nonce)
-	return v.mac1()
-}
-
-func (v *Verifier) mac1() bool {
+func (v *Verifier) checkBuf(buf []byte) bool {
+	v.buf = buf
 	v.mac.Reset()
 	v.mac.Write(v.buf)
 	v.sum = v.mac.Sum(v.sum[:0])
@@ -421,6 +368,44 @@ func ValidNonce(n string) bool {
 	for i := 0; i < len(n); i++ {
 		c := n[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// The authentication headers have exactly one accepted spelling each, so a captured request
+// re-spelled (signature in upper case, a leading zero, a padded nonce) cannot vary its replay
+// identity.
+
+// ValidSignature tells whether s is in the contract's encoding of an X-Signature: exactly 64
+// lowercase hex characters.
+func ValidSignature(s string) bool { return len(s) == 64 && lowerHex(s) }
+
+// ParseTimestamp reads an X-Timestamp: Unix seconds in canonical decimal, with no sign, no
+// leading zero and at most 12 digits (until the year 33658).
+func ParseTimestamp(s string) (int64, error) {
+	n, err := ParseDigits(s)
+	if err != nil || len(s) > 12 || (len(s) > 1 && s[0] == '0') {
+		return 0, errors.New("X-Timestamp must be Unix seconds")
+	}
+	return n, nil
+}
+
+// ReplayIdentity is what the server remembers of an accepted request to refuse it a second
+// time: its nonce when it sent one, else its verified signature; "n:" and "s:" keep the two
+// kinds apart. Call it only with headers that passed ValidNonce and ValidSignature.
+func ReplayIdentity(signature, nonce string) string {
+	if nonce != "" {
+		return "n:" + nonce
+	}
+	return "s:" + signature
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}
 	}

@@ -95,10 +95,8 @@ type ErrorBody struct {
 	Detail string `json:"detail"`
 }
 
-// ProjectStatistics is the body of GET /api/v1/projects/{project_id}/statistics: the same
-// derived-state counts as a project's statistics, the usage rate (used ÷ total rounded to 4
-// decimals, 0 without codes) and up to RecentVerificationsLimit codes currently used, newest
-// verified_at first.
+// ProjectStatistics is the body of GET …/statistics: the derived-state counts, the usage rate
+// and up to RecentVerificationsLimit codes currently used, newest verified_at first.
 type ProjectStatistics struct {
 	ProjectID string `json:"project_id"`
 	Statistics

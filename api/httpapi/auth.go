@@ -1,17 +1,26 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 )
 
 // Context keys set by authenticate for the handlers.
@@ -50,18 +59,14 @@ type authFailure struct {
 func (e *authFailure) Error() string { return e.err.Message }
 func (e *authFailure) Unwrap() error { return e.err }
 
-// badCredentials starts the one answer to an unknown or malformed key id and to a bad
-// signature: telling them apart would tell an attacker which key ids exist. The access log and
-// acv_auth_failures_total keep the difference (unknown_key, bad_signature). Clients match the
-// sentence's start, so it stays.
+// badCredentials starts the one answer to an unknown key id and to a bad signature: telling
+// them apart would tell an attacker which key ids exist (metrics and the access log keep the
+// difference). Clients match the sentence's start, so it stays.
 const badCredentials = "Invalid API key or signature"
 
-// refuseCredentials answers an unknown or malformed key id and a bad signature alike. The
-// detail goes on to show the string to sign the server built from the request
-// (contract.ExplainSignature), so a client whose signature is refused can see which line it
-// signed differently; it is built from the request alone, with no secret and no MAC, so it is
-// the same whether the key exists or not. It is built only here, on the refusal: the accepted
-// path allocates nothing for it.
+// refuseCredentials answers an unknown key id and a bad signature alike, showing the string to
+// sign the server built from the request alone (contract.ExplainSignature), so it reads the
+// same whether the key exists or not.
 func refuseCredentials(why AuthFailure, r *http.Request, body []byte, ts, nonce string) error {
 	rawPath, rawQuery := splitRequestURI(r)
 	explained := contract.ExplainSignature(r.Method, rawPath, rawQuery, contract.BodySHA256(body), ts, nonce)
@@ -124,11 +129,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 	if d := now - tsVal; d > contract.SignatureWindow || d < -contract.SignatureWindow {
 		return unauthorized(AuthSkew, "Request timestamp is outside the allowed window of 300 seconds; server time is "+strconv.FormatInt(now, 10))
 	}
-	// The verifier accepts only the contract's spelling of each header, so the identity is
-	// derived from what was signed, never from how a header was written.
 	replay := contract.ReplayIdentity(sig, nonce)
-	// The key proved itself (signature, not revoked, in the time window): that is a use, noted
-	// in memory only (KeyUses says why).
 	if s.cfg.KeyUses != nil {
 		s.cfg.KeyUses.Used(key.ID, s.now())
 	}
@@ -145,21 +146,16 @@ func (s *Server) authenticate(c *gin.Context) error {
 		}
 		return &contract.Error{Kind: contract.KindForbidden, Message: "API key is not valid for this project"}
 	}
-	if isPost {
-		// Verify and reactivate run the replay check and the token bucket in their own script.
-		return nil
-	}
-	if !key.ProjectEnabled {
+	// Verify and reactivate run the replay check and the token bucket in the hot path; the
+	// reads once validated (admitRead).
+	if !isPost && !key.ProjectEnabled {
 		return unauthorized(AuthProjectDisabled, "Project is disabled")
 	}
-	// The read handlers admit the request themselves once it is validated (admitRead).
 	return nil
 }
 
-// admitRead runs the replay check (when X-Nonce is sent) and the token bucket of a read. The
-// read handlers call it after validating the request, so a request refused as malformed spends
-// neither its nonce nor a token, as with verify and reactivate: the client can send the
-// corrected request with the same nonce.
+// admitRead runs the replay check (when X-Nonce is sent) and the token bucket of a read, after
+// validation, so a malformed request spends neither its nonce nor a token.
 func (s *Server) admitRead(c *gin.Context) error {
 	return s.admit(c, keyOf(c), c.GetHeader("X-Nonce") != "")
 }
@@ -182,8 +178,7 @@ func (s *Server) admit(c *gin.Context, key contract.APIKey, checkReplay bool) er
 }
 
 // bucketAnswered sets the rate-limit headers after the hot path consulted the key's bucket and
-// turns its refusals into the contract's answers: a replay is a 401, an empty bucket a 429 with
-// Retry-After, an Idempotency-Key used with another request a 409.
+// turns its refusals into the contract's answers (401, 429 with Retry-After, 409).
 func (s *Server) bucketAnswered(c *gin.Context, key contract.APIKey, rs contract.RateState, err error) error {
 	refused := errors.Is(err, contract.ErrReplayed) || errors.Is(err, contract.ErrRateLimited) ||
 		errors.Is(err, contract.ErrIdempotencyConflict)
@@ -193,8 +188,7 @@ func (s *Server) bucketAnswered(c *gin.Context, key contract.APIKey, rs contract
 	setRateHeaders(c, key, rs)
 	switch {
 	case errors.Is(err, contract.ErrReplayed):
-		// Without X-Nonce the replay identity is the signature, so an identical request sent on
-		// purpose within the window is refused too: the detail says how to repeat one.
+		// Without X-Nonce the detail says how to send an identical request on purpose.
 		if c.GetHeader("X-Nonce") == "" {
 			return &authFailure{reason: AuthReplay, err: contract.ErrReplayedWithoutNonce}
 		}
@@ -246,9 +240,7 @@ func readBody(c *gin.Context) ([]byte, error) {
 	var body []byte
 	var err error
 	if n := c.Request.ContentLength; n > 0 {
-		// The length is known and within bounds: one buffer of that size, instead of
-		// io.ReadAll's growing ones. A body longer than announced is cut at the announced
-		// length by net/http itself.
+		// One buffer of the announced size (net/http cuts a longer body there).
 		body = make([]byte, n)
 		_, err = io.ReadFull(c.Request.Body, body)
 	} else {
@@ -271,4 +263,184 @@ func splitRequestURI(r *http.Request) (string, string) {
 	}
 	path, query, _ := strings.Cut(uri, "?")
 	return path, query
+}
+
+// maxCachedKeys bounds each half of the key cache. Keys that exist and ids that name no key
+// are kept apart, so a flood of made-up ids evicts only other made-up ids.
+const maxCachedKeys = 100_000
+
+// keyCache keeps API-key lookups in process for ttl, so authentication costs no store query
+// per request while revocation still takes effect within ttl. When a refresh fails, a lookup
+// up to staleFor old is served instead.
+type keyCache struct {
+	records interface {
+		APIKey(ctx context.Context, id string) (contract.APIKey, error)
+	}
+	ttl, staleFor time.Duration
+	now           func() time.Time
+	group         singleflight.Group
+	lookups       *prometheus.CounterVec
+	known         *lru.Cache[string, *keyEntry]
+	unknown       *lru.Cache[string, *keyEntry]
+}
+
+// keyEntry is one cached lookup, with a pool of signature verifiers for the key's secret.
+type keyEntry struct {
+	key       contract.APIKey
+	found     bool
+	fetched   time.Time
+	verifiers sync.Pool
+}
+
+// verify checks a signature with the key's secret.
+func (e *keyEntry) verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
+	v, _ := e.verifiers.Get().(*contract.Verifier)
+	if v == nil {
+		v = contract.NewVerifier(e.key.Secret)
+	}
+	ok := v.Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce)
+	e.verifiers.Put(v)
+	return ok
+}
+
+func newKeyCache(r Records, ttl, staleFor time.Duration, now func() time.Time, lookups *prometheus.CounterVec) *keyCache {
+	known, _ := lru.New[string, *keyEntry](maxCachedKeys)
+	unknown, _ := lru.New[string, *keyEntry](maxCachedKeys)
+	return &keyCache{records: r, ttl: ttl, staleFor: staleFor, now: now, lookups: lookups, known: known, unknown: unknown}
+}
+
+// cached is the newest lookup of id held in either half.
+func (k *keyCache) cached(id string) (*keyEntry, bool) {
+	if e, ok := k.known.Get(id); ok {
+		return e, true
+	}
+	return k.unknown.Get(id)
+}
+
+// get returns the lookup of a key id; its found tells whether the key exists.
+func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
+	prev, ok := k.cached(id)
+	if ok && k.now().Sub(prev.fetched) < k.ttl {
+		k.lookups.WithLabelValues("hit").Inc()
+		return prev, nil
+	}
+	k.lookups.WithLabelValues("miss").Inc()
+	v, err, _ := k.group.Do(id, func() (interface{}, error) {
+		key, err := k.records.APIKey(ctx, id)
+		if err != nil && !errors.Is(err, contract.ErrNotFound) {
+			return nil, fmt.Errorf("look up api key: %w", err)
+		}
+		e := &keyEntry{key: key, found: err == nil, fetched: k.now()}
+		if e.found {
+			k.known.Add(id, e)
+			k.unknown.Remove(id)
+		} else {
+			k.unknown.Add(id, e)
+			k.known.Remove(id)
+		}
+		return e, nil
+	})
+	if err != nil {
+		if ok && k.now().Sub(prev.fetched) < k.staleFor {
+			k.lookups.WithLabelValues("stale").Inc()
+			return prev, nil
+		}
+		return nil, err
+	}
+	return v.(*keyEntry), nil
+}
+
+// KeyUseSink is where the last use of the API keys is kept (store.TouchAPIKeys): for each id,
+// the time it last authenticated a request, moved only forward.
+type KeyUseSink interface {
+	TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) error
+}
+
+// KeyUses remembers in memory when each API key last authenticated a request, and flushes that
+// to PostgreSQL in one statement every interval (Run): a write per request would put
+// PostgreSQL back on the verify path. The shown time may be one interval old; each replica
+// flushes its own and the UPDATE keeps the newest.
+type KeyUses struct {
+	sink KeyUseSink
+	log  *slog.Logger
+	// used maps a key id to its last use since the last flush, in unix ns (0: none): a lookup
+	// and a compare-and-swap per request, no lock for every core to queue on.
+	used sync.Map // string → *atomic.Int64
+}
+
+// NewKeyUses records into sink; log receives a failed flush.
+func NewKeyUses(sink KeyUseSink, log *slog.Logger) *KeyUses {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &KeyUses{sink: sink, log: log}
+}
+
+// Used notes that key id authenticated a request at t.
+func (k *KeyUses) Used(id string, t time.Time) {
+	v, ok := k.used.Load(id)
+	if !ok {
+		v, _ = k.used.LoadOrStore(id, new(atomic.Int64))
+	}
+	last, ns := v.(*atomic.Int64), t.UnixNano()
+	for {
+		cur := last.Load()
+		if cur >= ns || last.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
+}
+
+// Flush writes the uses noted since the last flush. On failure they are kept for the next
+// one (unless a newer use of the same key came in meanwhile).
+func (k *KeyUses) Flush(ctx context.Context) error {
+	batch := make(map[string]time.Time)
+	k.used.Range(func(id, v any) bool {
+		if ns := v.(*atomic.Int64).Swap(0); ns != 0 {
+			batch[id.(string)] = time.Unix(0, ns)
+		}
+		return true
+	})
+	if len(batch) == 0 {
+		return nil
+	}
+	// In id order, so two replicas flushing at once lock the rows in the same order.
+	ids := make([]string, 0, len(batch))
+	for id := range batch {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	at := make([]time.Time, len(ids))
+	for i, id := range ids {
+		at[i] = batch[id]
+	}
+	if err := k.sink.TouchAPIKeys(ctx, ids, at); err != nil {
+		for i, id := range ids {
+			k.Used(id, at[i])
+		}
+		return err
+	}
+	return nil
+}
+
+// Run flushes every interval until ctx ends, then once more, so a drained process loses no
+// use.
+func (k *KeyUses) Run(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := k.Flush(fctx); err != nil {
+				k.log.Warn("flush api key last use at shutdown", "err", err)
+			}
+			return nil
+		case <-t.C:
+			if err := k.Flush(ctx); err != nil && ctx.Err() == nil {
+				k.log.Warn("flush api key last use; retried at the next flush", "err", err)
+			}
+		}
+	}
 }

@@ -1,6 +1,6 @@
 // Package httpapi is the Gin HTTP layer of the contract: authentication, the endpoints under
-// /api/v1, health and readiness, the OpenAPI document, and the error mapping. It holds no state
-// of its own beyond a short-lived API-key cache, so any number of replicas can serve side by side.
+// /api/v1, health, the OpenAPI document and the error mapping. Its only state is a short-lived
+// API-key cache, so any number of replicas can serve side by side.
 package httpapi
 
 import (
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -27,9 +31,8 @@ type Records interface {
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
 	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
-	// ProjectStatistics reads, from one snapshot, the counts Statistics reads and up to limit
-	// codes of the project currently used (verified and not disabled), newest verified_at
-	// first: a code among the recent verifications is counted as used.
+	// ProjectStatistics reads, from one snapshot, Statistics and up to limit codes currently
+	// used, newest verified_at first.
 	ProjectStatistics(ctx context.Context, projectID string, now int64, limit int) (contract.Statistics, []contract.RecentVerification, error)
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
 	CodeByID(ctx context.Context, projectID, id string) (contract.CodeRecord, error)
@@ -37,8 +40,7 @@ type Records interface {
 	Logs(ctx context.Context, codeID string, limit int) ([]contract.LogEntry, error)
 }
 
-// HotPath is what the adapter needs of the Redis hot path. Verify and Reactivate load what
-// Redis misses themselves: a handler makes one call.
+// HotPath is what the adapter needs of the Redis hot path; a handler makes one call.
 type HotPath interface {
 	Verify(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
 	Reactivate(ctx context.Context, op contract.Operation) (contract.OperationResult, error)
@@ -51,17 +53,15 @@ type HotPath interface {
 type Config struct {
 	Records Records
 	HotPath HotPath
-	// Ready answers /readyz; the wiring builds it from its dependency probes. Not served when nil.
-	// Metrics and profiles are not served here: the public port shows neither (the wiring
-	// serves them on the debug listener, ACV_DEBUG_ADDR).
+	// Ready answers /readyz; not served when nil. Metrics and profiles are served on the
+	// debug listener, never here.
 	Ready http.Handler
 	// Logger receives access and error logs; slog.Default() when nil.
 	Logger *slog.Logger
-	// KeyCacheTTL bounds how long a key's lookup is reused: revocation and project disable take
-	// effect within it. Default 1 s.
+	// KeyCacheTTL bounds how long a key's lookup is reused (revocation takes effect within it).
+	// Default 1 s.
 	KeyCacheTTL time.Duration
-	// KeyCacheStale is how old a key lookup may be served while the stores cannot be reached to
-	// refresh it. Default 10 min.
+	// KeyCacheStale is how old a lookup may be served while the stores are unreachable. Default 10 min.
 	KeyCacheStale time.Duration
 	// RequestTimeout bounds each request's work. Default 10 s.
 	RequestTimeout time.Duration
@@ -73,8 +73,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Tracer makes the request and Lua-call spans; no spans when nil.
 	Tracer trace.TracerProvider
-	// KeyUses notes when each key last authenticated a request, for the console's key list;
-	// not noted when nil. The wiring runs its flush (KeyUses.Run).
+	// KeyUses notes when each key last authenticated a request; not noted when nil.
 	KeyUses *KeyUses
 }
 
@@ -134,9 +133,8 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 		keys: newKeyCache(cfg.Records, cfg.KeyCacheTTL, cfg.KeyCacheStale, now, m.keyCache), metrics: m,
 		tracer: cfg.Tracer.Tracer("github.com/acv/acv/api/httpapi")}
 	e := gin.New()
-	// Route on the path as sent so an encoded '/' in a code value stays inside its segment.
-	// Path values stay encoded: gin would decode them with query rules, turning a '+' of a
-	// code value into a space; the handlers decode them with path rules (pathValue).
+	// Route on the path as sent so an encoded '/' stays inside its segment; path values stay
+	// encoded for pathValue to decode with path rules (gin's would turn '+' into a space).
 	e.UseEscapedPath = true
 	e.UnescapePathValues = false
 	e.HandleMethodNotAllowed = true
@@ -147,24 +145,20 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 	e.Use(s.recovery, s.accessLog)
 	e.NoRoute(s.handle(func(*gin.Context) error { return contract.Errorf(contract.KindNotFound, "Not found") }))
 	e.NoMethod(s.handle(func(c *gin.Context) error {
-		// A method gin knows no tree for lists, in Allow, the methods postOnly answers; on
-		// those two paths the one method allowed is POST.
 		if postOnlyPath(c.Request.URL.EscapedPath()) {
 			return postOnly(c)
 		}
 		return errMethodNotAllowed
 	}))
 	e.GET("/healthz", healthz)
-	// The API's own OpenAPI document, without authentication: clients and tools fetch it to
-	// learn the API before they hold a key.
+	// The OpenAPI document needs no key: clients fetch it before they hold one.
 	doc := api.OpenAPI()
 	e.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, api.OpenAPIContentType, doc) })
 	if cfg.Ready != nil {
 		e.GET("/readyz", gin.WrapH(cfg.Ready))
 	}
-	// Verify and reactivate answer POST only. Every other method is registered on their paths
-	// before authentication, so GET …/codes/verify is a 405 like DELETE, rather than the
-	// code-by-id endpoint asked for the id "verify".
+	// Every other method on the POST-only paths is a 405 before authentication, so GET
+	// …/codes/verify is not the code-by-id endpoint asked for the id "verify".
 	for _, path := range []string{"/api/v1/projects/:project_id/codes/verify", "/api/v1/projects/:project_id/codes/reactivate"} {
 		for _, m := range notPost {
 			e.Handle(m, path, s.handle(postOnly))
@@ -182,20 +176,17 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 	return s, nil
 }
 
-// notPost is every standard method but POST: the methods postOnly answers on the verify and
-// reactivate paths.
+// notPost is every standard method but POST.
 var notPost = []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete,
 	http.MethodOptions, http.MethodConnect, http.MethodTrace}
 
-// postOnly answers a method other than POST on the verify and reactivate paths: 405 with
-// Allow: POST.
+// postOnly answers a method other than POST on the verify and reactivate paths.
 func postOnly(c *gin.Context) error {
 	c.Header("Allow", http.MethodPost)
 	return errMethodNotAllowed
 }
 
-// postOnlyPath tells whether a request path, as routed (escaped), names verify or reactivate:
-// /api/v1/projects/<id>/codes/verify or …/reactivate, one segment for the id.
+// postOnlyPath tells whether an escaped request path names verify or reactivate.
 func postOnlyPath(path string) bool {
 	rest, ok := strings.CutPrefix(path, "/api/v1/projects/")
 	if !ok {
@@ -215,9 +206,7 @@ const maxHeaderBytes = 32 << 10
 // to drain before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	var unused unusedConns
-	// No WriteTimeout: its clock starts when the request is read, so a handler scheduled late
-	// would lose its answer to a silent close. RequestTimeout bounds the work, and each
-	// response's write has its own budget from its first byte (writedeadline.go).
+	// No WriteTimeout: responseWriteTimeout (listener.go) says why.
 	hs := &http.Server{
 		ConnState:         unused.track,
 		Handler:           s.engine,
@@ -228,7 +217,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	// net/http's own answers to requests it cannot read become {"detail"} JSON too (rawerrors.go).
 	l := &onceCloseListener{Listener: jsonErrorListener{writeDeadlineListener{Listener: ln, budget: responseWriteTimeout}}}
 	go func() { errc <- hs.Serve(l) }()
 	select {
@@ -239,12 +227,124 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	go func() {
-		// Shutdown has stopped accepting and closes idle connections; the unused ones go too.
-		_ = l.Close() // Shutdown closes it too; whichever is first, the other gets its result
+		// Shutdown closes idle connections; the unused ones go too.
+		_ = l.Close()
 		unused.closeAll()
 	}()
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain http: %w", err)
 	}
 	return nil
+}
+
+const ctxAuthFailure = "acv.authfail"
+
+// recovery turns a panic into a 500 with the contract's body and logs it.
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.writeError(c, fmt.Errorf("panic: %v", r))
+		}
+	}()
+	c.Next()
+}
+
+// accessLog opens the request's span and deadline, counts it, and logs it: debug for a
+// 1xx-3xx, info for a 4xx or 5xx. It never logs a secret, a signature or a body.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	s.metrics.inFlight.Inc()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	ctx := propagation.TraceContext{}.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+	ctx, span := s.tracer.Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", c.Request.Method), attribute.String("http.route", route)))
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	s.metrics.inFlight.Dec()
+	elapsed := time.Since(start)
+	status := strconv.Itoa(c.Writer.Status())
+	span.SetAttributes(attribute.Int("http.response.status_code", c.Writer.Status()))
+	if c.Writer.Status() >= 500 {
+		span.SetStatus(codes.Error, status)
+	}
+	s.metrics.requests.WithLabelValues(c.Request.Method, route, status).Inc()
+	s.metrics.duration.WithLabelValues(c.Request.Method, route, status).Observe(elapsed.Seconds())
+	level := slog.LevelDebug
+	if c.Writer.Status() >= 400 {
+		level = slog.LevelInfo
+	}
+	if !s.cfg.Logger.Enabled(c.Request.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("duration", elapsed),
+	}
+	if v, ok := c.Get(ctxKey); ok {
+		attrs = append(attrs, slog.String("key_id", v.(contract.APIKey).ID))
+	}
+	if v, ok := c.Get(ctxAuthFailure); ok {
+		attrs = append(attrs, slog.String("auth_failure", string(v.(AuthFailure))))
+	}
+	s.cfg.Logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
+}
+
+// requireUTF8 refuses, with a 400, a query string or body that is not valid UTF-8 before any
+// handler decodes it (encoding/json would turn two byte strings into one value). It runs after
+// authenticate (401 and 403 first) and before the hot path (no nonce or token spent).
+func (s *Server) requireUTF8(c *gin.Context) error {
+	if err := contract.ValidateQueryUTF8(c.Request.URL.RawQuery); err != nil {
+		return err
+	}
+	body, _ := c.Get(ctxBody)
+	b, _ := body.([]byte)
+	return contract.ValidateBodyUTF8(b)
+}
+
+var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
+
+// handle adapts a handler that returns an error; a non-nil one is answered by writeError.
+func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			s.writeError(c, err)
+		}
+	}
+}
+
+// writeError answers err as contract.Answer says and stops the chain, logging an internal one.
+func (s *Server) writeError(c *gin.Context, err error) {
+	status, detail, retryAfter, internal := contract.Answer(err)
+	if internal {
+		s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath())
+	}
+	var af *authFailure
+	if !internal && errors.As(err, &af) {
+		s.countAuthFailure(c, af.reason)
+	}
+	if retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(retryAfter))
+	}
+	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
+}
+
+// invalid is a 400 with detail.
+func invalid(detail string) error {
+	return &contract.Error{Kind: contract.KindInvalid, Message: detail}
+}
+
+// healthz answers as long as the process serves HTTP.
+func healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }

@@ -2,7 +2,6 @@
 -- of a rate-limited key too slow to lease tokens (lease.lua): reads, and verify or reactivate
 -- before apply.lua runs in the code's shard. The replay check is not here: every request's
 -- replay marker is spent before, in its own slot (cache/precall.go).
--- The bucket is written only when a token is taken, so a refused request changes nothing.
 --
 -- KEYS[1] token bucket   acv:rl:{<key id>}
 --
@@ -15,13 +14,5 @@
 --
 -- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
-local now = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
-local tokens = refill(KEYS[1], now, rate, burst)
-if tokens < 1 then
-  return {S_RATE_LIMITED, 0, math.ceil((1 - tokens) * 1000 / rate)}
-end
-tokens = tokens - 1
-keep(KEYS[1], tokens, ARGV[1], rate, burst)
-return {S_OK, math.floor(tokens), 0}
+local status, _, remaining, wait = take(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), 1)
+return {status, remaining, wait}

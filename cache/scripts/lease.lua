@@ -16,15 +16,4 @@
 --
 -- F_*, S_*, T_* and the functions used are the prelude's (prelude.lua, cache/layout.go).
 
-local now = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
-local want = tonumber(ARGV[4])
-local tokens = refill(KEYS[1], now, rate, burst)
-if tokens < 1 then
-  return {S_RATE_LIMITED, 0, 0, math.ceil((1 - tokens) * 1000 / rate)}
-end
-local granted = math.min(want, math.floor(tokens))
-tokens = tokens - granted
-keep(KEYS[1], tokens, ARGV[1], rate, burst)
-return {S_OK, granted, math.floor(tokens), 0}
+return {take(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))}

@@ -19,3 +19,17 @@ local function keep(bucket, tokens, now, rate, burst)
   redis.call('HSET', bucket, F_TOKENS, tostring(tokens), F_REFILLED, now)
   redis.call('PEXPIRE', bucket, math.ceil(burst / rate * 1000) + 1000)
 end
+
+-- take takes up to want whole tokens from a bucket, never waiting: status, tokens granted,
+-- whole tokens left, and (when short of one token) the ms until the bucket holds one. The
+-- bucket is written only when tokens are taken, so a refused request changes nothing.
+local function take(bucket, now, rate, burst, want)
+  local tokens = refill(bucket, tonumber(now), rate, burst)
+  if tokens < 1 then
+    return S_RATE_LIMITED, 0, 0, math.ceil((1 - tokens) * 1000 / rate)
+  end
+  local granted = math.min(want, math.floor(tokens))
+  tokens = tokens - granted
+  keep(bucket, tokens, now, rate, burst)
+  return S_OK, granted, math.floor(tokens), 0
+end

@@ -1,18 +1,9 @@
-// Package redisscript is the one way acv calls Redis scripts: every script is a Lua file, run
-// as a Redis Function (FCALL), and every reply is an array whose first element is an explicit
-// status number. The cache and the outbox relay both call their scripts through it.
-//
-// A Function rather than EVALSHA: a library, once loaded, is part of the dataset (saved with
-// it and replicated, so a restarted or promoted node still has it), its prelude runs once when
-// it loads (its constants and helpers become the function's upvalues), and Redis looks up no
-// digest per call. A Redis Cluster does not copy libraries between masters, so Load loads one
-// on every master, and a call that a node answers "Function not found" (a master added or
-// resharded onto, a library deleted by hand) loads it there and is sent again, once.
-//
-// Library and function names carry a digest of the source: a new version of a script is a new
-// library, loaded beside the old one, so during a rolling deploy every replica calls the
-// version it was built with. Old versions stay until deleted (FUNCTION DELETE); each is a few
-// kilobytes.
+// Package redisscript is the one way acv calls Redis scripts: each Lua file runs as a Redis
+// Function (FCALL) whose reply is an array led by an explicit status number. A loaded library
+// is part of the dataset (saved and replicated) and its prelude runs once. A cluster does not
+// copy libraries between masters, so Load loads on every master, and a call answered
+// "Function not found" loads it there and is sent again, once. Names carry a digest of the
+// source, so during a rolling deploy each replica calls the version it was built with.
 package redisscript
 
 import (
@@ -32,9 +23,8 @@ type Script struct {
 	lib  string // the library's source, for FUNCTION LOAD
 }
 
-// New makes the script body (a script file: KEYS, ARGV, return) a library of one function named
-// base plus a digest of its source. prelude runs once, when the library loads: the constants
-// and functions it defines are the body's upvalues.
+// New makes the script body a library of one function named base plus a digest of its source;
+// what prelude defines (run once, when the library loads) is the body's upvalues.
 func New(base, prelude, body string) *Script {
 	sum := sha1.Sum([]byte(prelude + body))
 	name := base + "_" + hex.EncodeToString(sum[:6])
@@ -45,8 +35,7 @@ func New(base, prelude, body string) *Script {
 // Name is the function's name, as FCALL takes it.
 func (s *Script) Name() string { return s.name }
 
-// Client is what calls scripts: *redis.Client, *redis.ClusterClient (every call names keys of
-// one slot, so it goes to the slot's master).
+// Client is what calls scripts: *redis.Client or *redis.ClusterClient.
 type Client interface {
 	FCall(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
 	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
@@ -58,8 +47,8 @@ type cluster interface {
 	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
 }
 
-// Load loads the library on every master of a cluster, or on the one Redis. A library that is
-// there already (another replica loaded it) is fine.
+// Load loads the library on every master of a cluster, or on the one Redis; one already
+// there is fine.
 func (s *Script) Load(ctx context.Context, c Client) error {
 	load := func(ctx context.Context, c Client) error {
 		if err := c.FunctionLoad(ctx, s.lib).Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -93,10 +82,9 @@ func (s *Script) Run(ctx context.Context, c Client, keys []string, args ...inter
 // their replies, which becomes the error of every call of that pipeline that succeeded.
 type Tail func(ctx context.Context, p redis.Pipeliner) (check func() error)
 
-// Send sends calls in one pipeline (a single call as one command), followed by tail's commands
-// when tail is not nil, and gives each call its reply or error. The calls a node answered
-// "Function not found" did not run: their libraries are loaded, and those calls are sent
-// again, with tail, in one more pipeline. This is the only place a missing script is loaded.
+// Send sends calls in one pipeline, followed by tail's commands, and gives each call its reply
+// or error. Calls answered "Function not found" did not run: their libraries are loaded and
+// they are sent again, with tail. This is the only place a missing script is loaded.
 func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	pending := calls
 	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
@@ -156,9 +144,8 @@ func missing(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "Function not found")
 }
 
-// Reply is a script's reply read strictly: an array whose first element is the status number
-// the script's header documents, then its fields. A missing element, or one of another type
-// than the header promises, is an error, never a zero value.
+// Reply is a script's reply read strictly: a missing field or one of another type is an
+// error, never a zero value.
 type Reply struct {
 	script string
 	v      []interface{}

@@ -3,30 +3,127 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/acv/acv/api/contract"
 )
 
-// net/http answers some requests before any handler sees them, with canned plain-text
-// responses it writes straight on the connection: 400 for a request it cannot parse (a bad
-// request line, an invalid header name or value, a missing or malformed Host), 431 for headers
-// past MaxHeaderBytes, 501 for an unknown Transfer-Encoding, 505 for an HTTP version it does not
-// serve, and 417 for an Expect other than 100-continue. The contract wants every error body to
-// be {"detail": …}, and net/http has no hook for these, so jsonErrorListener's connections
-// recognise each such response in the one Write that carries it and send the same status with
-// a JSON body instead. The server test sends each kind of request over TCP, so a change of
-// net/http's canned format fails it rather than going unnoticed.
+// unusedConns tracks the connections accepted that have not sent a request yet: net/http's
+// Shutdown treats one as busy for five seconds, so a drain closes them at once.
+type unusedConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// track is an http.Server ConnState hook.
+func (u *unusedConns) track(c net.Conn, st http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if st == http.StateNew {
+		if u.conns == nil {
+			u.conns = map[net.Conn]struct{}{}
+		}
+		u.conns[c] = struct{}{}
+		return
+	}
+	delete(u.conns, c)
+}
+
+// closeAll closes every connection still waiting for its first request.
+func (u *unusedConns) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.conns {
+		_ = c.Close()
+		delete(u.conns, c)
+	}
+}
+
+// onceCloseListener closes its listener once: Serve's drain and net/http's Shutdown both do.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
+}
+
+// responseWriteTimeout bounds how long one response may take to reach the client from its
+// first byte. Not net/http's WriteTimeout: its clock starts when the request is read, so a
+// handler scheduled late would have its answer (a redeemed code's 200) dropped by a silent
+// close. RequestTimeout bounds the work instead.
+const responseWriteTimeout = 10 * time.Second
+
+// writeDeadlineListener hands out connections whose write deadline starts with each response.
+type writeDeadlineListener struct {
+	net.Listener
+	budget time.Duration
+}
+
+func (l writeDeadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writeDeadlineConn{Conn: c, budget: l.budget}, nil
+}
+
+// writeDeadlineConn sets the write deadline at the first write after a read, so each response
+// gets the whole budget from its first byte.
+type writeDeadlineConn struct {
+	net.Conn
+	budget    time.Duration
+	answering atomic.Bool // set by a response's first write, cleared by reading
+}
+
+func (c *writeDeadlineConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.answering.Store(false)
+	}
+	return n, err
+}
+
+func (c *writeDeadlineConn) Write(p []byte) (int, error) {
+	if !c.answering.Swap(true) {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.budget)); err != nil {
+			return 0, fmt.Errorf("set write deadline: %w", err)
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite lets net/http half-close the connection after a 431 (see jsonErrorConn).
+func (c *writeDeadlineConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// net/http answers some unreadable requests itself with canned plain-text responses (400, 417,
+// 431, 501, 505) and no hook; the contract wants every error body to be {"detail": …}, so
+// jsonErrorConn recognises such a response in the one Write that carries it and sends the same
+// status with a JSON body. The server test sends each kind over TCP, so a change of net/http's
+// format fails it.
 
 // cannedHeaders follows the status line of every canned error net/http writes itself; no
-// response of a handler has it (a handler's headers are sorted and carry a Date).
+// handler's response has it (a handler's headers are sorted and carry a Date).
 const cannedHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
-// expectationFailed is the status line of net/http's answer to an Expect it does not know; no
-// handler of this server answers 417.
+// expectationFailed is net/http's answer to an unknown Expect; no handler answers 417.
 const expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
 
 // jsonErrorListener hands out connections whose canned net/http errors are rewritten as JSON.
@@ -53,14 +150,8 @@ func (c *jsonErrorConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// CloseWrite lets net/http half-close the connection after a 431, as it does on a bare TCP
-// connection, so the client reads the answer before the connection goes.
-func (c *jsonErrorConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
+// CloseWrite lets net/http half-close the connection after a 431, so the client reads the answer.
+func (c *jsonErrorConn) CloseWrite() error { return closeWrite(c.Conn) }
 
 // rewriteCannedError returns the JSON form of p when p is one of net/http's canned error
 // responses; ok is false for anything else, which is then written as it is.

@@ -1,0 +1,201 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the contract.
+const (
+	MaxBodyBytes      = 64 << 10
+	MaxCodeLen        = 100
+	MaxByLen          = 100
+	MaxReasonLen      = 500
+	DefaultPageSize   = 20
+	MaxPageSize       = 100
+	SignatureWindow   = 300 // seconds either side of the server clock
+	MaxIdempotencyKey = 255
+)
+
+// ConsoleByPrefix begins the verified_by of an operation made in the console
+// ("console:<username>"); the client API refuses it (ValidateBy), so it cannot be forged.
+const ConsoleByPrefix = "console:"
+
+// ValidateBy checks verified_by or reactivated_by as the client API receives it: free text
+// (ValidateText) that does not begin with ConsoleByPrefix, in any ASCII case.
+func ValidateBy(field, v string) error {
+	if err := ValidateText(field, v, MaxByLen); err != nil {
+		return err
+	}
+	if hasPrefixFoldASCII(v, ConsoleByPrefix) {
+		return fmt.Errorf("%s must not begin with %q: it marks operations made in the console", field, ConsoleByPrefix)
+	}
+	return nil
+}
+
+// hasPrefixFoldASCII tells whether v begins with prefix in any ASCII case (as the OpenAPI
+// document's pattern says; strings.EqualFold would also fold non-ASCII runes).
+func hasPrefixFoldASCII(v, prefix string) bool {
+	return len(v) >= len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) && isASCII(v[:len(prefix)])
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateCode checks a code value: 1 to 100 characters of printable UTF-8, no control characters.
+func ValidateCode(v string) error {
+	if v == "" {
+		return fmt.Errorf("code must not be empty")
+	}
+	return ValidateText("code", v, MaxCodeLen)
+}
+
+// ValidateText checks a free-text field such as a code value, verified_by or reason.
+func ValidateText(field, v string, max int) error {
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%s must be valid UTF-8", field)
+	}
+	if n := utf8.RuneCountInString(v); n > max {
+		return fmt.Errorf("%s must be at most %d characters", field, max)
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s must not contain control characters", field)
+		}
+	}
+	return nil
+}
+
+// ValidateIdempotencyKey checks an Idempotency-Key: 1 to 255 printable ASCII characters.
+func ValidateIdempotencyKey(k string) error {
+	if k == "" || len(k) > MaxIdempotencyKey {
+		return fmt.Errorf("Idempotency-Key must be 1 to %d characters", MaxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return fmt.Errorf("Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// ValidateBodyUTF8 refuses (400, saying where) a request body that is not valid UTF-8 or whose
+// JSON escapes half a UTF-16 surrogate pair ("\ud800"): encoding/json would turn either into
+// U+FFFD, so two byte strings would name one code.
+func ValidateBodyUTF8(body []byte) error {
+	if !utf8.Valid(body) {
+		return Errorf(KindInvalid, "Request body must be valid UTF-8 (invalid byte at offset %d)", invalidUTF8At(body))
+	}
+	if at := loneSurrogateAt(body); at >= 0 {
+		return Errorf(KindInvalid, "Request body must be valid UTF-8: the JSON escape %s at offset %d is half a surrogate pair without the other half", body[at:at+6], at)
+	}
+	return nil
+}
+
+// ErrQueryNotUTF8 refuses a query string whose names or values, percent-decoded, are not UTF-8.
+var ErrQueryNotUTF8 = &Error{Kind: KindInvalid, Message: "Query string must be valid UTF-8 once percent-decoded (%ff and the like are refused)"}
+
+// ValidateQueryUTF8 refuses a raw query string whose bytes, once percent-decoded, are not
+// valid UTF-8. A malformed escape stays as sent, so the whole query is still checked.
+func ValidateQueryUTF8(rawQuery string) error {
+	if !strings.Contains(rawQuery, "%") {
+		if utf8.ValidString(rawQuery) {
+			return nil
+		}
+		return ErrQueryNotUTF8
+	}
+	dec := make([]byte, 0, len(rawQuery))
+	for i := 0; i < len(rawQuery); i++ {
+		c := rawQuery[i]
+		if c == '%' && i+2 < len(rawQuery) && isHex(rawQuery[i+1]) && isHex(rawQuery[i+2]) {
+			c = HexDigit(rawQuery[i+1])<<4 | HexDigit(rawQuery[i+2])
+			i += 2
+		}
+		dec = append(dec, c)
+	}
+	if !utf8.Valid(dec) {
+		return ErrQueryNotUTF8
+	}
+	return nil
+}
+
+// ErrFormNotUTF8 refuses a posted form whose field names or values are not UTF-8.
+var ErrFormNotUTF8 = &Error{Kind: KindInvalid, Message: "Form fields must be valid UTF-8"}
+
+// ValidateFormUTF8 refuses a decoded form (url.Values) holding a name or value that is not
+// valid UTF-8, as the API does for JSON.
+func ValidateFormUTF8(form map[string][]string) error {
+	for k, vs := range form {
+		if !utf8.ValidString(k) {
+			return ErrFormNotUTF8
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return ErrFormNotUTF8
+			}
+		}
+	}
+	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that starts no UTF-8 character.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// loneSurrogateAt is the offset of the first \uXXXX escape of b naming an unpaired UTF-16
+// surrogate, -1 when there is none (in valid JSON a backslash occurs only inside strings).
+func loneSurrogateAt(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := uEscape(b, i)
+		if !ok {
+			i++ // \" \\ \n and the like, or a malformed escape the decoder refuses
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := uEscape(b, i+6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
+}
+
+// uEscape reads the escape \uXXXX at b[i:]; ok is false when there is none.
+func uEscape(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i+2 : i+6] {
+		if !isHex(c) {
+			return 0, false
+		}
+		r = r<<4 | rune(HexDigit(c))
+	}
+	return r, true
+}
