@@ -1,13 +1,8 @@
-// Package api holds the machine-readable description of the client API: the OpenAPI 3.1
-// document that every replica serves at GET /openapi.yaml and that the end-to-end suites
-// validate every response against. It is embedded so the binary serves exactly the document
-// the tests checked, with no file to deploy beside it. The wire types themselves live in
-// api/contract, which must not import this package (it imports nothing of the project).
+// Package api holds the client API's OpenAPI 3.1 document, embedded so every replica serves
+// at GET /openapi.yaml exactly the document the end-to-end suites validate responses against.
 package api
 
-import (
-	_ "embed" // the document is embedded
-)
+import _ "embed"
 
 //go:embed openapi.yaml
 var openAPI []byte

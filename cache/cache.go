@@ -6,7 +6,7 @@ package cache
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -20,51 +20,42 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed scripts/prelude.lua
-	preludeSrc string
-	//go:embed scripts/apply.lua
-	applySrc string
-	//go:embed scripts/admit.lua
-	admitSrc string
-	//go:embed scripts/putcode.lua
-	putCodeSrc string
-	//go:embed scripts/unknown.lua
-	unknownSrc string
-	//go:embed scripts/disable.lua
-	disableSrc string
-	//go:embed scripts/putproject.lua
-	putProjectSrc string
-	//go:embed scripts/refund.lua
-	refundSrc string
-	//go:embed scripts/putkey.lua
-	putKeySrc string
-	//go:embed scripts/revokekey.lua
-	revokeKeySrc string
-	//go:embed scripts/lease.lua
-	leaseSrc string
-	//go:embed scripts/release.lua
-	releaseSrc string
+// scriptFiles holds scripts/: one Lua file a script, with its KEYS, ARGV and reply.
+//
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
 
-	applyScript      = newScript("apply", applySrc)
-	admitScript      = newScript("admit", admitSrc)
-	putCodeScript    = newScript("putcode", putCodeSrc)
-	unknownScript    = newScript("unknown", unknownSrc)
-	disableScript    = newScript("disable", disableSrc)
-	putProjectScript = newScript("putproject", putProjectSrc)
-	refundScript     = newScript("refund", refundSrc)
-	putKeyScript     = newScript("putkey", putKeySrc)
-	revokeKeyScript  = newScript("revokekey", revokeKeySrc)
-	leaseScript      = newScript("lease", leaseSrc)
-	releaseScript    = newScript("release", releaseSrc)
+// scriptSrc is the file of scripts/ named file.
+func scriptSrc(file string) string {
+	b, err := scriptFiles.ReadFile("scripts/" + file)
+	if err != nil {
+		panic(err) // every name is a constant of this package
+	}
+	return string(b)
+}
+
+var (
+	preludeSrc = scriptSrc("prelude.lua")
+
+	applyScript      = newScript("apply")
+	admitScript      = newScript("admit")
+	putCodeScript    = newScript("putcode")
+	unknownScript    = newScript("unknown")
+	disableScript    = newScript("disable")
+	putProjectScript = newScript("putproject")
+	refundScript     = newScript("refund")
+	putKeyScript     = newScript("putkey")
+	revokeKeyScript  = newScript("revokekey")
+	leaseScript      = newScript("lease")
+	releaseScript    = newScript("release")
 
 	allScripts = []*redisscript.Script{applyScript, admitScript, putCodeScript, unknownScript, disableScript,
 		putProjectScript, refundScript, putKeyScript, revokeKeyScript, leaseScript, releaseScript}
 )
 
-// newScript is a script file of scripts/ behind the prelude (layout.go).
-func newScript(name, src string) *redisscript.Script {
-	return redisscript.New("acv_"+name, luaPrelude(), src)
+// newScript is scripts/<name>.lua behind the prelude (layout.go).
+func newScript(name string) *redisscript.Script {
+	return redisscript.New("acv_"+name, luaPrelude(), scriptSrc(name+".lua"))
 }
 
 // Redis is what the cache needs of a client; *redis.Client and *redis.ClusterClient both fit.

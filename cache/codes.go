@@ -17,11 +17,7 @@ func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRe
 	if err := checkCodeID(r); err != nil {
 		return false, err
 	}
-	v, err := putCodeScript.Run(ctx, c.rdb, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
-	if err != nil {
-		return false, fmt.Errorf("put code: %w", translate(err))
-	}
-	return decodeDone(putCodeScript, v)
+	return c.runDone(ctx, "put code", putCodeScript, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
 }
 
 // PutCodes stores many new codes of one project in pipelined batches, with PutCode's rule.
@@ -81,14 +77,8 @@ func (c *Cache) MarkUnknown(ctx context.Context, projectID, value string, ttl ti
 	if ttl < time.Second {
 		return fmt.Errorf("mark unknown code: ttl %s is under the 1s minimum", ttl)
 	}
-	v, err := unknownScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, int64(ttl/time.Second))
-	if err == nil {
-		_, err = decodeDone(unknownScript, v)
-	}
-	if err != nil {
-		return fmt.Errorf("mark unknown code: %w", translate(err))
-	}
-	return nil
+	_, err := c.runDone(ctx, "mark unknown code", unknownScript, []string{codeKey(projectID, value)}, int64(ttl/time.Second))
+	return err
 }
 
 // LiveCode reads a code's live state; found is false when Redis holds nothing for the value

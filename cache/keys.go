@@ -14,40 +14,27 @@ import (
 // key, so guessing such ids costs Postgres one query each, not one per request.
 const unknownKeyTTL = 5 * time.Minute
 
-// PutKey mirrors an API key (its secret sealed) into Redis unless Redis holds a newer version.
-// Operator commands call it after changing a key in Postgres; replicas call it when they load
-// a key Redis lacked. It reports whether it stored.
+// PutKey mirrors an API key (its secret sealed) into Redis unless Redis holds a newer version;
+// it reports whether it stored.
 func (c *Cache) PutKey(ctx context.Context, k contract.APIKey) (bool, error) {
 	revoked := "0"
 	if k.Revoked {
 		revoked = "1"
 	}
-	v, err := putKeyScript.Run(ctx, c.rdb, []string{apiKeyKey(k.ID)}, k.ProjectID, k.Secret,
+	return c.runDone(ctx, "put api key", putKeyScript, []string{apiKeyKey(k.ID)}, k.ProjectID, k.Secret,
 		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, revoked, k.Version)
-	if err != nil {
-		return false, fmt.Errorf("put api key: %w", translate(err))
-	}
-	return decodeDone(putKeyScript, v)
 }
 
 // RevokeKey marks a key revoked in the mirror, before Postgres hears of it, so a revocation
 // reaches every replica even while Postgres is down.
 func (c *Cache) RevokeKey(ctx context.Context, keyID string) error {
-	v, err := revokeKeyScript.Run(ctx, c.rdb, []string{apiKeyKey(keyID)})
-	if err == nil {
-		_, err = decodeDone(revokeKeyScript, v)
-	}
-	if err != nil {
-		return fmt.Errorf("revoke api key in redis: %w", translate(err))
-	}
-	return nil
+	_, err := c.runDone(ctx, "revoke api key in redis", revokeKeyScript, []string{apiKeyKey(keyID)})
+	return err
 }
 
-// APIKey reads an API key for authentication from the mirror, with its project's state, and
-// asks the Loader only for what the mirror lacks. An id that fails the key-id checksum and is
-// not mirrored is unknown without any Postgres query; one that passes is looked up once and,
-// when no key has it, remembered as unknown for a few minutes. The secret stays sealed.
-// contract.ErrNotFound (wrapped) when no key has the id.
+// APIKey reads an API key (secret sealed) with its project's state from the mirror, asking the
+// Loader only for what it lacks: an unmirrored id failing the checksum is unknown at once, and
+// one no key has is remembered as unknown for a while. contract.ErrNotFound (wrapped) if none.
 func (c *Cache) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
 	m, err := c.rdb.HGetAll(ctx, apiKeyKey(id)).Result()
 	if err != nil {
@@ -88,12 +75,8 @@ func (c *Cache) loadKey(ctx context.Context, id string) (contract.APIKey, error)
 	}
 	k, err := c.loader.APIKey(ctx, id)
 	if errors.Is(err, contract.ErrNotFound) {
-		v, err := unknownScript.Run(ctx, c.rdb, []string{apiKeyKey(id)}, int64(unknownKeyTTL/time.Second))
-		if err == nil {
-			_, err = decodeDone(unknownScript, v)
-		}
-		if err != nil {
-			return contract.APIKey{}, fmt.Errorf("mark unknown api key: %w", translate(err))
+		if _, err := c.runDone(ctx, "mark unknown api key", unknownScript, []string{apiKeyKey(id)}, int64(unknownKeyTTL/time.Second)); err != nil {
+			return contract.APIKey{}, err
 		}
 		return contract.APIKey{}, fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
 	}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -335,6 +336,16 @@ func decodeDisable(v interface{}) (disableReply, error) {
 	}
 	d := disableReply{status: status(st), verifiedAtMs: r.Int(0), verifiedBy: r.Str(1), version: r.Int(2)}
 	return d, r.Err()
+}
+
+// runDone runs a script that answers a status alone (decodeDone), as what: an unavailable Redis
+// is a contract.KindUnavailable error.
+func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script, keys []string, args ...interface{}) (bool, error) {
+	v, err := s.Run(ctx, c.rdb, keys, args...)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, translate(err))
+	}
+	return decodeDone(s, v)
 }
 
 // decodeDone reads the reply of the scripts that answer a status alone: true for S_OK, false

@@ -117,12 +117,15 @@ func asInt(v interface{}) int64 { n, _ := v.(int64); return n }
 
 // embeddedScripts is every script the package embeds, by file name.
 func embeddedScripts() map[string]string {
-	return map[string]string{
-		"apply.lua": applySrc, "admit.lua": admitSrc, "putcode.lua": putCodeSrc,
-		"unknown.lua": unknownSrc, "disable.lua": disableSrc, "putproject.lua": putProjectSrc,
-		"putkey.lua": putKeySrc, "revokekey.lua": revokeKeySrc, "refund.lua": refundSrc,
-		"lease.lua": leaseSrc, "release.lua": releaseSrc, "prelude.lua": preludeSrc,
+	files, err := scriptFiles.ReadDir("scripts")
+	if err != nil {
+		panic(err)
 	}
+	m := map[string]string{}
+	for _, f := range files {
+		m[f.Name()] = scriptSrc(f.Name())
+	}
+	return m
 }
 
 // preludeLocals parses luaConstants into its names and values (strings unquoted, numbers as

@@ -39,11 +39,7 @@ func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version 
 
 // storeProject writes one shard's copy of a project's state unless the shard holds a newer one.
 func (c *Cache) storeProject(ctx context.Context, shard int, p contract.Project, version int64) error {
-	v, err := putProjectScript.Run(ctx, c.rdb, []string{projectKey(shard, p.ID)}, projectArgs(p, version)...)
-	if err != nil {
-		return fmt.Errorf("store project: %w", translate(err))
-	}
-	_, err = decodeDone(putProjectScript, v)
+	_, err := c.runDone(ctx, "store project", putProjectScript, []string{projectKey(shard, p.ID)}, projectArgs(p, version)...)
 	return err
 }
 

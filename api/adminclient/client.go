@@ -1,7 +1,5 @@
 // Package adminclient is a client of acv's admin API (the console's JSON API under
-// /admin/api/v1), as the acv command uses it: every call carries an API token, so the server
-// checks it against the token's role and records each change in the admin audit log. It
-// imports only the contract and the standard library.
+// /admin/api/v1), as the acv command uses it: every call carries an API token.
 package adminclient
 
 import (
@@ -181,10 +179,15 @@ func (c *Client) CreateToken(ctx context.Context, name, role string, ttl time.Du
 
 // Tokens lists the tokens the caller may see.
 func (c *Client) Tokens(ctx context.Context) ([]contract.APIToken, error) {
+	return list[contract.APIToken](ctx, c, "/tokens")
+}
+
+// list reads a list answer, {"items": […]}.
+func list[T any](ctx context.Context, c *Client, path string) ([]T, error) {
 	var b struct {
-		Items []contract.APIToken `json:"items"`
+		Items []T `json:"items"`
 	}
-	return b.Items, c.Do(ctx, http.MethodGet, "/tokens", nil, &b)
+	return b.Items, c.Do(ctx, http.MethodGet, path, nil, &b)
 }
 
 // RevokeToken ends a token.
@@ -200,16 +203,10 @@ func (c *Client) Logout(ctx context.Context) error {
 
 // Projects lists every project.
 func (c *Client) Projects(ctx context.Context) ([]contract.Project, error) {
-	var b struct {
-		Items []contract.Project `json:"items"`
-	}
-	return b.Items, c.Do(ctx, http.MethodGet, "/projects", nil, &b)
+	return list[contract.Project](ctx, c, "/projects")
 }
 
 // Accounts lists the console's accounts (admin).
 func (c *Client) Accounts(ctx context.Context) ([]Account, error) {
-	var b struct {
-		Items []Account `json:"items"`
-	}
-	return b.Items, c.Do(ctx, http.MethodGet, "/accounts", nil, &b)
+	return list[Account](ctx, c, "/accounts")
 }

@@ -1,8 +1,6 @@
 package contract
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // CodeRecord is a code as the stores hold it: the resource's stored fields plus what the hot
 // path needs, the millisecond verification time and the version of the last state change.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/acv/acv/api/contract"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // latencyBuckets span 100 µs to the request timeout; 5 ms and 50 ms are the latency objectives.
@@ -23,42 +24,28 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_http_requests_total", Help: "HTTP requests by method, route template and status.",
-		}, []string{"method", "route", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "acv_http_request_duration_seconds", Help: "HTTP request duration by method, route template and status.",
-			Buckets: latencyBuckets,
-		}, []string{"method", "route", "status"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "acv_http_requests_in_flight", Help: "HTTP requests being served.",
-		}),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_code_operations_total", Help: "Verify and reactivate outcomes: success or the error_code.",
-		}, []string{"action", "outcome"}),
-		unknownCodes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_code_unknown_attempts_total", Help: "Verify and reactivate attempts on values no code has (they leave no log).",
-		}, []string{"action"}),
-		idemReplays: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_idempotent_replays_total", Help: "Requests answered from a stored Idempotency-Key result (replayed) or refused for another body (conflict).",
-		}, []string{"result"}),
-		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acv_rate_limited_total", Help: "Requests refused with 429 by a key's token bucket.",
-		}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_auth_failures_total", Help: "Requests refused authentication, by reason.",
-		}, []string{"reason"}),
-		script: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "acv_redis_script_duration_seconds", Help: "Round trip of the hot-path Lua scripts.",
-			Buckets: latencyBuckets,
-		}, []string{"script"}),
-		keyCache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acv_key_cache_lookups_total", Help: "API-key lookups by result: hit (in process), miss (asked the key mirror), stale (served an old lookup because the stores could not be reached).",
-		}, []string{"result"}),
+	f := promauto.With(reg)
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.outcomes, m.unknownCodes, m.idemReplays,
-		m.rateLimited, m.authFailures, m.script, m.keyCache)
+	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
+	}
+	m := &metrics{
+		requests: counter("acv_http_requests_total", "HTTP requests by method, route template and status.", "method", "route", "status"),
+		duration: histogram("acv_http_request_duration_seconds", "HTTP request duration by method, route template and status.", "method", "route", "status"),
+		inFlight: f.NewGauge(prometheus.GaugeOpts{Name: "acv_http_requests_in_flight", Help: "HTTP requests being served."}),
+		outcomes: counter("acv_code_operations_total", "Verify and reactivate outcomes: success or the error_code.", "action", "outcome"),
+		unknownCodes: counter("acv_code_unknown_attempts_total",
+			"Verify and reactivate attempts on values no code has (they leave no log).", "action"),
+		idemReplays: counter("acv_idempotent_replays_total",
+			"Requests answered from a stored Idempotency-Key result (replayed) or refused for another body (conflict).", "result"),
+		rateLimited:  f.NewCounter(prometheus.CounterOpts{Name: "acv_rate_limited_total", Help: "Requests refused with 429 by a key's token bucket."}),
+		authFailures: counter("acv_auth_failures_total", "Requests refused authentication, by reason.", "reason"),
+		script:       histogram("acv_redis_script_duration_seconds", "Round trip of the hot-path Lua scripts.", "script"),
+		keyCache: counter("acv_key_cache_lookups_total", "API-key lookups by result: hit (in process), miss (asked the key mirror), "+
+			"stale (served an old lookup because the stores could not be reached).", "result"),
+	}
 	// Series that must exist before their first event, so rate() and absent() work from the start.
 	for _, r := range []AuthFailure{AuthMissing, AuthMalformed, AuthUnknownKey, AuthRevoked, AuthBadSignature, AuthSkew, AuthReplay, AuthProjectDisabled} {
 		m.authFailures.WithLabelValues(string(r))
