@@ -72,29 +72,18 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 // HTTPStatus is the status a refusal of kind k is answered with, the one table every HTTP
 // adapter uses; an unknown kind is a 500.
 func (k Kind) HTTPStatus() int {
-	switch k {
-	case KindInvalid:
-		return http.StatusBadRequest
-	case KindUnauthorized:
-		return http.StatusUnauthorized
-	case KindForbidden:
-		return http.StatusForbidden
-	case KindNotFound:
-		return http.StatusNotFound
-	case KindMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case KindUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType
-	case KindConflict:
-		return http.StatusConflict
-	case KindTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case KindRateLimited:
-		return http.StatusTooManyRequests
-	case KindUnavailable:
-		return http.StatusServiceUnavailable
+	if s, ok := httpStatus[k]; ok {
+		return s
 	}
 	return http.StatusInternalServerError
+}
+
+var httpStatus = map[Kind]int{
+	KindInvalid: http.StatusBadRequest, KindUnauthorized: http.StatusUnauthorized, KindForbidden: http.StatusForbidden,
+	KindNotFound: http.StatusNotFound, KindMethodNotAllowed: http.StatusMethodNotAllowed,
+	KindUnsupportedMediaType: http.StatusUnsupportedMediaType, KindConflict: http.StatusConflict,
+	KindTooLarge: http.StatusRequestEntityTooLarge, KindRateLimited: http.StatusTooManyRequests,
+	KindUnavailable: http.StatusServiceUnavailable,
 }
 
 // KindOf is the kind of the first Error in err's chain; KindInternal when there is none.

@@ -90,28 +90,19 @@ const (
 // Message is the short English sentence a result body carries for an outcome; an empty code
 // is the success of the action.
 func Message(a Action, code ErrorCode) string {
-	switch code {
-	case "":
-		if a == ActionReactivate {
-			return "Code reactivated successfully"
-		}
-		return "Code verified successfully"
-	case CodeNotFound:
-		return "Code not found"
-	case ProjectDisabled:
-		return "Project is disabled"
-	case ProjectExpired:
-		return "Project is expired"
-	case CodeDisabled:
-		return "Code is disabled"
-	case CodeAlreadyUsed:
-		return "Code has already been used"
-	case CodeAlreadyUnused:
-		return "Code is already unused"
-	case CodeExpired:
-		return "Code is expired"
+	if code == "" && a == ActionReactivate {
+		return "Code reactivated successfully"
+	}
+	if m, ok := messages[code]; ok {
+		return m
 	}
 	return "Unknown outcome"
+}
+
+var messages = map[ErrorCode]string{
+	"": "Code verified successfully", CodeNotFound: "Code not found", ProjectDisabled: "Project is disabled",
+	ProjectExpired: "Project is expired", CodeDisabled: "Code is disabled", CodeAlreadyUsed: "Code has already been used",
+	CodeAlreadyUnused: "Code is already unused", CodeExpired: "Code is expired",
 }
 
 // Outcome is what the hot path decided for one verify or reactivate. It is the stored result

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -405,11 +406,7 @@ func (k *KeyUses) Flush(ctx context.Context) error {
 		return nil
 	}
 	// In id order, so two replicas flushing at once lock the rows in the same order.
-	ids := make([]string, 0, len(batch))
-	for id := range batch {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(batch))
 	at := make([]time.Time, len(ids))
 	for i, id := range ids {
 		at[i] = batch[id]

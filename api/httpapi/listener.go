@@ -46,14 +46,24 @@ func (u *unusedConns) closeAll() {
 	}
 }
 
-// onceCloseListener closes its listener once: Serve's drain and net/http's Shutdown both do.
-type onceCloseListener struct {
+// listener hands out connections whose write deadline starts with each response and whose
+// canned net/http errors are rewritten as JSON. It closes once: Serve's drain and net/http's
+// Shutdown both close it.
+type listener struct {
 	net.Listener
 	once sync.Once
 	err  error
 }
 
-func (l *onceCloseListener) Close() error {
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &jsonErrorConn{Conn: &writeDeadlineConn{Conn: c, budget: responseWriteTimeout}}, nil
+}
+
+func (l *listener) Close() error {
 	l.once.Do(func() { l.err = l.Listener.Close() })
 	return l.err
 }
@@ -63,20 +73,6 @@ func (l *onceCloseListener) Close() error {
 // handler scheduled late would have its answer (a redeemed code's 200) dropped by a silent
 // close. RequestTimeout bounds the work instead.
 const responseWriteTimeout = 10 * time.Second
-
-// writeDeadlineListener hands out connections whose write deadline starts with each response.
-type writeDeadlineListener struct {
-	net.Listener
-	budget time.Duration
-}
-
-func (l writeDeadlineListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &writeDeadlineConn{Conn: c, budget: l.budget}, nil
-}
 
 // writeDeadlineConn sets the write deadline at the first write after a read, so each response
 // gets the whole budget from its first byte.
@@ -125,17 +121,6 @@ const cannedHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection
 
 // expectationFailed is net/http's answer to an unknown Expect; no handler answers 417.
 const expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
-
-// jsonErrorListener hands out connections whose canned net/http errors are rewritten as JSON.
-type jsonErrorListener struct{ net.Listener }
-
-func (l jsonErrorListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &jsonErrorConn{Conn: c}, nil
-}
 
 // jsonErrorConn rewrites net/http's canned error responses (see above) as they are written.
 type jsonErrorConn struct{ net.Conn }

@@ -217,7 +217,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	l := &onceCloseListener{Listener: jsonErrorListener{writeDeadlineListener{Listener: ln, budget: responseWriteTimeout}}}
+	l := &listener{Listener: ln}
 	go func() { errc <- hs.Serve(l) }()
 	select {
 	case err := <-errc:

@@ -86,31 +86,30 @@ type Tail func(ctx context.Context, p redis.Pipeliner) (check func() error)
 // or error. Calls answered "Function not found" did not run: their libraries are loaded and
 // they are sent again, with tail. This is the only place a missing script is loaded.
 func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
-	pending := calls
-	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		send(ctx, c, pending, tail)
-		if attempt > 0 {
-			break
+	if len(calls) == 0 {
+		return
+	}
+	send(ctx, c, calls, tail)
+	var again []*Call
+	var loaded map[*Script]error // allocated only when a library is missing
+	for _, call := range calls {
+		if !missing(call.Err) {
+			continue
 		}
-		var again []*Call
-		var loaded map[*Script]error
-		for _, call := range pending {
-			if !missing(call.Err) {
-				continue
+		err, done := loaded[call.Script]
+		if !done {
+			err = call.Script.Load(ctx, c)
+			if loaded == nil {
+				loaded = map[*Script]error{}
 			}
-			err, done := loaded[call.Script]
-			if !done {
-				err = call.Script.Load(ctx, c)
-				if loaded == nil {
-					loaded = map[*Script]error{}
-				}
-				loaded[call.Script] = err
-			}
-			if err == nil {
-				again = append(again, call)
-			}
+			loaded[call.Script] = err
 		}
-		pending = again
+		if err == nil {
+			again = append(again, call)
+		}
+	}
+	if len(again) > 0 {
+		send(ctx, c, again, tail)
 	}
 }
 
