@@ -47,24 +47,11 @@ func problem(r *contract.ImportReport, e contract.RowError) {
 	}
 }
 
-// ImportCSV reads codes from CSV into a project. Columns: code and, optionally, expires_at
-// (Unix seconds or RFC 3339; empty: the project's expiry applies). A first row naming a "code"
-// column is a header, and then the columns are found by name, so the file `acv codes export`
-// writes imports as is (its other columns are ignored: codes are imported unused). Without a
-// header the first column is the code and the second expires_at.
-//
-// Cells are read as the exports write them (safecsv.Unescape): an apostrophe the export put
-// before a cell starting with = + - @, a tab, a CR, an LF or an apostrophe is removed, so an
-// exported code such as =1+2 (written '=1+2) imports as =1+2. A file written by hand needs
-// the same: a code that really starts with an apostrophe followed by one of those characters
-// is written with a second apostrophe before it.
-//
-// Every row is checked, however many are bad: the good rows are imported (in both stores)
-// and the others skipped and reported, so a file can be fixed and imported again, the codes
-// already imported then counting as existing. With opts.DryRun nothing is written. The file's
-// codes are remembered to find repeats, so memory grows with the file (the console bounds its
-// size). An error is returned only when the import could not run (no such project, a store
-// failing), with the report of what was done until then.
+// ImportCSV reads codes from CSV into a project: code and optionally expires_at (Unix seconds
+// or RFC 3339), found by name under a header row naming "code" (so an export imports as is),
+// else in that order. Cells are read as exports write them (safecsv). Good rows are imported,
+// bad ones skipped and reported; with opts.DryRun nothing is written. An error means the
+// import could not go on, with the report of what was done until then.
 func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, opts contract.ImportOptions) (rep contract.ImportReport, err error) {
 	rep.DryRun, rep.Errors = opts.DryRun, []contract.RowError{}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {

@@ -19,11 +19,8 @@ var ErrNoMasterKey = errors.New("no master key configured: set ACV_MASTER_KEY or
 // clearSecret is the form of a secret issued before secrets were sealed.
 var clearSecret = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// CreateAPIKey issues a key for a project: a fresh key id and a secret of 32 random bytes as
-// 64 lowercase hex characters, stored sealed by the active master key (bound to the key id).
-// The returned key carries the secret in clear: show it once, it is not kept anywhere in
-// clear. ratePerSec <= 0 or burst <= 0 leaves that limit unset. contract.ErrNotFound when the
-// project does not exist.
+// CreateAPIKey issues a key with a random 64-hex-digit secret, stored sealed by the active
+// master key; the key returned carries it in clear, to show once. A limit <= 0 is unset.
 func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec float64, burst int) (contract.APIKey, error) {
 	if a.Keys == nil {
 		return contract.APIKey{}, ErrNoMasterKey
@@ -51,12 +48,9 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	return k, nil
 }
 
-// RewrapKeys seals every API key's secret with the active master key: secrets in clear are
-// sealed, secrets sealed by another configured master key are opened and sealed again, and
-// secrets already under the active key are checked to open. Each row is replaced only if it
-// still holds what was read, so running it twice, or beside another run, is safe; a second run
-// finds every secret current. When some secret does not open, the others are still done and
-// the error names how many failed and why the first did.
+// RewrapKeys seals every API key's secret with the active master key (those already under it
+// are checked to open). A row is replaced only if unchanged since read, so concurrent runs are
+// safe; a secret that does not open is counted, the others still done.
 func (a *Admin) RewrapKeys(ctx context.Context) (contract.RewrapResult, error) {
 	var res contract.RewrapResult
 	if a.Keys == nil {
@@ -148,4 +142,68 @@ func (a *Admin) ActiveKeyID() string {
 		return ""
 	}
 	return a.Keys.ActiveID()
+}
+
+// APIKeys lists a project's API keys without their secrets.
+func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
+	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)
+	if ks == nil && err == nil {
+		ks = []contract.KeyInfo{}
+	}
+	return ks, notFound(err, "project", projectID)
+}
+
+// publishKey copies a key's stored state (secret sealed) from Postgres to the mirror; the
+// mirror keeps it only if it is the newest version it has seen.
+func (a *Admin) publishKey(ctx context.Context, keyID string) error {
+	k, err := a.Store.APIKey(ctx, keyID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Cache.PutKey(ctx, k); err != nil {
+		return fmt.Errorf("publish api key %s to redis: %w", keyID, err)
+	}
+	return nil
+}
+
+// RevokeAPIKey revokes a key for good: in the Redis mirror first, so it takes effect even while
+// Postgres is unreachable, then in Postgres (run it again if that failed).
+func (a *Admin) RevokeAPIKey(ctx context.Context, keyID string) error {
+	if err := a.Cache.RevokeKey(ctx, keyID); err != nil {
+		return err
+	}
+	if err := a.Store.RevokeAPIKey(ctx, keyID); err != nil {
+		if errors.Is(err, contract.ErrNotFound) {
+			return contract.NotFound("API key %s not found", keyID)
+		}
+		return fmt.Errorf("api key %s is revoked in redis, which the service reads, but not yet in postgres (run the command again): %w", keyID, err)
+	}
+	return a.publishKey(ctx, keyID)
+}
+
+// SetAPIKeyRateLimit changes a key's token bucket in Postgres and then in the mirror.
+func (a *Admin) SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec float64, burst int) error {
+	if err := a.Store.SetAPIKeyRateLimit(ctx, keyID, ratePerSec, burst); err != nil {
+		return notFound(err, "API key", keyID)
+	}
+	return a.publishKey(ctx, keyID)
+}
+
+// SyncKeys copies every key from Postgres to the Redis mirror (a newer state there is kept),
+// as replicas do at start; it returns how many keys it read.
+func (a *Admin) SyncKeys(ctx context.Context) (int, error) {
+	keys, err := a.Store.APIKeys(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, k := range keys {
+		if _, err := a.Cache.PutKey(ctx, k); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return len(keys), fmt.Errorf("mirror %d of %d api keys: %w", len(errs), len(keys), err)
+	}
+	return len(keys), nil
 }

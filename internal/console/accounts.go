@@ -2,12 +2,20 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acv/acv/api/contract"
+	"golang.org/x/crypto/argon2"
 )
 
 // Account is a console account as the API shows it: never its password hash.
@@ -45,9 +53,8 @@ type NewAccount struct {
 	OneTimePassword string `json:"one_time_password"`
 }
 
-// CreateAccount creates an account with a one-time password drawn from crypto/rand (admin
-// only). The account must change the password at its first login before anything else; the
-// password is returned once and stored only as its argon2id hash.
+// CreateAccount creates an account with a one-time password (admin only), returned once; the
+// account must change it at its first login before anything else.
 func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, role Role) (NewAccount, error) {
 	if err := a.require(RoleAdmin); err != nil {
 		return NewAccount{}, err
@@ -57,7 +64,7 @@ func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, r
 		return NewAccount{}, err
 	}
 	if _, err := ParseRole(string(role)); err != nil {
-		return NewAccount{}, contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+		return NewAccount{}, invalid(err)
 	}
 	pw, hash, err := s.oneTimePassword()
 	if err != nil {
@@ -94,6 +101,18 @@ func (s *Service) Accounts(ctx context.Context, a Actor) ([]Account, error) {
 	return out, nil
 }
 
+// otherAccount reads the account an admin changes, never their own (the last admin could lock
+// everyone out).
+func (s *Service) otherAccount(ctx context.Context, a Actor, id string) (contract.AdminAccount, error) {
+	if err := a.require(RoleAdmin); err != nil {
+		return contract.AdminAccount{}, err
+	}
+	if a.AdminID != "" && a.AdminID == id {
+		return contract.AdminAccount{}, contract.Errorf(contract.KindConflict, "You cannot change your own account's role or state; ask another admin")
+	}
+	return s.account(ctx, id)
+}
+
 // account reads one account by id, as a refusal that names it when missing.
 func (s *Service) account(ctx context.Context, id string) (contract.AdminAccount, error) {
 	acc, err := s.store.AdminAccount(ctx, id)
@@ -103,50 +122,27 @@ func (s *Service) account(ctx context.Context, id string) (contract.AdminAccount
 	return acc, err
 }
 
-// notSelf refuses an admin's change of their own role or state: the last admin could lock
-// everyone out. Another admin does it.
-func notSelf(a Actor, id string) error {
-	if a.AdminID != "" && a.AdminID == id {
-		return contract.Errorf(contract.KindConflict, "You cannot change your own account's role or state; ask another admin")
-	}
-	return nil
-}
-
 // SetAccountDisabled disables (ending its sessions) or enables an account (admin only).
 func (s *Service) SetAccountDisabled(ctx context.Context, a Actor, id string, disabled bool) error {
-	if err := a.require(RoleAdmin); err != nil {
-		return err
-	}
-	if err := notSelf(a, id); err != nil {
-		return err
-	}
-	acc, err := s.account(ctx, id)
+	acc, err := s.otherAccount(ctx, a, id)
 	if err != nil {
 		return err
 	}
 	if err := s.store.SetAdminDisabled(ctx, id, disabled, s.now()); err != nil {
 		return err
 	}
-	action := "account.enable"
-	if disabled {
-		action = "account.disable"
-	}
-	return s.record(ctx, a, action, "admin", id, "", map[string]any{"username": acc.Username})
+	return s.record(ctx, a, pick(disabled, "account.disable", "account.enable"), "admin", id, "", map[string]any{"username": acc.Username})
 }
 
-// SetAccountRole changes an account's role (admin only); it applies to the account's next
-// request.
+// SetAccountRole changes an account's role (admin only), from its next request on.
 func (s *Service) SetAccountRole(ctx context.Context, a Actor, id string, role Role) error {
 	if err := a.require(RoleAdmin); err != nil {
 		return err
 	}
 	if _, err := ParseRole(string(role)); err != nil {
-		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+		return invalid(err)
 	}
-	if err := notSelf(a, id); err != nil {
-		return err
-	}
-	acc, err := s.account(ctx, id)
+	acc, err := s.otherAccount(ctx, a, id)
 	if err != nil {
 		return err
 	}
@@ -157,17 +153,10 @@ func (s *Service) SetAccountRole(ctx context.Context, a Actor, id string, role R
 		"username": acc.Username, "from": acc.Role, "to": string(role)})
 }
 
-// ResetPassword gives an account a new one-time password (admin only): its sessions end, and
-// its next login must change the password first. password "" draws one; otherwise that one is
-// set (the admin passes it on out of band). The password is returned once.
+// ResetPassword gives an account a new one-time password (admin only), drawn when password is
+// "", returned once: its sessions end, and its next login must change it first.
 func (s *Service) ResetPassword(ctx context.Context, a Actor, id, password string) (NewAccount, error) {
-	if err := a.require(RoleAdmin); err != nil {
-		return NewAccount{}, err
-	}
-	if err := notSelf(a, id); err != nil {
-		return NewAccount{}, err
-	}
-	acc, err := s.account(ctx, id)
+	acc, err := s.otherAccount(ctx, a, id)
 	if err != nil {
 		return NewAccount{}, err
 	}
@@ -175,7 +164,7 @@ func (s *Service) ResetPassword(ctx context.Context, a Actor, id, password strin
 	if password == "" {
 		pw, hash, err = s.oneTimePassword()
 	} else if err = checkNewPassword(password, acc.Username); err != nil {
-		err = contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+		err = invalid(err)
 	} else {
 		pw = password
 		hash, err = HashPassword(s.cfg.Passwords, pw)
@@ -202,13 +191,10 @@ const staleSessions = 7 * 24 * time.Hour
 // alike, so a login tells nothing about which accounts exist.
 var errBadLogin = contract.Errorf(contract.KindUnauthorized, "Invalid username or password")
 
-// Login checks a username and password from ip and, when they match an enabled account,
-// starts a session and returns it with its token (for the cookie, sent once). Every failure
-// is errBadLogin (401). The check is counted by the throttle before the password is hashed
-// (reserveAttempt); while the username from that address, the address, or the username's next
-// check is held back, the answer is a *LockedError (429) without checking the password. An
-// account that must change its password gets a session all the same: the server lets it
-// change the password and log out, nothing else (Server.mustChange).
+// Login starts a session for a username and password from ip that match an enabled account,
+// returning it with its token (sent once, in the cookie); every failure is errBadLogin (401).
+// The throttle counts the check before the password is hashed, and refuses it (429) while
+// locked. An account that must change its password may only do that and log out.
 func (s *Service) Login(ctx context.Context, username, password, userAgent, ip string) (*Session, string, error) {
 	name, err := normalizeUsername(username)
 	if err != nil || len(password) > maxPasswordLen {
@@ -263,10 +249,9 @@ func (s *Service) Login(ctx context.Context, username, password, userAgent, ip s
 	return se, token, nil
 }
 
-// ChangePassword replaces the session's account's password after checking the current one.
-// Every session of the account ends, this one too; the new session returned (with its token)
-// replaces it, so the browser that changed the password stays logged in and every other one
-// must log in again. must_change_password is cleared.
+// ChangePassword replaces the account's password after checking the current one. Every session
+// of the account ends; the new session returned replaces this one, so only this browser stays
+// logged in.
 func (s *Service) ChangePassword(ctx context.Context, se *Session, current, next, userAgent, ip string) (*Session, string, error) {
 	acc := se.Account
 	try, err := s.reserveAttempt(ctx, acc.Username, ip)
@@ -286,7 +271,7 @@ func (s *Service) ChangePassword(ctx context.Context, se *Session, current, next
 		return nil, "", err
 	}
 	if err := checkNewPassword(next, acc.Username); err != nil {
-		return nil, "", contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+		return nil, "", invalid(err)
 	}
 	if next == current {
 		return nil, "", contract.Errorf(contract.KindInvalid, "The new password must differ from the current one")
@@ -312,14 +297,6 @@ func (s *Service) ChangePassword(ctx context.Context, se *Session, current, next
 	return nse, token, nil
 }
 
-// capitalize starts a message with a capital letter, as the API's details do.
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 // oneTimePassword draws a one-time password and its hash, for a new account or a reset.
 func (s *Service) oneTimePassword() (pw, hash string, err error) {
 	if pw, err = NewOneTimePassword(); err != nil {
@@ -329,4 +306,251 @@ func (s *Service) oneTimePassword() (pw, hash string, err error) {
 		return "", "", err
 	}
 	return pw, hash, nil
+}
+
+// PasswordParams are argon2id's cost parameters for new hashes. A stored hash carries its own
+// parameters, so raising them later leaves existing passwords valid.
+type PasswordParams struct {
+	MemoryKiB uint32
+	Time      uint32
+	Threads   uint8
+}
+
+// The default cost is OWASP's first argon2id recommendation (19 MiB, 2 passes, 1 lane): tens
+// of milliseconds a login on one core, so a guessing attacker with a stolen table pays the same.
+const (
+	defaultMemoryKiB = 19 * 1024
+	defaultTime      = 2
+	defaultThreads   = 1
+	saltLen          = 16
+	hashLen          = 32
+)
+
+// DefaultPasswordParams is the cost new passwords are hashed with unless a Config says otherwise.
+func DefaultPasswordParams() PasswordParams {
+	return PasswordParams{MemoryKiB: defaultMemoryKiB, Time: defaultTime, Threads: defaultThreads}
+}
+
+// Password length bounds: 12 characters is the least a human-chosen password may have; the
+// upper bound keeps one login's hashing input small.
+const (
+	minPasswordLen = 12
+	maxPasswordLen = 256
+)
+
+// HashPassword hashes password with argon2id and a fresh random salt, in the PHC string format
+// ($argon2id$v=19$m=…,t=…,p=…$salt$hash, unpadded standard base64) that other tools read.
+func HashPassword(p PasswordParams, password string) (string, error) {
+	salt := make([]byte, saltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", fmt.Errorf("password salt: %w", err)
+	}
+	sum := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, hashLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Time, p.Threads,
+		b64.EncodeToString(salt), b64.EncodeToString(sum)), nil
+}
+
+// errBadHash: a stored hash is not an argon2id PHC string this code can check.
+var errBadHash = errors.New("password hash is not an argon2id PHC string")
+
+// CheckPassword tells whether password matches the PHC string phc, hashing it with phc's own
+// salt and parameters and comparing in constant time.
+func CheckPassword(phc, password string) (bool, error) {
+	parts := strings.Split(phc, "$")
+	// "", "argon2id", "v=19", "m=…,t=…,p=…", salt, hash
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" {
+		return false, errBadHash
+	}
+	var version int
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return false, errBadHash
+	}
+	var p PasswordParams
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.MemoryKiB, &p.Time, &p.Threads); err != nil ||
+		p.MemoryKiB == 0 || p.Time == 0 || p.Threads == 0 || p.MemoryKiB > 4<<20 || p.Time > 64 {
+		return false, errBadHash
+	}
+	b64 := base64.RawStdEncoding
+	salt, err := b64.DecodeString(parts[4])
+	if err != nil || len(salt) < 8 {
+		return false, errBadHash
+	}
+	want, err := b64.DecodeString(parts[5])
+	if err != nil || len(want) < 16 {
+		return false, errBadHash
+	}
+	got := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// oneTimeAlphabet has no look-alike characters, so a bootstrap password read off a terminal
+// and typed into a browser survives.
+const oneTimeAlphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// NewOneTimePassword draws a 20-character password from crypto/rand (about 116 bits), for an
+// account's first login: the account must change it before doing anything else.
+func NewOneTimePassword() (string, error) {
+	const n = 20
+	b := make([]byte, n)
+	out := make([]byte, n)
+	limit := byte(256 - 256%len(oneTimeAlphabet)) // reject above it: no modulo bias
+	for i := 0; i < n; {
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("one-time password: %w", err)
+		}
+		for _, v := range b {
+			if i == n {
+				break
+			}
+			if v < limit {
+				out[i] = oneTimeAlphabet[int(v)%len(oneTimeAlphabet)]
+				i++
+			}
+		}
+	}
+	return string(out), nil
+}
+
+// checkNewPassword refuses a password an account may not choose.
+func checkNewPassword(pw, username string) error {
+	switch n := utf8.RuneCountInString(pw); {
+	case !utf8.ValidString(pw):
+		return errors.New("password must be valid UTF-8")
+	case n < minPasswordLen:
+		return fmt.Errorf("password must be at least %d characters", minPasswordLen)
+	case len(pw) > maxPasswordLen:
+		return fmt.Errorf("password must be at most %d bytes", maxPasswordLen)
+	case strings.EqualFold(pw, username):
+		return errors.New("password must not be the username")
+	}
+	return nil
+}
+
+// ThrottlePolicy bounds password guessing. Every check is counted before it is made against
+// three subjects: a username from one address (PairFailures within Window lock the pair for
+// BaseLock, doubled per further failure up to MaxLock, so its owner is not locked out
+// elsewhere); an address (IPFailures, locked the same way); a username from anywhere (past
+// AccountFailures, checked at most once per AccountSpacing, never locked). A locked subject's
+// login is refused (429) without looking at the password; usernames count whether or not an
+// account has them. A right password gives its attempt back and clears its pair.
+type ThrottlePolicy struct {
+	PairFailures    int           // failures of one username from one address that lock the pair
+	IPFailures      int           // failures from one address that lock it (higher: offices share one)
+	AccountFailures int           // failures of one username from anywhere past which its checks are spaced
+	AccountSpacing  time.Duration // the least time between two checks of such a username's password
+	Window          time.Duration // a failure older than this no longer counts
+	BaseLock        time.Duration
+	MaxLock         time.Duration
+}
+
+// DefaultThrottle: 5 failures of a username from one address, or 20 from one address, within
+// 15 minutes lock that pair or address for 30 s, then 1 min, 2 min, … up to an hour; past 10
+// failures of a username from anywhere, its password is checked at most once every 2 s.
+func DefaultThrottle() ThrottlePolicy {
+	return ThrottlePolicy{PairFailures: 5, IPFailures: 20, AccountFailures: 10, AccountSpacing: 2 * time.Second,
+		Window: 15 * time.Minute, BaseLock: 30 * time.Second, MaxLock: time.Hour}
+}
+
+// withDefaults fills each field left zero from DefaultThrottle.
+func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
+	d := DefaultThrottle()
+	p.PairFailures = orDefault(p.PairFailures, d.PairFailures)
+	p.IPFailures = orDefault(p.IPFailures, d.IPFailures)
+	p.AccountFailures = orDefault(p.AccountFailures, d.AccountFailures)
+	p.AccountSpacing = orDefault(p.AccountSpacing, d.AccountSpacing)
+	p.Window = orDefault(p.Window, d.Window)
+	p.BaseLock = orDefault(p.BaseLock, d.BaseLock)
+	p.MaxLock = orDefault(p.MaxLock, d.MaxLock)
+	return p
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// lockFor is how long failures lock a subject: BaseLock at threshold, doubled up to MaxLock.
+func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration {
+	return func(failures int) time.Duration {
+		if failures < threshold {
+			return 0
+		}
+		d := p.BaseLock
+		for i := threshold; i < failures && d < p.MaxLock; i++ {
+			d *= 2
+		}
+		return min(d, p.MaxLock)
+	}
+}
+
+// spacing is how long a username's failures hold its next check back: AccountSpacing at most.
+func (p ThrottlePolicy) spacing(failures int) time.Duration {
+	if failures < p.AccountFailures {
+		return 0
+	}
+	return p.AccountSpacing
+}
+
+// limits are the subjects a password check of username from ip counts against, with how
+// each locks; without an address only the username's.
+func (p ThrottlePolicy) limits(username, ip string) []contract.LoginLimit {
+	ls := []contract.LoginLimit{
+		{Subject: pairSubject(username, ip), LockFor: p.lockFor(p.PairFailures)},
+		{Subject: "account:" + usernameHash(username), LockFor: p.spacing},
+	}
+	if ip != "" {
+		ls = append(ls, contract.LoginLimit{Subject: "ip:" + ip, LockFor: p.lockFor(p.IPFailures)})
+	}
+	return ls
+}
+
+// usernameHash keeps a username out of the throttle's keys in clear: a password typed into
+// the username field by mistake is not stored.
+func usernameHash(username string) string {
+	h := sha256.Sum256([]byte(username))
+	return hex.EncodeToString(h[:])
+}
+
+// pairSubject is the throttle's key of a username tried from one client address.
+func pairSubject(username, ip string) string { return "pair:" + usernameHash(username) + "@" + ip }
+
+// attempt is one password check the throttle let through, a failure until it succeeded.
+type attempt struct {
+	username, ip string
+	reservation  contract.LoginReservation
+}
+
+// reserveAttempt counts a password check before it is made, or refuses it while one of its
+// subjects is locked. Counting first (in PostgreSQL, shared by every instance) bounds parallel
+// guesses: no more checks run than the thresholds allow.
+func (s *Service) reserveAttempt(ctx context.Context, username, ip string) (*attempt, error) {
+	p := s.cfg.Throttle
+	now := s.now()
+	r, until, ok, err := s.store.ReserveLoginAttempt(ctx, p.limits(username, ip), now, p.Window)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &contract.Error{Kind: contract.KindRateLimited, Message: "Too many failed logins; try again later", Wait: until.Sub(now)}
+	}
+	return &attempt{username: username, ip: ip, reservation: r}, nil
+}
+
+// succeeded gives back a right password's attempt and clears its pair's failures.
+func (s *Service) succeeded(ctx context.Context, a *attempt) error {
+	if err := s.store.RefundLoginAttempt(ctx, a.reservation); err != nil {
+		return err
+	}
+	return s.store.ClearLoginFailures(ctx, pairSubject(a.username, a.ip))
+}
+
+// abandoned gives back the attempt of a check never made, so an outage counts against no one.
+func (s *Service) abandoned(ctx context.Context, a *attempt) {
+	if err := s.store.RefundLoginAttempt(ctx, a.reservation); err != nil {
+		s.log.WarnContext(ctx, "console: give back a login attempt", "err", err)
+	}
 }

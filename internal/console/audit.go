@@ -4,21 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 )
 
 // The admin audit log: every change made through the console and every export, appended by
-// the Service after the action (store.AppendAdminAudit chains each row to the one before). The
-// detail of a row names what changed (ids, flags, counts, a reason), never a secret, a
-// password or a token; the tests check it.
+// the Service after the action (store.AppendAdminAudit chains each row to the one before). A
+// row's detail names what changed, never a secret, a password or a token.
 
-// record appends one row for actor. An action that succeeded but could not be recorded
-// returns the error: the caller answers 500 and the log has the cause, so an unrecorded change
-// does not pass silently.
+// record appends one row for actor. An action done but not recorded returns the error (a
+// 500), so an unrecorded change does not pass silently.
 func (s *Service) record(ctx context.Context, a Actor, action, targetKind, targetID, projectID string, detail map[string]any) error {
 	_, err := s.store.AppendAdminAudit(ctx, contract.AuditEntry{
 		At: s.now(), AdminID: a.AdminID, AdminUsername: a.Username, Action: action,
@@ -56,11 +59,9 @@ type ChainReport struct {
 	Problem   string `json:"problem,omitempty"`
 }
 
-// VerifyChain walks the admin audit log from its anchor, oldest first, and checks each row:
-// its prev_hash is the hash of the row before (the anchor's, for the oldest row kept), and its
-// hash is SHA-256 over that and the row's canonical bytes. It stops at the first row that
-// fails. HeadHash is the newest row's hash: an operator who keeps it elsewhere can later tell
-// that no row up to it changed, even after someone able to rewrite the whole table did.
+// VerifyChain walks the audit log from its anchor, oldest first, and stops at the first row
+// whose prev_hash is not the hash before it or whose hash is not SHA-256 over that and its
+// canonical bytes. HeadHash, kept elsewhere, later proves no row up to it changed.
 func (s *Service) VerifyChain(ctx context.Context) (ChainReport, error) {
 	rep := ChainReport{OK: true}
 	var expect []byte
@@ -98,8 +99,8 @@ func (s *Service) VerifyChain(ctx context.Context) (ChainReport, error) {
 	return rep, nil
 }
 
-// PruneAudit removes the audit rows older than keep, moving the chain's anchor so the rows
-// kept still verify (store.PruneAdminAudit), and records the run itself (admin only).
+// PruneAudit removes the audit rows older than keep, moving the chain's anchor, and records the
+// run (admin only).
 func (s *Service) PruneAudit(ctx context.Context, a Actor, keep time.Duration) (int64, error) {
 	if err := a.require(RoleAdmin); err != nil {
 		return 0, err
@@ -115,8 +116,227 @@ func (s *Service) PruneAudit(ctx context.Context, a Actor, keep time.Duration) (
 	return n, s.record(ctx, a, "audit.prune", "", "", "", map[string]any{"deleted": n, "before": before.Unix()})
 }
 
-// dayDuration is n days.
-func dayDuration(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
+// day is a day's duration, the unit of the retentions.
+const day = 24 * time.Hour
 
 // hexOf renders a hash for the API.
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+// auditColumns are the columns of an audit export, in order.
+var auditColumns = []string{"seq", "at", "admin_id", "admin_username", "client_ip", "action", "target_kind", "target_id",
+	"project_id", "detail", "prev_hash", "hash"}
+
+// auditExportPage is how many audit rows an export reads from the store at a time.
+const auditExportPage = 1000
+
+// ExportAudit checks and records an export of the audit rows matching f (operator and above);
+// the function returned then writes them, newest first, as spreadsheet-safe CSV. The export's
+// own row is the file's newest, naming who took it.
+func (s *Service) ExportAudit(ctx context.Context, a Actor, f contract.AuditFilter) (func(io.Writer) (int, error), error) {
+	if err := a.require(RoleOperator); err != nil {
+		return nil, err
+	}
+	detail := withSet(map[string]any{"format": "csv"}, map[string]string{"admin": f.AdminUsername, "action": f.Action,
+		"target_kind": f.TargetKind, "target_id": f.TargetID, "project_id": f.ProjectID})
+	if !f.Since.IsZero() {
+		detail["since"] = f.Since.Unix()
+	}
+	if !f.Until.IsZero() {
+		detail["until"] = f.Until.Unix()
+	}
+	if err := s.record(ctx, a, "audit.export", "", "", f.ProjectID, detail); err != nil {
+		return nil, err
+	}
+	f.Limit, f.BeforeSeq = auditExportPage, 0
+	return func(w io.Writer) (int, error) {
+		return writeCSV(w, auditColumns, func(row func(...string) error) error {
+			for {
+				rows, err := s.store.AdminAudit(ctx, f)
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					if err := row(strconv.FormatInt(r.Seq, 10), r.At.UTC().Format(time.RFC3339Nano), r.AdminID,
+						r.AdminUsername, r.ClientIP, r.Action, r.TargetKind, r.TargetID, r.ProjectID, string(r.Detail),
+						hexOf(r.PrevHash), hexOf(r.Hash)); err != nil {
+						return err
+					}
+				}
+				if len(rows) < f.Limit {
+					return nil
+				}
+				f.BeforeSeq = rows[len(rows)-1].Seq
+			}
+		})
+	}, nil
+}
+
+// AuditRetentionEvery is how often each console process applies the retention.
+const AuditRetentionEvery = time.Hour
+
+// auditRetentionActor is who the audit log names for a scheduled retention run.
+const auditRetentionActor = "console:retention"
+
+// ApplyAuditRetention removes the audit rows older than keep (moving the chain's anchor) and
+// records a run that removed any. Several processes take turns on the chain's lock, so the log
+// gains one row per run that changed it, not one per process.
+func (s *Service) ApplyAuditRetention(ctx context.Context, keep time.Duration) (int64, error) {
+	before := s.now().Add(-keep)
+	n, err := s.store.PruneAdminAudit(ctx, before)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, s.record(ctx, SystemActor(auditRetentionActor), "audit.retention", "", "", "",
+		map[string]any{"deleted": n, "before": before.Unix(), "keep_days": int64(keep / (24 * time.Hour))})
+}
+
+// RunAuditRetention applies the retention now and every interval until ctx ends (never when
+// keep <= 0); a failed run is logged and retried at the next tick.
+func (s *Service) RunAuditRetention(ctx context.Context, keep, every time.Duration) error {
+	if keep <= 0 {
+		return nil
+	}
+	if keep < 24*time.Hour {
+		keep = 24 * time.Hour
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.ApplyAuditRetention(ctx, keep)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "admin audit retention failed; retried at the next run", "err", err)
+		case n > 0:
+			s.log.InfoContext(ctx, "admin audit retention removed old rows", "deleted", n, "keep_days", int(keep/(24*time.Hour)))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// auditChange is one field an audited action changed: Before → After ("" when not said).
+type auditChange struct {
+	Field, Before, After string
+}
+
+// auditDetail is an audit entry's detail as a person reads it: changes, then other facts.
+type auditDetail struct {
+	Changes []auditChange
+	Facts   []auditChange // Before unused
+}
+
+// impliedChanges are the changes an action itself says, its detail aside.
+var impliedChanges = map[string]auditChange{
+	"project.enable":         {"status", "disabled", "active"},
+	"project.disable":        {"status", "active", "disabled"},
+	"account.disable":        {"state", "active", "disabled"},
+	"account.enable":         {"state", "disabled", "active"},
+	"code.disable":           {"state", "enabled", "disabled"},
+	"code.enable":            {"state", "disabled", "enabled"},
+	"api_key.revoke":         {"state", "active", "revoked"},
+	"project.clear_expiry":   {"expires_at", "set", "never"},
+	"batch.revoke":           {"codes", "enabled", "disabled"},
+	"codes.bulk_disable":     {"codes", "enabled", "disabled"},
+	"account.reset_password": {"password", "set", "one-time password"},
+}
+
+// describeAudit turns an entry's canonical JSON detail into changes and facts: a from/to
+// pair is one change, a time in Unix seconds (a field named *_at, from, to, before) is written
+// as a date.
+func describeAudit(r contract.AuditRecord) auditDetail {
+	var d auditDetail
+	if c, ok := impliedChanges[r.Action]; ok {
+		d.Changes = append(d.Changes, c)
+	}
+	var m map[string]any
+	if len(r.Detail) == 0 || json.Unmarshal(r.Detail, &m) != nil {
+		if len(r.Detail) > 0 && string(r.Detail) != "null" {
+			d.Facts = append(d.Facts, auditChange{Field: "detail", After: string(r.Detail)})
+		}
+		return d
+	}
+	if from, ok := m["from"]; ok {
+		if to, ok := m["to"]; ok && !strings.Contains(r.Action, "export") {
+			field := "value"
+			if r.Action == "account.role" {
+				field = "role"
+			}
+			d.Changes = append(d.Changes, auditChange{field, auditValue("", from), auditValue("", to)})
+			delete(m, "from")
+			delete(m, "to")
+		}
+	}
+	if r.Action == "project.expire" {
+		d.Changes = append(d.Changes, auditChange{"expires_at", "", auditValue("expires_at", m["expires_at"])})
+		delete(m, "expires_at")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if m[k] == "" {
+			continue // an option left empty says nothing
+		}
+		d.Facts = append(d.Facts, auditChange{Field: strings.ReplaceAll(k, "_", " "), After: auditValue(k, m[k])})
+	}
+	return d
+}
+
+// auditValue writes one detail value: times as UTC dates, plain numbers, null as "none".
+func auditValue(key string, v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "none"
+	case float64:
+		if key == "from" || key == "to" || key == "before" || strings.HasSuffix(key, "_at") {
+			return time.Unix(int64(t), 0).UTC().Format("2006-01-02 15:04 UTC")
+		}
+		if t == float64(int64(t)) {
+			return thousands(int64(t))
+		}
+		return fmt.Sprint(t)
+	case bool:
+		if t {
+			return "yes"
+		}
+		return "no"
+	case string:
+		return t
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// auditTargetName is the name a person knows an entry's target by: a project's name, an
+// account's username, a code's value (its id is the value); "" when the entry holds only an id.
+func auditTargetName(r contract.AuditRecord, projects map[string]string) string {
+	switch r.TargetKind {
+	case "project":
+		return projects[r.TargetID]
+	case "code":
+		return r.TargetID
+	case "batch":
+		var m struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.Detail, &m) == nil {
+			return m.Name
+		}
+	case "admin":
+		var m struct {
+			Username string `json:"username"`
+		}
+		if json.Unmarshal(r.Detail, &m) == nil && m.Username != "" {
+			return m.Username
+		}
+		if r.TargetID == r.AdminID {
+			return r.AdminUsername
+		}
+	}
+	return ""
+}

@@ -11,16 +11,13 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// chartRange is one of the time ranges a chart offers: how far back it looks and how wide
-// each of its bars is (whole hours: the counts are kept per hour).
+// chartRange is one of the time ranges a chart offers: how far back it looks (Span), how wide
+// each bar is (Bucket, whole hours: the counts are kept per hour), the bar's width in the axis
+// title (Unit) and the layout of a bar's start under the x axis (TickFormat).
 type chartRange struct {
-	Key, Label string
-	Span       time.Duration
-	Bucket     time.Duration
-	// Unit names a bar's width in the axis title ("per hour").
-	Unit string
-	// TickFormat writes a bar's start under the x axis.
-	TickFormat string
+	Key, Label       string
+	Span, Bucket     time.Duration
+	Unit, TickFormat string
 }
 
 // chartRanges are the ranges offered, the default first.
@@ -41,8 +38,7 @@ func rangeOf(key string) chartRange {
 	return chartRanges[0]
 }
 
-// Chart geometry, in the SVG's user units: a plot with room for the y axis's labels on the
-// left and the x axis's below.
+// Chart geometry, in the SVG's user units, with room for the axes' labels.
 const (
 	chartW      = 760.0
 	chartH      = 260.0
@@ -52,12 +48,11 @@ const (
 	chartBottom = 40.0
 )
 
-// chartBar is one time bucket of a chart: its counts and the two bars that draw them.
+// chartBar is one time bucket of a chart: its counts and the two bars that draw them (left
+// edge X, width W, the success and the refusal bar's top SY, RY and height SH, RH).
 type chartBar struct {
-	From, To         time.Time
-	Success, Refused int64
-	// X is the bucket's left edge, W each bar's width; SY/SH and RY/RH the success and the
-	// refusal bar's top and height.
+	From, To                 time.Time
+	Success, Refused         int64
 	X, W, SY, SH, RX, RY, RH float64
 }
 
@@ -70,14 +65,12 @@ type chartTick struct {
 // activityChart is a verify chart as a page draws it: server-rendered SVG with axes, a
 // <title> tooltip per bar and the same numbers as a table, and links to the other ranges.
 type activityChart struct {
-	Range            chartRange
-	Ranges           []chartRange
-	Bars             []chartBar
-	YTicks, XTicks   []chartTick
-	Success, Refused int64
-	// Link is the page's URL without its range, for the range switch (Link+"range=7d").
-	Link string
-	// Geometry the template places the axes with.
+	Range                          chartRange
+	Ranges                         []chartRange
+	Bars                           []chartBar
+	YTicks, XTicks                 []chartTick
+	Success, Refused               int64
+	Link                           string // the page's URL without its range, to append "range=7d"
 	W, H, Left, Right, Top, Bottom float64
 }
 
@@ -156,9 +149,8 @@ func buildChart(hours []contract.HourOutcomes, r chartRange, end time.Time, link
 	return ch
 }
 
-// chartFor reads the verify outcomes of a project (every project when projectID is "") over
-// the range the request's ?range= names and lays them out; link is the page's URL with its
-// other query parameters, ending in "?" or "&".
+// chartFor lays out the verify outcomes of a project ("" for all) over the ?range= asked for;
+// link is the page's URL with its other parameters, ending in "?" or "&".
 func (s *Server) chartFor(c *gin.Context, se *Session, projectID, link string) (activityChart, error) {
 	r := rangeOf(c.Query("range"))
 	end := s.svc.now().UTC().Truncate(time.Hour).Add(time.Hour)
@@ -169,8 +161,7 @@ func (s *Server) chartFor(c *gin.Context, se *Session, projectID, link string) (
 	return buildChart(hours, r, end, link), nil
 }
 
-// Activity reads the verify outcomes per hour in [from, to) of a project, or of every project
-// when projectID is "" (viewer and above).
+// Activity reads the verify outcomes per hour in [from, to) of a project, "" for all (viewer+).
 func (s *Service) Activity(ctx context.Context, a Actor, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return nil, err

@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/safecsv"
 )
 
-// DefaultLogWindow is the time range a log search covers when it names none: the last day.
-// The logs are partitioned by day, and a bounded range keeps a search to one or two partitions.
+// DefaultLogWindow is a log search's range when it names none: one or two day partitions.
 const DefaultLogWindow = 24 * time.Hour
 
-// MaxLogWindow bounds the range of one search or export: the retention's default, so any
-// range of kept logs can be read, but never "all time" by accident of an empty field.
+// MaxLogWindow bounds a search's range: any kept logs, never "all time" by accident.
 const MaxLogWindow = 400 * 24 * time.Hour
 
 // LogSearch is a verification-log search as an operator writes it: a code by its value (in
@@ -118,49 +115,56 @@ func (s *Service) SearchLogs(ctx context.Context, a Actor, q LogSearch) (LogPage
 	return page, nil
 }
 
-// logColumns are the columns of a logs export, in order.
-var logColumns = []string{"verified_at", "id", "project_id", "code_id", "code", "action", "result", "reason", "verified_by", "ip_address"}
-
-// ExportLogsReady checks what ExportLogs checks before it writes anything, so an HTTP
-// handler can answer an error status instead of a truncated file.
-func (s *Service) ExportLogsReady(ctx context.Context, a Actor, q LogSearch) error {
-	if err := a.require(RoleOperator); err != nil {
-		return err
-	}
-	_, err := s.logFilter(ctx, q)
-	return err
-}
-
-// ExportLogs writes every log matching q as CSV (operator and above), in the spreadsheet-safe
-// format of every export (safecsv), and records the export, with its filters, in the admin
-// audit log. It returns how many rows it wrote.
-func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Writer) (int, error) {
-	if err := a.require(RoleOperator); err != nil {
-		return 0, err
-	}
-	f, err := s.logFilter(ctx, q)
-	if err != nil {
-		return 0, err
-	}
-	detail := map[string]any{"format": "csv", "from": f.From.Unix(), "to": f.To.Unix()}
-	for k, v := range map[string]string{"code": q.Code, "action": q.Action, "result": q.Result, "reason": q.Reason,
-		"verified_by": q.VerifiedBy, "ip": q.IP} {
+// withSet is detail with the filters of fs that are set: an export's record names its filters.
+func withSet(detail map[string]any, fs map[string]string) map[string]any {
+	for k, v := range fs {
 		if v != "" {
 			detail[k] = v
 		}
 	}
-	if err := s.record(ctx, a, "logs.export", "project", q.ProjectID, q.ProjectID, detail); err != nil {
-		return 0, err
+	return detail
+}
+
+// logColumns are the columns of a logs export, in order.
+var logColumns = []string{"verified_at", "id", "project_id", "code_id", "code", "action", "result", "reason", "verified_by", "ip_address"}
+
+// ExportLogs checks an export of the logs matching q (operator and above) and records it with
+// its filters; the function returned then writes them as spreadsheet-safe CSV and returns how
+// many rows it wrote. A refusal comes before the first byte.
+func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch) (func(io.Writer) (int, error), error) {
+	if err := a.require(RoleOperator); err != nil {
+		return nil, err
 	}
+	f, err := s.logFilter(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	detail := withSet(map[string]any{"format": "csv", "from": f.From.Unix(), "to": f.To.Unix()}, map[string]string{
+		"code": q.Code, "action": q.Action, "result": q.Result, "reason": q.Reason, "verified_by": q.VerifiedBy, "ip": q.IP})
+	if err := s.record(ctx, a, "logs.export", "project", q.ProjectID, q.ProjectID, detail); err != nil {
+		return nil, err
+	}
+	return func(w io.Writer) (int, error) {
+		return writeCSV(w, logColumns, func(row func(...string) error) error {
+			return s.store.ExportLogs(ctx, f, func(r contract.LogRecord) error {
+				return row(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
+					r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)
+			})
+		})
+	}, nil
+}
+
+// writeCSV writes columns and then the rows rows emits in the spreadsheet-safe CSV of every
+// export (safecsv), and returns how many rows it wrote.
+func writeCSV(w io.Writer, columns []string, rows func(row func(...string) error) error) (int, error) {
 	out := safecsv.NewWriter(w)
-	if err := out.Write(logColumns...); err != nil {
+	if err := out.Write(columns...); err != nil {
 		return 0, err
 	}
 	n := 0
-	err = s.store.ExportLogs(ctx, f, func(r contract.LogRecord) error {
+	err := rows(func(cells ...string) error {
 		n++
-		return out.Write(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
-			r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)
+		return out.Write(cells...)
 	})
 	if ferr := out.Flush(); err == nil {
 		err = ferr
@@ -168,60 +172,90 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch, w io.Wri
 	return n, err
 }
 
-// auditColumns are the columns of an audit export, in order.
-var auditColumns = []string{"seq", "at", "admin_id", "admin_username", "client_ip", "action", "target_kind", "target_id",
-	"project_id", "detail", "prev_hash", "hash"}
+// LogPartitions lists verification_logs' day partitions (viewer and above).
+func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]contract.LogPartition, error) {
+	if err := a.require(RoleViewer); err != nil {
+		return nil, err
+	}
+	return s.store.LogPartitions(ctx)
+}
 
-// auditExportPage is how many audit rows an export reads from the store at a time.
-const auditExportPage = 1000
+// MaintainLogs runs one partition maintenance now (admin only) with the service's policy,
+// retentionDays and ahead replacing its own when set; a run that did something is recorded.
+func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (contract.LogMaintenance, error) {
+	if err := a.require(RoleAdmin); err != nil {
+		return contract.LogMaintenance{}, err
+	}
+	p := s.cfg.LogPolicy
+	if p == (contract.LogPolicy{}) {
+		p = contract.DefaultLogPolicy()
+	}
+	if retentionDays != nil {
+		p.RetentionDays = *retentionDays
+	}
+	if ahead != nil {
+		p.Ahead = *ahead
+	}
+	res, err := s.store.MaintainLogPartitions(ctx, s.now(), p)
+	if err != nil || res.Busy {
+		return res, err
+	}
+	return res, s.record(ctx, a, "logs.maintain", "log_partitions", "", "", map[string]any{
+		"retention_days": p.RetentionDays, "ahead": p.Ahead, "created": res.Created, "dropped": res.Dropped,
+		"moved": res.Moved, "purged": res.Purged,
+	})
+}
 
-// ExportAudit writes the admin audit rows matching f as CSV, newest first (operator and
-// above), in the spreadsheet-safe format of every export (safecsv), and records the export
-// itself, with its filters, in the audit log first: the row of the export is the newest in it,
-// so a reader of the file sees who took it.
-func (s *Service) ExportAudit(ctx context.Context, a Actor, f contract.AuditFilter, w io.Writer) (int, error) {
-	if err := a.require(RoleOperator); err != nil {
-		return 0, err
+// PipelineHealth is the state of the log pipeline as the dashboard shows it: the events waiting
+// in Redis's outboxes (Known without Config.Outbox false), the relays alive, and how old the
+// newest log in PostgreSQL is (HasLog false when the last day has none). Problem says why a
+// part could not be read.
+type PipelineHealth struct {
+	Known        bool
+	Backlog      int64
+	OldestAge    time.Duration
+	Relays       int64
+	RelaysKnown  bool
+	NewestLogAge time.Duration
+	HasLog       bool
+	Problem      string
+}
+
+// OutboxReader reads the outboxes' backlog (audit.OutboxLen).
+type OutboxReader func(ctx context.Context) (length int64, oldestAge time.Duration, err error)
+
+// RelayCounter counts the relays alive (audit.LiveRelays over the process's Redis).
+type RelayCounter func(ctx context.Context) (int64, error)
+
+// Health reads the pipeline's health for the dashboard (viewer and above). A part that cannot
+// be read is told in Problem, not as an error: the dashboard is opened when something is wrong.
+func (s *Service) Health(ctx context.Context, a Actor) (PipelineHealth, error) {
+	if err := a.require(RoleViewer); err != nil {
+		return PipelineHealth{}, err
 	}
-	detail := map[string]any{"format": "csv"}
-	for k, v := range map[string]string{"admin": f.AdminUsername, "action": f.Action, "target_kind": f.TargetKind,
-		"target_id": f.TargetID, "project_id": f.ProjectID} {
-		if v != "" {
-			detail[k] = v
+	now := s.now()
+	var h PipelineHealth
+	if s.cfg.Outbox != nil {
+		if n, age, err := s.cfg.Outbox(ctx); err != nil {
+			s.log.WarnContext(ctx, "dashboard: read outbox backlog", "err", err)
+			h.Problem = "The outbox backlog could not be read from Redis."
+		} else {
+			h.Known, h.Backlog, h.OldestAge = true, n, age
 		}
 	}
-	if !f.Since.IsZero() {
-		detail["since"] = f.Since.Unix()
-	}
-	if !f.Until.IsZero() {
-		detail["until"] = f.Until.Unix()
-	}
-	if err := s.record(ctx, a, "audit.export", "", "", f.ProjectID, detail); err != nil {
-		return 0, err
-	}
-	out := safecsv.NewWriter(w)
-	if err := out.Write(auditColumns...); err != nil {
-		return 0, err
-	}
-	n := 0
-	f.Limit, f.BeforeSeq = auditExportPage, 0
-	for {
-		rows, err := s.store.AdminAudit(ctx, f)
-		if err != nil {
-			return n, err
+	if s.cfg.Relays != nil {
+		if n, err := s.cfg.Relays(ctx); err != nil {
+			s.log.WarnContext(ctx, "dashboard: count live relays", "err", err)
+			h.Problem += " The relays' heartbeats could not be read from Redis."
+		} else {
+			h.Relays, h.RelaysKnown = n, true
 		}
-		for _, r := range rows {
-			n++
-			if err := out.Write(strconv.FormatInt(r.Seq, 10), r.At.UTC().Format(time.RFC3339Nano), r.AdminID,
-				r.AdminUsername, r.ClientIP, r.Action, r.TargetKind, r.TargetID, r.ProjectID, string(r.Detail),
-				hexOf(r.PrevHash), hexOf(r.Hash)); err != nil {
-				return n, err
-			}
-		}
-		if len(rows) < f.Limit {
-			break
-		}
-		f.BeforeSeq = rows[len(rows)-1].Seq
 	}
-	return n, out.Flush()
+	if t, ok, err := s.store.NewestLog(ctx, now); err != nil {
+		s.log.WarnContext(ctx, "dashboard: read newest log", "err", err)
+		h.Problem += " The newest log could not be read from PostgreSQL."
+	} else if ok {
+		h.HasLog, h.NewestLogAge = true, max(now.Sub(t), 0)
+	}
+	return h, nil
 }

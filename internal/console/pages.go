@@ -1,166 +1,25 @@
 package console
 
 import (
+	"bytes"
+	"embed"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
-// pageRoute is one web page or form target: the same refusals as the API's routes (routes.go)
-// in the same order, answered as pages: no session sends a browser to the login page, a
-// password still to change to the password page.
-type pageRoute struct {
-	Method, Path         string
-	Need                 Role
-	Anonymous            bool
-	DuringPasswordChange bool
-	MaxBody              int64 // as Route.MaxBody
-	handler              func(*gin.Context, *Session) error
-}
-
-// pageRoutes are the console's pages. Each calls the Service methods the API's handlers call;
-// a form posts its CSRF token as the field csrf_token.
-func (s *Server) pageRoutes() []pageRoute {
-	const get, post = http.MethodGet, http.MethodPost
-	return []pageRoute{
-		{Method: get, Path: "/login", Anonymous: true, handler: s.loginPage},
-		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, handler: s.loginSubmit},
-		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, handler: s.logoutSubmit},
-		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordPage},
-		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordSubmit},
-
-		{Method: get, Path: "/", Need: RoleViewer, handler: s.dashboardPage},
-		{Method: get, Path: "/projects", Need: RoleViewer, handler: s.projectsPage},
-		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.projectCreateSubmit},
-		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.projectPage},
-		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.projectEnabledSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.projectEnabledSubmit(false)},
-		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generateSubmit},
-		// The CSV, and the form's other fields and framing beside it.
-		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, handler: s.importSubmit},
-		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
-		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.batchCancelSubmit},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.batchRevokeSubmit},
-		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisablePage},
-		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisableSubmit},
-		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
-		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.keyCreateSubmit},
-		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, handler: s.keyRevokeSubmit},
-
-		{Method: get, Path: "/projects/:project_id/code", Need: RoleViewer, handler: s.codePage},
-		{Method: post, Path: "/projects/:project_id/code/disable", Need: RoleSupport, handler: s.codeDisabledSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/code/enable", Need: RoleSupport, handler: s.codeDisabledSubmit(false)},
-		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, handler: s.manualSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(false)},
-
-		{Method: get, Path: "/batches", Need: RoleViewer, handler: s.batchesPage},
-		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.logsPage},
-		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
-		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},
-		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
-
-		{Method: get, Path: "/docs", Need: RoleViewer, handler: s.docsPage},
-		{Method: get, Path: "/docs/api", Need: RoleViewer, handler: s.apiGuidePage},
-		{Method: get, Path: "/docs/api.md", Need: RoleViewer, handler: s.apiGuideMarkdown},
-		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, handler: s.clientOpenAPI},
-
-		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.accountsPage},
-		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.accountCreateSubmit},
-		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.accountDisabledSubmit(true)},
-		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.accountDisabledSubmit(false)},
-		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.accountRoleSubmit},
-		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.accountResetSubmit},
-
-		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.tokensPage},
-		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.tokenCreateSubmit},
-		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.tokenRevokeSubmit},
-	}
-}
-
-// pageChain refuses a page request as chain refuses an API request, as a page, and reads a
-// posted form (readForm) where chain would bound the body: after the session and role checks,
-// before the CSRF check that needs the form's token.
-func (s *Server) pageChain(r pageRoute) gin.HandlerFunc {
-	limit := s.bodyLimit(r.MaxBody)
-	return func(c *gin.Context) {
-		// A form another site's page submits is refused before anything else, the login form
-		// too (which has no session, so no CSRF token, to check): browsers say where a request
-		// comes from in Sec-Fetch-Site.
-		if !safeMethod(c.Request.Method) && c.GetHeader("Sec-Fetch-Site") == "cross-site" {
-			s.renderError(c, nil, errCrossSite)
-			return
-		}
-		if r.Anonymous {
-			boundBody(c, limit)
-			if err := readForm(c); err != nil {
-				s.renderError(c, nil, err)
-				return
-			}
-			if err := requireUTF8(c); err != nil {
-				s.renderError(c, nil, err)
-				return
-			}
-			if err := r.handler(c, nil); err != nil {
-				s.renderError(c, nil, err)
-			}
-			return
-		}
-		se, err := s.session(c)
-		if err != nil {
-			if c.Request.Method == http.MethodGet {
-				c.Redirect(http.StatusSeeOther, "/login")
-				return
-			}
-			s.renderError(c, nil, err)
-			return
-		}
-		if se.Account.MustChangePassword && !r.DuringPasswordChange {
-			if c.Request.Method == http.MethodGet {
-				c.Redirect(http.StatusSeeOther, "/password")
-				return
-			}
-			s.renderError(c, se, errMustChange)
-			return
-		}
-		if err := se.Actor("").require(r.Need); err != nil {
-			s.renderError(c, se, err)
-			return
-		}
-		boundBody(c, limit)
-		if err := readForm(c); err != nil {
-			s.renderError(c, se, err)
-			return
-		}
-		if err := checkCSRF(c, se); err != nil {
-			s.renderError(c, se, err)
-			return
-		}
-		if err := requireUTF8(c); err != nil {
-			s.renderError(c, se, err)
-			return
-		}
-		if err := r.handler(c, se); err != nil {
-			s.renderError(c, se, err)
-		}
-	}
-}
-
-// errCrossSite refuses a form posted from another site's page.
-var errCrossSite = contract.Errorf(contract.KindForbidden, "Forms of the console are only accepted from the console's own pages")
-
 // renderError answers err as a page, with the status and detail the API would answer.
 func (s *Server) renderError(c *gin.Context, se *Session, err error) {
-	status, detail, wait := s.refusal(c, err)
-	if wait > 0 {
-		c.Header("Retry-After", strconv.Itoa(wait))
-	}
+	status, detail, _ := s.refusal(c, err)
 	if c.Writer.Written() {
 		return
 	}
@@ -171,8 +30,7 @@ func (s *Server) renderError(c *gin.Context, se *Session, err error) {
 	c.Abort()
 }
 
-// flashes are the messages a redirect after a form may ask the next page to show (?done=…):
-// fixed texts, so a link cannot make the console say anything else.
+// flashes are the messages a redirect may ask the next page to show (?done=…): fixed texts.
 var flashes = map[string]string{
 	"password":          "Password changed. Your other sessions have ended.",
 	"project_created":   "Project created.",
@@ -220,9 +78,12 @@ func flash(c *gin.Context) string {
 	return msg
 }
 
-// redirectDone sends the browser to path (which may end in a #fragment) after a form, with a
-// flash message.
-func redirectDone(c *gin.Context, path, done, arg string) {
+// redirectDone sends the browser to path (which may end in a #fragment) after a form whose
+// action succeeded, with a flash message; else it returns err, to be answered.
+func redirectDone(c *gin.Context, err error, path, done, arg string) error {
+	if err != nil {
+		return err
+	}
 	q := url.Values{"done": {done}}
 	if arg != "" {
 		q.Set("n", arg)
@@ -236,6 +97,7 @@ func redirectDone(c *gin.Context, path, done, arg string) {
 		sep = "&"
 	}
 	c.Redirect(http.StatusSeeOther, path+sep+q.Encode()+frag)
+	return nil
 }
 
 // projectPath is a project page's path.
@@ -244,4 +106,254 @@ func projectPath(id string) string { return "/projects/" + url.PathEscape(id) }
 // codePath is a code page's path.
 func codePath(projectID, value string) string {
 	return projectPath(projectID) + "/code?" + url.Values{"value": {value}}.Encode()
+}
+
+// The web pages' templates, stylesheet and script: no build step, no file beside the binary.
+//
+//go:embed web/templates/*.html web/static/*
+var webFS embed.FS
+
+// pageNames are the pages, each web/templates/<name>.html filling layout.html.
+var pageNames = []string{"login", "password", "dashboard", "projects", "project", "code", "logs", "audit", "accounts", "bulkdisable", "error", "docs", "apiguide", "batches", "tokens"}
+
+// templateFuncs are the templates' helpers; html/template escapes every value for its place.
+var templateFuncs = template.FuncMap{
+	"allows": func(r Role, need string) bool { return r.Allows(Role(need)) },
+	"unix": func(v any) string {
+		switch t := v.(type) {
+		case int64:
+			return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+		case *int64:
+			if t == nil {
+				return "—"
+			}
+			return time.Unix(*t, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+		case time.Time:
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		return fmt.Sprint(v)
+	},
+	"str": func(p *string) string {
+		if p == nil {
+			return "—"
+		}
+		return *p
+	},
+	"num": thousands,
+	// count is a count with its noun, "1 code" and "1,509 codes".
+	"count": func(n any, one, many string) string {
+		v, _ := strconv.ParseInt(fmt.Sprint(n), 10, 64)
+		if v == 1 {
+			return "1 " + one
+		}
+		return thousands(v) + " " + many
+	},
+	"wide":  func(n int) int64 { return int64(n) },
+	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
+	"add":   func(a, b int) int { return a + b },
+	"mod":   func(a, b int) int { return a % b },
+	"dur":   humanDuration,
+	"hex":   hexOf,
+	"roles": func() []Role { return []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin} },
+	"add1":  func(a, b float64) float64 { return a + b },
+	"neg":   func(a float64) float64 { return -a },
+	"short": shortID,
+	"past":  func(t *int64) bool { return t != nil && *t <= time.Now().Unix() },
+	"query": queryWith,
+}
+
+// pages are the parsed templates, one per page.
+type pages map[string]*template.Template
+
+func parsePages() (pages, error) {
+	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(webFS, "web/templates/layout.html", "web/templates/partials.html")
+	if err != nil {
+		return nil, fmt.Errorf("console templates: %w", err)
+	}
+	ps := pages{}
+	for _, name := range pageNames {
+		t, err := template.Must(base.Clone()).ParseFS(webFS, "web/templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console template %s: %w", name, err)
+		}
+		ps[name] = t
+	}
+	return ps, nil
+}
+
+// view is what every page template receives: the layout's fields and the page's own Data.
+type view struct {
+	Title, Nav string   // Nav: the navigation entry to mark current
+	Account    *Account // nil before login
+	CSRF       string
+	// Flash is a message about what the previous request did; Error one about what failed.
+	Flash, Error string
+	Data         any
+}
+
+// Role is the logged-in account's role, "" when none.
+func (v view) Role() Role {
+	if v.Account == nil {
+		return ""
+	}
+	return v.Account.Role
+}
+
+// securityHeaders go with every page: no script, style, fetch or form target outside the
+// console, no framing. (console.js reads a running batch's progress from the admin API.)
+func securityHeaders(c *gin.Context) {
+	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("Referrer-Policy", "same-origin")
+}
+
+// render writes page name with v, buffered so a template error is a 500, not half a page.
+func (s *Server) render(c *gin.Context, status int, name string, v view) {
+	t := s.pages[name]
+	if failedFlashes[c.Query("done")] && v.Flash != "" {
+		// What a refused action reports is an error, never a green banner.
+		v.Error, v.Flash = v.Flash, ""
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		s.log.ErrorContext(c.Request.Context(), "console: render page", "page", name, "err", err)
+		c.AbortWithStatus(http.StatusInternalServerError)
+		return
+	}
+	securityHeaders(c)
+	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// page renders page name for session se with the flash a redirect asked for and data.
+func (s *Server) page(c *gin.Context, se *Session, name, title, nav string, data any) error {
+	v := viewFor(se, title, nav)
+	v.Flash, v.Data = flash(c), data
+	s.render(c, http.StatusOK, name, v)
+	return nil
+}
+
+// viewFor starts a page's view for session se (nil before login).
+func viewFor(se *Session, title, nav string) view {
+	v := view{Title: title, Nav: nav}
+	if se != nil {
+		a := accountOf(se.Account)
+		v.Account, v.CSRF = &a, se.CSRFToken()
+	}
+	return v
+}
+
+// thousands writes a count with comma separators (100,000), as people read counts.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// humanDuration writes an age in seconds, minutes, hours or days, as people read one.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return strconv.Itoa(int(d.Round(time.Second)/time.Second)) + " s"
+	case d < 2*time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+}
+
+// shortID is an id as a table shows it: its first 8 characters and an ellipsis.
+func shortID(id string) string {
+	if utf8.RuneCountInString(id) <= 12 {
+		return id
+	}
+	return id[:8] + "…"
+}
+
+// queryWith is a URL query of key-value pairs, empty values left out.
+func queryWith(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q.Encode()
+}
+
+// failedFlashes are the flashes that report a failed action, shown as errors.
+var failedFlashes = map[string]bool{"verify_failed": true, "reactivate_failed": true, "batch_failed": true}
+
+// projectNames maps every project's id to its name, and lists the projects, for the filters.
+func (s *Server) projectNames(c *gin.Context, se *Session) (map[string]string, []contract.Project, error) {
+	ps, err := s.svc.Projects(c.Request.Context(), s.actor(c, se))
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]string, len(ps))
+	for _, p := range ps {
+		names[p.ID] = p.Name
+	}
+	return names, ps, nil
+}
+
+// pager is a keyset-paged table's position ("Page 2 of 14", "51–100 of 693") with links to
+// the previous and next page; the links carry the trail of cursors that led here (?trail=).
+type pager struct {
+	Page       int
+	Pages      int   // 0 when the total is not known
+	From, To   int64 // the rows shown, counting from 1
+	Total      int64 // -1 when not known
+	Prev, Next string
+}
+
+// keysetPager is the pager of a page read from the query parameter key that showed shown rows
+// of size, next the following cursor, total the rows matching (-1 unknown), base the filters.
+func keysetPager(c *gin.Context, base url.Values, path, key, next string, shown, size int, total int64) pager {
+	cursor := c.Query(key)
+	var trail []string
+	if cursor != "" {
+		trail = strings.Split(c.Query("trail"), ",")
+	}
+	p := pager{Page: len(trail) + 1, Total: total}
+	p.From = int64(len(trail)*size) + 1
+	p.To = p.From + int64(shown) - 1
+	if shown == 0 {
+		p.From = 0
+	}
+	if total >= 0 {
+		p.Pages = int((total + int64(size) - 1) / int64(size))
+	}
+	link := func(cur string, tr []string) string {
+		q := url.Values{}
+		for k, v := range base {
+			q[k] = v
+		}
+		if cur != "" {
+			q.Set(key, cur)
+			q.Set("trail", strings.Join(tr, ","))
+		}
+		return path + "?" + q.Encode()
+	}
+	if len(trail) > 0 {
+		p.Prev = link(trail[len(trail)-1], trail[:len(trail)-1])
+	}
+	if next != "" {
+		p.Next = link(next, append(append([]string{}, trail...), cursor))
+	}
+	return p
 }

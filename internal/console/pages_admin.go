@@ -2,10 +2,14 @@ package console
 
 import (
 	"net/http"
-	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
+	"github.com/acv/acv/api"
 	"github.com/acv/acv/api/contract"
+	"github.com/acv/acv/docs"
 	"github.com/gin-gonic/gin"
 )
 
@@ -49,18 +53,10 @@ func (s *Server) auditPage(c *gin.Context, se *Session) error {
 		next = strconv.FormatInt(rows[len(rows)-1].Seq, 10)
 	}
 	// The filters as given, for the other pages and the CSV.
-	keep := url.Values{}
-	for _, k := range []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"} {
-		if v := c.Query(k); v != "" {
-			keep.Set(k, v)
-		}
-	}
-	v := viewFor(se, "Admin audit log", "audit")
-	v.Data = map[string]any{"Rows": out, "Chain": rep, "Filter": f, "CSV": "/audit.csv?" + keep.Encode(),
+	keep := kept(c, auditFilters...)
+	return s.page(c, se, "audit", "Admin audit log", "audit", map[string]any{"Rows": out, "Chain": rep, "Filter": f, "CSV": "/audit.csv?" + keep.Encode(),
 		"Since": c.Query("since"), "Until": c.Query("until"), "Projects": ps,
-		"Pager": keysetPager(c, keep, "/audit", "before", next, len(rows), f.Limit, -1)}
-	s.render(c, http.StatusOK, "audit", v)
-	return nil
+		"Pager": keysetPager(c, keep, "/audit", "before", next, len(rows), f.Limit, -1)})
 }
 
 func (s *Server) accountsPage(c *gin.Context, se *Session) error {
@@ -74,11 +70,7 @@ func (s *Server) renderAccounts(c *gin.Context, se *Session, shown *NewAccount) 
 	if err != nil {
 		return err
 	}
-	v := viewFor(se, "Accounts", "accounts")
-	v.Flash = flash(c)
-	v.Data = map[string]any{"Accounts": accs, "Shown": shown, "Self": se.Account.ID}
-	s.render(c, http.StatusOK, "accounts", v)
-	return nil
+	return s.page(c, se, "accounts", "Accounts", "accounts", map[string]any{"Accounts": accs, "Shown": shown, "Self": se.Account.ID})
 }
 
 func (s *Server) accountCreateSubmit(c *gin.Context, se *Session) error {
@@ -91,24 +83,12 @@ func (s *Server) accountCreateSubmit(c *gin.Context, se *Session) error {
 
 func (s *Server) accountDisabledSubmit(disabled bool) func(*gin.Context, *Session) error {
 	return func(c *gin.Context, se *Session) error {
-		if err := s.svc.SetAccountDisabled(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), disabled); err != nil {
-			return err
-		}
-		done := "account_enabled"
-		if disabled {
-			done = "account_disabled"
-		}
-		redirectDone(c, "/accounts", done, "")
-		return nil
+		return redirectDone(c, s.svc.SetAccountDisabled(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), disabled), "/accounts", pick(disabled, "account_disabled", "account_enabled"), "")
 	}
 }
 
 func (s *Server) accountRoleSubmit(c *gin.Context, se *Session) error {
-	if err := s.svc.SetAccountRole(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), Role(c.PostForm("role"))); err != nil {
-		return err
-	}
-	redirectDone(c, "/accounts", "role_changed", "")
-	return nil
+	return redirectDone(c, s.svc.SetAccountRole(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), Role(c.PostForm("role"))), "/accounts", "role_changed", "")
 }
 
 func (s *Server) accountResetSubmit(c *gin.Context, se *Session) error {
@@ -117,4 +97,248 @@ func (s *Server) accountResetSubmit(c *gin.Context, se *Session) error {
 		return err
 	}
 	return s.renderAccounts(c, se, &acc)
+}
+
+func (s *Server) loginPage(c *gin.Context, _ *Session) error {
+	if _, err := s.session(c); err == nil {
+		c.Redirect(http.StatusSeeOther, "/")
+		return nil
+	}
+	s.render(c, http.StatusOK, "login", viewFor(nil, "Log in", ""))
+	return nil
+}
+
+// loginSubmit logs in from the form. A refused login shows the form again with the refusal
+// (the same words for every wrong username or password, the wait when locked).
+func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
+	username := trimForm(c, "username")
+	se, token, err := s.svc.Login(c.Request.Context(), username, c.PostForm("password"), c.Request.UserAgent(),
+		s.proxies.clientIP(c.Request))
+	if err != nil {
+		if !refused(err) {
+			return err
+		}
+		status, detail, _ := s.refusal(c, err)
+		v := viewFor(nil, "Log in", "")
+		v.Error, v.Data = detail, map[string]string{"Username": username}
+		s.render(c, status, "login", v)
+		return nil
+	}
+	s.setSessionCookie(c, token, false)
+	if se.Account.MustChangePassword {
+		c.Redirect(http.StatusSeeOther, "/password")
+		return nil
+	}
+	c.Redirect(http.StatusSeeOther, "/")
+	return nil
+}
+
+func (s *Server) logoutSubmit(c *gin.Context, se *Session) error {
+	if err := s.svc.Logout(c.Request.Context(), se, s.proxies.clientIP(c.Request)); err != nil {
+		return err
+	}
+	s.setSessionCookie(c, "", true)
+	c.Redirect(http.StatusSeeOther, "/login")
+	return nil
+}
+
+func (s *Server) passwordPage(c *gin.Context, se *Session) error {
+	s.render(c, http.StatusOK, "password", viewFor(se, "Change password", ""))
+	return nil
+}
+
+// passwordSubmit changes the password; a refusal (wrong current password, a weak new one)
+// shows the form again with it.
+func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
+	next := c.PostForm("new_password")
+	var err error
+	if next != c.PostForm("confirm_password") {
+		err = contract.Errorf(contract.KindInvalid, "The new password and its confirmation differ")
+	}
+	var token string
+	if err == nil {
+		_, token, err = s.svc.ChangePassword(c.Request.Context(), se, c.PostForm("current_password"), next,
+			c.Request.UserAgent(), s.proxies.clientIP(c.Request))
+	}
+	if err != nil {
+		if !refused(err) {
+			return err
+		}
+		status, detail, _ := s.refusal(c, err)
+		v := viewFor(se, "Change password", "")
+		v.Error = detail
+		s.render(c, status, "password", v)
+		return nil
+	}
+	s.setSessionCookie(c, token, false)
+	return redirectDone(c, nil, "/", "password", "")
+}
+
+// logsPage shows a verification-log search: the filter form, one page of logs newest first,
+// the link to the next page and to the CSV of every matching log.
+func (s *Server) logsPage(c *gin.Context, se *Session) error {
+	q, err := logSearchQuery(c)
+	if err != nil {
+		return err
+	}
+	page, err := s.svc.SearchLogs(c.Request.Context(), s.actor(c, se), q)
+	if err != nil {
+		return err
+	}
+	// The filters as given, so the next page and the CSV keep them; the range as covered, so
+	// a default range stays the same while paging.
+	keep := kept(c, logFilters...)
+	keep.Set("from", page.From.UTC().Format(time.RFC3339))
+	keep.Set("to", page.To.UTC().Format(time.RFC3339))
+	// The form shows a range only when one was asked for: an empty field is "the last 24 hours
+	// up to now", so a search submitted again a minute later still finds the newest logs (a
+	// field filled with the minute shown would cut them off).
+	inputs := map[string]string{}
+	for _, k := range []string{"from", "to"} {
+		if c.Query(k) != "" {
+			t, _ := queryTime(c, k) // already read without error by logSearchQuery
+			inputs[k] = t.UTC().Format("2006-01-02T15:04")
+		}
+	}
+	names, ps, err := s.projectNames(c, se)
+	if err != nil {
+		return err
+	}
+	return s.page(c, se, "logs", "Verification logs", "logs", map[string]any{"Search": q, "Page": page, "CSV": "/logs.csv?" + keep.Encode(),
+		"FromInput": inputs["from"], "ToInput": inputs["to"], "Names": names, "Projects": ps,
+		"Pager": keysetPager(c, keep, "/logs", "after", page.NextAfter, len(page.Items), q.Limit, -1)})
+}
+
+// The API tokens page: a person makes a token for the acv command or a script (with at most
+// their own role), sees its secret once, and revokes the tokens they may see.
+
+func (s *Server) tokensPage(c *gin.Context, se *Session) error {
+	return s.renderTokens(c, se, nil)
+}
+
+// renderTokens shows the tokens the session may see; shown, when set, is a token just created,
+// whose secret is displayed this once.
+func (s *Server) renderTokens(c *gin.Context, se *Session, shown *NewToken) error {
+	ts, err := s.svc.Tokens(c.Request.Context(), s.actor(c, se))
+	if err != nil {
+		return err
+	}
+	return s.page(c, se, "tokens", "API tokens", "tokens", map[string]any{"Tokens": ts, "Shown": shown, "Now": time.Now().Unix()})
+}
+
+func (s *Server) tokenCreateSubmit(c *gin.Context, se *Session) error {
+	maxDays := int(MaxTokenTTL / (24 * time.Hour))
+	days, err := strconv.Atoi(trimForm(c, "days"))
+	if err != nil || days < 1 || days > maxDays {
+		return contract.Errorf(contract.KindInvalid, "Expires after must be 1 to %d days", maxDays)
+	}
+	t, err := s.svc.CreateToken(c.Request.Context(), s.actor(c, se), trimForm(c, "name"), Role(c.PostForm("role")),
+		time.Duration(days)*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	return s.renderTokens(c, se, &t)
+}
+
+func (s *Server) tokenRevokeSubmit(c *gin.Context, se *Session) error {
+	_, err := s.svc.RevokeToken(c.Request.Context(), s.actor(c, se), c.Param("token_id"))
+	return redirectDone(c, err, "/tokens", "token_revoked", "")
+}
+
+// docsPage links what an integrator or an operator scripting the console reads: the client
+// API's OpenAPI document, the admin API's, and the client API guide with its signing steps.
+func (s *Server) docsPage(c *gin.Context, se *Session) error {
+	return s.page(c, se, "docs", "Documentation", "docs", map[string]any{"AdminOpenAPI": APIPrefix + "/openapi.yaml"})
+}
+
+// apiGuidePage shows docs/api.md, the file the repository keeps, as a page with a table of
+// contents.
+func (s *Server) apiGuidePage(c *gin.Context, se *Session) error {
+	blocks := markdownBlocks(string(docs.APIGuide()))
+	var toc []mdBlock
+	for _, b := range blocks {
+		if b.Level == 2 || b.Level == 3 {
+			toc = append(toc, b)
+		}
+	}
+	return s.page(c, se, "apiguide", "Client API guide", "docs", map[string]any{"Blocks": blocks, "TOC": toc})
+}
+
+// apiGuideMarkdown serves docs/api.md as it is, for reading elsewhere.
+func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
+	c.Data(http.StatusOK, "text/markdown; charset=utf-8", docs.APIGuide())
+	return nil
+}
+
+// clientOpenAPI serves the client API's OpenAPI document, the one every API replica serves at
+// /openapi.yaml, so the console links it without knowing the API's address.
+func (s *Server) clientOpenAPI(c *gin.Context, _ *Session) error {
+	c.Data(http.StatusOK, api.OpenAPIContentType, api.OpenAPI())
+	return nil
+}
+
+// mdBlock is one block of a Markdown document: a heading (Level 1 to 4, anchor ID), a code
+// block (Pre) or text kept as written, which the template escapes.
+type mdBlock struct {
+	Level int
+	ID    string
+	Pre   bool
+	Text  string
+}
+
+var slugDrop = regexp.MustCompile(`[^a-z0-9 -]`)
+
+// slug is a heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to
+// hyphens, so links into docs/api.md work the same on the console and on GitHub.
+func slug(h string) string {
+	return strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")
+}
+
+// markdownBlocks splits Markdown into headings, fenced code blocks and paragraphs: enough for a
+// readable page with anchors, without a front-end dependency.
+func markdownBlocks(src string) []mdBlock {
+	var (
+		out   []mdBlock
+		para  []string
+		fence []string
+		in    bool
+	)
+	flush := func() {
+		if t := strings.TrimSpace(strings.Join(para, "\n")); t != "" {
+			out = append(out, mdBlock{Text: t})
+		}
+		para = para[:0]
+	}
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if in {
+				out = append(out, mdBlock{Pre: true, Text: strings.Join(fence, "\n")})
+				fence, in = fence[:0], false
+			} else {
+				flush()
+				in = true
+			}
+			continue
+		}
+		if in {
+			fence = append(fence, line)
+			continue
+		}
+		if level := len(line) - len(strings.TrimLeft(line, "#")); level >= 1 && level <= 4 && strings.HasPrefix(line[level:], " ") {
+			flush()
+			h := strings.TrimSpace(line[level:])
+			out = append(out, mdBlock{Level: level, ID: slug(h), Text: h})
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		para = append(para, line)
+	}
+	flush()
+	if in {
+		out = append(out, mdBlock{Pre: true, Text: strings.Join(fence, "\n")})
+	}
+	return out
 }

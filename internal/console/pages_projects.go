@@ -1,8 +1,10 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -11,8 +13,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 )
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // projectTotals is one project's row on the dashboard.
 type projectTotals struct {
@@ -44,15 +44,12 @@ func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	v := viewFor(se, "Dashboard", "dashboard")
-	v.Flash = flash(c)
 	chart, err := s.chartFor(c, se, "", rangeLink("/", c.Request.URL.Query()))
 	if err != nil {
 		return err
 	}
-	v.Data = map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum), "Chart": chart, "Health": health}
-	s.render(c, http.StatusOK, "dashboard", v)
-	return nil
+	return s.page(c, se, "dashboard", "Dashboard", "dashboard",
+		map[string]any{"Rows": rows, "Sum": sum, "Usage": contract.UsageRate(sum), "Chart": chart, "Health": health})
 }
 
 func (s *Server) projectsPage(c *gin.Context, se *Session) error {
@@ -60,11 +57,7 @@ func (s *Server) projectsPage(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	v := viewFor(se, "Projects", "projects")
-	v.Flash = flash(c)
-	v.Data = map[string]any{"Projects": ps}
-	s.render(c, http.StatusOK, "projects", v)
-	return nil
+	return s.page(c, se, "projects", "Projects", "projects", map[string]any{"Projects": ps})
 }
 
 // formExpiry reads an optional date field (YYYY-MM-DD, the end of that day in UTC) as Unix
@@ -90,22 +83,15 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 	if name == "" {
 		return contract.Errorf(contract.KindInvalid, "A project needs a name")
 	}
-	if err := contract.ValidateText("name", name, 200); err != nil {
-		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
-	}
-	if err := contract.ValidateText("description", desc, 2000); err != nil {
-		return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+	if err := checkProjectText(name, desc); err != nil {
+		return err
 	}
 	exp, err := formExpiry(c, "expires_on")
 	if err != nil {
 		return err
 	}
 	p, err := s.svc.CreateProject(c.Request.Context(), s.actor(c, se), contract.NewProject{Name: name, Description: desc, ExpiresAt: exp})
-	if err != nil {
-		return err
-	}
-	redirectDone(c, projectPath(p.ID), "project_created", "")
-	return nil
+	return redirectDone(c, err, projectPath(p.ID), "project_created", "")
 }
 
 // projectView is the project page's data.
@@ -113,29 +99,19 @@ type projectView struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
 	Keys    []contract.KeyInfo
-	// Codes is the codes table's page, read by keyset; Cursor the one it was read from ("" for
-	// the first page).
-	Codes  contract.CursorPage
-	Cursor string
-	// Status and Search are the codes table's filter, kept across pages.
-	Status, Search string
-	States         []contract.State
-	// NewKey is a key just created: its secret is shown this once.
-	NewKey *contract.APIKey
-	// Import is the report of an import or dry run just made, shown with its problem rows.
-	Import *contract.ImportReport
-	// ExpiresInput is the project's expiry as the date-time field shows it (UTC).
-	ExpiresInput string
-	// Batches are the project's latest generation batches; Running tells whether one of them
-	// is still queued or running.
-	Batches []contract.Batch
-	Running bool
-	// Tab is the tab shown (projectTabs); Chart the overview's verify chart, whose totals the
-	// key numbers show on every tab.
-	Tab   string
-	Tabs  []projectTab
-	Pager pager
-	Chart activityChart
+	// Codes is the codes table's keyset page, read from Cursor with the filter Status, Search.
+	Codes                  contract.CursorPage
+	Cursor, Status, Search string
+	States                 []contract.State
+	NewKey                 *contract.APIKey       // just created: its secret is shown this once
+	Import                 *contract.ImportReport // an import or dry run just made
+	ExpiresInput           string                 // the expiry as the date-time field shows it
+	Batches                []contract.Batch
+	Running                bool // a batch is still queued or running
+	Tab                    string
+	Tabs                   []projectTab
+	Pager                  pager
+	Chart                  activityChart
 }
 
 // projectExtra is what a form's answer shows on the project page besides its usual content.
@@ -189,7 +165,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 		}
 		q.Search = strings.TrimSpace(c.Query("search"))
 		if err := contract.ValidateText("search", q.Search, contract.MaxCodeLen); err != nil {
-			return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+			return invalid(err)
 		}
 		q.Cursor = c.Query("cursor")
 	}
@@ -199,11 +175,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	pv.Status, pv.Search, pv.Cursor = string(q.State), q.Search, q.Cursor
 	pv.Pager = keysetPager(c, url.Values{"tab": {"codes"}, "search": {q.Search}, "status": {pv.Status}}, projectPath(id),
 		"cursor", pv.Codes.NextCursor, len(pv.Codes.Items), q.PageSize, pv.Codes.Total)
-	v := viewFor(se, p.Name, "projects")
-	v.Flash = flash(c)
-	v.Data = pv
-	s.render(c, http.StatusOK, "project", v)
-	return nil
+	return s.page(c, se, "project", p.Name, "projects", pv)
 }
 
 func (s *Server) projectEnabledSubmit(enabled bool) func(*gin.Context, *Session) error {
@@ -214,15 +186,7 @@ func (s *Server) projectEnabledSubmit(enabled bool) func(*gin.Context, *Session)
 				return err
 			}
 		}
-		if err := s.svc.SetProjectEnabled(c.Request.Context(), s.actor(c, se), id, enabled); err != nil {
-			return err
-		}
-		done := "project_disabled"
-		if enabled {
-			done = "project_enabled"
-		}
-		redirectDone(c, projectPath(id), done, "")
-		return nil
+		return redirectDone(c, s.svc.SetProjectEnabled(c.Request.Context(), s.actor(c, se), id, enabled), projectPath(id), pick(enabled, "project_enabled", "project_disabled"), "")
 	}
 }
 
@@ -253,14 +217,11 @@ func (s *Server) generateSubmit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), contract.GenerateSpec{
+	_, err = s.svc.StartGenerate(c.Request.Context(), s.actor(c, se), id, trimForm(c, "name"), contract.GenerateSpec{
 		Count: count, Length: length, Charset: trimForm(c, "charset"), Prefix: trimForm(c, "prefix"),
 		Suffix: trimForm(c, "suffix"), ExpiresAt: exp,
-	}); err != nil {
-		return err
-	}
-	redirectDone(c, projectPath(id)+"?tab=batches", "generate_started", "")
-	return nil
+	})
+	return redirectDone(c, err, projectPath(id)+"?tab=batches", "generate_started", "")
 }
 
 // keyCreateSubmit issues a key and shows the project page with its secret, this once: the
@@ -283,9 +244,271 @@ func (s *Server) keyCreateSubmit(c *gin.Context, se *Session) error {
 
 func (s *Server) keyRevokeSubmit(c *gin.Context, se *Session) error {
 	pid, kid := c.Param("project_id"), c.Param("key_id")
-	if err := s.svc.RevokeAPIKey(c.Request.Context(), s.actor(c, se), kid); err != nil {
+	return redirectDone(c, s.svc.RevokeAPIKey(c.Request.Context(), s.actor(c, se), kid), projectPath(pid)+"?tab=keys", "key_revoked", "")
+}
+
+// projectTab is one tab of the project page: its ?tab= key and its label.
+type projectTab struct{ Key, Label string }
+
+// projectTabs are the project page's tabs, each a URL of its own (?tab=), the overview first.
+var projectTabs = []projectTab{
+	{"overview", "Overview"}, {"codes", "Codes"}, {"keys", "API keys"}, {"batches", "Batches"}, {"settings", "Settings"},
+}
+
+// projectTabOf is the tab a project page shows: the one a form's answer belongs to (a new
+// key's secret, an import's report), else the one ?tab= names, else the overview.
+func projectTabOf(c *gin.Context, extra projectExtra) string {
+	switch {
+	case extra.NewKey != nil:
+		return "keys"
+	case extra.Import != nil:
+		return "codes"
+	}
+	t := c.Query("tab")
+	for _, pt := range projectTabs {
+		if pt.Key == t {
+			return t
+		}
+	}
+	return "overview"
+}
+
+// codePage shows one code (?value=…): its state, its verification history and, for support
+// and above, its actions.
+func (s *Server) codePage(c *gin.Context, se *Session) error {
+	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
+	p, err := s.svc.Project(ctx, a, pid)
+	if err != nil {
 		return err
 	}
-	redirectDone(c, projectPath(pid)+"?tab=keys", "key_revoked", "")
+	code, err := s.svc.Code(ctx, a, pid, c.Query("value"))
+	if err != nil {
+		return err
+	}
+	return s.page(c, se, "code", "Code "+code.Code.Code, "projects", map[string]any{"Project": p, "Code": code})
+}
+
+func (s *Server) codeDisabledSubmit(disabled bool) func(*gin.Context, *Session) error {
+	return func(c *gin.Context, se *Session) error {
+		pid, value := c.Param("project_id"), c.PostForm("value")
+		return redirectDone(c, s.svc.SetCodeDisabled(c.Request.Context(), s.actor(c, se), pid, value, disabled), codePath(pid, value), pick(disabled, "code_disabled", "code_enabled"), "")
+	}
+}
+
+// manualSubmit verifies or reactivates a code by hand with the form's reason. A refusal of
+// the hot path (already used, disabled…) is an outcome, shown on the code page.
+func (s *Server) manualSubmit(action contract.Action) func(*gin.Context, *Session) error {
+	return func(c *gin.Context, se *Session) error {
+		pid, value := c.Param("project_id"), c.PostForm("value")
+		res, err := s.svc.manual(c.Request.Context(), s.actor(c, se), action, pid, value, trimForm(c, "reason"))
+		return redirectDone(c, err, codePath(pid, value), string(action)+pick(res.Success, "_ok", "_failed"), res.ErrorCode)
+	}
+}
+
+// expirySubmit sets a project's expiry from the project page's date-time field (UTC). Every
+// code without an expiry of its own stops verifying at that moment, so the form asks for a
+// confirmation box to be ticked, checked here too.
+func (s *Server) expirySubmit(c *gin.Context, se *Session) error {
+	id := c.Param("project_id")
+	v := trimForm(c, "expires_at")
+	if v == "" {
+		return contract.Errorf(contract.KindInvalid, "Give the date and time the project expires (UTC)")
+	}
+	t, err := parseDateTimeLocal(v)
+	if err != nil {
+		return contract.Errorf(contract.KindInvalid, "The expiry must be a date and time (YYYY-MM-DDTHH:MM, UTC)")
+	}
+	u := t.Unix()
+	if u < 0 || u > maxUnix {
+		return contract.Errorf(contract.KindInvalid, "The expiry is out of range")
+	}
+	if c.PostForm("confirm") != "yes" {
+		return contract.Errorf(contract.KindInvalid, "Tick the confirmation box: codes without their own expiry stop verifying at the project's")
+	}
+	return redirectDone(c, s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, &u), projectPath(id)+"?tab=settings", "expiry_set", "")
+}
+
+// expiryClearSubmit removes a project's expiry; its codes without an expiry of their own then
+// never expire. It asks for the same confirmation.
+func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
+	id := c.Param("project_id")
+	if c.PostForm("confirm") != "yes" {
+		return contract.Errorf(contract.KindInvalid, "Tick the confirmation box to clear the project's expiry")
+	}
+	return redirectDone(c, s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, nil), projectPath(id)+"?tab=settings", "expiry_cleared", "")
+}
+
+// importSubmit checks ("check", a dry run) or imports a CSV file and shows the project page
+// with the report and its problem rows.
+func (s *Server) importSubmit(c *gin.Context, se *Session) error {
+	dry := c.PostForm("action") != "import"
+	// pageChain has bounded the body to the route's MaxBody and read the form.
+	fh, err := c.FormFile("file")
+	if err != nil {
+		return contract.Errorf(contract.KindInvalid, "Choose a CSV file to import")
+	}
+	if fh.Size > s.cfg.MaxImportBytes {
+		return contract.Errorf(contract.KindTooLarge, "The CSV must be at most %d bytes", s.cfg.MaxImportBytes)
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return contract.Errorf(contract.KindInvalid, "The uploaded file cannot be read")
+	}
+	defer f.Close()
+	rep, err := s.svc.Import(c.Request.Context(), s.actor(c, se), c.Param("project_id"), f, dry)
+	if err != nil {
+		return err
+	}
+	return s.renderProject(c, se, projectExtra{Import: &rep})
+}
+
+// bulkView is the bulk-disable page's data: the filter, the count it selects now, and the
+// batch when the page revokes one.
+type bulkView struct {
+	Project contract.Project
+	Filter  bulkFilter
+	Count   int64
+	Batch   *contract.Batch
+	// Changed: the count confirmed was out of date; Count is the new one.
+	Changed bool
+}
+
+func (s *Server) batchCancelSubmit(c *gin.Context, se *Session) error {
+	pid := c.Param("project_id")
+	_, err := s.svc.CancelBatch(c.Request.Context(), s.actor(c, se), pid, c.Param("batch_id"))
+	return redirectDone(c, err, projectPath(pid)+"?tab=batches", "batch_cancelled", "")
+}
+
+// bulkDisablePage shows how many codes a bulk disable (or a batch's revoke, with batch_id)
+// would disable, and the button that confirms exactly that count.
+func (s *Server) bulkDisablePage(c *gin.Context, se *Session) error {
+	f := bulkFilter{BatchID: strings.TrimSpace(c.Query("batch_id")), Status: c.Query("status"),
+		Search: strings.TrimSpace(c.Query("search"))}
+	return s.renderBulk(c, se, f, false)
+}
+
+func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed bool) error {
+	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
+	p, err := s.svc.Project(ctx, a, pid)
+	if err != nil {
+		return err
+	}
+	cf, err := f.filter()
+	if err != nil {
+		return err
+	}
+	bv := bulkView{Project: p, Filter: f, Changed: changed}
+	if f.BatchID != "" {
+		b, err := s.svc.Batch(ctx, a, pid, f.BatchID)
+		if err != nil {
+			return err
+		}
+		bv.Batch = &b
+	}
+	if bv.Count, err = s.svc.BulkCount(ctx, a, pid, cf); err != nil {
+		return err
+	}
+	title := "Disable codes in bulk"
+	if bv.Batch != nil {
+		title = "Revoke batch " + bv.Batch.Name
+	}
+	v := viewFor(se, title, "projects")
+	if changed {
+		v.Error = "The number of codes changed since it was shown: check the new count and confirm again."
+	}
+	v.Data = bv
+	s.render(c, http.StatusOK, "bulkdisable", v)
+	return nil
+}
+
+// formCount reads the confirmed count.
+func formCount(c *gin.Context) (int64, error) {
+	n, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, contract.Errorf(contract.KindInvalid, "The confirmed count is missing: count the codes first")
+	}
+	return n, nil
+}
+
+func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
+	pid := c.Param("project_id")
+	f := bulkFilter{BatchID: trimForm(c, "batch_id"), Status: trimForm(c, "status"), Search: trimForm(c, "search")}
+	if err := s.confirmProjectName(c, se, pid); err != nil {
+		return err
+	}
+	want, err := formCount(c)
+	if err != nil {
+		return err
+	}
+	cf, err := f.filter()
+	if err != nil {
+		return err
+	}
+	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
+	if errors.Is(err, contract.ErrCountChanged) {
+		return s.renderBulk(c, se, f, true)
+	}
+	return redirectDone(c, err, projectPath(pid)+"?tab=codes", "bulk_disabled", strconv.Itoa(n))
+}
+
+func (s *Server) batchRevokeSubmit(c *gin.Context, se *Session) error {
+	pid, bid := c.Param("project_id"), c.Param("batch_id")
+	if err := s.confirmProjectName(c, se, pid); err != nil {
+		return err
+	}
+	want, err := formCount(c)
+	if err != nil {
+		return err
+	}
+	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
+	if errors.Is(err, contract.ErrCountChanged) {
+		return s.renderBulk(c, se, bulkFilter{BatchID: bid}, true)
+	}
+	return redirectDone(c, err, projectPath(pid)+"?tab=batches", "batch_revoked", strconv.Itoa(n))
+}
+
+// projectBatch is a batch with the project it belongs to, for the batches page.
+type projectBatch struct {
+	Project contract.Project
+	Batch   contract.Batch
+}
+
+// batchesPage lists the latest generation batches of every project, newest first: what an
+// operator checks after starting generations in several projects.
+func (s *Server) batchesPage(c *gin.Context, se *Session) error {
+	ctx, a := c.Request.Context(), s.actor(c, se)
+	ps, err := s.svc.Projects(ctx, a)
+	if err != nil {
+		return err
+	}
+	var rows []projectBatch
+	for _, p := range ps {
+		bs, err := s.svc.Batches(ctx, a, p.ID)
+		if err != nil {
+			return err
+		}
+		for _, b := range bs {
+			rows = append(rows, projectBatch{Project: p, Batch: b})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Batch.CreatedAt > rows[j].Batch.CreatedAt })
+	return s.page(c, se, "batches", "Generation batches", "batches", map[string]any{"Rows": rows})
+}
+
+// errWrongName refuses a destructive action whose typed confirmation is not the project's name.
+var errWrongName = contract.Errorf(contract.KindInvalid,
+	"The name typed does not match the project's name: nothing was changed")
+
+// confirmProjectName refuses a destructive action on project pid (disabling it, revoking a
+// batch, disabling codes in bulk) unless the form's confirm_name is the project's name as
+// typed by the operator: a click alone never stops codes from verifying.
+func (s *Server) confirmProjectName(c *gin.Context, se *Session, pid string) error {
+	p, err := s.svc.Project(c.Request.Context(), s.actor(c, se), pid)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.PostForm("confirm_name")) != p.Name {
+		return errWrongName
+	}
 	return nil
 }

@@ -2,87 +2,433 @@ package console
 
 import (
 	"context"
+	"errors"
+	"io"
+	"math"
 
 	"github.com/acv/acv/api/contract"
 )
 
-// Projects lists every project (viewer and above).
-func (s *Service) Projects(ctx context.Context, a Actor) ([]contract.Project, error) {
-	ad, err := s.operator(a, RoleViewer)
+// The operator actions on projects, their API keys, codes and generation batches: each checks
+// the actor's role, runs internal/admin's action (Operations) and records a change in the
+// audit log.
+
+// read runs a read of the admin service for an actor of at least role need, at the service's
+// now in Unix seconds.
+func read[T any](s *Service, a Actor, need Role, f func(o Operations, now int64) (T, error)) (T, error) {
+	o, err := s.operator(a, need)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return ad.Projects(ctx)
+	return f(o, s.now().Unix())
 }
 
-// Project reads one project with its statistics (viewer and above).
-func (s *Service) Project(ctx context.Context, a Actor, id string) (contract.Project, error) {
-	ad, err := s.operator(a, RoleViewer)
-	if err != nil {
-		return contract.Project{}, err
-	}
-	return ad.Project(ctx, id, s.now().Unix())
-}
-
-// Statistics reads a project's statistics as the client API's statistics endpoint answers
-// them (viewer and above).
-func (s *Service) Statistics(ctx context.Context, a Actor, id string) (contract.ProjectStatistics, error) {
-	ad, err := s.operator(a, RoleViewer)
-	if err != nil {
-		return contract.ProjectStatistics{}, err
-	}
-	return ad.Statistics(ctx, id, s.now().Unix())
-}
-
-// CreateProject creates a project (operator and above).
-func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
-	ad, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return contract.Project{}, err
-	}
-	proj, err := ad.CreateProject(ctx, p)
-	if err != nil {
-		return proj, err
-	}
-	return proj, s.record(ctx, a, "project.create", "project", proj.ID, proj.ID, map[string]any{
-		"name": p.Name, "expires_at": p.ExpiresAt})
-}
-
-// SetProjectEnabled enables or disables a project everywhere at once (operator and above).
-func (s *Service) SetProjectEnabled(ctx context.Context, a Actor, id string, enabled bool) error {
-	ad, err := s.operator(a, RoleOperator)
+// change runs an action of the admin service for an actor of at least role need and records
+// it, when it succeeded, as action on target (kind, id) in projectID.
+func (s *Service) change(ctx context.Context, a Actor, need Role, action, kind, id, projectID string,
+	detail map[string]any, f func(o Operations) error) error {
+	o, err := s.operator(a, need)
 	if err != nil {
 		return err
 	}
-	if err := ad.SetProjectEnabled(ctx, id, enabled); err != nil {
+	if err := f(o); err != nil {
 		return err
 	}
-	action := "project.enable"
-	if !enabled {
-		action = "project.disable"
-	}
-	return s.record(ctx, a, action, "project", id, id, nil)
+	return s.record(ctx, a, action, kind, id, projectID, detail)
 }
 
-// SetProjectExpiry sets or, with nil, clears a project's expiry (operator and above).
-func (s *Service) SetProjectExpiry(ctx context.Context, a Actor, id string, expiresAt *int64) error {
-	ad, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return err
+// recordPartial records an action that may have done part of its work (n > 0) before err,
+// with complete saying whether it finished; an error recording it replaces no earlier error.
+func (s *Service) recordPartial(ctx context.Context, a Actor, action, kind, id, projectID string, detail map[string]any, err error) error {
+	detail["complete"] = err == nil
+	if rerr := s.record(ctx, a, action, kind, id, projectID, detail); rerr != nil && err == nil {
+		err = rerr
 	}
-	if expiresAt != nil && (*expiresAt < 0 || *expiresAt > maxUnix) {
-		return contract.Errorf(contract.KindInvalid, "expires_at must be Unix seconds between 0 and %d", int64(maxUnix))
+	return err
+}
+
+// pick is yes when cond holds, else no: an action's name by a flag.
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
 	}
-	if err := ad.SetProjectExpiry(ctx, id, expiresAt); err != nil {
-		return err
-	}
-	action := "project.expire"
-	if expiresAt == nil {
-		action = "project.clear_expiry"
-	}
-	return s.record(ctx, a, action, "project", id, id, map[string]any{"expires_at": expiresAt})
+	return no
 }
 
 // maxUnix is the last second PostgreSQL's timestamptz and the hot path's fields both hold
 // comfortably (the year 9999).
 const maxUnix = 253402300799
+
+// checkExpiry refuses an expiry outside [0, maxUnix]; nil is none.
+func checkExpiry(expiresAt *int64) error {
+	if expiresAt != nil && (*expiresAt < 0 || *expiresAt > maxUnix) {
+		return contract.Errorf(contract.KindInvalid, "expires_at must be Unix seconds between 0 and %d", int64(maxUnix))
+	}
+	return nil
+}
+
+// Projects lists every project (viewer and above).
+func (s *Service) Projects(ctx context.Context, a Actor) ([]contract.Project, error) {
+	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.Project, error) { return o.Projects(ctx) })
+}
+
+// Project reads one project with its statistics (viewer and above).
+func (s *Service) Project(ctx context.Context, a Actor, id string) (contract.Project, error) {
+	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.Project, error) { return o.Project(ctx, id, now) })
+}
+
+// Statistics reads a project's statistics as the client API's statistics endpoint answers
+// them (viewer and above).
+func (s *Service) Statistics(ctx context.Context, a Actor, id string) (contract.ProjectStatistics, error) {
+	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.ProjectStatistics, error) {
+		return o.Statistics(ctx, id, now)
+	})
+}
+
+// CreateProject creates a project (operator and above).
+func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return contract.Project{}, err
+	}
+	proj, err := o.CreateProject(ctx, p)
+	if err != nil {
+		return proj, err
+	}
+	return proj, s.record(ctx, a, "project.create", "project", proj.ID, proj.ID, map[string]any{"name": p.Name, "expires_at": p.ExpiresAt})
+}
+
+// SetProjectEnabled enables or disables a project everywhere at once (operator and above).
+func (s *Service) SetProjectEnabled(ctx context.Context, a Actor, id string, enabled bool) error {
+	return s.change(ctx, a, RoleOperator, pick(enabled, "project.enable", "project.disable"), "project", id, id, nil,
+		func(o Operations) error { return o.SetProjectEnabled(ctx, id, enabled) })
+}
+
+// SetProjectExpiry sets or, with nil, clears a project's expiry (operator and above).
+func (s *Service) SetProjectExpiry(ctx context.Context, a Actor, id string, expiresAt *int64) error {
+	return s.change(ctx, a, RoleOperator, pick(expiresAt == nil, "project.clear_expiry", "project.expire"), "project", id, id,
+		map[string]any{"expires_at": expiresAt}, func(o Operations) error {
+			if err := checkExpiry(expiresAt); err != nil {
+				return err
+			}
+			return o.SetProjectExpiry(ctx, id, expiresAt)
+		})
+}
+
+// APIKeys lists a project's API keys, never a secret (viewer and above).
+func (s *Service) APIKeys(ctx context.Context, a Actor, projectID string) ([]contract.KeyInfo, error) {
+	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.KeyInfo, error) { return o.APIKeys(ctx, projectID) })
+}
+
+// checkLimit refuses a token bucket no key can have; 0 leaves a limit unset.
+func checkLimit(rate float64, burst int) error {
+	if math.IsNaN(rate) || math.IsInf(rate, 0) || rate < 0 || rate > 1e6 {
+		return contract.Errorf(contract.KindInvalid, "rate_per_sec must be 0 (unlimited) to 1000000")
+	}
+	if burst < 0 || burst > math.MaxInt32 {
+		return contract.Errorf(contract.KindInvalid, "burst must be 0 (unset) to %d", math.MaxInt32)
+	}
+	return nil
+}
+
+// CreateAPIKey issues a key for a project (operator and above). The returned key holds its
+// secret in clear, to be shown once; the audit log records the key's id and limits only.
+func (s *Service) CreateAPIKey(ctx context.Context, a Actor, projectID string, rate float64, burst int) (contract.APIKey, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return contract.APIKey{}, err
+	}
+	if err := checkLimit(rate, burst); err != nil {
+		return contract.APIKey{}, err
+	}
+	k, err := o.CreateAPIKey(ctx, projectID, rate, burst)
+	if err != nil {
+		return k, err
+	}
+	return k, s.record(ctx, a, "api_key.create", "api_key", k.ID, projectID, map[string]any{"rate_per_sec": rate, "burst": burst})
+}
+
+// changeKey runs a change of an API key and records it under the key's project, read first so
+// a missing key is a refusal naming it.
+func (s *Service) changeKey(ctx context.Context, a Actor, action, keyID string, detail map[string]any, f func(o Operations) error) error {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return err
+	}
+	k, err := s.store.APIKey(ctx, keyID)
+	if errors.Is(err, contract.ErrNotFound) {
+		return contract.Errorf(contract.KindNotFound, "API key %s not found", keyID)
+	}
+	if err != nil {
+		return err
+	}
+	if err := f(o); err != nil {
+		return err
+	}
+	return s.record(ctx, a, action, "api_key", keyID, k.ProjectID, detail)
+}
+
+// RevokeAPIKey revokes a key for good (operator and above).
+func (s *Service) RevokeAPIKey(ctx context.Context, a Actor, keyID string) error {
+	return s.changeKey(ctx, a, "api_key.revoke", keyID, nil, func(o Operations) error { return o.RevokeAPIKey(ctx, keyID) })
+}
+
+// SetAPIKeyRateLimit changes a key's token bucket (operator and above).
+func (s *Service) SetAPIKeyRateLimit(ctx context.Context, a Actor, keyID string, rate float64, burst int) error {
+	if err := a.require(RoleOperator); err != nil {
+		return err
+	}
+	if err := checkLimit(rate, burst); err != nil {
+		return err
+	}
+	return s.changeKey(ctx, a, "api_key.limit", keyID, map[string]any{"rate_per_sec": rate, "burst": burst},
+		func(o Operations) error { return o.SetAPIKeyRateLimit(ctx, keyID, rate, burst) })
+}
+
+// RewrapKeys seals every API key's secret with the active master key, whose id it returns
+// too (admin only): the server holds the master keys, an operator's machine does not.
+func (s *Service) RewrapKeys(ctx context.Context, a Actor) (contract.RewrapResult, string, error) {
+	o, err := s.operator(a, RoleAdmin)
+	if err != nil {
+		return contract.RewrapResult{}, "", err
+	}
+	res, err := o.RewrapKeys(ctx)
+	if rerr := s.record(ctx, a, "keys.rewrap", "api_key", "", "", map[string]any{
+		"sealed": res.Sealed, "rewrapped": res.Rewrapped, "current": res.Current, "failed": res.Failed,
+	}); rerr != nil && err == nil {
+		err = rerr
+	}
+	return res, o.ActiveKeyID(), err
+}
+
+// ListCodes reads one page of a project's codes with the client API's filters (viewer and
+// above): the store's list, the one the client API and acv codes list read.
+func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q contract.ListQuery) (contract.CodePage, error) {
+	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodePage, error) {
+		return o.ListCodes(ctx, projectID, q, now)
+	})
+}
+
+// ListCodesAfter reads one keyset page of a project's codes (viewer and above): deep pages
+// cost what the first does and codes created meanwhile shift no page.
+func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q contract.CursorQuery) (contract.CursorPage, error) {
+	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CursorPage, error) {
+		return o.ListCodesAfter(ctx, projectID, q, now)
+	})
+}
+
+// Code reads one code by its value, with its live state and its verification history (viewer
+// and above).
+func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (contract.CodeWithHistory, error) {
+	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodeWithHistory, error) {
+		return o.Code(ctx, projectID, value, now)
+	})
+}
+
+// SetCodeDisabled disables or enables one code, at once on the hot path (support and above).
+func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value string, disabled bool) error {
+	return s.change(ctx, a, RoleSupport, pick(disabled, "code.disable", "code.enable"), "code", value, projectID, nil,
+		func(o Operations) error { return o.SetCodeDisabled(ctx, projectID, value, disabled) })
+}
+
+// Import reads codes from CSV into a project (operator and above), skipping and reporting the
+// bad rows. A real import is recorded with its totals, whatever stopped it; a dry run is not.
+func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader, dryRun bool) (contract.ImportReport, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return contract.ImportReport{}, err
+	}
+	rep, err := o.ImportCSV(ctx, projectID, r, contract.ImportOptions{DryRun: dryRun})
+	if dryRun || (err != nil && rep.Read == 0) {
+		return rep, err
+	}
+	return rep, s.recordPartial(ctx, a, "codes.import", "project", projectID, projectID, map[string]any{"read": rep.Read,
+		"inserted": rep.Inserted, "duplicates": rep.Duplicates, "existing": rep.Existing, "invalid": rep.Invalid}, err)
+}
+
+// Export checks and records an export of a project's codes (operator and above); the function
+// returned then streams them from PostgreSQL as CSV. A refusal comes before the first byte.
+func (s *Service) Export(ctx context.Context, a Actor, projectID string) (func(io.Writer) (int, error), error) {
+	if err := a.require(RoleOperator); err != nil {
+		return nil, err
+	}
+	if _, err := s.Project(ctx, a, projectID); err != nil {
+		return nil, err
+	}
+	if err := s.record(ctx, a, "codes.export", "project", projectID, projectID, map[string]any{"format": "csv"}); err != nil {
+		return nil, err
+	}
+	return func(w io.Writer) (int, error) { return s.admin.ExportCSV(ctx, projectID, s.now().Unix(), w) }, nil
+}
+
+// MaxGenerate bounds one generation batch.
+const MaxGenerate = 1_000_000
+
+// StartGenerate records a generation batch and starts it in the background (operator and
+// above), answering with the queued batch whose progress Batch reads on any instance.
+func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec contract.GenerateSpec) (contract.Batch, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return contract.Batch{}, err
+	}
+	if spec.Count > MaxGenerate {
+		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
+	}
+	b, err := o.CreateBatch(ctx, projectID, name, spec, a.Username)
+	if err != nil {
+		return contract.Batch{}, err
+	}
+	err = s.record(ctx, a, "codes.generate", "batch", b.ID, projectID, map[string]any{
+		"name": b.Name, "requested": b.Requested, "length": b.Spec.Length, "prefix": b.Spec.Prefix,
+		"suffix": b.Spec.Suffix, "charset": b.Spec.Charset, "expires_at": b.Spec.ExpiresAt})
+	if err == nil {
+		// A round small enough that the progress moves several times a second.
+		step := orDefault(s.cfg.GenerateStep, 10_000)
+		err = s.jobs.start(func(jctx context.Context) {
+			end, err := o.RunBatch(jctx, projectID, b.ID, step, nil)
+			if err != nil {
+				s.log.ErrorContext(jctx, "console: generation batch failed", "batch", b.ID, "project", projectID,
+					"status", end.Status, "done", end.Done, "err", err)
+			}
+		})
+	}
+	if err != nil {
+		// Not recorded or never started: cancel it rather than leave it queued until found stale.
+		_, _ = o.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
+		return contract.Batch{}, err
+	}
+	return b, nil
+}
+
+// Batch reads one generation batch with its progress (viewer and above).
+func (s *Service) Batch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
+	return read(s, a, RoleViewer, func(o Operations, _ int64) (contract.Batch, error) { return o.Batch(ctx, projectID, batchID) })
+}
+
+// Batches lists a project's latest generation batches, newest first (viewer and above).
+func (s *Service) Batches(ctx context.Context, a Actor, projectID string) ([]contract.Batch, error) {
+	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.Batch, error) {
+		bs, err := o.Batches(ctx, projectID, 100)
+		if bs == nil && err == nil {
+			bs = []contract.Batch{}
+		}
+		return bs, err
+	})
+}
+
+// CancelBatch stops a queued or running batch (operator and above); the codes it made stay.
+func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return contract.Batch{}, err
+	}
+	b, err := o.CancelBatch(ctx, projectID, batchID)
+	if err != nil {
+		return contract.Batch{}, err
+	}
+	return b, s.record(ctx, a, "batch.cancel", "batch", batchID, projectID, map[string]any{
+		"name": b.Name, "status": b.Status, "done": b.Done})
+}
+
+// RevokeBatch disables every code of a batch (operator and above); with expected, only if
+// that is still how many there are to disable. The audit log records the count.
+func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID string, expected *int64) (int, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return 0, err
+	}
+	n, err := o.RevokeBatch(ctx, projectID, batchID, a.Username, expected, s.now().Unix())
+	if n == 0 && err != nil {
+		return 0, err
+	}
+	// Codes were disabled, maybe not all: the log says how many, whatever followed.
+	return n, s.recordPartial(ctx, a, "batch.revoke", "batch", batchID, projectID, map[string]any{"disabled": n}, err)
+}
+
+// BulkCount counts the codes a bulk disable with filter f would disable (operator and above):
+// the number shown, and confirmed, before it runs.
+func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f contract.CodeFilter) (int64, error) {
+	return read(s, a, RoleOperator, func(o Operations, now int64) (int64, error) { return o.CountMatching(ctx, projectID, f, now) })
+}
+
+// BulkDisable disables the codes filter f selects (operator and above), only when expected is
+// still their count: else contract.ErrCountChanged (409). The audit log records the filter and
+// the count.
+func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f contract.CodeFilter, expected int64) (int, error) {
+	o, err := s.operator(a, RoleOperator)
+	if err != nil {
+		return 0, err
+	}
+	n, err := o.DisableMatching(ctx, projectID, f, &expected, s.now().Unix())
+	if n == 0 && err != nil || errors.Is(err, contract.ErrCountChanged) {
+		return 0, err
+	}
+	return n, s.recordPartial(ctx, a, "codes.bulk_disable", "project", projectID, projectID, map[string]any{
+		"filter": f, "confirmed": expected, "disabled": n}, err)
+}
+
+// ManualResult is the outcome of a manual verify or reactivate: the client API's result body,
+// and the id of the verification-log event it made (also in the admin audit log).
+type ManualResult struct {
+	Success    bool   `json:"success"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	ErrorCode  string `json:"error_code,omitempty"`
+	VerifiedAt *int64 `json:"verified_at,omitempty"`
+	EventID    string `json:"event_id"`
+}
+
+// manual verifies or reactivates a code by hand (support and above) through the client API's
+// hot path, verified_by "console:<username>" (a prefix clients may not use); each operation
+// has a replay key of its own. The reason, required, is recorded.
+func (s *Service) manual(ctx context.Context, a Actor, action contract.Action, projectID, value, reason string) (ManualResult, error) {
+	if err := a.require(RoleSupport); err != nil {
+		return ManualResult{}, err
+	}
+	if s.hot == nil || s.admin == nil {
+		return ManualResult{}, errNoOperatorActions
+	}
+	if err := contract.ValidateCode(value); err != nil {
+		return ManualResult{}, invalid(err)
+	}
+	if reason == "" {
+		return ManualResult{}, contract.Errorf(contract.KindInvalid, "A reason is required")
+	}
+	if err := contract.ValidateText("reason", reason, contract.MaxReasonLen); err != nil {
+		return ManualResult{}, invalid(err)
+	}
+	if _, err := s.admin.Project(ctx, projectID, s.now().Unix()); err != nil {
+		return ManualResult{}, err
+	}
+	eventID := contract.NewID()
+	op := contract.Operation{
+		Action:    action,
+		ProjectID: projectID,
+		KeyID:     "console",
+		Code:      value,
+		By:        contract.ConsoleByPrefix + a.Username,
+		IP:        a.IP,
+		ReplayKey: "console:" + eventID,
+		EventID:   eventID,
+		Now:       s.now(),
+	}
+	run := s.hot.Verify
+	if action == contract.ActionReactivate {
+		op.Reason = reason
+		run = s.hot.Reactivate
+	}
+	r, err := run(ctx, op)
+	if err != nil {
+		return ManualResult{}, err
+	}
+	res := ManualResult{Success: r.Outcome.Success(), Code: value, EventID: eventID, ErrorCode: string(r.Outcome.Error),
+		Message: contract.Message(action, r.Outcome.Error)}
+	if r.Outcome.VerifiedAt != 0 {
+		v := r.Outcome.VerifiedAt / 1000
+		res.VerifiedAt = &v
+	}
+	err = s.record(ctx, a, "code.manual_"+string(action), "code", value, projectID, map[string]any{
+		"reason": reason, "success": res.Success, "error_code": res.ErrorCode, "event_id": eventID})
+	return res, err
+}

@@ -1,15 +1,28 @@
 package console
 
 import (
+	"bytes"
+	"cmp"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/gin-gonic/gin"
 )
 
-// Route is one endpoint of the admin API and what it demands of a request.
+// Route is one endpoint of the admin API, or one web page or form target, and what it demands
+// of a request.
 type Route struct {
 	Method string
-	Path   string // under APIPrefix
+	Path   string // under APIPrefix for the API
 	// Need is the least role that may call it; "" for Anonymous.
 	Need Role
 	// Anonymous routes need no session (the login and the API's OpenAPI document).
@@ -25,8 +38,8 @@ type Route struct {
 	handler func(*gin.Context, *Session) error
 }
 
-// Routes lists every endpoint with the role it needs: the API's reference, and the table the
-// tests refuse every role below it from.
+// Routes lists every endpoint of the API with the role it needs: the API's reference, and the
+// table the tests refuse every role below it from.
 func (s *Server) Routes() []Route {
 	rs := s.routes()
 	for i := range rs {
@@ -35,10 +48,9 @@ func (s *Server) Routes() []Route {
 	return rs
 }
 
+const get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
+
 func (s *Server) routes() []Route {
-	const (
-		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
-	)
 	return []Route{
 		{Method: get, Path: "/openapi.yaml", Anonymous: true, handler: s.openAPIDoc},
 		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, handler: s.login},
@@ -50,8 +62,8 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.createProject},
 		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.getProject},
 		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, handler: s.getStatistics},
-		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.enableProject},
-		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.disableProject},
+		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.setEnabled(true)},
+		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.setEnabled(false)},
 		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.setExpiry},
 		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.clearExpiry},
 
@@ -63,10 +75,10 @@ func (s *Server) routes() []Route {
 
 		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, handler: s.listCodes},
 		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, handler: s.getCode},
-		{Method: post, Path: "/projects/:project_id/codes/:code/disable", Need: RoleSupport, handler: s.disableCode},
-		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, handler: s.enableCode},
-		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, handler: s.manualVerify},
-		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, handler: s.manualReactivate},
+		{Method: post, Path: "/projects/:project_id/codes/:code/disable", Need: RoleSupport, handler: s.setCodeDisabled(true)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, handler: s.setCodeDisabled(false)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, handler: s.manual(contract.ActionVerify)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, handler: s.manual(contract.ActionReactivate)},
 		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkCount},
 		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisable},
 		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generate},
@@ -89,8 +101,8 @@ func (s *Server) routes() []Route {
 
 		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.listAccounts},
 		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.createAccount},
-		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.disableAccount},
-		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.enableAccount},
+		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.setAccountDisabled(true)},
+		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.setAccountDisabled(false)},
 		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.setAccountRole},
 		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.resetPassword},
 
@@ -100,42 +112,380 @@ func (s *Server) routes() []Route {
 	}
 }
 
-// chain is a route's handlers, in the order a request is refused: no session 401, a password
-// still to change 403, a role too low 403; only then is the body read, at most the route's
-// MaxBody (413 past it, boundBody): a cookie session's missing or wrong CSRF token 403 (a form may carry it), a
-// query not UTF-8 400 (requireUTF8); then the handler. An anonymous route bounds its body at
-// once.
-func (s *Server) chain(r Route) []gin.HandlerFunc {
-	limit := s.bodyLimit(r.MaxBody)
-	if r.Anonymous {
-		h := r.handler
-		return []gin.HandlerFunc{s.handle(func(c *gin.Context) error {
-			boundBody(c, limit)
-			if err := requireUTF8(c); err != nil {
-				return err
-			}
-			return h(c, nil)
-		})}
+// pageRoutes are the console's pages. Each calls the Service methods the API's handlers call;
+// a form posts its CSRF token as the field csrf_token.
+func (s *Server) pageRoutes() []Route {
+	return []Route{
+		{Method: get, Path: "/login", Anonymous: true, handler: s.loginPage},
+		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, handler: s.loginSubmit},
+		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, handler: s.logoutSubmit},
+		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordPage},
+		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordSubmit},
+
+		{Method: get, Path: "/", Need: RoleViewer, handler: s.dashboardPage},
+		{Method: get, Path: "/projects", Need: RoleViewer, handler: s.projectsPage},
+		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.projectCreateSubmit},
+		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.projectPage},
+		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.projectEnabledSubmit(true)},
+		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.projectEnabledSubmit(false)},
+		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generateSubmit},
+		// The CSV, and the form's other fields and framing beside it.
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, handler: s.importSubmit},
+		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
+		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.batchCancelSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.batchRevokeSubmit},
+		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisablePage},
+		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisableSubmit},
+		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
+		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.keyCreateSubmit},
+		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, handler: s.keyRevokeSubmit},
+
+		{Method: get, Path: "/projects/:project_id/code", Need: RoleViewer, handler: s.codePage},
+		{Method: post, Path: "/projects/:project_id/code/disable", Need: RoleSupport, handler: s.codeDisabledSubmit(true)},
+		{Method: post, Path: "/projects/:project_id/code/enable", Need: RoleSupport, handler: s.codeDisabledSubmit(false)},
+		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, handler: s.manualSubmit(contract.ActionVerify)},
+		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(contract.ActionReactivate)},
+
+		{Method: get, Path: "/batches", Need: RoleViewer, handler: s.batchesPage},
+		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.logsPage},
+		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
+		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},
+		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
+
+		{Method: get, Path: "/docs", Need: RoleViewer, handler: s.docsPage},
+		{Method: get, Path: "/docs/api", Need: RoleViewer, handler: s.apiGuidePage},
+		{Method: get, Path: "/docs/api.md", Need: RoleViewer, handler: s.apiGuideMarkdown},
+		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, handler: s.clientOpenAPI},
+
+		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.accountsPage},
+		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.accountCreateSubmit},
+		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.accountDisabledSubmit(true)},
+		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.accountDisabledSubmit(false)},
+		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.accountRoleSubmit},
+		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.accountResetSubmit},
+
+		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.tokensPage},
+		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.tokenCreateSubmit},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.tokenRevokeSubmit},
 	}
-	return []gin.HandlerFunc{s.handle(func(c *gin.Context) error {
-		se, err := s.session(c)
-		if err != nil {
-			return err
+}
+
+// errRedirected: the gate answered with a redirect; nothing is left to answer.
+var errRedirected = errors.New("redirected")
+
+// gate runs a route's handler once the request passed every check, and answers a refusal: as
+// {"detail"} for the API, as a page for a page.
+func (s *Server) gate(r Route, page bool) gin.HandlerFunc {
+	limit := cmp.Or(r.MaxBody, s.cfg.MaxBodyBytes)
+	return func(c *gin.Context) {
+		se, err := s.admit(c, r, page, limit)
+		if err == nil {
+			err = r.handler(c, se)
 		}
-		// A token does not hang on the password: the one-time password binds browser logins.
-		if se.Account.MustChangePassword && se.apiToken == nil && !r.DuringPasswordChange {
-			return errMustChange
+		switch {
+		case err == nil, errors.Is(err, errRedirected):
+		case page:
+			s.renderError(c, se, err)
+		default:
+			s.writeError(c, err)
+		}
+	}
+}
+
+// admit checks a request in the order it is refused: a page's form from another site 403; no
+// session 401 and a password still to change 403 (a page GET is redirected; an API token does
+// not hang on the password); a role too low 403. Only then is the body read, at most limit:
+// the form, the CSRF token 403, a query or form not UTF-8 400.
+func (s *Server) admit(c *gin.Context, r Route, page bool, limit int64) (*Session, error) {
+	if page && !safeMethod(c.Request.Method) && c.GetHeader("Sec-Fetch-Site") == "cross-site" {
+		return nil, errCrossSite
+	}
+	var se *Session
+	if !r.Anonymous {
+		var err error
+		if se, err = s.session(c); err != nil {
+			return nil, redirectGet(c, page, "/login", err)
+		}
+		if se.Account.MustChangePassword && !r.DuringPasswordChange && (page || se.apiToken == nil) {
+			return se, redirectGet(c, page, "/password", errMustChange)
 		}
 		if err := se.Actor("").require(r.Need); err != nil {
-			return err
+			return se, err
 		}
-		boundBody(c, limit)
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	if page {
+		if err := readForm(c); err != nil {
+			return se, err
+		}
+	}
+	if se != nil {
 		if err := checkCSRF(c, se); err != nil {
-			return err
+			return se, err
 		}
-		if err := requireUTF8(c); err != nil {
-			return err
-		}
-		return r.handler(c, se)
-	})}
+	}
+	return se, requireUTF8(c)
 }
+
+// redirectGet sends a page's GET to path instead of answering err.
+func redirectGet(c *gin.Context, page bool, path string, err error) error {
+	if page && c.Request.Method == http.MethodGet {
+		c.Redirect(http.StatusSeeOther, path)
+		return errRedirected
+	}
+	return err
+}
+
+// errCrossSite refuses a form posted from another site's page (Sec-Fetch-Site), the login form
+// too, which has no CSRF token to check.
+var errCrossSite = contract.Errorf(contract.KindForbidden, "Forms of the console are only accepted from the console's own pages")
+
+// errMustChange refuses a session whose account has not yet replaced its one-time password.
+var errMustChange = contract.Errorf(contract.KindForbidden,
+	"Change your password first: POST "+APIPrefix+"/me/password with current_password and new_password")
+
+// CSRFHeader carries the session's CSRF token on every unsafe request, a form's field
+// CSRFField: the second lock beside the SameSite=Strict cookie.
+const (
+	CSRFHeader = "X-CSRF-Token"
+	CSRFField  = "csrf_token"
+)
+
+var errCSRF = contract.Errorf(contract.KindForbidden, "Missing or invalid CSRF token: send the session's csrf_token in the X-CSRF-Token header")
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// checkCSRF refuses an unsafe request of session se without its CSRF token, comparing in
+// constant time. A bearer-token request needs none: a browser never adds that header itself.
+func checkCSRF(c *gin.Context, se *Session) error {
+	if safeMethod(c.Request.Method) || se.apiToken != nil {
+		return nil
+	}
+	got := c.GetHeader(CSRFHeader)
+	if got == "" {
+		if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data" {
+			got = c.PostForm(CSRFField)
+		}
+	}
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(se.CSRFToken())) != 1 {
+		return errCSRF
+	}
+	return nil
+}
+
+// loginBodyBytes bounds a login's body, the form's and the API's: a username, a password of
+// at most maxPasswordLen bytes, each escaped, and their framing fit in it several times over.
+const loginBodyBytes = 4 << 10
+
+// readForm parses a posted form within the body's bound (413 past it) for the checks and the
+// handler; multipart files above 8 MiB spill to temporary files.
+func readForm(c *gin.Context) error {
+	switch mt, _, _ := mime.ParseMediaType(c.ContentType()); mt {
+	case "application/x-www-form-urlencoded":
+		// A pair with a malformed escape is dropped, as gin's c.PostForm drops it; only the
+		// size is refused.
+		return errTooLarge(c.Request.ParseForm())
+	case "multipart/form-data":
+		err := c.Request.ParseMultipartForm(8 << 20)
+		if err == nil {
+			return nil
+		}
+		if tooLarge := errTooLarge(err); tooLarge != nil {
+			return tooLarge
+		}
+		return contract.Errorf(contract.KindInvalid, "The form cannot be read")
+	}
+	return nil
+}
+
+// errTooLarge is the 413 of a body read past its limit, nil when err is not that.
+func errTooLarge(err error) error {
+	var tooLarge *http.MaxBytesError
+	if !errors.As(err, &tooLarge) {
+		return nil
+	}
+	return contract.Errorf(contract.KindTooLarge, "Request body must be at most %d bytes", tooLarge.Limit)
+}
+
+// requireUTF8 refuses (400) a query or posted form not valid UTF-8 once decoded, which a text
+// column or JSON would refuse or rewrite to U+FFFD; bindJSON checks a JSON body.
+func requireUTF8(c *gin.Context) error {
+	if err := contract.ValidateQueryUTF8(c.Request.URL.RawQuery); err != nil {
+		return err
+	}
+	if err := contract.ValidateFormUTF8(c.Request.PostForm); err != nil {
+		return err
+	}
+	if f := c.Request.MultipartForm; f != nil {
+		return contract.ValidateFormUTF8(f.Value)
+	}
+	return nil
+}
+
+var errNotJSON = &contract.Error{Kind: contract.KindUnsupportedMediaType, Message: "Request body must be JSON (Content-Type: application/json)"}
+
+// bindJSON reads one JSON object into v: Content-Type application/json (which a cross-site form
+// cannot send), within the body's bound, valid UTF-8, no unknown fields.
+func (s *Server) bindJSON(c *gin.Context, v any) error {
+	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "application/json" {
+		return errNotJSON
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	if tooLarge := errTooLarge(err); tooLarge != nil {
+		return tooLarge
+	}
+	if err != nil {
+		return contract.Errorf(contract.KindInvalid, "Could not read the request body")
+	}
+	// Before decoding: encoding/json would turn invalid UTF-8 and lone surrogates into U+FFFD.
+	if err := contract.ValidateBodyUTF8(body); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return contract.Errorf(contract.KindInvalid, "Field %s has the wrong type", te.Field)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return contract.Errorf(contract.KindInvalid, "Malformed JSON body: invalid syntax")
+		}
+		return contract.Errorf(contract.KindInvalid, "Malformed JSON body: %s", err)
+	}
+	if d.More() {
+		return contract.Errorf(contract.KindInvalid, "Malformed JSON body: one object expected")
+	}
+	return nil
+}
+
+// pathValue is a path parameter decoded with path rules ('+' stays '+'); routing runs on the
+// escaped path so an encoded '/' stays inside its segment.
+func pathValue(c *gin.Context, name string) (string, error) {
+	v, err := url.PathUnescape(c.Param(name))
+	if err != nil {
+		return "", contract.Errorf(contract.KindInvalid, "Path parameter %s is not valid percent-encoding", name)
+	}
+	return v, nil
+}
+
+// queryInt reads an optional integer query parameter.
+func queryInt(c *gin.Context, name string, def int) (int, error) {
+	v := c.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, contract.Errorf(contract.KindInvalid, "Query parameter %s must be an integer", name)
+	}
+	return n, nil
+}
+
+// queryTime reads an optional time query parameter: Unix seconds or RFC 3339, or a page's
+// <input type="datetime-local"> (no zone: the pages show UTC, so it is read as UTC).
+func queryTime(c *gin.Context, name string) (time.Time, error) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := parseDateTimeLocal(v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, contract.Errorf(contract.KindInvalid, "Query parameter %s must be Unix seconds or RFC 3339 (or YYYY-MM-DDTHH:MM in UTC)", name)
+}
+
+// dateTimeLocal is the value format of an <input type="datetime-local">, read as UTC.
+const dateTimeLocal = "2006-01-02T15:04"
+
+// parseDateTimeLocal reads a datetime-local value, with or without seconds, as UTC.
+func parseDateTimeLocal(v string) (time.Time, error) {
+	t, err := time.Parse(dateTimeLocal, v)
+	if err != nil {
+		t, err = time.Parse(dateTimeLocal+":05", v)
+	}
+	return t, err
+}
+
+// queryLimit reads a search's limit: 1 to 1000, 100 when absent.
+func queryLimit(c *gin.Context) (int, error) {
+	n, err := queryInt(c, "limit", 100)
+	if err == nil && (n < 1 || n > 1000) {
+		err = contract.Errorf(contract.KindInvalid, "limit must be 1 to 1000")
+	}
+	return n, err
+}
+
+// kept is the query's parameters among names that are set: the filters a page's links and CSV
+// keep.
+func kept(c *gin.Context, names ...string) url.Values {
+	q := url.Values{}
+	for _, k := range names {
+		if v := c.Query(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// logFilters and auditFilters are the query parameters a log or an audit search is filtered by.
+var (
+	logFilters   = []string{"project_id", "code", "action", "result", "reason", "verified_by", "ip"}
+	auditFilters = []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"}
+)
+
+// logSearchQuery reads a log search from the query string, as the API and the logs page
+// take it: the logFilters, from, to, after, limit.
+func logSearchQuery(c *gin.Context) (LogSearch, error) {
+	q := LogSearch{ProjectID: c.Query("project_id"), Code: c.Query("code"), Action: c.Query("action"),
+		Result: c.Query("result"), Reason: c.Query("reason"), VerifiedBy: c.Query("verified_by"), IP: c.Query("ip"),
+		After: c.Query("after")}
+	var err error
+	if q.From, err = queryTime(c, "from"); err != nil {
+		return q, err
+	}
+	if q.To, err = queryTime(c, "to"); err != nil {
+		return q, err
+	}
+	q.Limit, err = queryLimit(c)
+	return q, err
+}
+
+// auditFilterQuery reads an audit search from the query string: the auditFilters, before and
+// limit.
+func auditFilterQuery(c *gin.Context) (contract.AuditFilter, error) {
+	f := contract.AuditFilter{
+		AdminUsername: c.Query("admin"), Action: c.Query("action"), TargetKind: c.Query("target_kind"),
+		TargetID: c.Query("target_id"), ProjectID: c.Query("project_id"),
+	}
+	var err error
+	if f.Since, err = queryTime(c, "since"); err != nil {
+		return f, err
+	}
+	if f.Until, err = queryTime(c, "until"); err != nil {
+		return f, err
+	}
+	before, err := queryInt(c, "before", 0)
+	if err != nil {
+		return f, err
+	}
+	f.BeforeSeq = int64(before)
+	f.Limit, err = queryLimit(c)
+	return f, err
+}
+
+// trimForm is a form field without surrounding spaces.
+func trimForm(c *gin.Context, name string) string { return strings.TrimSpace(c.PostForm(name)) }

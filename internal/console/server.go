@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,14 +87,14 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		se, _ := s.session(c)
 		s.renderError(c, se, err)
 	})
-	e.NoMethod(s.handle(func(*gin.Context) error { return errMethodNotAllowed }))
+	e.NoMethod(func(c *gin.Context) { s.writeError(c, errMethodNotAllowed) })
 	for _, r := range s.routes() {
-		e.Handle(r.Method, APIPrefix+r.Path, s.chain(r)...)
+		e.Handle(r.Method, APIPrefix+r.Path, s.gate(r, false))
 	}
 	// The web pages, on the same listener and over the same Service.
 	e.StaticFS("/static", staticFS())
 	for _, r := range s.pageRoutes() {
-		e.Handle(r.Method, r.Path, s.pageChain(r))
+		e.Handle(r.Method, r.Path, s.gate(r, true))
 	}
 	s.engine = e
 	return s, nil
@@ -155,3 +158,195 @@ func (s *Server) recovery(c *gin.Context) {
 // Service is the Service the Server answers over, for the process that runs its scheduled
 // jobs (RunAuditRetention).
 func (s *Server) Service() *Service { return s.svc }
+
+var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
+
+// refusal is how the API and the pages answer an error, by contract.Answer's table: its status,
+// detail and Retry-After; an error of ours is logged with its cause.
+func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
+	status, detail, retryAfter, internal := contract.Answer(err)
+	if internal {
+		s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
+	}
+	if retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(retryAfter))
+	}
+	return status, capitalize(detail), retryAfter
+}
+
+// refused tells whether err is a refusal the caller is shown, not a fault of ours.
+func refused(err error) bool {
+	k := contract.KindOf(err)
+	return k != contract.KindInternal && k != contract.KindUnavailable
+}
+
+// writeError answers err with its status and {"detail"} and stops the chain.
+func (s *Server) writeError(c *gin.Context, err error) {
+	status, detail, _ := s.refusal(c, err)
+	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
+}
+
+// capitalize starts a message with a capital letter, as the API's details do.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// invalid is err as a 400 whose detail is its message, capitalized.
+func invalid(err error) error {
+	return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
+}
+
+// CookieName is the session cookie: the session token, HttpOnly (no script reads it),
+// SameSite=Strict (no other site's page sends it), Secure when the browser came over HTTPS.
+// It has no Max-Age: it ends with the browser, and the server ends the session in any case.
+const CookieName = "acv_console_session"
+
+// setSessionCookie sends token as the session cookie, or with clear tells the browser to
+// forget it.
+func (s *Server) setSessionCookie(c *gin.Context, token string, clear bool) {
+	ck := &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: s.proxies.secure(c.Request)}
+	if clear {
+		ck.MaxAge, ck.Expires = -1, time.Unix(1, 0)
+	}
+	http.SetCookie(c.Writer, ck)
+}
+
+// session is the request's valid session, or errNoSession.
+func (s *Server) session(c *gin.Context) (*Session, error) {
+	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+		return s.svc.SessionByAPIToken(c.Request.Context(), strings.TrimSpace(bearer))
+	}
+	ck, err := c.Request.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return nil, errNoSession
+	}
+	return s.svc.SessionByToken(c.Request.Context(), ck.Value)
+}
+
+// actor is the session's account acting from the request's client address.
+func (s *Server) actor(c *gin.Context, se *Session) Actor {
+	return se.Actor(s.proxies.clientIP(c.Request))
+}
+
+// staticFS is what /static/ serves: the embedded stylesheet and script, files only. A
+// directory is not found (404), so no request lists what the console carries.
+func staticFS() http.FileSystem {
+	sub, err := fs.Sub(webFS, "web/static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return filesOnly{http.FS(sub)}
+}
+
+// filesOnly is a file system whose directories do not exist: http.FileServer (which gin's
+// StaticFS is) would answer a directory with a listing of its files.
+type filesOnly struct{ http.FileSystem }
+
+// Open opens name when it is a file; a directory is fs.ErrNotExist.
+func (f filesOnly) Open(name string) (http.File, error) {
+	file, err := f.FileSystem.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	info, err := file.Stat()
+	if err == nil && info.IsDir() {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("static %s: %w", name, err)
+	}
+	return file, nil
+}
+
+// proxies are the reverse proxies (ACV_ADMIN_TRUSTED_PROXIES) whose X-Forwarded-For and
+// X-Forwarded-Proto are believed: from anyone else, the audit log's IP and Secure would lie.
+type proxies []netip.Prefix
+
+// parseProxies reads CIDRs or bare addresses.
+func parseProxies(list []string) (proxies, error) {
+	var ps proxies
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+			}
+			ps = append(ps, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+		}
+		ps = append(ps, p.Masked())
+	}
+	return ps, nil
+}
+
+func (ps proxies) trusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peer is the address of the connection's other end.
+func peer(r *http.Request) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	return a.Unmap(), err == nil
+}
+
+// clientIP is the peer, or behind trusted proxies the nearest X-Forwarded-For address that is
+// not one, read from the right (anything left of an untrusted address is the client's).
+func (ps proxies) clientIP(r *http.Request) string {
+	p, ok := peer(r)
+	if !ok {
+		return ""
+	}
+	if !ps.trusted(p) {
+		return p.String()
+	}
+	client := p
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		client = a.Unmap()
+		if !ps.trusted(client) {
+			break
+		}
+	}
+	return client.String()
+}
+
+// secure tells whether the browser reached the console over HTTPS: the connection itself is
+// TLS, or a trusted proxy says so in X-Forwarded-Proto. The session cookie is Secure then.
+func (ps proxies) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	p, ok := peer(r)
+	if !ok || !ps.trusted(p) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}

@@ -1,28 +1,97 @@
 // Package console is the operator console: accounts with roles, sessions, CSRF protection, the
-// admin audit log, and the admin HTTP API (JSON under /admin/api/v1) on a listener of its own
-// (ACV_ADMIN_ADDR). Its operator actions are internal/admin's; the console adds who may do
-// them, and the record of who did. The acv command is a client of this API (API tokens,
-// tokens.go), so a change made from the command line is checked and recorded alike.
+// admin audit log, the admin HTTP API (JSON under /admin/api/v1) and the web pages, on a
+// listener of its own (ACV_ADMIN_ADDR). Its operator actions are internal/admin's; the console
+// adds who may do them, and the record of who did. The acv command is a client of its API.
 //
-// Two layers: Service (this file and the service files beside it) performs an action for an
-// Actor, checks the actor's role and records the action in the audit log; Server (server.go
-// and the api_*.go files) is the HTTP adapter: cookies, CSRF, JSON bodies and statuses. Server-
-// rendered pages (pages*.go, templates in web/) call the same Service methods.
-//
-// It imports api/contract, pure helpers and the embedded documents (api, docs), nothing else of
-// the project: the record and the admin service are the Store and Operations interfaces
-// declared in ports.go, which the wiring (internal/service, cmd/acv) fills with *store.Store and
-// *admin.Admin; manual verify and reactivate go through HotPath (*cache.Cache).
+// Service performs an action for an Actor: it checks the actor's role and records the action
+// in the audit log. Server is the HTTP adapter (cookies, CSRF, bodies, statuses) for the API
+// and the pages alike. The record, the admin service and the hot path are the Store,
+// Operations and HotPath interfaces declared here, which the wiring fills.
 package console
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 )
+
+// Store is what the console needs of the record (PostgreSQL; the wiring passes *store.Store):
+// accounts, sessions, the login throttle, the admin audit log and the verification logs'
+// search.
+type Store interface {
+	APIKey(ctx context.Context, id string) (contract.APIKey, error)
+	AdminAccount(ctx context.Context, id string) (contract.AdminAccount, error)
+	AdminAccountByUsername(ctx context.Context, username string) (contract.AdminAccount, error)
+	AdminAccounts(ctx context.Context) ([]contract.AdminAccount, error)
+	AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contract.AuditRecord, error)
+	AdminSession(ctx context.Context, id []byte) (contract.AdminSession, error)
+	AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (contract.AuditRecord, error)
+	ClearLoginFailures(ctx context.Context, subject string) error
+	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
+	CreateAdminAccount(ctx context.Context, n contract.NewAdminAccount) (contract.AdminAccount, error)
+	CreateAdminSession(ctx context.Context, n contract.NewAdminSession) error
+	DeleteStaleAdminSessions(ctx context.Context, cutoff time.Time) (int64, error)
+	ExportLogs(ctx context.Context, f contract.LogFilter, fn func(contract.LogRecord) error) error
+	NewestLog(ctx context.Context, now time.Time) (time.Time, bool, error)
+	PruneAdminAudit(ctx context.Context, before time.Time) (int64, error)
+	RefundLoginAttempt(ctx context.Context, r contract.LoginReservation) error
+	ReserveLoginAttempt(ctx context.Context, limits []contract.LoginLimit, now time.Time, window time.Duration) (
+		r contract.LoginReservation, until time.Time, ok bool, err error)
+	RevokeAdminSession(ctx context.Context, id []byte, now time.Time) error
+	SearchLogs(ctx context.Context, f contract.LogFilter) ([]contract.LogRecord, error)
+	SetAdminDisabled(ctx context.Context, id string, disabled bool, now time.Time) error
+	SetAdminPassword(ctx context.Context, id, passwordHash string, mustChange bool, now time.Time) error
+	SetAdminRole(ctx context.Context, id, role string) error
+	TouchAdminSession(ctx context.Context, id []byte, now time.Time) error
+	WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor, contract.AuditRecord) error) (contract.AuditAnchor, error)
+	CheckLogFilter(f contract.LogFilter) error
+	OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]contract.HourOutcomes, error)
+	LogPartitions(ctx context.Context) ([]contract.LogPartition, error)
+	MaintainLogPartitions(ctx context.Context, now time.Time, policy contract.LogPolicy) (contract.LogMaintenance, error)
+	CreateAdminToken(ctx context.Context, n contract.NewAdminToken) (contract.AdminToken, error)
+	AdminToken(ctx context.Context, id string) (contract.AdminToken, error)
+	AdminTokenByHash(ctx context.Context, hash []byte) (contract.AdminToken, error)
+	AdminTokens(ctx context.Context, adminID string) ([]contract.AdminToken, error)
+	TouchAdminToken(ctx context.Context, id string, now time.Time) error
+	RevokeAdminToken(ctx context.Context, id string, now time.Time) error
+}
+
+// Operations is what the console needs of the admin service (internal/admin, the operator
+// actions the acv command runs too; the wiring passes *admin.Admin).
+type Operations interface {
+	APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error)
+	Batch(ctx context.Context, projectID, batchID string) (contract.Batch, error)
+	Batches(ctx context.Context, projectID string, limit int) ([]contract.Batch, error)
+	CancelBatch(ctx context.Context, projectID, batchID string) (contract.Batch, error)
+	Code(ctx context.Context, projectID, value string, now int64) (contract.CodeWithHistory, error)
+	CountMatching(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error)
+	CreateAPIKey(ctx context.Context, projectID string, ratePerSec float64, burst int) (contract.APIKey, error)
+	CreateBatch(ctx context.Context, projectID, name string, spec contract.GenerateSpec, createdBy string) (contract.Batch, error)
+	CreateProject(ctx context.Context, p contract.NewProject) (contract.Project, error)
+	DisableMatching(ctx context.Context, projectID string, f contract.CodeFilter, expected *int64, now int64) (int, error)
+	ExportCSV(ctx context.Context, projectID string, now int64, w io.Writer) (int, error)
+	ImportCSV(ctx context.Context, projectID string, r io.Reader, opts contract.ImportOptions) (contract.ImportReport, error)
+	ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) (contract.CodePage, error)
+	ListCodesAfter(ctx context.Context, projectID string, q contract.CursorQuery, now int64) (contract.CursorPage, error)
+	Project(ctx context.Context, id string, now int64) (contract.Project, error)
+	Projects(ctx context.Context) ([]contract.Project, error)
+	RevokeAPIKey(ctx context.Context, keyID string) error
+	RevokeBatch(ctx context.Context, projectID, batchID, by string, expected *int64, now int64) (int, error)
+	RunBatch(ctx context.Context, projectID, batchID string, step int, progress func(done int)) (contract.Batch, error)
+	SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec float64, burst int) error
+	SetCodeDisabled(ctx context.Context, projectID, value string, disabled bool) error
+	SetProjectEnabled(ctx context.Context, id string, enabled bool) error
+	SetProjectExpiry(ctx context.Context, id string, expiresAt *int64) error
+	Statistics(ctx context.Context, projectID string, now int64) (contract.ProjectStatistics, error)
+	RewrapKeys(ctx context.Context) (contract.RewrapResult, error)
+	ActiveKeyID() string
+}
 
 // HotPath is what manual verify and reactivate need of the Redis hot path: the calls the
 // client API makes, so a code redeemed by hand goes through the same checks, transition and
@@ -33,33 +102,22 @@ type HotPath interface {
 }
 
 // Config wires a Service. Store is required; Admin is needed by every action on projects, keys
-// and codes (account management, login and the audit log need only Store), HotPath by manual
-// verify and reactivate.
+// and codes, HotPath by manual verify and reactivate. A field left zero takes its default.
 type Config struct {
-	Store   Store
-	Admin   Operations
-	HotPath HotPath
-	// Logger receives what the console logs; slog.Default() when nil.
-	Logger *slog.Logger
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
-	// Passwords is the argon2id cost of new password hashes; DefaultPasswordParams when zero.
-	Passwords PasswordParams
-	// Throttle bounds password guessing; a field left zero is DefaultThrottle's.
-	Throttle ThrottlePolicy
-	// Sessions bounds the sessions' lifetime; DefaultSessionPolicy when zero.
-	Sessions SessionPolicy
-	// GenerateStep is how many codes a round of a generation batch inserts, and so how often
-	// its progress moves; 10,000 when 0.
-	GenerateStep int
-	// Outbox reads the log pipeline's backlog for the dashboard; the backlog is not shown
-	// when nil.
-	Outbox OutboxReader
-	// Relays counts the relays alive for the dashboard; not shown when nil.
-	Relays RelayCounter
-	// LogPolicy is the verification-log partitions' policy a maintenance run through the API
-	// applies; contract.DefaultLogPolicy() when zero.
-	LogPolicy contract.LogPolicy
+	Store        Store
+	Admin        Operations
+	HotPath      HotPath
+	Logger       *slog.Logger     // slog.Default()
+	Now          func() time.Time // time.Now
+	Passwords    PasswordParams   // argon2id cost of new hashes: DefaultPasswordParams
+	Throttle     ThrottlePolicy   // DefaultThrottle, field by field
+	Sessions     SessionPolicy    // DefaultSessionPolicy
+	GenerateStep int              // codes a generation round inserts: 10,000
+	// Outbox and Relays read the log pipeline's backlog and live relays for the dashboard,
+	// which does not show them when nil.
+	Outbox    OutboxReader
+	Relays    RelayCounter
+	LogPolicy contract.LogPolicy // applied by a maintenance run: contract.DefaultLogPolicy()
 }
 
 // Service performs the console's actions for an Actor: it checks the actor's role, runs the
@@ -141,4 +199,89 @@ func (s *Service) operator(a Actor, need Role) (Operations, error) {
 		return nil, errNoOperatorActions
 	}
 	return s.admin, nil
+}
+
+// Role is what an account may do, each role all the ones before it may: viewer reads; support
+// fixes single codes; operator runs campaigns (projects, keys, generation, import, export);
+// admin manages accounts. A route declares the least role it needs.
+type Role string
+
+// The roles, from least to most.
+const (
+	RoleViewer   Role = "viewer"
+	RoleSupport  Role = "support"
+	RoleOperator Role = "operator"
+	RoleAdmin    Role = "admin"
+)
+
+// rank orders the roles, a role allowing what every role of a lower rank allows; 0 is no role.
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleSupport:
+		return 2
+	case RoleOperator:
+		return 3
+	case RoleAdmin:
+		return 4
+	}
+	return 0
+}
+
+// ParseRole reads a role's name.
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if r.rank() == 0 {
+		return "", fmt.Errorf("unknown role %q: viewer, support, operator or admin", s)
+	}
+	return r, nil
+}
+
+// Allows tells whether an account of role r may do what needs role need. An unknown role (a
+// row edited by hand) allows nothing.
+func (r Role) Allows(need Role) bool {
+	return r.rank() > 0 && need.rank() > 0 && r.rank() >= need.rank()
+}
+
+// jobs runs the generation batches in the background; close stops and waits for them, so a
+// batch interrupted by a shutdown records that it failed.
+type jobs struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newJobs() *jobs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &jobs{ctx: ctx, cancel: cancel}
+}
+
+// errShuttingDown refuses a job asked for while the console stops.
+var errShuttingDown = contract.Errorf(contract.KindUnavailable, "the console is shutting down")
+
+// start runs fn in the background with the jobs' context; errShuttingDown once close began.
+func (j *jobs) start(fn func(ctx context.Context)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return errShuttingDown
+	}
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		fn(j.ctx)
+	}()
+	return nil
+}
+
+// close cancels every job and waits until they have returned. It may be called more than once.
+func (j *jobs) close() {
+	j.mu.Lock()
+	j.closed = true
+	j.mu.Unlock()
+	j.cancel()
+	j.wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -34,24 +35,18 @@ const tokenLen = 32
 
 // Session is a valid session and its account, as a request sees them.
 type Session struct {
-	// id is the SHA-256 of the token: the key of its row.
-	id    []byte
+	id    []byte // the SHA-256 of the token: its row's key
 	token []byte
-	// Account is read with the session on every request, so a change of role, a disabled
-	// account or a new password applies to the next request.
-	Account contract.AdminAccount
-	// ExpiresAt is the absolute end of the session.
+	// Account is read on every request, so a change of role or password applies at once.
+	Account   contract.AdminAccount
 	ExpiresAt time.Time
-	// apiToken is the bearer token the request came with, nil for a cookie session. Such a
-	// request needs no CSRF token (no browser sends it by itself) and its actions are recorded
-	// under the token's name too.
+	// apiToken is a bearer token's, nil for a cookie session: it needs no CSRF token (no browser
+	// sends it by itself) and its actions are recorded under its name too.
 	apiToken *Token
 }
 
-// CSRFToken is the value every unsafe request of this session must carry (csrf.go): an HMAC of
-// a fixed label under the session token. Only a holder of the token (the browser that logged
-// in, which sends it as an HttpOnly cookie another site cannot read) can know it, nothing of it
-// is stored, and every console instance derives the same value.
+// CSRFToken is the value every unsafe request of this session must carry: an HMAC under the
+// session token, which only the browser holding the HttpOnly cookie can know; nothing stored.
 func (se *Session) CSRFToken() string {
 	m := hmac.New(sha256.New, se.token)
 	m.Write([]byte("acv console csrf v1"))
@@ -74,17 +69,16 @@ var errNoSession = contract.Errorf(contract.KindUnauthorized, "Not logged in, or
 // newSession records a session for account and returns it with its token, to be sent once, in
 // the cookie.
 func (s *Service) newSession(ctx context.Context, account contract.AdminAccount, userAgent, ip string) (*Session, string, error) {
-	token := make([]byte, tokenLen)
-	if _, err := rand.Read(token); err != nil {
-		return nil, "", fmt.Errorf("session token: %w", err)
+	token, id, err := newSecret()
+	if err != nil {
+		return nil, "", err
 	}
-	id := sha256.Sum256(token)
 	now := s.now()
 	se := &Session{id: id[:], token: token, Account: account, ExpiresAt: now.Add(s.cfg.Sessions.Lifetime)}
 	if len(userAgent) > 512 {
 		userAgent = userAgent[:512]
 	}
-	err := s.store.CreateAdminSession(ctx, contract.NewAdminSession{
+	err = s.store.CreateAdminSession(ctx, contract.NewAdminSession{
 		ID: se.id, AdminID: account.ID, Now: now, ExpiresAt: se.ExpiresAt, UserAgent: userAgent, ClientIP: ip,
 	})
 	if err != nil {
@@ -93,9 +87,8 @@ func (s *Service) newSession(ctx context.Context, account contract.AdminAccount,
 	return se, base64.RawURLEncoding.EncodeToString(token), nil
 }
 
-// SessionByToken finds the valid session of a cookie's token. errNoSession (401) when the
-// token is malformed or unknown, or the session expired, idled out or was revoked, or its
-// account is disabled or changed its password after the session began.
+// SessionByToken finds the valid session of a cookie's token, else errNoSession (401): unknown,
+// expired, idle, revoked, or its account disabled or its password changed since.
 func (s *Service) SessionByToken(ctx context.Context, token string) (*Session, error) {
 	raw, id, ok := decodeSecret(token)
 	if !ok {
@@ -136,13 +129,186 @@ func (s *Service) Logout(ctx context.Context, se *Session, ip string) error {
 	return s.record(ctx, se.Actor(ip), "logout", "admin", se.Account.ID, "", nil)
 }
 
-// decodeSecret reads a session cookie's or an API token's secret (base64url of tokenLen random
-// bytes) and its SHA-256, the form the store keeps and looks it up by; false when enc is not
-// such a secret.
+// newSecret draws a session cookie's or an API token's secret, tokenLen bytes from
+// crypto/rand, and its SHA-256, the form the store keeps.
+func newSecret() (raw []byte, hash [sha256.Size]byte, err error) {
+	raw = make([]byte, tokenLen)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, hash, fmt.Errorf("draw a secret: %w", err)
+	}
+	return raw, sha256.Sum256(raw), nil
+}
+
+// decodeSecret reads a secret (base64url of tokenLen bytes) and its SHA-256, the store's key.
 func decodeSecret(enc string) (raw []byte, hash [sha256.Size]byte, ok bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil || len(raw) != tokenLen {
 		return nil, hash, false
 	}
 	return raw, sha256.Sum256(raw), true
+}
+
+// Admin API tokens ("Authorization: Bearer acv_…") act as the account that made it, with a
+// role no higher, until expired or revoked; only the SHA-256 of the secret is stored.
+
+// TokenPrefix starts every token, so a leaked one is recognisable (secret scanners, logs).
+const TokenPrefix = "acv_"
+
+// Token lifetimes: DefaultTokenTTL when a request names none, MaxTokenTTL at most.
+const (
+	DefaultTokenTTL = 30 * 24 * time.Hour
+	MaxTokenTTL     = 366 * 24 * time.Hour
+)
+
+// Token and NewToken are the admin API's token views (the contract's: the acv command reads the
+// same types).
+type (
+	Token    = contract.APIToken
+	NewToken = contract.NewAPIToken
+)
+
+func tokenOf(t contract.AdminToken) Token {
+	unix := func(v *time.Time) *int64 {
+		if v == nil {
+			return nil
+		}
+		u := v.Unix()
+		return &u
+	}
+	return Token{ID: t.ID, Name: t.Name, Role: t.Role, OwnerID: t.Admin.ID, Owner: t.Admin.Username,
+		CreatedAt: t.CreatedAt.Unix(), ExpiresAt: t.ExpiresAt.Unix(), LastUsedAt: unix(t.LastUsedAt), RevokedAt: unix(t.RevokedAt)}
+}
+
+// errBadToken is every reason a bearer token is refused: malformed, unknown, expired, revoked,
+// its account disabled. The client is told to log in again.
+var errBadToken = contract.Errorf(contract.KindUnauthorized, "The API token is invalid, expired or revoked: log in again (acv login)")
+
+// CreateToken makes a token for the actor's own account. role "" is the actor's role; a role
+// above it is refused. ttl 0 is DefaultTokenTTL.
+func (s *Service) CreateToken(ctx context.Context, a Actor, name string, role Role, ttl time.Duration) (NewToken, error) {
+	if err := a.require(RoleViewer); err != nil {
+		return NewToken{}, err
+	}
+	if a.AdminID == "" {
+		return NewToken{}, errors.New("console: a token belongs to an account; the actor has none")
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return NewToken{}, contract.Errorf(contract.KindInvalid, "Field name is required")
+	}
+	if err := contract.ValidateText("name", name, 100); err != nil {
+		return NewToken{}, invalid(err)
+	}
+	if role == "" {
+		role = a.Role
+	}
+	if _, err := ParseRole(string(role)); err != nil {
+		return NewToken{}, invalid(err)
+	}
+	if err := a.require(role); err != nil {
+		return NewToken{}, contract.Errorf(contract.KindForbidden, "A token's role may not be above your own (%s)", a.Role)
+	}
+	switch {
+	case ttl == 0:
+		ttl = DefaultTokenTTL
+	case ttl < time.Minute || ttl > MaxTokenTTL:
+		return NewToken{}, contract.Errorf(contract.KindInvalid, "A token lasts from a minute to %d days", int(MaxTokenTTL/(24*time.Hour)))
+	}
+	raw, hash, err := newSecret()
+	if err != nil {
+		return NewToken{}, err
+	}
+	now := s.now()
+	t, err := s.store.CreateAdminToken(ctx, contract.NewAdminToken{
+		Hash: hash[:], Name: name, AdminID: a.AdminID, Role: string(role), Now: now, ExpiresAt: now.Add(ttl),
+	})
+	if err != nil {
+		return NewToken{}, err
+	}
+	if err := s.record(ctx, a, "token.create", "admin_token", t.ID, "", map[string]any{
+		"name": t.Name, "role": t.Role, "expires_at": t.ExpiresAt.Unix(),
+	}); err != nil {
+		return NewToken{}, err
+	}
+	return NewToken{APIToken: tokenOf(t), Secret: TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)}, nil
+}
+
+// Tokens lists the tokens, newest first: an admin sees every account's, anyone else their own.
+func (s *Service) Tokens(ctx context.Context, a Actor) ([]Token, error) {
+	if err := a.require(RoleViewer); err != nil {
+		return nil, err
+	}
+	owner := a.AdminID
+	if a.Role.Allows(RoleAdmin) {
+		owner = ""
+	}
+	ts, err := s.store.AdminTokens(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Token, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, tokenOf(t))
+	}
+	return out, nil
+}
+
+// RevokeToken ends a token at once: an admin may revoke any, anyone else their own (another
+// account's is not found, so it tells nothing).
+func (s *Service) RevokeToken(ctx context.Context, a Actor, id string) (Token, error) {
+	if err := a.require(RoleViewer); err != nil {
+		return Token{}, err
+	}
+	t, err := s.store.AdminToken(ctx, id)
+	if err == nil && t.Admin.ID != a.AdminID && !a.Role.Allows(RoleAdmin) {
+		err = contract.ErrNotFound
+	}
+	if errors.Is(err, contract.ErrNotFound) {
+		return Token{}, contract.Errorf(contract.KindNotFound, "API token %s not found", id)
+	}
+	if err != nil {
+		return Token{}, err
+	}
+	if err := s.store.RevokeAdminToken(ctx, id, s.now()); err != nil {
+		return Token{}, err
+	}
+	if err := s.record(ctx, a, "token.revoke", "admin_token", id, "", map[string]any{"name": t.Name, "owner": t.Admin.Username}); err != nil {
+		return Token{}, err
+	}
+	if t, err = s.store.AdminToken(ctx, id); err != nil {
+		return Token{}, err
+	}
+	return tokenOf(t), nil
+}
+
+// SessionByAPIToken is a bearer token's session: its account, with the token's role when lower;
+// errBadToken (401) when unknown, expired, revoked or its account disabled.
+func (s *Service) SessionByAPIToken(ctx context.Context, secret string) (*Session, error) {
+	enc, ok := strings.CutPrefix(secret, TokenPrefix)
+	if !ok {
+		return nil, errBadToken
+	}
+	_, hash, ok := decodeSecret(enc)
+	if !ok {
+		return nil, errBadToken
+	}
+	t, err := s.store.AdminTokenByHash(ctx, hash[:])
+	if errors.Is(err, contract.ErrNotFound) {
+		return nil, errBadToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if t.RevokedAt != nil || !now.Before(t.ExpiresAt) || t.Admin.Disabled {
+		return nil, errBadToken
+	}
+	if err := s.store.TouchAdminToken(ctx, t.ID, now); err != nil {
+		s.log.WarnContext(ctx, "console: could not record a token's use", "token", t.ID, "err", err)
+	}
+	acc := t.Admin
+	if !Role(t.Role).Allows(Role(acc.Role)) {
+		acc.Role = t.Role
+	}
+	return &Session{Account: acc, ExpiresAt: t.ExpiresAt, apiToken: &Token{ID: t.ID, Name: t.Name}}, nil
 }
