@@ -61,8 +61,7 @@ func (a *Admin) republishProject(ctx context.Context, id string) error {
 	return nil
 }
 
-// Store is what the admin service needs of the record (PostgreSQL; the wiring passes
-// *store.Store).
+// Store is what the admin service needs of PostgreSQL (the wiring passes *store.Store).
 type Store interface {
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	APIKeySecrets(ctx context.Context) ([]contract.StoredSecret, error)
@@ -105,8 +104,7 @@ type Store interface {
 	Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error)
 }
 
-// Cache is what the admin service needs of the hot path (Redis; the wiring passes
-// *cache.Cache).
+// Cache is what the admin service needs of Redis (the wiring passes *cache.Cache).
 type Cache interface {
 	LiveCode(ctx context.Context, projectID, value string) (r contract.CodeRecord, found bool, err error)
 	MarkUnknown(ctx context.Context, projectID, value string, ttl time.Duration) error
@@ -118,8 +116,7 @@ type Cache interface {
 	SetDisabledMany(ctx context.Context, projectID string, codes []contract.CodeRecord, disabled bool) ([]contract.CodeRecord, error)
 }
 
-// notFound replaces a not-found error of the stores with one that names what is missing, in
-// words ("project X not found"), never the database driver's text.
+// notFound names what a store did not find ("project X not found"), never the driver's text.
 func notFound(err error, kind, id string) error {
 	if err == nil || !errors.Is(err, contract.ErrNotFound) {
 		return err
@@ -154,8 +151,7 @@ func (a *Admin) Project(ctx context.Context, id string, now int64) (contract.Pro
 	return p, nil
 }
 
-// Statistics reads a project's statistics at now as the API's statistics endpoint answers
-// them, from PostgreSQL (which may trail the hot path by the pipeline's lag).
+// Statistics reads a project's statistics at now as the API's statistics endpoint answers them.
 func (a *Admin) Statistics(ctx context.Context, projectID string, now int64) (contract.ProjectStatistics, error) {
 	st, recent, err := a.Store.ProjectStatistics(ctx, projectID, now, contract.RecentVerificationsLimit)
 	if err != nil {

@@ -25,8 +25,7 @@ const (
 // errCancelled is the cause of a batch's context when an operator cancelled it.
 var errCancelled = errors.New("cancelled by an operator")
 
-// CreateBatch checks spec and records a queued generation batch named name in the project;
-// RunBatch then generates its codes. createdBy names who asked, for the batch's page.
+// CreateBatch checks spec and records a queued batch, which RunBatch then generates.
 func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec contract.GenerateSpec, createdBy string) (contract.Batch, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -107,8 +106,7 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	default:
 		status, text = contract.BatchFailed, failureText(gerr)
 	}
-	// The batch's end is written even when ctx is ending (a shutdown), so it does not wait to
-	// be found stale.
+	// The end is written even during a shutdown, so the batch does not wait to be found stale.
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
 	if err := a.Store.FinishBatch(fctx, batchID, status, n, text); err != nil {
@@ -121,8 +119,7 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	return b, gerr
 }
 
-// Batch reads one batch of a project; a queued or running batch whose instance stopped is
-// marked failed first (see BatchStaleAfter).
+// Batch reads one batch of a project, marking stale ones failed first.
 func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (contract.Batch, error) {
 	if _, err := a.Store.FailStaleBatches(ctx, projectID, BatchStaleAfter); err != nil {
 		return contract.Batch{}, notFound(err, "project", projectID)
@@ -131,8 +128,7 @@ func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (contract.
 	return b, notFound(err, "batch", batchID)
 }
 
-// Batches lists a project's batches, newest first, at most limit, marking stale ones failed
-// first.
+// Batches lists a project's batches, newest first, at most limit, marking stale ones failed first.
 func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]contract.Batch, error) {
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return nil, notFound(err, "project", projectID)
@@ -143,8 +139,7 @@ func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]con
 	return a.Store.Batches(ctx, projectID, limit)
 }
 
-// CancelBatch asks a queued or running batch to stop and returns it as it is now. The codes
-// it made so far stay, tied to it: RevokeBatch disables them.
+// CancelBatch asks a batch to stop; the codes it made stay (RevokeBatch disables them).
 func (a *Admin) CancelBatch(ctx context.Context, projectID, batchID string) (contract.Batch, error) {
 	b, err := a.Store.RequestBatchCancel(ctx, projectID, batchID)
 	return b, notFound(err, "batch", batchID)
@@ -183,8 +178,7 @@ func failureText(err error) string {
 	return "an internal error stopped it (the console's log has the cause); the codes made so far are kept"
 }
 
-// DefaultCharset has no look-alike characters (no 0/O, 1/I/L), so codes read aloud or typed
-// from a card survive.
+// DefaultCharset has no look-alike characters (no 0/O, 1/I/L).
 const DefaultCharset = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 const generateBatch = 50_000
@@ -213,8 +207,7 @@ func checkSpec(spec *contract.GenerateSpec) error {
 	return nil
 }
 
-// Generate creates spec.Count new codes, unique within the project: values that collide with
-// existing ones are drawn again. progress (may be nil) is told how many are done.
+// Generate creates spec.Count new codes unique within the project, telling progress (if any).
 func (a *Admin) Generate(ctx context.Context, projectID string, spec contract.GenerateSpec, progress func(done int)) (int, error) {
 	return a.generateInto(ctx, projectID, "", spec, progress)
 }
@@ -325,8 +318,7 @@ func (a *Admin) newLoader(ctx context.Context, projectID, batchID string) *loade
 	return l
 }
 
-// insertRows writes codes to Postgres and queues the rows inserted for Redis; a code missing
-// from them was there already.
+// insertRows writes codes to Postgres and queues the rows inserted (the new ones) for Redis.
 func (l *loader) insertRows(ctx context.Context, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	var (
 		rows []contract.CodeRecord
@@ -350,8 +342,7 @@ func (l *loader) close() error {
 	return <-l.done
 }
 
-// drawer draws uniform random code values from crypto/rand, buffered, with rejection sampling
-// so every character of the alphabet is equally likely.
+// drawer draws uniform random code values from crypto/rand, by rejection sampling.
 type drawer struct {
 	src      *bufio.Reader
 	alphabet []rune

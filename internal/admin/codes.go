@@ -61,8 +61,7 @@ func resources(rows []contract.CodeRecord, expiresAt *int64, now int64) []contra
 	return out
 }
 
-// ListCodes reads one page of a project's codes as PostgreSQL records them (it may trail the
-// hot path by the audit pipeline's lag).
+// ListCodes reads one page of a project's codes as PostgreSQL records them.
 func (a *Admin) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) (contract.CodePage, error) {
 	q.Page = max(q.Page, 1)
 	var err error
@@ -111,8 +110,7 @@ func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (c
 	return c, nil
 }
 
-// ListCodesAfter reads one keyset page of a project's codes, newest first, as PostgreSQL
-// records them. The cursor is opaque to callers; a malformed one is KindInvalid.
+// ListCodesAfter reads one keyset page of a project's codes, newest first; the cursor is opaque.
 func (a *Admin) ListCodesAfter(ctx context.Context, projectID string, q contract.CursorQuery, now int64) (contract.CursorPage, error) {
 	var err error
 	if q.PageSize, err = pageSize(q.PageSize); err != nil {
@@ -147,12 +145,10 @@ func (a *Admin) ListCodesAfter(ctx context.Context, projectID string, q contract
 	return out, nil
 }
 
-// bulkPage is how many codes a bulk change reads, changes in Redis (one pipeline) and writes
-// to PostgreSQL (one statement) at a time.
+// bulkPage is how many codes a bulk change handles a round trip.
 const bulkPage = 2000
 
-// CountMatching counts the codes of a project that f selects and that are not disabled yet:
-// what DisableMatching would change, shown before it runs.
+// CountMatching counts the codes f selects that are not disabled yet: what DisableMatching changes.
 func (a *Admin) CountMatching(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
 	if err := checkFilter(f); err != nil {
 		return 0, err

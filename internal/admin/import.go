@@ -15,14 +15,12 @@ import (
 	"github.com/acv/acv/internal/safecsv"
 )
 
-// MaxRowErrors is how many row problems an import report lists; the totals count them all, so
-// a file with a million bad rows still answers in a few kilobytes.
+// MaxRowErrors is how many row problems an import report lists; the totals count them all.
 const MaxRowErrors = 100
 
 // Kinds of row problem in an import report.
 const (
-	// RowInvalid is a row that cannot be imported: unreadable CSV, no code, a malformed code or
-	// expiry. Its code is not imported.
+	// RowInvalid is a row that cannot be imported (unreadable, no code, a malformed code).
 	RowInvalid = "invalid"
 	// RowDuplicate repeats a code of an earlier row of the same file; it is skipped.
 	RowDuplicate = "duplicate"
@@ -74,8 +72,7 @@ func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, op
 	return rep, err
 }
 
-// importer is one import's state: the batch of good rows waiting to be written (or, in a dry
-// run, looked up) and the codes seen so far with their first line.
+// importer is one import's state: the good rows waiting to be written and the codes seen.
 type importer struct {
 	a         *Admin
 	projectID string
@@ -152,8 +149,7 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 	return im.flush(ctx)
 }
 
-// flush writes the batch of good rows (in a dry run, looks up which the project holds) and
-// reports the ones the project already held.
+// flush writes the good rows (a dry run looks them up) and reports those the project held.
 func (im *importer) flush(ctx context.Context) error {
 	if len(im.batch) == 0 {
 		return nil
@@ -198,8 +194,7 @@ func (im *importer) flush(ctx context.Context) error {
 	return nil
 }
 
-// printable is a cell shown in a report: control characters escaped, cut to a length a table
-// can show.
+// printable is a cell as a report shows it: escaped, cut to 80 characters.
 func printable(s string) string {
 	if r := []rune(s); len(r) > 80 {
 		s = string(r[:80]) + "…"

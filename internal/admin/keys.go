@@ -78,8 +78,7 @@ func (a *Admin) RewrapKeys(ctx context.Context) (contract.RewrapResult, error) {
 	return res, nil
 }
 
-// rewrapOne brings one key's secret under the active master key, reading it again when
-// another writer changed it meanwhile.
+// rewrapOne seals one key's secret anew, reading it again when another writer changed it.
 func (a *Admin) rewrapOne(ctx context.Context, r contract.StoredSecret, res *contract.RewrapResult) error {
 	for attempt := 0; ; attempt++ {
 		var plain []byte
@@ -153,8 +152,7 @@ func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]contract.KeyIn
 	return ks, notFound(err, "project", projectID)
 }
 
-// publishKey copies a key's stored state (secret sealed) from Postgres to the mirror; the
-// mirror keeps it only if it is the newest version it has seen.
+// publishKey copies a key's stored state to the mirror, which keeps only its newest version.
 func (a *Admin) publishKey(ctx context.Context, keyID string) error {
 	k, err := a.Store.APIKey(ctx, keyID)
 	if err != nil {
@@ -189,8 +187,7 @@ func (a *Admin) SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec
 	return a.publishKey(ctx, keyID)
 }
 
-// SyncKeys copies every key from Postgres to the Redis mirror (a newer state there is kept),
-// as replicas do at start; it returns how many keys it read.
+// SyncKeys copies every key to the Redis mirror, as replicas do at start, and counts them.
 func (a *Admin) SyncKeys(ctx context.Context) (int, error) {
 	keys, err := a.Store.APIKeys(ctx)
 	if err != nil {

@@ -46,8 +46,7 @@ func (s *Server) bindOptionalJSON(c *gin.Context, v any) error {
 	return s.bindJSON(c, v)
 }
 
-// openAPIDoc serves the document without a session: it holds no data, and an integrator reads
-// it before having an account.
+// openAPIDoc serves the document without a session: it holds no data.
 func (s *Server) openAPIDoc(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, OpenAPIContentType, openAPI)
 	return nil
@@ -241,8 +240,7 @@ func (s *Server) rewrapKeys(c *gin.Context, se *Session) error {
 	return reply(c, http.StatusOK)(body, err)
 }
 
-// listCodes answers a page of a project's codes: by keyset with a cursor parameter (empty for
-// the first page), else by page number as the client API does.
+// listCodes answers a page of codes: by keyset with ?cursor=, else by page number.
 func (s *Server) listCodes(c *gin.Context, se *Session) error {
 	var (
 		q   contract.ListQuery

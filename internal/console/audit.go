@@ -312,8 +312,7 @@ func auditValue(key string, v any) string {
 	return string(b)
 }
 
-// auditTargetName is the name a person knows an entry's target by: a project's name, an
-// account's username, a code's value (its id is the value); "" when the entry holds only an id.
+// auditTargetName is the name a person knows an entry's target by, "" when only an id.
 func auditTargetName(r contract.AuditRecord, projects map[string]string) string {
 	switch r.TargetKind {
 	case "project":

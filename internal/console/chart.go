@@ -48,8 +48,7 @@ const (
 	chartBottom = 40.0
 )
 
-// chartBar is one time bucket of a chart: its counts and the two bars that draw them (left
-// edge X, width W, the success and the refusal bar's top SY, RY and height SH, RH).
+// chartBar is one bucket of a chart: its counts and its two bars' geometry.
 type chartBar struct {
 	From, To                 time.Time
 	Success, Refused         int64
@@ -62,8 +61,7 @@ type chartTick struct {
 	Label string
 }
 
-// activityChart is a verify chart as a page draws it: server-rendered SVG with axes, a
-// <title> tooltip per bar and the same numbers as a table, and links to the other ranges.
+// activityChart is a verify chart as a page draws it in SVG, with links to the other ranges.
 type activityChart struct {
 	Range                          chartRange
 	Ranges                         []chartRange

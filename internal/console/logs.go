@@ -16,8 +16,7 @@ const DefaultLogWindow = 24 * time.Hour
 // MaxLogWindow bounds a search's range: any kept logs, never "all time" by accident.
 const MaxLogWindow = 400 * 24 * time.Hour
 
-// LogSearch is a verification-log search as an operator writes it: a code by its value (in
-// ProjectID), result "failure" for every failed attempt, and an optional time range.
+// LogSearch is a log search as an operator writes it: a code by value, result "failure".
 type LogSearch struct {
 	ProjectID  string
 	Code       string // a code value; needs ProjectID
@@ -154,8 +153,7 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch) (func(io
 	}, nil
 }
 
-// writeCSV writes columns and then the rows rows emits in the spreadsheet-safe CSV of every
-// export (safecsv), and returns how many rows it wrote.
+// writeCSV writes columns and the rows emitted as spreadsheet-safe CSV, counting the rows.
 func writeCSV(w io.Writer, columns []string, rows func(row func(...string) error) error) (int, error) {
 	out := safecsv.NewWriter(w)
 	if err := out.Write(columns...); err != nil {

@@ -78,8 +78,7 @@ func flash(c *gin.Context) string {
 	return msg
 }
 
-// redirectDone sends the browser to path (which may end in a #fragment) after a form whose
-// action succeeded, with a flash message; else it returns err, to be answered.
+// redirectDone redirects to path with a flash after a form whose action succeeded (err nil).
 func redirectDone(c *gin.Context, err error, path, done, arg string) error {
 	if err != nil {
 		return err
@@ -245,22 +244,14 @@ func viewFor(se *Session, title, nav string) view {
 
 // thousands writes a count with comma separators (100,000), as people read counts.
 func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
+	s, sign := strconv.FormatUint(uint64(n), 10), ""
+	if n < 0 {
+		s, sign = strconv.FormatUint(uint64(-n), 10), "-"
 	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return sign + s
 }
 
 // humanDuration writes an age in seconds, minutes, hours or days, as people read one.

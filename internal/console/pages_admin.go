@@ -17,13 +17,11 @@ import (
 type auditRow struct {
 	contract.AuditRecord
 	Detail auditDetail
-	// TargetName and ProjectName are what a person reads for the target and the project ("" when
-	// only the id is known).
+	// TargetName and ProjectName are what a person reads ("" when only the id is known).
 	TargetName, ProjectName string
 }
 
-// auditPage shows the admin audit log, newest first, filtered and paged by seq, with the
-// result of verifying the whole chain.
+// auditPage shows the audit log, newest first, filtered, with the chain's verification.
 func (s *Server) auditPage(c *gin.Context, se *Session) error {
 	ctx, a := c.Request.Context(), s.actor(c, se)
 	f, err := auditFilterQuery(c)
@@ -63,8 +61,7 @@ func (s *Server) accountsPage(c *gin.Context, se *Session) error {
 	return s.renderAccounts(c, se, nil)
 }
 
-// renderAccounts shows the accounts; shown, when set, is an account whose one-time password
-// is displayed this once (just created or reset).
+// renderAccounts shows the accounts, and shown's one-time password this once.
 func (s *Server) renderAccounts(c *gin.Context, se *Session, shown *NewAccount) error {
 	accs, err := s.svc.Accounts(c.Request.Context(), s.actor(c, se))
 	if err != nil {
@@ -108,8 +105,7 @@ func (s *Server) loginPage(c *gin.Context, _ *Session) error {
 	return nil
 }
 
-// loginSubmit logs in from the form. A refused login shows the form again with the refusal
-// (the same words for every wrong username or password, the wait when locked).
+// loginSubmit logs in from the form, showing it again with a refusal.
 func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 	username := trimForm(c, "username")
 	se, token, err := s.svc.Login(c.Request.Context(), username, c.PostForm("password"), c.Request.UserAgent(),
@@ -147,8 +143,7 @@ func (s *Server) passwordPage(c *gin.Context, se *Session) error {
 	return nil
 }
 
-// passwordSubmit changes the password; a refusal (wrong current password, a weak new one)
-// shows the form again with it.
+// passwordSubmit changes the password, showing the form again with a refusal.
 func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 	next := c.PostForm("new_password")
 	var err error
@@ -174,8 +169,7 @@ func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, nil, "/", "password", "")
 }
 
-// logsPage shows a verification-log search: the filter form, one page of logs newest first,
-// the link to the next page and to the CSV of every matching log.
+// logsPage shows a log search: the filters, a page of logs, the next page and the CSV.
 func (s *Server) logsPage(c *gin.Context, se *Session) error {
 	q, err := logSearchQuery(c)
 	if err != nil {
@@ -216,8 +210,7 @@ func (s *Server) tokensPage(c *gin.Context, se *Session) error {
 	return s.renderTokens(c, se, nil)
 }
 
-// renderTokens shows the tokens the session may see; shown, when set, is a token just created,
-// whose secret is displayed this once.
+// renderTokens shows the tokens the session may see, and shown's secret this once.
 func (s *Server) renderTokens(c *gin.Context, se *Session, shown *NewToken) error {
 	ts, err := s.svc.Tokens(c.Request.Context(), s.actor(c, se))
 	if err != nil {
@@ -245,14 +238,12 @@ func (s *Server) tokenRevokeSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, err, "/tokens", "token_revoked", "")
 }
 
-// docsPage links what an integrator or an operator scripting the console reads: the client
-// API's OpenAPI document, the admin API's, and the client API guide with its signing steps.
+// docsPage links the client and admin APIs' documents and the client API guide.
 func (s *Server) docsPage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "docs", "Documentation", "docs", map[string]any{"AdminOpenAPI": APIPrefix + "/openapi.yaml"})
 }
 
-// apiGuidePage shows docs/api.md, the file the repository keeps, as a page with a table of
-// contents.
+// apiGuidePage shows docs/api.md as a page with a table of contents.
 func (s *Server) apiGuidePage(c *gin.Context, se *Session) error {
 	blocks := markdownBlocks(string(docs.APIGuide()))
 	var toc []mdBlock
@@ -270,8 +261,7 @@ func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
 	return nil
 }
 
-// clientOpenAPI serves the client API's OpenAPI document, the one every API replica serves at
-// /openapi.yaml, so the console links it without knowing the API's address.
+// clientOpenAPI serves the client API's OpenAPI document, as every API replica does.
 func (s *Server) clientOpenAPI(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, api.OpenAPIContentType, api.OpenAPI())
 	return nil

@@ -60,8 +60,7 @@ func (s *Server) projectsPage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "projects", "Projects", "projects", map[string]any{"Projects": ps})
 }
 
-// formExpiry reads an optional date field (YYYY-MM-DD, the end of that day in UTC) as Unix
-// seconds.
+// formExpiry reads an optional date (YYYY-MM-DD) as the end of that day, UTC, in Unix seconds.
 func formExpiry(c *gin.Context, name string) (*int64, error) {
 	v := trimForm(c, name)
 	if v == "" {
@@ -124,8 +123,7 @@ func (s *Server) projectPage(c *gin.Context, se *Session) error {
 	return s.renderProject(c, se, projectExtra{})
 }
 
-// renderProject writes the project page. A GET reads the codes table's filters and cursor
-// from the query; a form's answer (extra set) shows the table's first page.
+// renderProject writes the project page, the codes table as a GET's query asks.
 func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) error {
 	ctx, a, id := c.Request.Context(), s.actor(c, se), c.Param("project_id")
 	p, err := s.svc.Project(ctx, a, id)
@@ -255,8 +253,7 @@ var projectTabs = []projectTab{
 	{"overview", "Overview"}, {"codes", "Codes"}, {"keys", "API keys"}, {"batches", "Batches"}, {"settings", "Settings"},
 }
 
-// projectTabOf is the tab a project page shows: the one a form's answer belongs to (a new
-// key's secret, an import's report), else the one ?tab= names, else the overview.
+// projectTabOf is the tab a form's answer belongs to, else ?tab=, else the overview.
 func projectTabOf(c *gin.Context, extra projectExtra) string {
 	switch {
 	case extra.NewKey != nil:
@@ -273,8 +270,7 @@ func projectTabOf(c *gin.Context, extra projectExtra) string {
 	return "overview"
 }
 
-// codePage shows one code (?value=…): its state, its verification history and, for support
-// and above, its actions.
+// codePage shows one code (?value=…), its history and its actions.
 func (s *Server) codePage(c *gin.Context, se *Session) error {
 	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
 	p, err := s.svc.Project(ctx, a, pid)
@@ -295,8 +291,7 @@ func (s *Server) codeDisabledSubmit(disabled bool) func(*gin.Context, *Session) 
 	}
 }
 
-// manualSubmit verifies or reactivates a code by hand with the form's reason. A refusal of
-// the hot path (already used, disabled…) is an outcome, shown on the code page.
+// manualSubmit verifies or reactivates a code by hand; a refusal is an outcome shown.
 func (s *Server) manualSubmit(action contract.Action) func(*gin.Context, *Session) error {
 	return func(c *gin.Context, se *Session) error {
 		pid, value := c.Param("project_id"), c.PostForm("value")
@@ -328,8 +323,7 @@ func (s *Server) expirySubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, &u), projectPath(id)+"?tab=settings", "expiry_set", "")
 }
 
-// expiryClearSubmit removes a project's expiry; its codes without an expiry of their own then
-// never expire. It asks for the same confirmation.
+// expiryClearSubmit removes a project's expiry, with the same confirmation.
 func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
 	id := c.Param("project_id")
 	if c.PostForm("confirm") != "yes" {
@@ -338,8 +332,7 @@ func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, nil), projectPath(id)+"?tab=settings", "expiry_cleared", "")
 }
 
-// importSubmit checks ("check", a dry run) or imports a CSV file and shows the project page
-// with the report and its problem rows.
+// importSubmit checks or imports a CSV file and shows the project page with the report.
 func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	dry := c.PostForm("action") != "import"
 	// pageChain has bounded the body to the route's MaxBody and read the form.
@@ -362,8 +355,7 @@ func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	return s.renderProject(c, se, projectExtra{Import: &rep})
 }
 
-// bulkView is the bulk-disable page's data: the filter, the count it selects now, and the
-// batch when the page revokes one.
+// bulkView is the bulk-disable page's data (Changed: the count confirmed was stale).
 type bulkView struct {
 	Project contract.Project
 	Filter  bulkFilter
@@ -379,8 +371,7 @@ func (s *Server) batchCancelSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, err, projectPath(pid)+"?tab=batches", "batch_cancelled", "")
 }
 
-// bulkDisablePage shows how many codes a bulk disable (or a batch's revoke, with batch_id)
-// would disable, and the button that confirms exactly that count.
+// bulkDisablePage shows the count a bulk disable or batch revoke would disable, to confirm.
 func (s *Server) bulkDisablePage(c *gin.Context, se *Session) error {
 	f := bulkFilter{BatchID: strings.TrimSpace(c.Query("batch_id")), Status: c.Query("status"),
 		Search: strings.TrimSpace(c.Query("search"))}
@@ -473,8 +464,7 @@ type projectBatch struct {
 	Batch   contract.Batch
 }
 
-// batchesPage lists the latest generation batches of every project, newest first: what an
-// operator checks after starting generations in several projects.
+// batchesPage lists every project's latest generation batches, newest first.
 func (s *Server) batchesPage(c *gin.Context, se *Session) error {
 	ctx, a := c.Request.Context(), s.actor(c, se)
 	ps, err := s.svc.Projects(ctx, a)

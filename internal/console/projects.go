@@ -13,8 +13,7 @@ import (
 // the actor's role, runs internal/admin's action (Operations) and records a change in the
 // audit log.
 
-// read runs a read of the admin service for an actor of at least role need, at the service's
-// now in Unix seconds.
+// read runs a read of the admin service for an actor of at least role need.
 func read[T any](s *Service, a Actor, need Role, f func(o Operations, now int64) (T, error)) (T, error) {
 	o, err := s.operator(a, need)
 	if err != nil {
@@ -24,8 +23,7 @@ func read[T any](s *Service, a Actor, need Role, f func(o Operations, now int64)
 	return f(o, s.now().Unix())
 }
 
-// change runs an action of the admin service for an actor of at least role need and records
-// it, when it succeeded, as action on target (kind, id) in projectID.
+// change runs an admin action for an actor of at least role need and records it.
 func (s *Service) change(ctx context.Context, a Actor, need Role, action, kind, id, projectID string,
 	detail map[string]any, f func(o Operations) error) error {
 	o, err := s.operator(a, need)
@@ -38,8 +36,7 @@ func (s *Service) change(ctx context.Context, a Actor, need Role, action, kind, 
 	return s.record(ctx, a, action, kind, id, projectID, detail)
 }
 
-// recordPartial records an action that may have done part of its work (n > 0) before err,
-// with complete saying whether it finished; an error recording it replaces no earlier error.
+// recordPartial records an action that may have stopped part way, with whether it finished.
 func (s *Service) recordPartial(ctx context.Context, a Actor, action, kind, id, projectID string, detail map[string]any, err error) error {
 	detail["complete"] = err == nil
 	if rerr := s.record(ctx, a, action, kind, id, projectID, detail); rerr != nil && err == nil {
@@ -78,8 +75,7 @@ func (s *Service) Project(ctx context.Context, a Actor, id string) (contract.Pro
 	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.Project, error) { return o.Project(ctx, id, now) })
 }
 
-// Statistics reads a project's statistics as the client API's statistics endpoint answers
-// them (viewer and above).
+// Statistics reads a project's statistics (viewer and above).
 func (s *Service) Statistics(ctx context.Context, a Actor, id string) (contract.ProjectStatistics, error) {
 	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.ProjectStatistics, error) {
 		return o.Statistics(ctx, id, now)
@@ -149,8 +145,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, a Actor, projectID string, r
 	return k, s.record(ctx, a, "api_key.create", "api_key", k.ID, projectID, map[string]any{"rate_per_sec": rate, "burst": burst})
 }
 
-// changeKey runs a change of an API key and records it under the key's project, read first so
-// a missing key is a refusal naming it.
+// changeKey runs a change of an API key and records it under the key's project.
 func (s *Service) changeKey(ctx context.Context, a Actor, action, keyID string, detail map[string]any, f func(o Operations) error) error {
 	o, err := s.operator(a, RoleOperator)
 	if err != nil {
@@ -202,24 +197,21 @@ func (s *Service) RewrapKeys(ctx context.Context, a Actor) (contract.RewrapResul
 	return res, o.ActiveKeyID(), err
 }
 
-// ListCodes reads one page of a project's codes with the client API's filters (viewer and
-// above): the store's list, the one the client API and acv codes list read.
+// ListCodes reads one page of a project's codes with the client API's filters (viewer+).
 func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q contract.ListQuery) (contract.CodePage, error) {
 	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodePage, error) {
 		return o.ListCodes(ctx, projectID, q, now)
 	})
 }
 
-// ListCodesAfter reads one keyset page of a project's codes (viewer and above): deep pages
-// cost what the first does and codes created meanwhile shift no page.
+// ListCodesAfter reads one keyset page of a project's codes (viewer and above).
 func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q contract.CursorQuery) (contract.CursorPage, error) {
 	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CursorPage, error) {
 		return o.ListCodesAfter(ctx, projectID, q, now)
 	})
 }
 
-// Code reads one code by its value, with its live state and its verification history (viewer
-// and above).
+// Code reads one code with its live state and history (viewer and above).
 func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (contract.CodeWithHistory, error) {
 	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodeWithHistory, error) {
 		return o.Code(ctx, projectID, value, now)
@@ -331,8 +323,7 @@ func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID s
 		"name": b.Name, "status": b.Status, "done": b.Done})
 }
 
-// RevokeBatch disables every code of a batch (operator and above); with expected, only if
-// that is still how many there are to disable. The audit log records the count.
+// RevokeBatch disables a batch's codes (operator and above) while expected is their count.
 func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID string, expected *int64) (int, error) {
 	o, err := s.operator(a, RoleOperator)
 	if err != nil {
@@ -346,8 +337,7 @@ func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID s
 	return n, s.recordPartial(ctx, a, "batch.revoke", "batch", batchID, projectID, map[string]any{"disabled": n}, err)
 }
 
-// BulkCount counts the codes a bulk disable with filter f would disable (operator and above):
-// the number shown, and confirmed, before it runs.
+// BulkCount counts the codes a bulk disable with f would disable (operator and above).
 func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f contract.CodeFilter) (int64, error) {
 	return read(s, a, RoleOperator, func(o Operations, now int64) (int64, error) { return o.CountMatching(ctx, projectID, f, now) })
 }

@@ -38,8 +38,7 @@ type Route struct {
 	handler func(*gin.Context, *Session) error
 }
 
-// Routes lists every endpoint of the API with the role it needs: the API's reference, and the
-// table the tests refuse every role below it from.
+// Routes lists the API's endpoints with the role each needs, for its reference and tests.
 func (s *Server) Routes() []Route {
 	rs := s.routes()
 	for i := range rs {
@@ -112,8 +111,7 @@ func (s *Server) routes() []Route {
 	}
 }
 
-// pageRoutes are the console's pages. Each calls the Service methods the API's handlers call;
-// a form posts its CSRF token as the field csrf_token.
+// pageRoutes are the console's pages; a form posts its CSRF token as csrf_token.
 func (s *Server) pageRoutes() []Route {
 	return []Route{
 		{Method: get, Path: "/login", Anonymous: true, handler: s.loginPage},
@@ -174,8 +172,7 @@ func (s *Server) pageRoutes() []Route {
 // errRedirected: the gate answered with a redirect; nothing is left to answer.
 var errRedirected = errors.New("redirected")
 
-// gate runs a route's handler once the request passed every check, and answers a refusal: as
-// {"detail"} for the API, as a page for a page.
+// gate runs a route's handler once admitted, answering a refusal as JSON or as a page.
 func (s *Server) gate(r Route, page bool) gin.HandlerFunc {
 	limit := cmp.Or(r.MaxBody, s.cfg.MaxBodyBytes)
 	return func(c *gin.Context) {
@@ -429,8 +426,7 @@ func queryLimit(c *gin.Context) (int, error) {
 	return n, err
 }
 
-// kept is the query's parameters among names that are set: the filters a page's links and CSV
-// keep.
+// kept is the query's parameters among names that are set, for links that keep filters.
 func kept(c *gin.Context, names ...string) url.Values {
 	q := url.Values{}
 	for _, k := range names {
@@ -447,8 +443,7 @@ var (
 	auditFilters = []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"}
 )
 
-// logSearchQuery reads a log search from the query string, as the API and the logs page
-// take it: the logFilters, from, to, after, limit.
+// logSearchQuery reads a log search from the query: the logFilters, from, to, after, limit.
 func logSearchQuery(c *gin.Context) (LogSearch, error) {
 	q := LogSearch{ProjectID: c.Query("project_id"), Code: c.Query("code"), Action: c.Query("action"),
 		Result: c.Query("result"), Reason: c.Query("reason"), VerifiedBy: c.Query("verified_by"), IP: c.Query("ip"),
@@ -464,8 +459,7 @@ func logSearchQuery(c *gin.Context) (LogSearch, error) {
 	return q, err
 }
 
-// auditFilterQuery reads an audit search from the query string: the auditFilters, before and
-// limit.
+// auditFilterQuery reads an audit search from the query: the auditFilters, before, limit.
 func auditFilterQuery(c *gin.Context) (contract.AuditFilter, error) {
 	f := contract.AuditFilter{
 		AdminUsername: c.Query("admin"), Action: c.Query("action"), TargetKind: c.Query("target_kind"),

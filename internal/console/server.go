@@ -33,8 +33,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-// Server is the console's HTTP adapter over a Service: the admin API under APIPrefix and the
-// web pages (pages.go) beside it.
+// Server is the console's HTTP adapter over a Service: the admin API and the pages.
 type Server struct {
 	svc     *Service
 	cfg     ServerConfig
@@ -155,8 +154,7 @@ func (s *Server) recovery(c *gin.Context) {
 	c.Next()
 }
 
-// Service is the Service the Server answers over, for the process that runs its scheduled
-// jobs (RunAuditRetention).
+// Service is the Service the Server answers over (for RunAuditRetention).
 func (s *Server) Service() *Service { return s.svc }
 
 var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
@@ -204,8 +202,7 @@ func invalid(err error) error {
 // It has no Max-Age: it ends with the browser, and the server ends the session in any case.
 const CookieName = "acv_console_session"
 
-// setSessionCookie sends token as the session cookie, or with clear tells the browser to
-// forget it.
+// setSessionCookie sends token as the session cookie, or with clear forgets it.
 func (s *Server) setSessionCookie(c *gin.Context, token string, clear bool) {
 	ck := &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: s.proxies.secure(c.Request)}

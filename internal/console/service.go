@@ -161,12 +161,10 @@ func NewService(cfg Config) (*Service, error) {
 		jobs: newJobs(), dummyHash: dummy}, nil
 }
 
-// Close stops the generation batches still running on this instance and waits for them to
-// record that they were interrupted. The Server's Serve calls it when it ends.
+// Close stops the generation batches running here and waits for them to record it.
 func (s *Service) Close() { s.jobs.close() }
 
-// Actor is who performs an action, and from where: the account of a session, or the acv
-// command (SystemActor).
+// Actor is who performs an action, and from where: a session's account or SystemActor.
 type Actor struct {
 	AdminID  string // "" for SystemActor
 	Username string

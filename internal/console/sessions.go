@@ -66,8 +66,7 @@ func (se *Session) Actor(ip string) Actor {
 // expired, idle, revoked, the account disabled. The client is told only to log in.
 var errNoSession = contract.Errorf(contract.KindUnauthorized, "Not logged in, or the session ended: log in again")
 
-// newSession records a session for account and returns it with its token, to be sent once, in
-// the cookie.
+// newSession records a session for account and returns it with its token, sent once.
 func (s *Service) newSession(ctx context.Context, account contract.AdminAccount, userAgent, ip string) (*Session, string, error) {
 	token, id, err := newSecret()
 	if err != nil {
@@ -129,8 +128,7 @@ func (s *Service) Logout(ctx context.Context, se *Session, ip string) error {
 	return s.record(ctx, se.Actor(ip), "logout", "admin", se.Account.ID, "", nil)
 }
 
-// newSecret draws a session cookie's or an API token's secret, tokenLen bytes from
-// crypto/rand, and its SHA-256, the form the store keeps.
+// newSecret draws a secret of tokenLen bytes and its SHA-256, the form the store keeps.
 func newSecret() (raw []byte, hash [sha256.Size]byte, err error) {
 	raw = make([]byte, tokenLen)
 	if _, err := rand.Read(raw); err != nil {
@@ -160,8 +158,7 @@ const (
 	MaxTokenTTL     = 366 * 24 * time.Hour
 )
 
-// Token and NewToken are the admin API's token views (the contract's: the acv command reads the
-// same types).
+// Token and NewToken are the admin API's token views, the contract's.
 type (
 	Token    = contract.APIToken
 	NewToken = contract.NewAPIToken
@@ -183,8 +180,7 @@ func tokenOf(t contract.AdminToken) Token {
 // its account disabled. The client is told to log in again.
 var errBadToken = contract.Errorf(contract.KindUnauthorized, "The API token is invalid, expired or revoked: log in again (acv login)")
 
-// CreateToken makes a token for the actor's own account. role "" is the actor's role; a role
-// above it is refused. ttl 0 is DefaultTokenTTL.
+// CreateToken makes a token for the actor's own account, of their role at most (ttl 0: default).
 func (s *Service) CreateToken(ctx context.Context, a Actor, name string, role Role, ttl time.Duration) (NewToken, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return NewToken{}, err
@@ -253,8 +249,7 @@ func (s *Service) Tokens(ctx context.Context, a Actor) ([]Token, error) {
 	return out, nil
 }
 
-// RevokeToken ends a token at once: an admin may revoke any, anyone else their own (another
-// account's is not found, so it tells nothing).
+// RevokeToken ends a token: an admin's any, anyone else's own (another's is not found).
 func (s *Service) RevokeToken(ctx context.Context, a Actor, id string) (Token, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return Token{}, err
