@@ -104,7 +104,8 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			continue
 		}
 		line, _ := cr.FieldPos(0)
-		if first && isHeader(rec) {
+		// A first row naming a "code" column is a header: the columns are then found by name.
+		if first && slices.ContainsFunc(rec, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), "code") }) {
 			codeCol, expCol = -1, -1
 			for i, h := range rec {
 				switch strings.ToLower(strings.TrimSpace(h)) {
@@ -216,14 +217,4 @@ func parseExpiry(s string) (int64, error) {
 		return 0, fmt.Errorf("expires_at %q: use Unix seconds or RFC 3339 (2027-01-01T00:00:00Z)", s)
 	}
 	return t.Unix(), nil
-}
-
-// isHeader tells whether a first row names its columns: one of its cells is "code".
-func isHeader(rec []string) bool {
-	for _, h := range rec {
-		if strings.EqualFold(strings.TrimSpace(h), "code") {
-			return true
-		}
-	}
-	return false
 }

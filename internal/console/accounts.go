@@ -308,8 +308,7 @@ func (s *Service) oneTimePassword() (pw, hash string, err error) {
 	return pw, hash, nil
 }
 
-// PasswordParams are argon2id's cost parameters for new hashes. A stored hash carries its own
-// parameters, so raising them later leaves existing passwords valid.
+// PasswordParams are argon2id's cost for new hashes; a stored hash carries its own.
 type PasswordParams struct {
 	MemoryKiB uint32
 	Time      uint32
@@ -338,8 +337,7 @@ const (
 	maxPasswordLen = 256
 )
 
-// HashPassword hashes password with argon2id and a fresh random salt, in the PHC string format
-// ($argon2id$v=19$m=…,t=…,p=…$salt$hash, unpadded standard base64) that other tools read.
+// HashPassword hashes password with argon2id and a fresh salt, as a PHC string other tools read.
 func HashPassword(p PasswordParams, password string) (string, error) {
 	salt := make([]byte, saltLen)
 	if _, err := rand.Read(salt); err != nil {
@@ -354,8 +352,7 @@ func HashPassword(p PasswordParams, password string) (string, error) {
 // errBadHash: a stored hash is not an argon2id PHC string this code can check.
 var errBadHash = errors.New("password hash is not an argon2id PHC string")
 
-// CheckPassword tells whether password matches the PHC string phc, hashing it with phc's own
-// salt and parameters and comparing in constant time.
+// CheckPassword tells whether password matches the PHC string phc, in constant time.
 func CheckPassword(phc, password string) (bool, error) {
 	parts := strings.Split(phc, "$")
 	// "", "argon2id", "v=19", "m=…,t=…,p=…", salt, hash
@@ -384,12 +381,10 @@ func CheckPassword(phc, password string) (bool, error) {
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
-// oneTimeAlphabet has no look-alike characters, so a bootstrap password read off a terminal
-// and typed into a browser survives.
+// oneTimeAlphabet has no look-alike characters: a password read off a terminal survives typing.
 const oneTimeAlphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-// NewOneTimePassword draws a 20-character password from crypto/rand (about 116 bits), for an
-// account's first login: the account must change it before doing anything else.
+// NewOneTimePassword draws a 20-character password (about 116 bits) for a first login.
 func NewOneTimePassword() (string, error) {
 	const n = 20
 	b := make([]byte, n)
@@ -495,8 +490,7 @@ func (p ThrottlePolicy) spacing(failures int) time.Duration {
 	return p.AccountSpacing
 }
 
-// limits are the subjects a password check of username from ip counts against, with how
-// each locks; without an address only the username's.
+// limits are the subjects a password check counts against; without an address, the username's.
 func (p ThrottlePolicy) limits(username, ip string) []contract.LoginLimit {
 	ls := []contract.LoginLimit{
 		{Subject: pairSubject(username, ip), LockFor: p.lockFor(p.PairFailures)},
@@ -508,8 +502,7 @@ func (p ThrottlePolicy) limits(username, ip string) []contract.LoginLimit {
 	return ls
 }
 
-// usernameHash keeps a username out of the throttle's keys in clear: a password typed into
-// the username field by mistake is not stored.
+// usernameHash keeps a username (maybe a mistyped password) out of the throttle's keys.
 func usernameHash(username string) string {
 	h := sha256.Sum256([]byte(username))
 	return hex.EncodeToString(h[:])

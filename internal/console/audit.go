@@ -20,8 +20,7 @@ import (
 // the Service after the action (store.AppendAdminAudit chains each row to the one before). A
 // row's detail names what changed, never a secret, a password or a token.
 
-// record appends one row for actor. An action done but not recorded returns the error (a
-// 500), so an unrecorded change does not pass silently.
+// record appends one row for actor; an action done but not recorded returns the error (a 500).
 func (s *Service) record(ctx context.Context, a Actor, action, targetKind, targetID, projectID string, detail map[string]any) error {
 	_, err := s.store.AppendAdminAudit(ctx, contract.AuditEntry{
 		At: s.now(), AdminID: a.AdminID, AdminUsername: a.Username, Action: action,
@@ -47,8 +46,7 @@ func (s *Service) AuditLog(ctx context.Context, a Actor, f contract.AuditFilter)
 	return rs, err
 }
 
-// ChainReport is what VerifyChain found. When OK is false, BrokenSeq is the first row whose
-// link (prev_hash) or content (hash) does not match, and Problem says which.
+// ChainReport is what VerifyChain found; when not OK, BrokenSeq is the first bad row.
 type ChainReport struct {
 	OK        bool   `json:"ok"`
 	Rows      int64  `json:"rows"`
@@ -99,8 +97,7 @@ func (s *Service) VerifyChain(ctx context.Context) (ChainReport, error) {
 	return rep, nil
 }
 
-// PruneAudit removes the audit rows older than keep, moving the chain's anchor, and records the
-// run (admin only).
+// PruneAudit removes the audit rows older than keep, moving the chain's anchor (admin only).
 func (s *Service) PruneAudit(ctx context.Context, a Actor, keep time.Duration) (int64, error) {
 	if err := a.require(RoleAdmin); err != nil {
 		return 0, err
@@ -190,8 +187,7 @@ func (s *Service) ApplyAuditRetention(ctx context.Context, keep time.Duration) (
 		map[string]any{"deleted": n, "before": before.Unix(), "keep_days": int64(keep / (24 * time.Hour))})
 }
 
-// RunAuditRetention applies the retention now and every interval until ctx ends (never when
-// keep <= 0); a failed run is logged and retried at the next tick.
+// RunAuditRetention applies the retention now and every interval (never when keep <= 0).
 func (s *Service) RunAuditRetention(ctx context.Context, keep, every time.Duration) error {
 	if keep <= 0 {
 		return nil

@@ -72,8 +72,7 @@ type activityChart struct {
 	W, H, Left, Right, Top, Bottom float64
 }
 
-// niceCeil is the smallest 1, 2 or 5 × 10^k at or above v (at least 1): the y axis's top,
-// so its ticks are round numbers and 1 and 1,509 never draw the same height.
+// niceCeil is the smallest 1, 2 or 5 × 10^k at or above v: the y axis's round top.
 func niceCeil(v int64) int64 {
 	if v <= 1 {
 		return 1

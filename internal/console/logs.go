@@ -178,8 +178,7 @@ func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]contract.LogPar
 	return s.store.LogPartitions(ctx)
 }
 
-// MaintainLogs runs one partition maintenance now (admin only) with the service's policy,
-// retentionDays and ahead replacing its own when set; a run that did something is recorded.
+// MaintainLogs runs one partition maintenance now (admin only), recording a run that did something.
 func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (contract.LogMaintenance, error) {
 	if err := a.require(RoleAdmin); err != nil {
 		return contract.LogMaintenance{}, err
@@ -225,8 +224,7 @@ type OutboxReader func(ctx context.Context) (length int64, oldestAge time.Durati
 // RelayCounter counts the relays alive (audit.LiveRelays over the process's Redis).
 type RelayCounter func(ctx context.Context) (int64, error)
 
-// Health reads the pipeline's health for the dashboard (viewer and above). A part that cannot
-// be read is told in Problem, not as an error: the dashboard is opened when something is wrong.
+// Health reads the pipeline's health (viewer and above); a part not read is told in Problem.
 func (s *Service) Health(ctx context.Context, a Actor) (PipelineHealth, error) {
 	if err := a.require(RoleViewer); err != nil {
 		return PipelineHealth{}, err

@@ -198,8 +198,7 @@ func (v view) Role() Role {
 	return v.Account.Role
 }
 
-// securityHeaders go with every page: no script, style, fetch or form target outside the
-// console, no framing. (console.js reads a running batch's progress from the admin API.)
+// securityHeaders go with every page: nothing from outside the console, no framing.
 func securityHeaders(c *gin.Context) {
 	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")

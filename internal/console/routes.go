@@ -18,8 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Route is one endpoint of the admin API, or one web page or form target, and what it demands
-// of a request.
+// Route is one endpoint of the admin API or one page, and what it demands of a request.
 type Route struct {
 	Method string
 	Path   string // under APIPrefix for the API
@@ -31,8 +30,7 @@ type Route struct {
 	// password first (the change itself, reading who one is, logging out); every other route
 	// answers such a session 403.
 	DuringPasswordChange bool
-	// MaxBody is the most its request body may hold, 413 past it; ServerConfig.MaxBodyBytes
-	// when 0.
+	// MaxBody is the most its body may hold (413 past it); ServerConfig.MaxBodyBytes when 0.
 	MaxBody int64
 
 	handler func(*gin.Context, *Session) error
@@ -234,8 +232,7 @@ func redirectGet(c *gin.Context, page bool, path string, err error) error {
 	return err
 }
 
-// errCrossSite refuses a form posted from another site's page (Sec-Fetch-Site), the login form
-// too, which has no CSRF token to check.
+// errCrossSite refuses a form posted from another site's page (Sec-Fetch-Site).
 var errCrossSite = contract.Errorf(contract.KindForbidden, "Forms of the console are only accepted from the console's own pages")
 
 // errMustChange refuses a session whose account has not yet replaced its one-time password.
@@ -255,8 +252,7 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// checkCSRF refuses an unsafe request of session se without its CSRF token, comparing in
-// constant time. A bearer-token request needs none: a browser never adds that header itself.
+// checkCSRF refuses an unsafe cookie-session request without its CSRF token (constant time).
 func checkCSRF(c *gin.Context, se *Session) error {
 	if safeMethod(c.Request.Method) || se.apiToken != nil {
 		return nil
@@ -273,12 +269,10 @@ func checkCSRF(c *gin.Context, se *Session) error {
 	return nil
 }
 
-// loginBodyBytes bounds a login's body, the form's and the API's: a username, a password of
-// at most maxPasswordLen bytes, each escaped, and their framing fit in it several times over.
+// loginBodyBytes bounds a login's body, a password of maxPasswordLen bytes escaped several times over.
 const loginBodyBytes = 4 << 10
 
-// readForm parses a posted form within the body's bound (413 past it) for the checks and the
-// handler; multipart files above 8 MiB spill to temporary files.
+// readForm parses a posted form within the body's bound (413 past it) for the checks and handler.
 func readForm(c *gin.Context) error {
 	switch mt, _, _ := mime.ParseMediaType(c.ContentType()); mt {
 	case "application/x-www-form-urlencoded":
@@ -307,8 +301,7 @@ func errTooLarge(err error) error {
 	return contract.Errorf(contract.KindTooLarge, "Request body must be at most %d bytes", tooLarge.Limit)
 }
 
-// requireUTF8 refuses (400) a query or posted form not valid UTF-8 once decoded, which a text
-// column or JSON would refuse or rewrite to U+FFFD; bindJSON checks a JSON body.
+// requireUTF8 refuses (400) a query or posted form not valid UTF-8 once decoded.
 func requireUTF8(c *gin.Context) error {
 	if err := contract.ValidateQueryUTF8(c.Request.URL.RawQuery); err != nil {
 		return err
@@ -324,8 +317,7 @@ func requireUTF8(c *gin.Context) error {
 
 var errNotJSON = &contract.Error{Kind: contract.KindUnsupportedMediaType, Message: "Request body must be JSON (Content-Type: application/json)"}
 
-// bindJSON reads one JSON object into v: Content-Type application/json (which a cross-site form
-// cannot send), within the body's bound, valid UTF-8, no unknown fields.
+// bindJSON reads one JSON object into v: application/json, bounded, valid UTF-8, no unknown fields.
 func (s *Server) bindJSON(c *gin.Context, v any) error {
 	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "application/json" {
 		return errNotJSON
@@ -363,8 +355,7 @@ func (s *Server) bindJSON(c *gin.Context, v any) error {
 	return nil
 }
 
-// pathValue is a path parameter decoded with path rules ('+' stays '+'); routing runs on the
-// escaped path so an encoded '/' stays inside its segment.
+// pathValue is a path parameter decoded with path rules (routing runs on the escaped path).
 func pathValue(c *gin.Context, name string) (string, error) {
 	v, err := url.PathUnescape(c.Param(name))
 	if err != nil {

@@ -22,8 +22,7 @@ const APIPrefix = "/admin/api/v1"
 
 // ServerConfig configures the HTTP side of the console.
 type ServerConfig struct {
-	// TrustedProxies are the reverse proxies (CIDRs or addresses) whose X-Forwarded-For and
-	// X-Forwarded-Proto are believed (ACV_ADMIN_TRUSTED_PROXIES); none by default.
+	// TrustedProxies are the proxies whose forwarding headers are believed; none by default.
 	TrustedProxies []string
 	// MaxBodyBytes bounds a JSON body; 64 KiB when 0.
 	MaxBodyBytes int64
@@ -130,8 +129,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	return nil
 }
 
-// noStore keeps every answer out of caches: they hold account data, secrets shown once and
-// CSRF tokens.
+// noStore keeps every answer out of caches: they hold account data, secrets and CSRF tokens.
 func noStore(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Header("X-Content-Type-Options", "nosniff")
@@ -159,8 +157,7 @@ func (s *Server) Service() *Service { return s.svc }
 
 var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
-// refusal is how the API and the pages answer an error, by contract.Answer's table: its status,
-// detail and Retry-After; an error of ours is logged with its cause.
+// refusal is how the API and the pages answer an error, by contract.Answer's table.
 func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
 	status, detail, retryAfter, internal := contract.Answer(err)
 	if internal {
@@ -229,8 +226,7 @@ func (s *Server) actor(c *gin.Context, se *Session) Actor {
 	return se.Actor(s.proxies.clientIP(c.Request))
 }
 
-// staticFS is what /static/ serves: the embedded stylesheet and script, files only. A
-// directory is not found (404), so no request lists what the console carries.
+// staticFS is what /static/ serves: the embedded files, never a directory listing.
 func staticFS() http.FileSystem {
 	sub, err := fs.Sub(webFS, "web/static")
 	if err != nil {
@@ -239,8 +235,7 @@ func staticFS() http.FileSystem {
 	return filesOnly{http.FS(sub)}
 }
 
-// filesOnly is a file system whose directories do not exist: http.FileServer (which gin's
-// StaticFS is) would answer a directory with a listing of its files.
+// filesOnly is a file system whose directories do not exist, so none is listed.
 type filesOnly struct{ http.FileSystem }
 
 // Open opens name when it is a file; a directory is fs.ErrNotExist.
@@ -260,8 +255,7 @@ func (f filesOnly) Open(name string) (http.File, error) {
 	return file, nil
 }
 
-// proxies are the reverse proxies (ACV_ADMIN_TRUSTED_PROXIES) whose X-Forwarded-For and
-// X-Forwarded-Proto are believed: from anyone else, the audit log's IP and Secure would lie.
+// proxies are the reverse proxies whose forwarding headers are believed (ACV_ADMIN_TRUSTED_PROXIES).
 type proxies []netip.Prefix
 
 // parseProxies reads CIDRs or bare addresses.
@@ -309,8 +303,7 @@ func peer(r *http.Request) (netip.Addr, bool) {
 	return a.Unmap(), err == nil
 }
 
-// clientIP is the peer, or behind trusted proxies the nearest X-Forwarded-For address that is
-// not one, read from the right (anything left of an untrusted address is the client's).
+// clientIP is the peer, or behind trusted proxies the nearest forwarded address that is none.
 func (ps proxies) clientIP(r *http.Request) string {
 	p, ok := peer(r)
 	if !ok {
@@ -334,8 +327,7 @@ func (ps proxies) clientIP(r *http.Request) string {
 	return client.String()
 }
 
-// secure tells whether the browser reached the console over HTTPS: the connection itself is
-// TLS, or a trusted proxy says so in X-Forwarded-Proto. The session cookie is Secure then.
+// secure tells whether the browser came over HTTPS, by TLS or a trusted proxy's header.
 func (ps proxies) secure(r *http.Request) bool {
 	if r.TLS != nil {
 		return true

@@ -62,8 +62,7 @@ type Store interface {
 	RevokeAdminToken(ctx context.Context, id string, now time.Time) error
 }
 
-// Operations is what the console needs of the admin service (internal/admin, the operator
-// actions the acv command runs too; the wiring passes *admin.Admin).
+// Operations is what the console needs of the admin service (*admin.Admin, internal/admin).
 type Operations interface {
 	APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error)
 	Batch(ctx context.Context, projectID, batchID string) (contract.Batch, error)
@@ -120,8 +119,7 @@ type Config struct {
 	LogPolicy contract.LogPolicy // applied by a maintenance run: contract.DefaultLogPolicy()
 }
 
-// Service performs the console's actions for an Actor: it checks the actor's role, runs the
-// action, and records it in the admin audit log.
+// Service performs the console's actions for an Actor: role checked, action recorded.
 type Service struct {
 	cfg   Config
 	store Store
@@ -130,8 +128,7 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	jobs  *jobs
-	// dummyHash is checked against the password of a login naming no account, so such a
-	// login takes as long as one naming an account.
+	// dummyHash is checked for a login naming no account, so it takes as long as any other.
 	dummyHash string
 }
 
@@ -236,8 +233,7 @@ func ParseRole(s string) (Role, error) {
 	return r, nil
 }
 
-// Allows tells whether an account of role r may do what needs role need. An unknown role (a
-// row edited by hand) allows nothing.
+// Allows tells whether role r may do what needs role need; an unknown role allows nothing.
 func (r Role) Allows(need Role) bool {
 	return r.rank() > 0 && need.rank() > 0 && r.rank() >= need.rank()
 }

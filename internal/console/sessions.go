@@ -14,8 +14,7 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// SessionPolicy bounds a session: it ends Idle after its last request, and Lifetime after the
-// login whatever happens.
+// SessionPolicy bounds a session: it ends Idle after its last request, Lifetime after login.
 type SessionPolicy struct {
 	Idle     time.Duration
 	Lifetime time.Duration
@@ -26,8 +25,7 @@ func DefaultSessionPolicy() SessionPolicy {
 	return SessionPolicy{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour}
 }
 
-// touchEvery is how stale last_seen_at may grow before a request moves it: at most one write a
-// minute per session, whatever the request rate; the idle timeout is that much less exact.
+// touchEvery is how stale last_seen_at may grow: at most one write a minute per session.
 const touchEvery = time.Minute
 
 // tokenLen is the session token's length in bytes before encoding: 256 bits from crypto/rand.
@@ -45,8 +43,7 @@ type Session struct {
 	apiToken *Token
 }
 
-// CSRFToken is the value every unsafe request of this session must carry: an HMAC under the
-// session token, which only the browser holding the HttpOnly cookie can know; nothing stored.
+// CSRFToken is an HMAC under the session token that only the cookie's holder can know.
 func (se *Session) CSRFToken() string {
 	m := hmac.New(sha256.New, se.token)
 	m.Write([]byte("acv console csrf v1"))
@@ -62,8 +59,7 @@ func (se *Session) Actor(ip string) Actor {
 	return Actor{AdminID: se.Account.ID, Username: name, Role: Role(se.Account.Role), IP: ip}
 }
 
-// errNoSession is every reason a request has no valid session: no cookie, an unknown token,
-// expired, idle, revoked, the account disabled. The client is told only to log in.
+// errNoSession is every reason a request has no valid session: it is told only to log in.
 var errNoSession = contract.Errorf(contract.KindUnauthorized, "Not logged in, or the session ended: log in again")
 
 // newSession records a session for account and returns it with its token, sent once.
@@ -86,8 +82,7 @@ func (s *Service) newSession(ctx context.Context, account contract.AdminAccount,
 	return se, base64.RawURLEncoding.EncodeToString(token), nil
 }
 
-// SessionByToken finds the valid session of a cookie's token, else errNoSession (401): unknown,
-// expired, idle, revoked, or its account disabled or its password changed since.
+// SessionByToken finds the valid session of a cookie's token, else errNoSession (401).
 func (s *Service) SessionByToken(ctx context.Context, token string) (*Session, error) {
 	raw, id, ok := decodeSecret(token)
 	if !ok {
@@ -176,8 +171,7 @@ func tokenOf(t contract.AdminToken) Token {
 		CreatedAt: t.CreatedAt.Unix(), ExpiresAt: t.ExpiresAt.Unix(), LastUsedAt: unix(t.LastUsedAt), RevokedAt: unix(t.RevokedAt)}
 }
 
-// errBadToken is every reason a bearer token is refused: malformed, unknown, expired, revoked,
-// its account disabled. The client is told to log in again.
+// errBadToken is every reason a bearer token is refused.
 var errBadToken = contract.Errorf(contract.KindUnauthorized, "The API token is invalid, expired or revoked: log in again (acv login)")
 
 // CreateToken makes a token for the actor's own account, of their role at most (ttl 0: default).
@@ -276,8 +270,7 @@ func (s *Service) RevokeToken(ctx context.Context, a Actor, id string) (Token, e
 	return tokenOf(t), nil
 }
 
-// SessionByAPIToken is a bearer token's session: its account, with the token's role when lower;
-// errBadToken (401) when unknown, expired, revoked or its account disabled.
+// SessionByAPIToken is a bearer token's session, of the token's role when lower (else errBadToken).
 func (s *Service) SessionByAPIToken(ctx context.Context, secret string) (*Session, error) {
 	enc, ok := strings.CutPrefix(secret, TokenPrefix)
 	if !ok {
