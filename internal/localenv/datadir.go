@@ -8,17 +8,15 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
-// ExternalPGRoot is where PostgresDataDir keeps a cluster whose data directory the postgres
-// user could not reach inside the checkout.
+// ExternalPGRoot is where PostgresDataDir keeps a cluster the postgres user cannot reach in the
+// data directory.
 var ExternalPGRoot = "/var/lib/acv"
-
-// pgLocationFile, in a data directory, records where its PostgreSQL cluster lives when that is
-// outside it, so every later run finds the same cluster.
-const pgLocationFile = "pg.location"
 
 // PostgresDataDir is the PostgreSQL data directory of the acv data directory home (absolute):
 // home/pg when the server's user can reach it, else a directory of home's own under
@@ -26,7 +24,7 @@ const pgLocationFile = "pg.location"
 // in home/pg.location so restarts use the same cluster. As root the server runs as the postgres
 // user, which cannot traverse e.g. /root (mode 0700): a checkout there still works.
 func PostgresDataDir(home string) (string, error) {
-	loc := filepath.Join(home, pgLocationFile)
+	loc := filepath.Join(home, "pg.location")
 	if b, err := os.ReadFile(loc); err == nil {
 		if d := strings.TrimSpace(string(b)); d != "" {
 			return d, nil
@@ -107,21 +105,16 @@ func searchable(p string, uid int, groups []int) bool {
 	if err != nil {
 		return false
 	}
-	owner, group, ok := fileOwner(fi)
-	if !ok {
-		return true
-	}
-	if uid == 0 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || uid == 0 {
 		return true
 	}
 	mode := fi.Mode().Perm()
-	if owner == uid {
+	switch {
+	case int(st.Uid) == uid:
 		return mode&0o100 != 0
-	}
-	for _, g := range groups {
-		if g == group {
-			return mode&0o010 != 0
-		}
+	case slices.Contains(groups, int(st.Gid)):
+		return mode&0o010 != 0
 	}
 	return mode&0o001 != 0
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 )
 
 // KafkaOptions shape an Apache Kafka cluster.
@@ -18,10 +20,10 @@ type KafkaOptions struct {
 	// Version is the release to run, Kafka3 or Kafka4 (or another of those lines). Default
 	// Kafka4.
 	Version string
-	// Nodes is how many nodes the cluster has, each a combined broker and KRaft controller
-	// (process.roles=broker,controller) in a JVM of its own. 1 (the default) for the suites; 3
-	// for fault tests: a quorum that survives one node's loss, topics with replication factor 3
-	// and min.insync.replicas=2, so acks=all still succeeds with one broker down.
+	// Nodes is how many nodes the cluster has, each a combined broker and KRaft controller in
+	// a JVM of its own. 1 (the default) for the suites; 3 for fault tests: a quorum that
+	// survives one node's loss, and topics with replication factor 3 and
+	// min.insync.replicas=2, so acks=all still succeeds with one broker down.
 	Nodes int
 	// HeapMB is each JVM's maximum heap. Default 384.
 	HeapMB int
@@ -30,116 +32,82 @@ type KafkaOptions struct {
 	// JarCache is where fetched jars are kept (ACV_KAFKA_CACHE); empty: acv in the user's
 	// cache directory.
 	JarCache string
-	// JavaHome is the JDK whose bin/java runs the nodes (JAVA_HOME); empty: the java of the
-	// PATH.
+	// JavaHome is the JDK whose bin/java runs the nodes (JAVA_HOME); empty: the PATH's java.
 	JavaHome string
-	// JVMOptions are added after the default JVM options, so they override them: e.g.
-	// -XX:TieredStopAtLevel=4 for the full JIT where the broker's throughput matters more than
-	// its start.
+	// JVMOptions come after the default JVM options, so they override them (e.g.
+	// -XX:TieredStopAtLevel=4 for the full JIT).
 	JVMOptions []string
-}
-
-func (o KafkaOptions) withDefaults() KafkaOptions {
-	if o.Version == "" {
-		o.Version = Kafka4
-	}
-	if o.Nodes <= 0 {
-		o.Nodes = 1
-	}
-	if o.HeapMB <= 0 {
-		o.HeapMB = 384
-	}
-	return o
 }
 
 // Kafka is a running Apache Kafka cluster in KRaft mode on loopback, its state in a directory
 // of the caller's. Nodes may be killed, stopped and started again one by one (KafkaNode) or
 // all at once (Stop, Start), on the same ports and data, as a fault test needs; Close tears
-// everything down and removes the state.
-//
-// A fault test on three nodes goes like this:
-//
-//	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4, Nodes: 3})
-//	defer k.Close()
-//	err = k.CreateTopic(ctx, topic, 8, 0)        // replication factor 3, min.insync.replicas 2
-//	err = k.WaitGroupCoordinator(ctx, time.Minute) // optional: consumer groups join at once
-//	// ... run the service with KAFKA_BROKERS=strings.Join(k.Brokers, ",") ...
-//	leader, err := k.Leader(ctx, topic, 0)
-//	leader.Kill()                  // SIGKILL, as a crash
-//	next, err := k.WaitNewLeader(ctx, topic, 0, leader, time.Minute) // ~3 s: broker.session.timeout.ms
-//	err = leader.Start(ctx)        // same ports and data; returns once it is registered again
-//	err = k.WaitInSync(ctx, topic, time.Minute)
-//	k.Stop()                       // the whole cluster down (SIGTERM, in parallel)
-//	err = k.Start(ctx)             // and back
-//
-// Every node logs to its LogFile (appended across restarts); LogLines searches them all, and a
-// start that fails returns the tail of each.
+// everything down and removes the state. Every node logs to its LogFile, appended across
+// restarts; LogLines searches them all.
 type Kafka struct {
 	// Version is the Apache Kafka release the nodes run.
 	Version string
-	// Brokers are the nodes' client addresses ("127.0.0.1:port"), in node order: what
-	// KAFKA_BROKERS would name.
+	// Brokers are the nodes' client addresses ("127.0.0.1:port"), in node order.
 	Brokers []string
-	// Nodes are the cluster's nodes; node ids are 1..len(Nodes), Nodes[i] has id i+1.
+	// Nodes are the cluster's nodes; Nodes[i] has node id i+1.
 	Nodes []*KafkaNode
-	// Dir holds a directory per node (node-1, ...) with its server.properties, its data and its
-	// log, server.log.
+	// Dir holds a directory per node (node-1, ...).
 	Dir string
-	// Dist is the jars it runs; Dist.Fetched says how long fetching them took, zero when cached.
+	// Dist is the jars it runs.
 	Dist *KafkaDist
-	// Formatted is how long formatting the nodes' storage with Kafka's own tool took;
-	// Started, how long the JVMs took from launch until every node answered a metadata request
-	// listing all of them: the broker start time the suites report.
+	// Formatted is how long formatting the nodes' storage took; Started, how long the JVMs
+	// took from launch until every node answered listing all of them.
 	Formatted, Started time.Duration
 
 	opts      KafkaOptions
+	java      string
 	clusterID string
 	closeOnce sync.Once
 }
 
+// kafkaStartWithin bounds how long the nodes may take to answer after their JVMs started.
+const kafkaStartWithin = 2 * time.Minute
+
 // StartKafka starts a Kafka cluster with its state in dir (created; removed by Close): it
 // fetches the jars when needed, picks free loopback ports, formats each node's storage afresh
-// (a new cluster id; dir holds no earlier cluster) with kafka.tools.StorageTool and starts the
-// nodes, and returns once every node answers metadata requests and lists every other. On failure nothing is left running and the error carries the
-// tail of the failing node's log. Topics are never created implicitly
-// (auto.create.topics.enable=false): use CreateTopic.
+// with a new cluster id, starts the nodes, and returns once every node answers metadata
+// requests listing every other. On failure nothing is left running and the error carries the
+// nodes' log tails. Topics are never created implicitly: use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
-	o = o.withDefaults()
-	if _, err := javaBinary(o.JavaHome); err != nil {
+	o.Version = cmpOr(o.Version, Kafka4)
+	o.Nodes = cmpOr(max(o.Nodes, 0), 1)
+	o.HeapMB = cmpOr(max(o.HeapMB, 0), 384)
+	java, err := javaBinary(o.JavaHome)
+	if err != nil {
 		return nil, err
 	}
 	dist := o.Dist
 	if dist == nil {
-		var err error
 		if dist, err = FetchKafka(ctx, o.Version, o.JarCache); err != nil {
 			return nil, err
 		}
 	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
+	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+	// A cluster id as Kafka's Uuid.randomUuid makes it, not starting with '-' (a flag).
+	b := make([]byte, 16)
+	id := "-"
+	for id[0] == '-' {
+		_, _ = rand.Read(b)
+		id = base64.RawURLEncoding.EncodeToString(b)
 	}
-	id, err := newClusterID()
-	if err != nil {
-		return nil, err
-	}
-	k := &Kafka{Version: o.Version, Dir: dir, Dist: dist, opts: o, clusterID: id}
+	k := &Kafka{Version: o.Version, Dir: dir, Dist: dist, opts: o, java: java, clusterID: id}
 	voters := make([]string, o.Nodes)
 	for i := range o.Nodes {
 		n := &KafkaNode{ID: i + 1, Dir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1)), k: k}
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
+		for _, addr := range []*string{&n.Addr, &n.ControllerAddr} {
+			port, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			*addr = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		cport, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		n.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-		n.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", cport)
 		n.LogFile = filepath.Join(n.Dir, "server.log")
 		voters[i] = fmt.Sprintf("%d@%s", n.ID, n.ControllerAddr)
 		k.Nodes = append(k.Nodes, n)
@@ -150,19 +118,13 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 			return nil, err
 		}
 	}
-
 	start := time.Now()
 	if err := k.each(func(n *KafkaNode) error { return n.format(ctx) }); err != nil {
 		return nil, err
 	}
 	k.Formatted = time.Since(start)
-
 	start = time.Now()
-	if err := k.each(func(n *KafkaNode) error { return n.launch() }); err != nil {
-		k.Close()
-		return nil, err
-	}
-	if err := k.WaitReady(ctx, kafkaStartWithin); err != nil {
+	if err := k.Start(ctx); err != nil {
 		k.Close()
 		return nil, err
 	}
@@ -170,26 +132,16 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	return k, nil
 }
 
-// kafkaStartWithin bounds how long the nodes may take to answer after their JVMs started: the
-// JVM and the quorum's first election take seconds, more on a loaded machine.
-const kafkaStartWithin = 2 * time.Minute
-
-// newClusterID is a random Kafka cluster id: 16 bytes, URL-safe base64 without padding, not
-// starting with '-' (which the tools would read as a flag), as Kafka's Uuid.randomUuid makes.
-func newClusterID() (string, error) {
-	for {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return "", fmt.Errorf("cluster id: %w", err)
-		}
-		if s := base64.RawURLEncoding.EncodeToString(b); s[0] != '-' {
-			return s, nil
-		}
+// cmpOr is v, or def when v is the zero value.
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
 	}
+	return v
 }
 
-// each runs fn on every node at once and joins their errors: nodes are formatted, started and
-// stopped in parallel, as the JVMs' start-up dominates.
+// each runs fn on every node at once and joins their errors: the JVMs' start-up dominates.
 func (k *Kafka) each(fn func(n *KafkaNode) error) error {
 	errs := make([]error, len(k.Nodes))
 	var wg sync.WaitGroup
@@ -223,24 +175,16 @@ func (k *Kafka) Running() []*KafkaNode {
 	return out
 }
 
-// Stop stops every node at once (SIGTERM, a controlled shutdown, SIGKILL after a grace
-// period): the whole cluster down, its data kept, until Start.
+// Stop stops every node at once (a controlled shutdown, SIGKILL after a grace period): the
+// whole cluster down, its data kept, until Start.
 func (k *Kafka) Stop() {
-	_ = k.each(func(n *KafkaNode) error {
-		n.Stop()
-		return nil
-	})
+	_ = k.each(func(n *KafkaNode) error { n.Stop(); return nil })
 }
 
 // Start starts every node that is not running, on its ports and data, and waits until the
 // cluster answers with all nodes: the way back from Stop, or from killing several nodes.
 func (k *Kafka) Start(ctx context.Context) error {
-	if err := k.each(func(n *KafkaNode) error {
-		if n.Running() {
-			return nil
-		}
-		return n.launch()
-	}); err != nil {
+	if err := k.each((*KafkaNode).launch); err != nil {
 		return err
 	}
 	return k.WaitReady(ctx, kafkaStartWithin)
@@ -256,10 +200,10 @@ func (k *Kafka) Close() {
 		_ = k.each(func(n *KafkaNode) error {
 			n.Kill()
 			n.mu.Lock()
+			defer n.mu.Unlock()
 			if n.log != nil {
 				n.log.Close()
 			}
-			n.mu.Unlock()
 			return nil
 		})
 		os.RemoveAll(k.Dir)
@@ -271,10 +215,7 @@ func (k *Kafka) Close() {
 func (k *Kafka) LogLines(substr string) []string {
 	var out []string
 	for _, n := range k.Nodes {
-		b, err := os.ReadFile(n.LogFile)
-		if err != nil {
-			continue
-		}
+		b, _ := os.ReadFile(n.LogFile)
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, substr) {
 				out = append(out, fmt.Sprintf("node %d: %s", n.ID, l))
@@ -291,4 +232,240 @@ func (k *Kafka) logTails() string {
 		fmt.Fprintf(&b, "\n--- node %d (%s), last lines of %s:\n%s", n.ID, n.Addr, n.LogFile, n.LogTail(30))
 	}
 	return b.String()
+}
+
+// client is a kafka-go client of addr on a transport of its own: a transport answers metadata
+// requests from what it learnt when it connected, so only a new one gives today's answer.
+func client(addr string, timeout time.Duration) (*kafka.Client, func()) {
+	tr := &kafka.Transport{DialTimeout: 2 * time.Second}
+	return &kafka.Client{Addr: kafka.TCP(addr), Timeout: timeout, Transport: tr}, tr.CloseIdleConnections
+}
+
+// metadata asks node n for the cluster's metadata of topics (none: brokers only).
+func (n *KafkaNode) metadata(ctx context.Context, topics ...string) (*kafka.MetadataResponse, error) {
+	cl, done := client(n.Addr, 5*time.Second)
+	defer done()
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: append([]string{}, topics...)})
+	if err != nil {
+		return nil, fmt.Errorf("kafka node %d metadata: %w", n.ID, err)
+	}
+	return md, nil
+}
+
+// Metadata asks the first running node that answers for the cluster's metadata of topics.
+func (k *Kafka) Metadata(ctx context.Context, topics ...string) (*kafka.MetadataResponse, error) {
+	errs := []error{errors.New("kafka: no node answers")}
+	for _, n := range k.Running() {
+		md, err := n.metadata(ctx, topics...)
+		if err == nil {
+			return md, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// poll is Poll bounded by ctx too, with errors naming the cluster.
+func (k *Kafka) poll(ctx context.Context, what string, within, every time.Duration, check func() error) error {
+	if err := Poll(ctx, within, every, check); err != nil {
+		return fmt.Errorf("kafka %s: %s after %s: %w", k.Version, what, within, err)
+	}
+	return nil
+}
+
+// WaitReady waits until every running node answers a metadata request listing every running
+// node as a broker (a restarted one is listed once the controller unfenced it), or fails
+// after within with each node's log tail.
+func (k *Kafka) WaitReady(ctx context.Context, within time.Duration) error {
+	err := k.poll(ctx, "not ready", within, 100*time.Millisecond, func() error {
+		running := k.Running()
+		for _, n := range k.Nodes {
+			if n.failed() {
+				return giveUp{fmt.Errorf("node %d exited while starting", n.ID)}
+			}
+		}
+		if len(running) == 0 {
+			return giveUp{errors.New("no node is running")}
+		}
+		for _, n := range running {
+			md, err := n.metadata(ctx)
+			if err != nil {
+				return err
+			}
+			if len(md.Brokers) < len(running) {
+				return fmt.Errorf("node %d lists %d brokers of %d running", n.ID, len(md.Brokers), len(running))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w%s", err, k.logTails())
+	}
+	return nil
+}
+
+// CreateTopic creates topic with the given partitions and replication factor (0: three, or the
+// number of nodes when fewer), and waits until every node knows every partition's leader, so
+// producing to it right away succeeds.
+func (k *Kafka) CreateTopic(ctx context.Context, topic string, partitions, replicationFactor int) error {
+	if replicationFactor <= 0 {
+		replicationFactor = min(3, len(k.Nodes))
+	}
+	running := k.Running()
+	if len(running) == 0 {
+		return fmt.Errorf("create topic %s: no kafka node is running", topic)
+	}
+	cl, done := client(running[0].Addr, 30*time.Second)
+	defer done()
+	res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: replicationFactor,
+	}}})
+	if err == nil {
+		err = res.Errors[topic]
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return k.waitTopic(ctx, topic, partitions, 30*time.Second)
+}
+
+// waitTopic waits until every running node's metadata shows every partition of topic with a
+// leader: brokers learn of a new topic one by one, and a client bootstrapping from one that
+// has not yet is told the topic does not exist.
+func (k *Kafka) waitTopic(ctx context.Context, topic string, partitions int, within time.Duration) error {
+	return k.poll(ctx, "topic "+topic+" not ready", within, 50*time.Millisecond, func() error {
+		for _, n := range k.Running() {
+			md, err := n.metadata(ctx, topic)
+			if err != nil {
+				return err
+			}
+			parts, err := partitionsOf(md, topic)
+			if err == nil && len(parts) != partitions {
+				err = fmt.Errorf("%d partitions of %d", len(parts), partitions)
+			}
+			for _, p := range parts {
+				if err == nil && (p.Leader.ID == 0 || p.Error != nil) {
+					err = fmt.Errorf("partition %d has no leader (%v)", p.ID, p.Error)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("node %d: %w", n.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+func partitionsOf(md *kafka.MetadataResponse, topic string) ([]kafka.Partition, error) {
+	for _, t := range md.Topics {
+		if t.Name == topic {
+			return t.Partitions, t.Error
+		}
+	}
+	return nil, fmt.Errorf("topic %s: not in the metadata", topic)
+}
+
+// Partitions is the metadata of topic's partitions as the cluster sees them now. A replica on
+// a broker that is down has broker id 0 (ids start at 1); so does a missing leader.
+func (k *Kafka) Partitions(ctx context.Context, topic string) ([]kafka.Partition, error) {
+	md, err := k.Metadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return partitionsOf(md, topic)
+}
+
+// Leader is the node leading partition of topic now, the one a fault test kills to force a
+// leader change.
+func (k *Kafka) Leader(ctx context.Context, topic string, partition int) (*KafkaNode, error) {
+	parts, err := k.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		if p.ID == partition {
+			if n := k.Node(p.Leader.ID); n != nil {
+				return n, nil
+			}
+			return nil, fmt.Errorf("topic %s partition %d has no leader", topic, partition)
+		}
+	}
+	return nil, fmt.Errorf("topic %s has no partition %d", topic, partition)
+}
+
+// WaitNewLeader waits until partition of topic is led by a running node other than old (nil:
+// any running node), and returns it: after old was killed, once the controller fenced it
+// (broker.session.timeout.ms) and elected another in-sync replica.
+func (k *Kafka) WaitNewLeader(ctx context.Context, topic string, partition int, old *KafkaNode, within time.Duration) (*KafkaNode, error) {
+	var n *KafkaNode
+	err := k.poll(ctx, fmt.Sprintf("no new leader of %s/%d", topic, partition), within, 50*time.Millisecond, func() (err error) {
+		n, err = k.Leader(ctx, topic, partition)
+		if err == nil && (n == old || !n.Running()) {
+			err = fmt.Errorf("led by node %d", n.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// WaitInSync waits until every partition of topic has a leader and all its replicas in sync:
+// after a node came back, the moment the cluster again tolerates losing one.
+func (k *Kafka) WaitInSync(ctx context.Context, topic string, within time.Duration) error {
+	return k.poll(ctx, topic+" not in sync", within, 100*time.Millisecond, func() error {
+		parts, err := k.Partitions(ctx, topic)
+		for _, p := range parts {
+			if err == nil && (p.Leader.ID == 0 || len(p.Isr) < len(p.Replicas)) {
+				err = fmt.Errorf("partition %d: %d of %d replicas in sync", p.ID, len(p.Isr), len(p.Replicas))
+			}
+		}
+		return err
+	})
+}
+
+// TopicLogBytes is the size of topic's log segments on disk over every replica of every
+// partition: what the events cost in Kafka's storage, batch headers and compression included.
+func (k *Kafka) TopicLogBytes(topic string) (int64, error) {
+	var total int64
+	for _, n := range k.Nodes {
+		logs, err := filepath.Glob(filepath.Join(n.Dir, "data", topic+"-*", "*.log"))
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range logs {
+			fi, err := os.Stat(l)
+			if err != nil {
+				return 0, fmt.Errorf("topic %s: %w", topic, err)
+			}
+			total += fi.Size()
+		}
+	}
+	return total, nil
+}
+
+// WaitGroupCoordinator has the cluster create its consumer offsets topic (on the first request
+// for a group coordinator) and waits until each of its partitions has a leader, so the first
+// consumer group joins at once instead of failing with COORDINATOR_NOT_AVAILABLE and waiting
+// kafka-go's JoinGroupBackoff.
+func (k *Kafka) WaitGroupCoordinator(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	err := k.poll(ctx, "no group coordinator", within, 100*time.Millisecond, func() error {
+		running := k.Running()
+		if len(running) == 0 {
+			return errors.New("no node is running")
+		}
+		cl, done := client(running[0].Addr, 5*time.Second)
+		defer done()
+		res, err := cl.FindCoordinator(ctx, &kafka.FindCoordinatorRequest{Key: "acv-localenv", KeyType: kafka.CoordinatorKeyTypeConsumer})
+		if err != nil {
+			return err
+		}
+		return res.Error
+	})
+	if err != nil {
+		return err
+	}
+	return k.waitTopic(ctx, "__consumer_offsets", offsetsPartitions, time.Until(deadline))
 }

@@ -2,21 +2,16 @@ package localenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
-// The Apache Kafka releases the tests run: the newest of the 3.x line (the last with
-// ZooKeeper, and with every old protocol version) and the newest of the 4.x line (KRaft only,
-// without the protocol versions KIP-896 removed), as Maven Central listed them
-// (org.apache.kafka:kafka_2.13, maven-metadata.xml).
+// The Apache Kafka releases the tests run: the newest of the 3.x line (with every old protocol
+// version) and of the 4.x line (without the protocol versions KIP-896 removed).
 const (
 	Kafka3 = "3.9.2"
 	Kafka4 = "4.4.0"
@@ -38,37 +33,26 @@ type KafkaDist struct {
 	Fetched time.Duration
 }
 
-// jarCache is the root of the jar cache: dir, else the user's cache directory's acv. Each
-// release has its own directory in it, kafka-<version>, that every later run reuses.
-func jarCache(dir string) (string, error) {
-	if dir != "" {
-		return filepath.Abs(dir)
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("kafka jar cache: %w (set ACV_KAFKA_CACHE)", err)
-	}
-	return filepath.Join(d, "acv"), nil
-}
-
-// completeMarker, in a release's cache directory, is written only once every jar is in
-// place: a fetch that died half way leaves no marker, and the next one starts over.
+// completeMarker, in a release's cache directory, is written once every jar is in place: a
+// fetch that died half way leaves none, and the next one starts over.
 const completeMarker = "complete"
 
-// FetchKafka returns the jars of Kafka version, fetching them from Maven Central on first use
-// (`mvn dependency:copy-dependencies` of a generated pom depending on
-// org.apache.kafka:kafka_2.13) into the jar cache in cache (empty: the user's, see
-// jarCache). Concurrent callers, in this process or others (several test binaries at once),
-// are serialised by a lock on the cache, so a release is fetched once and never read
-// half-written. It needs java and mvn on the PATH.
+// FetchKafka returns the jars of Kafka version, fetched from Maven Central on first use (`mvn
+// dependency:copy-dependencies` of a generated pom) into cache/kafka-<version> (cache empty:
+// the user's cache directory's acv). Callers in any process are serialised by a lock on the
+// cache, so a release is fetched once and never read half-written. It needs mvn on the PATH.
 func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) {
 	bindings, ok := kafkaLogBindings[major(version)]
 	if !ok {
 		return nil, fmt.Errorf("kafka %s: only the 3.x and 4.x lines are supported", version)
 	}
-	root, err := jarCache(cache)
+	root, err := filepath.Abs(cache)
+	if cache == "" {
+		root, err = os.UserCacheDir()
+		root = filepath.Join(root, "acv")
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka jar cache: %w (set ACV_KAFKA_CACHE)", err)
 	}
 	dir := filepath.Join(root, "kafka-"+version)
 	if d, err := cachedDist(dir, version); err == nil {
@@ -77,7 +61,10 @@ func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) 
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return nil, fmt.Errorf("fetch kafka %s: mvn not installed (apt-get install maven): %w", version, err)
 	}
-	unlock, err := lockWait(ctx, filepath.Join(root, "fetch.lock"))
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(ctx, filepath.Join(root, "fetch.lock"), 0o644, time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("fetch kafka %s: %w", version, err)
 	}
@@ -87,15 +74,13 @@ func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) 
 		return d, nil
 	}
 	start := time.Now()
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("clear %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
-	}
+	_ = os.RemoveAll(dir)
 	pom := filepath.Join(dir, "pom.xml")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(pom, []byte(kafkaPom(version, bindings)), 0o644); err != nil {
-		return nil, fmt.Errorf("write %s: %w", pom, err)
+		return nil, err
 	}
 	partial := filepath.Join(dir, "libs.partial")
 	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", pom,
@@ -105,11 +90,12 @@ func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) 
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("fetch kafka %s with maven: %w: %s", version, err, lastChars(string(out), 4000))
 	}
-	if err := os.Rename(partial, filepath.Join(dir, "libs")); err != nil {
-		return nil, fmt.Errorf("fetch kafka %s: %w", version, err)
+	err = os.Rename(partial, filepath.Join(dir, "libs"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, completeMarker), []byte(version+"\n"), 0o644)
 	}
-	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(version+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("fetch kafka %s: mark complete: %w", version, err)
+	if err != nil {
+		return nil, fmt.Errorf("fetch kafka %s: %w", version, err)
 	}
 	d, err := cachedDist(dir, version)
 	if err != nil {
@@ -124,8 +110,7 @@ func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) 
 const dependencyPluginVersion = "3.8.1"
 
 // kafkaLogBindings are, per major version, the logging jars the release's own distribution
-// puts next to the broker: slf4j over reload4j (log4j 1) for 3.x, log4j2 for 4.x. Without one
-// the broker logs nothing.
+// ships (reload4j for 3.x, log4j2 for 4.x): without one the broker logs nothing.
 var kafkaLogBindings = map[string][]string{
 	"3": {"org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"},
 	"4": {"org.apache.logging.log4j:log4j-slf4j-impl:2.25.5", "org.apache.logging.log4j:log4j-core:2.25.5",
@@ -189,36 +174,6 @@ func cachedDist(dir, version string) (*KafkaDist, error) {
 		return nil, fmt.Errorf("%s holds no jar", libs)
 	}
 	return d, nil
-}
-
-// lockWait takes an exclusive flock on path, waiting for another holder until ctx ends. The
-// kernel drops it when the holder dies, however it dies.
-func lockWait(ctx context.Context, path string) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			_ = f.Truncate(0)
-			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // lastChars is the last n bytes of s, for error messages.

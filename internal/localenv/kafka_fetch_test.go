@@ -9,15 +9,15 @@ import (
 
 // The fetch lock is exclusive across holders and waits until the holder lets go, or until
 // the caller's context ends.
-func TestLockWait(t *testing.T) {
+func TestLockFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fetch.lock")
-	unlock, err := lockWait(context.Background(), path)
+	unlock, err := lockFile(context.Background(), path, 0o644, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := lockWait(ctx, path); err == nil {
+	if _, err := lockFile(ctx, path, 0o644, time.Hour); err == nil {
 		t.Fatal("took the lock while another holder had it")
 	}
 	go func() {
@@ -25,7 +25,7 @@ func TestLockWait(t *testing.T) {
 		unlock()
 	}()
 	start := time.Now()
-	unlock2, err := lockWait(context.Background(), path)
+	unlock2, err := lockFile(context.Background(), path, 0o644, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

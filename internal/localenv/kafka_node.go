@@ -1,10 +1,8 @@
 package localenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +14,7 @@ import (
 )
 
 // KafkaNode is one node of a Kafka cluster: a JVM running broker and controller, that a fault
-// test may kill, stop and start again. Its ports and data stay the same across restarts, so
-// clients reconnect to the address they were given.
+// test may kill, stop and start again on the same ports and data.
 type KafkaNode struct {
 	// ID is the node id (node.id), 1-based.
 	ID int
@@ -40,7 +37,7 @@ type KafkaNode struct {
 // javaBinary finds java: home's bin/java (a JDK's directory, JAVA_HOME), else the PATH's.
 func javaBinary(home string) (string, error) {
 	if home != "" {
-		if p := filepath.Join(home, "bin", "java"); isExecutable(p) {
+		if p, err := exec.LookPath(filepath.Join(home, "bin", "java")); err == nil {
 			return p, nil
 		}
 	}
@@ -51,18 +48,14 @@ func javaBinary(home string) (string, error) {
 	return p, nil
 }
 
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
+// offsetsPartitions is the partition count of the consumer offsets topic.
+const offsetsPartitions = 4
 
-// serverProperties is the node's configuration. Everything listens on 127.0.0.1 only. Topics
-// are created explicitly, never by a producer. A cluster of three replicates every topic (and
-// the offsets topic) three times and needs two in-sync replicas for an acks=all write, as
-// production would. The rest is tuned for tests on a small machine: no initial rebalance delay,
-// small segments and few partitions for the internal topics, few threads, a small cleaner
-// buffer (the default 128 MiB would not fit the heap), and a dead broker fenced after 3 s
-// instead of 9 so partition leadership moves quickly when a fault test kills one.
+// serverProperties is the node's configuration: loopback only, topics created explicitly, and
+// with three nodes replication factor 3 and two in-sync replicas for acks=all, as production.
+// The rest suits tests on a small machine: few threads and partitions, small segments, a
+// cleaner buffer that fits the heap, and a dead broker fenced after 3 s so leadership moves
+// quickly when a fault test kills one.
 func (n *KafkaNode) serverProperties(voters string) string {
 	nodes := len(n.k.Nodes)
 	rf := min(3, nodes)
@@ -84,7 +77,7 @@ func (n *KafkaNode) serverProperties(voters string) string {
 		"default.replication.factor=" + strconv.Itoa(rf),
 		"min.insync.replicas=" + strconv.Itoa(isr),
 		"offsets.topic.replication.factor=" + strconv.Itoa(rf),
-		"offsets.topic.num.partitions=4",
+		"offsets.topic.num.partitions=" + strconv.Itoa(offsetsPartitions),
 		"transaction.state.log.replication.factor=" + strconv.Itoa(rf),
 		"transaction.state.log.min.isr=" + strconv.Itoa(isr),
 		"transaction.state.log.num.partitions=4",
@@ -111,8 +104,7 @@ func (n *KafkaNode) serverProperties(voters string) string {
 	return strings.Join(props, "\n") + "\n"
 }
 
-// log4j configurations, one per major version, sending everything to the console, which the
-// node's log file receives.
+// log4j configurations, per major version: everything to the console, the node's log file.
 const (
 	log4jProperties = `log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -154,9 +146,9 @@ func (n *KafkaNode) writeConfig(voters string) error {
 	return nil
 }
 
-// jvmArgs are the java arguments before the main class: a small heap and the serial collector
-// and client compiler, which start fastest and leave the two cores of a test machine to the
-// tests, the logging configuration, and KafkaOptions.JVMOptions.
+// jvmArgs are the java arguments before the main class: a small heap, the serial collector and
+// the client compiler, which start fastest and leave a small machine's cores to the tests,
+// the logging configuration, and KafkaOptions.JVMOptions.
 func (n *KafkaNode) jvmArgs(heapMB int) []string {
 	args := []string{
 		fmt.Sprintf("-Xmx%dm", heapMB), fmt.Sprintf("-Xms%dm", min(heapMB, 64)),
@@ -173,70 +165,47 @@ func (n *KafkaNode) jvmArgs(heapMB int) []string {
 	return append(args, "-cp", filepath.Join(n.k.Dist.Libs, "*"))
 }
 
-// format formats the node's storage with the release's own tool, for the cluster's id and its
-// static quorum (controller.quorum.voters): the same command on 3.x and 4.x.
+// format formats the node's storage with the release's own tool for the cluster's id and its
+// static quorum: the same command on 3.x and 4.x.
 func (n *KafkaNode) format(ctx context.Context) error {
-	java, err := javaBinary(n.k.opts.JavaHome)
-	if err != nil {
-		return err
-	}
 	args := append(n.jvmArgs(128), "kafka.tools.StorageTool", "format",
 		"--config", filepath.Join(n.Dir, "server.properties"), "--cluster-id", n.k.clusterID)
-	cmd := exec.CommandContext(ctx, java, args...)
+	cmd := exec.CommandContext(ctx, n.k.java, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("format kafka node %d storage: %w: %s", n.ID, err, lastChars(string(out), 4000))
 	}
 	return nil
 }
 
-// pidFile records the node's JVM, so a start on the same directory first stops one a run that
-// died left behind.
-func (n *KafkaNode) pidFile() string { return filepath.Join(n.Dir, "kafka.pid") }
-
-// launch starts the node's JVM without waiting for it to answer.
+// launch starts the node's JVM, unless it runs, without waiting for it to answer. A JVM a run
+// that died left on the directory (kafka.pid) is killed first.
 func (n *KafkaNode) launch() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc != nil && !n.proc.Exited() {
 		return nil
 	}
-	if err := stopStale(n.pidFile(), "java", syscall.SIGKILL, 10*time.Second); err != nil {
-		return err
-	}
-	java, err := javaBinary(n.k.opts.JavaHome)
-	if err != nil {
+	pidFile := filepath.Join(n.Dir, "kafka.pid")
+	if err := stopStale(pidFile, "java", syscall.SIGKILL, 10*time.Second); err != nil {
 		return err
 	}
 	if n.log != nil {
 		n.log.Close()
 	}
-	n.log, err = os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	var err error
+	if n.log, err = os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return fmt.Errorf("kafka node %d log: %w", n.ID, err)
 	}
 	fmt.Fprintf(n.log, "=== acv localenv: starting kafka %s node %d at %s\n", n.k.Version, n.ID, time.Now().Format(time.RFC3339Nano))
-	args := append(n.jvmArgs(n.k.opts.HeapMB), "kafka.Kafka", filepath.Join(n.Dir, "server.properties"))
-	cmd := exec.Command(java, args...)
-	out := &lockedBuffer{}
-	w := io.MultiWriter(n.log, out)
-	cmd.Stdout, cmd.Stderr = w, w
+	cmd := exec.Command(n.k.java, append(n.jvmArgs(n.k.opts.HeapMB), "kafka.Kafka", filepath.Join(n.Dir, "server.properties"))...)
 	cmd.Dir = n.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start kafka node %d: %w", n.ID, err)
+	p, err := Launch(fmt.Sprintf("kafka-%d", n.ID), cmd, n.log)
+	if err != nil {
+		return err
 	}
-	p := &Process{Name: fmt.Sprintf("kafka-%d", n.ID), cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	n.proc, n.stopped = p, false
-	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("kafka node %d pid file: %w", n.ID, err)
-	}
-	return nil
+	return os.WriteFile(pidFile, []byte(strconv.Itoa(p.Pid())+"\n"), 0o644)
 }
 
 // Start starts the node again after Kill or Stop, on the same ports and data, and waits until
@@ -250,31 +219,29 @@ func (n *KafkaNode) Start(ctx context.Context) error {
 
 // Kill ends the node's JVM with SIGKILL, as a crash or an OOM kill would: no controlled
 // shutdown, no flush. It returns once the process is gone.
-func (n *KafkaNode) Kill() {
+func (n *KafkaNode) Kill() { n.halt().Kill() }
+
+// Stop shuts the node down cleanly (SIGTERM: leadership moves away first), and kills it after
+// 30 s, which it may need as the last node of a quorum that cannot elect a controller.
+func (n *KafkaNode) Stop() { n.halt().Stop(30 * time.Second) }
+
+// halt marks the node stopped on purpose and returns its process.
+func (n *KafkaNode) halt() *Process {
 	n.mu.Lock()
-	p := n.proc
+	defer n.mu.Unlock()
 	n.stopped = true
-	n.mu.Unlock()
-	p.Kill()
+	return n.proc
 }
 
-// Stop shuts the node down cleanly (SIGTERM: leadership moves away first, the logs are
-// closed), and kills it when that takes longer than 30 s, which it may when it is the last node
-// of a quorum that cannot elect a controller any more.
-func (n *KafkaNode) Stop() {
+// failed tells whether the node's process exited without being stopped on purpose.
+func (n *KafkaNode) failed() bool {
 	n.mu.Lock()
-	p := n.proc
-	n.stopped = true
-	n.mu.Unlock()
-	p.Stop(30 * time.Second)
+	defer n.mu.Unlock()
+	return n.proc != nil && !n.stopped && n.proc.Exited()
 }
 
 // Running tells whether the node's JVM runs (it may not answer yet).
-func (n *KafkaNode) Running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc != nil && !n.proc.Exited()
-}
+func (n *KafkaNode) Running() bool { return n.Pid() != 0 }
 
 // Pid is the node's JVM process id, 0 when it does not run.
 func (n *KafkaNode) Pid() int {
@@ -292,14 +259,6 @@ func (n *KafkaNode) LogTail(lines int) string {
 	if err != nil {
 		return err.Error()
 	}
-	b = bytes.TrimRight(b, "\n")
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			lines--
-			if lines == 0 {
-				return string(b[i+1:])
-			}
-		}
-	}
-	return string(b)
+	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
 }

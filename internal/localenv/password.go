@@ -33,30 +33,20 @@ func PasswordFile(path string) (string, error) {
 	return pw, nil
 }
 
-// newPasswordFile writes a fresh password to a new file at path. Two first starts racing for it
-// (they cannot: the data directory is locked) would both read the winner's.
+// newPasswordFile writes a fresh password to a new file at path; of two first starts racing for
+// it (they cannot: the data directory is locked), both read the winner's.
 func newPasswordFile(path string) (string, error) {
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {
 		return "", fmt.Errorf("make password: %w", err)
 	}
 	pw := hex.EncodeToString(buf)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return "", fmt.Errorf("write password: %w", err)
-	}
-	_, err = tmp.WriteString(pw + "\n")
-	if serr := tmp.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := writeTemp(path, []byte(pw+"\n"), nil)
 	if err == nil {
-		// A link, not a rename: a file someone else made meanwhile is kept, not replaced.
-		err = os.Link(tmp.Name(), path)
+		// A link, not a rename: a file someone else made meanwhile is kept.
+		err = os.Link(tmp, path)
+		os.Remove(tmp)
 	}
-	os.Remove(tmp.Name())
 	if errors.Is(err, os.ErrExist) {
 		return PasswordFile(path)
 	}
@@ -82,30 +72,41 @@ func checkPassword(pw string) error {
 	return nil
 }
 
-// writePrivateFile replaces the file at path with data, readable by its owner only: owned by
-// cred's user when cred is set (the postgres user of a server run as root), else by us. The
-// content is written aside and renamed in, so the server never reads half of it.
+// writePrivateFile replaces the file at path with data, readable by its owner only (cred's
+// user when set, the postgres user of a server run as root), renamed in so the server never
+// reads half of it.
 func writePrivateFile(path string, data []byte, cred *syscall.Credential) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil && cred != nil {
-		err = tmp.Chown(int(cred.Uid), int(cred.Gid))
-	}
+	tmp, err := writeTemp(path, data, cred)
 	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		if err = os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp writes data to a new file of mode 0600 beside path, synced, and returns its name.
+func writeTemp(path string, data []byte, cred *syscall.Credential) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil && cred != nil {
+		err = f.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -122,12 +123,8 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	args := []string{"-D", dir, "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300",
 		"-c", "shared_buffers=256MB", "-c", "logging_collector=off",
-		// A write-heavy server's checkpoint settings (docs/capacity.md, "PostgreSQL"): every
-		// verify updates one code row on a random page, and the first change of a page after a
-		// checkpoint writes the whole page to the WAL. With the defaults (max_wal_size 1GB) a
-		// few thousand verifies a second trigger a checkpoint every few seconds, and nearly
-		// every update pays a full-page image; checkpoints spaced by time, and those images
-		// compressed, make the WAL per verify mostly the rows themselves.
+		// A write-heavy server's checkpoints (docs/capacity.md, "PostgreSQL"): spaced by time,
+		// with compressed full-page images, so the WAL of a verify is mostly its row.
 		"-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=15min", "-c", "checkpoint_completion_target=0.9",
 		"-c", "wal_compression=lz4"}
 	if o.Fast {
@@ -138,39 +135,42 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 		args = append(args, "-c", "unix_socket_permissions=0700", "-c", "password_encryption=scram-sha-256")
 	}
 	if o.Standby {
-		if err := writeStandbySignal(dir, cred); err != nil {
-			return nil, err
+		if err := writePrivateFile(filepath.Join(dir, "standby.signal"), nil, cred); err != nil {
+			return nil, fmt.Errorf("standby signal: %w", err)
 		}
 		args = append(args, "-c", "hot_standby=off")
 	}
-	// A server left running on dir by a run that died (kill -9) is stopped first; its last
-	// backends may hold the shared memory a little longer, so such a refusal is retried.
-	if err := stopStalePostgres(dir); err != nil {
+	// A server a run that died left on dir is stopped first (fast shutdown); its backends may
+	// hold the shared memory or the lock file a little longer, so such a refusal is retried.
+	if err := stopStale(filepath.Join(dir, "postmaster.pid"), "postgres", syscall.SIGINT, 20*time.Second); err != nil {
 		return nil, err
 	}
-	retryUntil := time.Now().Add(30 * time.Second)
-	for {
+	var pg *Postgres
+	err = Poll(ctx, 30*time.Second, 250*time.Millisecond, func() error {
 		p, err := start("postgres", cred, bin, args...)
 		if err != nil {
-			return nil, err
+			return giveUp{err}
 		}
-		pg := &Postgres{Process: p, Port: port, Dir: dir, password: o.Password}
-		err = pg.waitReady(ctx, 30*time.Second, o.Standby)
+		pg = &Postgres{Process: p, Port: port, Dir: dir, password: o.Password}
+		err = pg.waitReady(ctx, o.Standby)
 		if err == nil && o.Password != "" {
 			if err = securePostgres(ctx, pg, cred); err != nil {
-				p.Kill()
-				return nil, err
+				err = giveUp{err}
 			}
 		}
-		if err == nil {
-			return pg, nil
+		if err != nil {
+			p.Kill()
+			if out := p.Output(); !strings.Contains(out, "pre-existing shared memory block") &&
+				!strings.Contains(out, `lock file "postmaster.pid" already exists`) {
+				return giveUp{err}
+			}
 		}
-		p.Kill()
-		if !staleStart(p.Output()) || time.Now().After(retryUntil) {
-			return nil, err
-		}
-		time.Sleep(250 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return pg, nil
 }
 
 // initdb makes a new cluster in dir whose superuser is postgres: with password, asked for it
@@ -204,60 +204,35 @@ func initdb(dir string, cred *syscall.Credential, password string) error {
 	return nil
 }
 
-// writeStandbySignal makes the cluster in dir start as a standby.
-func writeStandbySignal(dir string, cred *syscall.Credential) error {
-	f := filepath.Join(dir, "standby.signal")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		return fmt.Errorf("standby signal: %w", err)
-	}
-	if cred != nil {
-		if err := os.Chown(f, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("standby signal: %w", err)
-		}
-	}
-	return nil
-}
-
 // waitReady waits until the server accepts connections or, for a standby (rejecting), until it
-// answers and refuses them.
-func (p *Postgres) waitReady(ctx context.Context, within time.Duration, rejecting bool) error {
+// answers and refuses them (pg_isready exits 1).
+func (p *Postgres) waitReady(ctx context.Context, rejecting bool) error {
 	isready, err := pgBinary("pg_isready")
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(within)
-	for {
+	err = Poll(ctx, 30*time.Second, 50*time.Millisecond, func() error {
 		if p.Exited() {
-			return fmt.Errorf("postgres exited: %s", p.Output())
+			return giveUp{errors.New("exited")}
 		}
-		cmd := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres")
-		err := cmd.Run()
-		if err == nil {
-			return nil
-		}
-		// pg_isready exits 1 for a server that answers but rejects connections.
+		err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres").Run()
 		var ee *exec.ExitError
 		if rejecting && errors.As(err, &ee) && ee.ExitCode() == 1 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("postgres not ready after %s: %s", within, p.Output())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres not ready: %w: %s", err, p.Output())
 	}
+	return nil
 }
 
 // Stop shuts the server down in "fast" mode (SIGINT), which rolls back open transactions and
 // checkpoints, so the next start needs no recovery.
 func (p *Postgres) Stop() {
-	if p == nil || p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		p.Kill()
+	if p != nil {
+		p.signal(syscall.SIGINT, 20*time.Second)
 	}
 }
 

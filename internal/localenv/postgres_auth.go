@@ -23,10 +23,9 @@ host    all       all   ::1/128        scram-sha-256
 `
 
 // pgHBAOpening is the pg_hba.conf a cluster with a password starts with, until securePostgres
-// has set the password: the superuser comes in over the Unix socket without it. The socket is
-// in the data directory, which only the server's user and root may enter, and its mode is
-// 0700: only those who may read and write the cluster's files anyway. TCP asks for the password
-// throughout.
+// has set the password: the superuser comes in over the Unix socket without it. The socket
+// (mode 0700) is in the data directory, so only those who may read the cluster's files anyway
+// can use it. TCP asks for the password throughout.
 const pgHBAOpening = `# Written by acv (internal/localenv) while it sets the superuser's password; replaced at once.
 # TYPE  DATABASE  USER      ADDRESS        METHOD
 local   all       postgres                 trust
@@ -34,13 +33,11 @@ host    all       all       127.0.0.1/32   scram-sha-256
 host    all       all       ::1/128        scram-sha-256
 `
 
-// securePostgres makes pg's superuser password the one it was started with and then asks every
-// connection for it. It runs on every start, so a cluster reaches that state however it was
-// left: made by initdb with the password, made by an earlier acv that trusted every loopback
-// connection (no password, trust in pg_hba.conf), or given another password before its
-// password file was lost. Over the socket that pgHBAOpening trusts, it sets the password
-// (ALTER ROLE), writes pgHBA, has the server reload it, and waits until the socket asks for
-// the password too.
+// securePostgres sets pg's superuser password to the one it was started with (over the socket
+// pgHBAOpening trusts), writes pgHBA, has the server reload it, and waits until the socket
+// asks for the password too. It runs on every start, so a cluster reaches that state however
+// it was left: made with the password, by an acv that trusted loopback, or with another
+// password before its password file was lost.
 func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -65,24 +62,23 @@ func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential)
 	if err := conn.QueryRow(ctx, "SELECT pg_reload_conf()").Scan(&reloaded); err != nil || !reloaded {
 		return fmt.Errorf("postgres: reload pg_hba.conf: %v %w", reloaded, err)
 	}
-	// The postmaster reads the file when it handles the signal: a connection before that is
-	// still let in.
-	for {
+	// The postmaster reads the file when it handles the signal: until then it lets us in.
+	err = Poll(ctx, time.Minute, 20*time.Millisecond, func() error {
 		c, err := connectSocket(ctx, pg)
-		switch {
-		case err == nil:
+		if err == nil {
 			c.Close(ctx)
-		case authRefused(err):
+			return errors.New("pg_hba.conf not in effect after reloading it")
+		}
+		var pe *pgconn.PgError // SQLSTATE class 28: invalid authorization specification
+		if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28") {
 			return nil
-		case ctx.Err() == nil:
-			return fmt.Errorf("postgres: after reloading pg_hba.conf: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("postgres: pg_hba.conf not in effect after reloading it: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+		return giveUp{err}
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: after reloading pg_hba.conf: %w", err)
 	}
+	return nil
 }
 
 // connectSocket connects to pg's database postgres as the superuser, without a password, over
@@ -97,11 +93,4 @@ func connectSocket(ctx context.Context, pg *Postgres) (*pgx.Conn, error) {
 	cfg.User, cfg.Password, cfg.Database = "postgres", "", "postgres"
 	cfg.Fallbacks = nil
 	return pgx.ConnectConfig(ctx, cfg)
-}
-
-// authRefused tells whether the server refused a connection for its credentials (SQLSTATE
-// class 28: invalid authorization specification).
-func authRefused(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28")
 }

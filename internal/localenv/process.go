@@ -2,7 +2,10 @@ package localenv
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -40,11 +43,19 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func start(name string, cred *syscall.Credential, bin string, args ...string) (*Process, error) {
-	cmd := exec.Command(bin, args...)
+// Launch starts cmd as a Process in a process group of its own that is killed with its parent.
+// Its output goes to Output and, when log is set, to log.
+func Launch(name string, cmd *exec.Cmd, log io.Writer) (*Process, error) {
 	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Credential: cred}
+	var w io.Writer = out
+	if log != nil {
+		w = io.MultiWriter(log, out)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig, cmd.SysProcAttr.Setpgid = syscall.SIGKILL, true
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -56,8 +67,17 @@ func start(name string, cred *syscall.Credential, bin string, args ...string) (*
 	return p, nil
 }
 
+func start(name string, cred *syscall.Credential, bin string, args ...string) (*Process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	return Launch(name, cmd, nil)
+}
+
 // Output is what the process printed so far (the last MiB), for error messages.
 func (p *Process) Output() string { return p.out.String() }
+
+// Pid is the process id, for reading its CPU and memory from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited tells whether the process has ended.
 func (p *Process) Exited() bool {
@@ -69,21 +89,33 @@ func (p *Process) Exited() bool {
 	}
 }
 
-// Stop asks the process to end (SIGTERM), and kills it after the grace period.
-func (p *Process) Stop(grace time.Duration) {
+// ExitCode is the exit code of a process that ended, -1 when a signal ended it.
+func (p *Process) ExitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// Stop asks the process to end (SIGTERM) and kills it after the grace period; it tells whether
+// the process ended within the grace period.
+func (p *Process) Stop(grace time.Duration) bool {
+	return p.signal(syscall.SIGTERM, grace)
+}
+
+func (p *Process) signal(sig syscall.Signal, grace time.Duration) bool {
 	if p == nil || p.Exited() {
-		return
+		return true
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
+		return true
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		p.Kill()
+		return false
 	}
 }
 
-// Kill ends the process at once, as a crash would.
+// Kill ends the process and its group at once, as a crash would.
 func (p *Process) Kill() {
 	if p == nil || p.Exited() {
 		return
@@ -104,5 +136,53 @@ func mkdirFor(dir string, cred *syscall.Credential) error {
 	return nil
 }
 
-// Pid is the process id, for reading its CPU and memory from /proc.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// giveUp wraps an error that makes Poll stop at once.
+type giveUp struct{ error }
+
+func (g giveUp) Unwrap() error { return g.error }
+
+// Poll calls check every interval until it returns nil, and returns its last error once within
+// has passed (after one call when within is 0) or ctx ends.
+func Poll(ctx context.Context, within, every time.Duration, check func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		var g giveUp
+		if errors.As(err, &g) {
+			return g.error
+		}
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-time.After(every):
+		}
+	}
+}
+
+// lockFile takes an exclusive flock on path (created with mode perm), waiting up to within for
+// another holder, until ctx ends. The kernel drops the lock when its holder dies, however it
+// dies.
+func lockFile(ctx context.Context, path string, perm os.FileMode, within time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	_ = f.Chmod(perm) // whatever the creator's umask
+	err = Poll(ctx, within, 10*time.Millisecond, func() error {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s is locked by another process", path)
+		} else if err != nil && !errors.Is(err, syscall.EINTR) {
+			return giveUp{fmt.Errorf("lock %s: %w", path, err)}
+		}
+		return err
+	})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}

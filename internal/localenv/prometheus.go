@@ -1,6 +1,7 @@
 package localenv
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,10 +50,9 @@ func PrometheusBinary() (string, error) {
 	return "", errors.New("the prometheus server is not installed (apt-get install prometheus)")
 }
 
-// StartPrometheus runs the prometheus server with its configuration and data in dir, serving
-// on o.Addr (or a free port), and returns once it answers ready. The data persist across
-// starts. A server a previous run that died left running on dir is stopped first: it would hold
-// the data's lock. The server dies with its parent (Pdeathsig); Stop ends it.
+// StartPrometheus runs the prometheus server with its configuration and data (kept across
+// starts) in dir, serving on o.Addr (or a free port), and returns once it answers ready. A
+// server a run that died left on dir, which would hold the data's lock, is stopped first.
 func StartPrometheus(dir string, o PrometheusOptions) (*Prometheus, error) {
 	bin, err := PrometheusBinary()
 	if err != nil {
@@ -107,34 +107,32 @@ func startPrometheus(bin, dir, addr string, config func(string) ([]byte, error))
 	}
 	p := &Prometheus{Process: proc, Addr: addr, URL: "http://" + addr, Dir: dir}
 	hc := &http.Client{Timeout: 2 * time.Second}
-	// Replaying a large write-ahead log takes a while; a fresh one is ready within a second.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if p.Exited() {
-			out := p.Output()
-			if strings.Contains(out, "address already in use") {
-				return nil, fmt.Errorf("prometheus on %s: %w", addr, errAddrInUse)
-			}
-			return nil, fmt.Errorf("prometheus exited during startup:\n%s", out)
+	// Replaying a large write-ahead log takes a while.
+	err = Poll(context.Background(), 2*time.Minute, 100*time.Millisecond, func() error {
+		if out := p.Output(); p.Exited() && strings.Contains(out, "address already in use") {
+			return giveUp{fmt.Errorf("prometheus on %s: %w", addr, errAddrInUse)}
+		} else if p.Exited() {
+			return giveUp{errors.New("exited during startup")}
 		}
-		if r, err := hc.Get(p.URL + "/-/ready"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				// The answer may come from another server that held the address all along,
-				// while this one is failing to bind it.
-				if configFile(hc, p.URL) == cfgPath {
-					return p, nil
-				}
-				p.Kill()
-				return nil, fmt.Errorf("prometheus on %s: another server answers there: %w", addr, errAddrInUse)
-			}
+		r, err := hc.Get(p.URL + "/-/ready")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			p.Kill()
-			return nil, fmt.Errorf("prometheus not ready on %s after 2 minutes:\n%s", addr, p.Output())
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			return errors.New(r.Status)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// The answer may come from another server that held the address all along.
+		if configFile(hc, p.URL) != cfgPath {
+			return giveUp{fmt.Errorf("prometheus on %s: another server answers there: %w", addr, errAddrInUse)}
+		}
+		return nil
+	})
+	if err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("prometheus on %s not ready: %w\n%s", addr, err, p.Output())
 	}
+	return p, nil
 }
 
 // configFile is the --config.file of the prometheus server at base, "" when it does not say.

@@ -1,15 +1,17 @@
 package localenv
 
 import (
-	"bufio"
+	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisOptions shape a redis-server.
@@ -21,15 +23,14 @@ type RedisOptions struct {
 	// Debug allows the DEBUG command from loopback, for tests that make Redis reload its
 	// dataset (DEBUG RELOAD) to see how the service answers while Redis is LOADING.
 	Debug bool
-	// FsyncAlways makes the append-only file fsync every write before Redis answers it
-	// (appendfsync always) instead of once a second: no acknowledged write is lost to a host
-	// crash, at the cost the benchmark reports.
+	// FsyncAlways fsyncs the append-only file before Redis answers a write (appendfsync
+	// always): no acknowledged write is lost to a host crash.
 	FsyncAlways bool
 	// ReplicaOf, "host:port", starts the server as a replica of that master.
 	ReplicaOf string
-	// Password, when set, is required of every client (requirepass; a replica gives it to its
-	// master too). It goes into dir/auth.conf, mode 0600, which the server reads at start, not
-	// onto its command line, which every local user may read. See PasswordFile.
+	// Password, when set, is required of every client (requirepass, and masterauth for a
+	// replica). It is written to dir/auth.conf, mode 0600, not onto the command line, which
+	// every local user may read. See PasswordFile.
 	Password string
 }
 
@@ -51,8 +52,24 @@ func (r *Redis) URL() string {
 }
 
 // StartRedis starts redis-server with its data in dir, on loopback only, with noeviction so
-// no code state or outbox entry is ever dropped for memory.
+// no code state or outbox entry is ever dropped for memory, and returns once it answers PING
+// (after replaying its append-only file).
 func StartRedis(dir string, o RedisOptions) (*Redis, error) {
+	port, err := portOr(o.Port)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startRedis(dir, port, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{Process: p, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, password: o.Password}, nil
+}
+
+// startRedis runs redis-server on port with o and the extra options, and waits until it
+// answers PING. A redis-server a run that died left on dir (it would append to the same AOF)
+// is stopped first, with SIGTERM, which makes it fsync its AOF.
+func startRedis(dir string, port int, o RedisOptions, extra ...string) (*Process, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not installed (apt-get install redis-server): %w", err)
@@ -60,33 +77,26 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 	if err := mkdirFor(dir, nil); err != nil {
 		return nil, err
 	}
-	port := o.Port
-	if port == 0 {
-		if port, err = FreePort(); err != nil {
-			return nil, err
-		}
-	}
-	aof := "no"
-	if o.AOF {
-		aof = "yes"
-	}
-	fsync := "everysec"
-	if o.FsyncAlways {
-		fsync = "always"
-	}
 	var args []string
 	if o.Password != "" {
 		conf, err := writeRedisAuth(dir, o.Password)
 		if err != nil {
 			return nil, err
 		}
-		// The configuration file comes first, the options after it.
-		args = append(args, conf)
+		args = append(args, conf) // the configuration file comes before the options
 	}
+	aof, fsync := "no", "everysec"
+	if o.AOF {
+		aof = "yes"
+	}
+	if o.FsyncAlways {
+		fsync = "always"
+	}
+	pidFile := filepath.Join(dir, "redis.pid")
 	args = append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", aof, "--appendfsync", fsync,
 		"--maxmemory-policy", "noeviction", "--protected-mode", "yes",
-		"--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no")
+		"--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no", "--pidfile", pidFile)
 	if o.Debug {
 		args = append(args, "--enable-debug-command", "local")
 	}
@@ -97,25 +107,27 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 		}
 		args = append(args, "--replicaof", host, port)
 	}
-	pidFile, err := redisPidFile(dir)
-	if err != nil {
+	if err := stopStale(pidFile, "redis-server", syscall.SIGTERM, 10*time.Second); err != nil {
 		return nil, err
 	}
-	args = append(args, "--pidfile", pidFile)
-	p, err := start("redis", nil, bin, args...)
+	p, err := start("redis", nil, bin, append(args, extra...)...)
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if err := waitTCP(addr, 10*time.Second); err != nil {
+	// While it replays its append-only file, Redis answers LOADING.
+	err = Poll(context.Background(), 5*time.Minute, 50*time.Millisecond, func() error {
+		if p.Exited() {
+			return giveUp{fmt.Errorf("exited: %s", p.Output())}
+		}
+		_, err := command(addr, o.Password, "PING")
+		return err
+	})
+	if err != nil {
 		p.Kill()
-		return nil, fmt.Errorf("redis did not come up: %w", err)
+		return nil, fmt.Errorf("redis at %s not ready: %w", addr, err)
 	}
-	if err := waitPong(addr, o.Password, 5*time.Minute); err != nil {
-		p.Kill()
-		return nil, err
-	}
-	return &Redis{Process: p, Addr: addr, Dir: dir, password: o.Password}, nil
+	return p, nil
 }
 
 // writeRedisAuth writes the configuration file that sets the server's password, readable by its
@@ -133,41 +145,11 @@ func writeRedisAuth(dir, password string) (string, error) {
 	return conf, nil
 }
 
-// waitPong waits until Redis answers PING with PONG: while it replays its append-only file it
-// accepts connections but answers LOADING. password, when set, is given first (AUTH).
-func waitPong(addr, password string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		reply, err := ping(addr, password)
-		if err == nil && reply == "+PONG" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis at %s not ready after %s: %q %v", addr, within, reply, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func ping(addr, password string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	r := bufio.NewReader(c)
-	if password != "" {
-		if _, err := c.Write([]byte("AUTH " + password + "\r\n")); err != nil {
-			return "", err
-		}
-		if line, err := r.ReadString('\n'); err != nil || strings.TrimSpace(line) != "+OK" {
-			return strings.TrimSpace(line), err
-		}
-	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return "", err
-	}
-	line, err := r.ReadString('\n')
-	return strings.TrimSpace(line), err
+// command sends one command to the Redis at addr (giving password first when set) and returns
+// its reply as text.
+func command(addr, password string, args ...any) (string, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, Protocol: 2, DisableIdentity: true,
+		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, MaxRetries: -1, PoolSize: 1})
+	defer rdb.Close()
+	return rdb.Do(context.Background(), args...).Text()
 }

@@ -1,6 +1,7 @@
 package localenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,35 +12,24 @@ import (
 	"time"
 )
 
-// LockDir takes an exclusive lock on the data directory dir (flock on dir/.lock) for as long as
-// the process lives, or until release is called. It fails at once when another process holds
-// it. The kernel drops the lock when the process dies, however it dies (kill -9 included), so
-// a holder of the lock knows that any server still running on dir's data was left behind by a
-// run that died, and may stop it (StartRedis and StartPostgres do).
+// LockDir takes an exclusive lock on the data directory dir (flock on dir/.lock) until release
+// or the process's death, however it dies; it fails at once when another process holds it. A
+// holder therefore knows that a server still running on dir's data was left behind by a run
+// that died, and may stop it (StartRedis and StartPostgres do).
 func LockDir(dir string) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, ".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	release, err = lockFile(context.Background(), filepath.Join(dir, ".lock"), 0o600, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("%s is in use: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s is in use by another process (%s is locked)", dir, path)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return release, nil
 }
 
-// stopStale stops a server that a previous run left behind on a data directory: the process
-// whose id the first line of pidFile holds, when it is still alive and runs the executable
-// named exe. It is asked to end with sig and killed after grace. A missing or stale pid file
-// is not an error. Callers own the directory (see LockDir), so such a process is an orphan of
-// a run that died, never a server someone still uses.
+// stopStale stops the server a run that died left on a data directory: the process named by
+// the first line of pidFile, when it is alive and runs exe, with sig, then SIGKILL after
+// grace. Callers own the directory (LockDir), so such a process is an orphan.
 func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) error {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -53,25 +43,37 @@ func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) err
 	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop stale %s (pid %d, %s): %w", exe, pid, pidFile, err)
 	}
-	deadline := time.Now().Add(grace)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(grace)
+	gone := func() error {
+		if alive(pid) {
+			return errors.New("alive")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}
+	if Poll(context.Background(), grace, 50*time.Millisecond, gone) != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return Poll(context.Background(), grace, 50*time.Millisecond, gone)
 	}
 	return nil
 }
 
-// alive tells whether pid is a running process (a zombie is not).
-func alive(pid int) bool {
-	_, ok := runningStat(pid)
-	return ok
+// StatFields reads a /proc stat file (/proc/<pid>/stat, or a thread's under task/) and gives
+// its fields after the command name, the state (field 3) first, so field n is at index n-3.
+// The command name may hold spaces and parentheses: the fields follow its last ')'.
+func StatFields(path string) (fields []string, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(s[i+1:])
+	return f, len(f) > 0
 }
 
-// runningStat is the fields of /proc/pid/stat after the command (the state, field 3, first),
-// and whether pid is a running process (a zombie is not).
+// runningStat is StatFields of pid's stat, ok only for a running process (not a zombie).
 func runningStat(pid int) ([]string, bool) {
 	f, ok := StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
 	if !ok || f[0] == "Z" || f[0] == "X" {
@@ -80,9 +82,13 @@ func runningStat(pid int) ([]string, bool) {
 	return f, true
 }
 
-// runs tells whether pid runs the program named exe: by its executable, its command name or
-// its first argument (Debian's redis-server is a link to redis-check-rdb, which picks its role
-// by the name it was called with).
+func alive(pid int) bool {
+	_, ok := runningStat(pid)
+	return ok
+}
+
+// runs tells whether pid runs the program exe, by its executable, command name or first
+// argument (Debian's redis-server is a link to redis-check-rdb, which goes by its name).
 func runs(pid int, exe string) bool {
 	proc := "/proc/" + strconv.Itoa(pid)
 	if p, err := os.Readlink(proc + "/exe"); err == nil && filepath.Base(strings.TrimSuffix(p, " (deleted)")) == exe {
@@ -98,26 +104,4 @@ func runs(pid int, exe string) bool {
 	arg0, _, _ := strings.Cut(string(b), "\x00")
 	arg0, _, _ = strings.Cut(arg0, " ")
 	return filepath.Base(arg0) == exe
-}
-
-// redisPidFile is where StartRedis has redis-server write its pid. A redis-server still running
-// from a run that died (kill -9) would append to the same AOF as the new one: it is stopped
-// first, with SIGTERM, which makes it fsync its AOF before it exits.
-func redisPidFile(dir string) (string, error) {
-	pidFile := filepath.Join(dir, "redis.pid")
-	return pidFile, stopStale(pidFile, "redis-server", syscall.SIGTERM, 10*time.Second)
-}
-
-// stopStalePostgres stops a postmaster still running from a run that died on data directory
-// dir (its postmaster.pid names it), with a fast shutdown (SIGINT).
-func stopStalePostgres(dir string) error {
-	return stopStale(filepath.Join(dir, "postmaster.pid"), "postgres", syscall.SIGINT, 20*time.Second)
-}
-
-// staleStart tells whether postgres refused to start because of what a server of a run that
-// died left behind: its backends still attached to the shared memory, or its lock file while
-// it was stopping. Both clear within seconds, so the start is tried again.
-func staleStart(output string) bool {
-	return strings.Contains(output, "pre-existing shared memory block") ||
-		strings.Contains(output, `lock file "postmaster.pid" already exists`)
 }
