@@ -19,16 +19,11 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
 
-// The document is the one the service embeds and serves (api.OpenAPI), so the suites check
-// the responses against exactly what clients are given. libopenapi-validator validates
-// OpenAPI 3.1 with a JSON Schema 2020-12 validator and caches each compiled schema, so a
-// response costs tens of microseconds: every response of the end-to-end suites (thousands in
-// the contention tests) can be checked without slowing them. kin-openapi v0.153 validates 3.1
-// too, but compiles the schema again for every response (about 1 ms each, 2 ms under -race).
+// The document checked is the one the service embeds and serves (api.OpenAPI).
+// libopenapi-validator validates OpenAPI 3.1 and caches each compiled schema, cheap enough to
+// check every response of the end-to-end suites.
 
-// validators are the documents' validators, built once per test binary each: building the
-// model takes tens of milliseconds, and its schema cache then serves every stack of the binary.
-// The key is the document's name (api/openapi.yaml, internal/console/openapi.yaml).
+// validators are the documents' validators by name, built once per test binary each.
 var validators sync.Map // name -> *docValidator
 
 type docValidator struct {
@@ -36,10 +31,6 @@ type docValidator struct {
 	v     validator.Validator
 	model *v3.Document
 	err   error
-}
-
-func openAPIValidator() (validator.Validator, *v3.Document, error) {
-	return validatorOf("api/openapi.yaml", api.OpenAPI)
 }
 
 func validatorOf(name string, doc func() []byte) (validator.Validator, *v3.Document, error) {

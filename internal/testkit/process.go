@@ -5,25 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/secrets"
 )
-
-// The fault tests run the service as an operator does: `acv serve` child processes, configured
-// by the environment, that a test kills with SIGKILL and starts again. A Stack's parts run
-// in-process (service.Run in a goroutine) and cannot be killed like that.
 
 // acvBinary is cmd/acv built once per test binary.
 var acvBinary struct {
@@ -54,10 +50,10 @@ func ACVBinary(tb testing.TB) string {
 	return acvBinary.path
 }
 
-// Service is one `acv serve` child process. Its listeners stay on the same addresses across
-// restarts, so clients keep pointing at it, and its output goes to LogFile (appended to across
-// restarts). It dies with the test binary (Pdeathsig) and is stopped when the test ends; a test
-// that failed shows the end of its log.
+// Service is one `acv serve` child process, configured by the environment, that a test may kill
+// with SIGKILL and start again. Its listeners keep their addresses across restarts and its
+// output goes to LogFile (appended to). It dies with the test binary and is stopped when the
+// test ends; a test that failed shows the end of its log.
 type Service struct {
 	// Name identifies the process in messages; it is also its ACV_INSTANCE unless the settings
 	// name one.
@@ -75,177 +71,122 @@ type Service struct {
 	env  []string
 	api  bool
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *localenv.Process
 }
 
-// StartService runs `acv serve` with settings (environment variable → value: ACV_ROLES,
-// ACV_REDIS_URL and so on) on top of the test's environment stripped of every ACV_*, KAFKA_*
-// and OTEL_* variable, and waits until it serves: its debug listener answers /healthz and,
-// with the API role, so does its API. ACV_HTTP_ADDR, ACV_DEBUG_ADDR and ACV_ADMIN_ADDR (the
-// operator console) get free loopback ports unless settings name them (an empty
-// ACV_ADMIN_ADDR runs no console); ACV_INSTANCE defaults to name.
+// StartService runs `acv serve` with settings (environment variable → value) on top of the
+// test's environment stripped of every ACV_*, KAFKA_* and OTEL_* variable, and waits until it
+// serves (Start). ACV_HTTP_ADDR, ACV_DEBUG_ADDR and ACV_ADMIN_ADDR get free loopback ports
+// unless settings name them (an empty ACV_ADMIN_ADDR runs no console); ACV_INSTANCE defaults
+// to name.
 func StartService(tb testing.TB, name string, settings map[string]string) *Service {
 	tb.Helper()
 	s := &Service{Name: name, t: tb, bin: ACVBinary(tb), LogFile: filepath.Join(tb.TempDir(), name+".log")}
 	set := map[string]string{"ACV_INSTANCE": name, "ACV_LOG_LEVEL": "info"}
-	for k, v := range settings {
-		set[k] = v
-	}
+	maps.Copy(set, settings)
 	for _, k := range []string{"ACV_HTTP_ADDR", "ACV_DEBUG_ADDR", "ACV_ADMIN_ADDR"} {
 		if v, named := settings[k]; v == "" && (k != "ACV_ADMIN_ADDR" || !named) {
-			port, err := localenv.FreePort()
-			if err != nil {
-				tb.Fatal(err)
-			}
-			set[k] = fmt.Sprintf("127.0.0.1:%d", port)
+			set[k] = freeAddr(tb)
 		}
 	}
 	s.HTTPAddr, s.DebugAddr = set["ACV_HTTP_ADDR"], set["ACV_DEBUG_ADDR"]
-	roles := set["ACV_ROLES"]
-	s.api = roles == "" || strings.Contains(roles, "api")
-	s.env = serviceEnv(set)
+	s.api = set["ACV_ROLES"] == "" || strings.Contains(set["ACV_ROLES"], "api")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ACV_") && !strings.HasPrefix(kv, "KAFKA_") && !strings.HasPrefix(kv, "OTEL_") {
+			s.env = append(s.env, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		s.env = append(s.env, k+"="+set[k])
+	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			tb.Logf("--- %s: end of %s:\n%s", s.Name, s.LogFile, s.Tail(40))
 		}
-		s.stop(10 * time.Second)
+		s.running().Stop(10 * time.Second)
 	})
 	s.Start()
 	return s
 }
 
-// serviceEnv is the test's environment without the settings that would point a child
-// elsewhere, plus set.
-func serviceEnv(set map[string]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ACV_") || strings.HasPrefix(name, "KAFKA_") || strings.HasPrefix(name, "OTEL_") {
-			continue
-		}
-		env = append(env, kv)
+// freeAddr is a free loopback address (localenv.FreePort).
+func freeAddr(tb testing.TB) string {
+	port, err := localenv.FreePort()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+set[k])
-	}
-	return env
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
-// Start starts the process (again, after Kill or Stop) and waits up to a minute until it
-// serves; it fails the test when the process exits first or does not answer.
+// running is the current process, nil before the first start.
+func (s *Service) running() *localenv.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// Start starts the process (again, after Kill or Stop) and waits up to a minute until its
+// debug listener, and with the API role its API, answer /healthz; it fails the test when the
+// process exits first or does not answer.
 func (s *Service) Start() {
 	s.t.Helper()
-	s.mu.Lock()
-	if s.cmd != nil && !isDone(s.done) {
-		s.mu.Unlock()
+	if p := s.running(); p != nil && !p.Exited() {
 		s.t.Fatalf("%s: started while running", s.Name)
 	}
 	f, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		s.mu.Unlock()
 		s.t.Fatal(err)
 	}
 	s.Starts++
 	fmt.Fprintf(f, "=== testkit: start %d of %s at %s\n", s.Starts, s.Name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, "serve")
 	cmd.Env = s.env
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := localenv.Launch(s.Name, cmd, f)
+	if err != nil {
 		f.Close()
-		s.mu.Unlock()
-		s.t.Fatalf("start %s: %v", s.Name, err)
+		s.t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
+	go func() { p.ExitCode(); f.Close() }()
+	s.mu.Lock()
+	s.proc = p
 	s.mu.Unlock()
-
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if isDone(done) {
-			s.t.Fatalf("%s exited before it served (%s):\n%s", s.Name, cmd.ProcessState, s.Tail(40))
-		}
-		if s.serving() {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s does not serve a minute after its start:\n%s", s.Name, s.Tail(40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// serving tells whether the debug listener, and with the API role the API, answer /healthz.
-func (s *Service) serving() bool {
 	urls := []string{"http://" + s.DebugAddr + "/healthz"}
 	if s.api {
 		urls = append(urls, "http://"+s.HTTPAddr+"/healthz")
 	}
-	for _, u := range urls {
-		code, _, err := fetchURL(u, time.Second)
-		if err != nil || code != http.StatusOK {
-			return false
+	err = localenv.Poll(context.Background(), time.Minute, 50*time.Millisecond, func() error {
+		if p.Exited() {
+			s.t.Fatalf("%s exited before it served (exit code %d):\n%s", s.Name, p.ExitCode(), s.Tail(40))
 		}
+		for _, u := range urls {
+			if code, _, err := fetchURL(u, time.Second); err != nil || code != http.StatusOK {
+				return fmt.Errorf("%s: %d %v", u, code, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.t.Fatalf("%s does not serve a minute after its start (%v):\n%s", s.Name, err, s.Tail(40))
 	}
-	return true
 }
 
 // Kill ends the process with SIGKILL, as a crash or the OOM killer would: no drain, no flush,
 // nothing acknowledged that was in flight. It returns once the process is gone.
-func (s *Service) Kill() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil || isDone(done) {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-}
+func (s *Service) Kill() { s.running().Kill() }
 
 // Stop ends the process with SIGTERM, as an orchestrator does (drain, flush, leave the
 // consumer group), and fails the test when it has not exited within a minute or exited with
 // an error.
 func (s *Service) Stop() {
 	s.t.Helper()
-	if code, ok := s.stop(time.Minute); !ok {
+	p := s.running()
+	if p == nil {
+		return
+	}
+	if !p.Stop(time.Minute) {
 		s.t.Errorf("%s did not stop within a minute of SIGTERM:\n%s", s.Name, s.Tail(40))
-	} else if code != 0 {
+	} else if code := p.ExitCode(); code != 0 {
 		s.t.Errorf("%s exited with %d after SIGTERM:\n%s", s.Name, code, s.Tail(40))
-	}
-}
-
-// stop sends SIGTERM and waits up to grace, then kills the process; it returns the exit code
-// and whether the process ended within grace.
-func (s *Service) stop(grace time.Duration) (code int, ok bool) {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil {
-		return 0, true
-	}
-	if isDone(done) {
-		return cmd.ProcessState.ExitCode(), true
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode(), true
-	case <-time.After(grace):
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		return -1, false
 	}
 }
 
@@ -361,15 +302,6 @@ func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, body, err
-}
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // ProcessSettings are the settings of `acv serve` processes that share the stack's servers

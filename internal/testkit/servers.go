@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acv/acv/internal/localenv"
-	"github.com/acv/acv/internal/localenv/localkafka"
 )
 
 // shared holds the servers one test binary starts once and every test of it uses: starting
@@ -110,16 +109,4 @@ func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 	suite.mu.Unlock()
 	tb.Cleanup(func() { r.Stop(5 * time.Second) })
 	return r
-}
-
-// KafkaBroker starts an in-process broker with the topic for one test and closes it when the
-// test ends.
-func KafkaBroker(tb testing.TB, topic string, partitions int) *localkafka.Broker {
-	tb.Helper()
-	k, err := localkafka.Start(topic, partitions, 0)
-	if err != nil {
-		tb.Fatalf("start kafka: %v", err)
-	}
-	tb.Cleanup(k.Close)
-	return k
 }

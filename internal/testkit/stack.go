@@ -3,7 +3,6 @@ package testkit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -90,14 +89,13 @@ func NewStackWith(t *testing.T, o StackOptions) *Stack {
 	if err := store.Migrate(ctx, pgURL); err != nil {
 		t.Fatal(err)
 	}
-	k, kc := stackKafka(t, o.Kafka, 4)
 	logs, logger := NewLogSink(t)
 	cfg := service.Config{
-		RedisURL: redisURL, DatabaseURL: pgURL, KafkaBrokers: kc.brokers,
-		KafkaTopic: kc.topic, Partitions: kc.partitions, ConsumerGroup: kc.group, Instance: "test",
+		RedisURL: redisURL, DatabaseURL: pgURL, Instance: "test",
 		KeyCacheTTL: 200 * time.Millisecond, RequestTimeout: 10 * time.Second, Drain: 5 * time.Second,
 		RedisPoolSize: 128, RedisCoalesce: 4, Logger: logger, MasterKeys: MasterKeys(t, "test"),
 	}
+	k := stackKafka(t, o.Kafka, &cfg)
 	d, err := service.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -166,53 +164,41 @@ func (s *Stack) listen() net.Listener {
 	return ln
 }
 
-// StartAPI starts one more API replica, a service.Run of the API role with its own
-// connections on its own port, as `acv serve` runs it, and returns its base URL. It is
-// stopped (and drained) when the test ends.
-func (s *Stack) StartAPI() string {
+// startAPI starts an API replica on a listener of its own, as `acv serve` runs it, with
+// configure's changes, stopped (and drained) when the test ends; it returns its base URL.
+func (s *Stack) startAPI(what string, configure func(*service.Config)) string {
 	s.T.Helper()
 	ln := s.listen()
 	cfg := s.Config
 	cfg.Roles = service.Roles{API: true}
-	s.RunClean("api replica", cfg, ln)
+	configure(&cfg)
+	s.RunClean(what, cfg, ln)
 	return "http://" + ln.Addr().String()
 }
 
-// StartAPIWithDebug starts an API replica as StartAPI does, with a debug listener
-// (ACV_DEBUG_ADDR) as the compose stack gives every replica: /metrics, /healthz, /readyz and
-// /debug/pprof are served there, never on the API port. It returns both base URLs; the debug
-// listener may take a moment to answer.
+// StartAPI starts one more API replica, with its own connections on its own port, and
+// returns its base URL.
+func (s *Stack) StartAPI() string {
+	s.T.Helper()
+	return s.startAPI("api replica", func(*service.Config) {})
+}
+
+// StartAPIWithDebug starts an API replica with a debug listener (ACV_DEBUG_ADDR: /metrics,
+// /healthz, /readyz, /debug/pprof), as the compose stack runs every replica. It returns both
+// base URLs; the debug listener may take a moment to answer.
 func (s *Stack) StartAPIWithDebug() (base, debug string) {
 	s.T.Helper()
-	ln := s.listen()
-	cfg := s.Config
-	cfg.Roles = service.Roles{API: true}
-	cfg.DebugAddr = s.debugAddr()
-	s.RunClean("api replica", cfg, ln)
-	return "http://" + ln.Addr().String(), "http://" + cfg.DebugAddr
+	debug = freeAddr(s.T)
+	return s.startAPI("api replica", func(c *service.Config) { c.DebugAddr = debug }), "http://" + debug
 }
 
-// StartAPIWithConsole starts an API replica as StartAPI does, serving the operator console
-// (ACV_ADMIN_ADDR) on a listener of its own, as `acv serve` does by default. It returns both
-// base URLs; the console may take a moment to answer.
+// StartAPIWithConsole starts an API replica serving the operator console (ACV_ADMIN_ADDR) on
+// a listener of its own, as `acv serve` does by default. It returns both base URLs.
 func (s *Stack) StartAPIWithConsole() (base, console string) {
 	s.T.Helper()
-	ln, adminLn := s.listen(), s.listen()
-	cfg := s.Config
-	cfg.Roles = service.Roles{API: true}
-	cfg.AdminListener = adminLn
-	s.RunClean("api with console", cfg, ln)
-	return "http://" + ln.Addr().String(), "http://" + adminLn.Addr().String()
-}
-
-// debugAddr picks a free loopback address for a part's debug listener.
-func (s *Stack) debugAddr() string {
-	s.T.Helper()
-	port, err := localenv.FreePort()
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", port)
+	adminLn := s.listen()
+	base = s.startAPI("api with console", func(c *service.Config) { c.AdminListener = adminLn })
+	return base, "http://" + adminLn.Addr().String()
 }
 
 // StartAPIs starts n API replicas and returns their base URLs, for tests whose requests must
@@ -268,7 +254,7 @@ func (s *Stack) StartWorker(name string) string {
 	cfg := s.Config
 	cfg.Instance = name
 	cfg.Roles = service.Roles{Relay: true, Consumer: true}
-	cfg.DebugAddr = s.debugAddr()
+	cfg.DebugAddr = freeAddr(s.T)
 	s.RunClean("pipeline worker", cfg, nil)
 	return "http://" + cfg.DebugAddr
 }

@@ -1,26 +1,27 @@
 package testkit
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/acv/acv/internal/localenv"
 )
 
 // WaitFor polls cond every 50 ms until it holds, and fails the test when it still does not
 // after within, with what and cond's last account of the state. The stack is eventually
-// consistent (the audit pipeline, the key cache), so tests wait for an outcome rather than
-// sleep for a guess.
+// consistent (the audit pipeline, the key cache): tests wait for an outcome, never sleep.
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
+	err := localenv.Poll(context.Background(), within, 50*time.Millisecond, func() error {
+		if ok, state := cond(); !ok {
+			return errors.New(state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", within, what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %v", within, what, err)
 	}
 }
 
