@@ -18,11 +18,10 @@ import (
 // data directory.
 var ExternalPGRoot = "/var/lib/acv"
 
-// PostgresDataDir is the PostgreSQL data directory of the acv data directory home (absolute):
-// home/pg when the server's user can reach it, else a directory of home's own under
-// ExternalPGRoot (pg-<hash of home's path>, falling back to the temporary directory), recorded
-// in home/pg.location so restarts use the same cluster. As root the server runs as the postgres
-// user, which cannot traverse e.g. /root (mode 0700): a checkout there still works.
+// PostgresDataDir is the PostgreSQL data directory of the acv data directory home: home/pg when
+// the server's user can reach it (as root it runs as postgres, which cannot traverse /root),
+// else pg-<hash of home> under ExternalPGRoot or the temporary directory, recorded in
+// home/pg.location so restarts use the same cluster.
 func PostgresDataDir(home string) (string, error) {
 	loc := filepath.Join(home, "pg.location")
 	if b, err := os.ReadFile(loc); err == nil {

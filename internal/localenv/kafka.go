@@ -20,10 +20,9 @@ type KafkaOptions struct {
 	// Version is the release to run, Kafka3 or Kafka4 (or another of those lines). Default
 	// Kafka4.
 	Version string
-	// Nodes is how many nodes the cluster has, each a combined broker and KRaft controller in
-	// a JVM of its own. 1 (the default) for the suites; 3 for fault tests: a quorum that
-	// survives one node's loss, and topics with replication factor 3 and
-	// min.insync.replicas=2, so acks=all still succeeds with one broker down.
+	// Nodes is how many nodes the cluster has, each broker and KRaft controller in a JVM of its
+	// own: 1 (the default) for the suites; 3 for fault tests, a quorum that survives one node's
+	// loss, with replication factor 3 and min.insync.replicas=2.
 	Nodes int
 	// HeapMB is each JVM's maximum heap. Default 384.
 	HeapMB int
@@ -39,11 +38,9 @@ type KafkaOptions struct {
 	JVMOptions []string
 }
 
-// Kafka is a running Apache Kafka cluster in KRaft mode on loopback, its state in a directory
-// of the caller's. Nodes may be killed, stopped and started again one by one (KafkaNode) or
-// all at once (Stop, Start), on the same ports and data, as a fault test needs; Close tears
-// everything down and removes the state. Every node logs to its LogFile, appended across
-// restarts; LogLines searches them all.
+// Kafka is a running Apache Kafka cluster in KRaft mode on loopback. Nodes may be killed,
+// stopped and started again one by one (KafkaNode) or all at once (Stop, Start), on the same
+// ports and data; Close tears everything down and removes the state.
 type Kafka struct {
 	// Version is the Apache Kafka release the nodes run.
 	Version string
@@ -68,11 +65,10 @@ type Kafka struct {
 // kafkaStartWithin bounds how long the nodes may take to answer after their JVMs started.
 const kafkaStartWithin = 2 * time.Minute
 
-// StartKafka starts a Kafka cluster with its state in dir (created; removed by Close): it
-// fetches the jars when needed, picks free loopback ports, formats each node's storage afresh
-// with a new cluster id, starts the nodes, and returns once every node answers metadata
-// requests listing every other. On failure nothing is left running and the error carries the
-// nodes' log tails. Topics are never created implicitly: use CreateTopic.
+// StartKafka starts a Kafka cluster with its state in dir (removed by Close): it fetches the
+// jars when needed, formats each node's storage afresh, starts the nodes and returns once every
+// node answers listing every other. On failure nothing is left running and the error carries
+// the nodes' log tails. Topics are never created implicitly: use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
 	o.Version = cmpOr(o.Version, Kafka4)
 	o.Nodes = cmpOr(max(o.Nodes, 0), 1)
@@ -274,8 +270,7 @@ func (k *Kafka) poll(ctx context.Context, what string, within, every time.Durati
 }
 
 // WaitReady waits until every running node answers a metadata request listing every running
-// node as a broker (a restarted one is listed once the controller unfenced it), or fails
-// after within with each node's log tail.
+// node as a broker (a restarted one once the controller unfenced it).
 func (k *Kafka) WaitReady(ctx context.Context, within time.Duration) error {
 	err := k.poll(ctx, "not ready", within, 100*time.Millisecond, func() error {
 		running := k.Running()
@@ -305,8 +300,7 @@ func (k *Kafka) WaitReady(ctx context.Context, within time.Duration) error {
 }
 
 // CreateTopic creates topic with the given partitions and replication factor (0: three, or the
-// number of nodes when fewer), and waits until every node knows every partition's leader, so
-// producing to it right away succeeds.
+// number of nodes when fewer), and waits until every node knows every partition's leader.
 func (k *Kafka) CreateTopic(ctx context.Context, topic string, partitions, replicationFactor int) error {
 	if replicationFactor <= 0 {
 		replicationFactor = min(3, len(k.Nodes))
@@ -329,9 +323,8 @@ func (k *Kafka) CreateTopic(ctx context.Context, topic string, partitions, repli
 	return k.waitTopic(ctx, topic, partitions, 30*time.Second)
 }
 
-// waitTopic waits until every running node's metadata shows every partition of topic with a
-// leader: brokers learn of a new topic one by one, and a client bootstrapping from one that
-// has not yet is told the topic does not exist.
+// waitTopic waits until every running node knows a leader of every partition of topic: a
+// client bootstrapping from a node that does not is told the topic does not exist.
 func (k *Kafka) waitTopic(ctx context.Context, topic string, partitions int, within time.Duration) error {
 	return k.poll(ctx, "topic "+topic+" not ready", within, 50*time.Millisecond, func() error {
 		for _, n := range k.Running() {
@@ -394,8 +387,7 @@ func (k *Kafka) Leader(ctx context.Context, topic string, partition int) (*Kafka
 }
 
 // WaitNewLeader waits until partition of topic is led by a running node other than old (nil:
-// any running node), and returns it: after old was killed, once the controller fenced it
-// (broker.session.timeout.ms) and elected another in-sync replica.
+// any), and returns it: after old was killed, once the controller fenced it.
 func (k *Kafka) WaitNewLeader(ctx context.Context, topic string, partition int, old *KafkaNode, within time.Duration) (*KafkaNode, error) {
 	var n *KafkaNode
 	err := k.poll(ctx, fmt.Sprintf("no new leader of %s/%d", topic, partition), within, 50*time.Millisecond, func() (err error) {
@@ -445,10 +437,9 @@ func (k *Kafka) TopicLogBytes(topic string) (int64, error) {
 	return total, nil
 }
 
-// WaitGroupCoordinator has the cluster create its consumer offsets topic (on the first request
-// for a group coordinator) and waits until each of its partitions has a leader, so the first
-// consumer group joins at once instead of failing with COORDINATOR_NOT_AVAILABLE and waiting
-// kafka-go's JoinGroupBackoff.
+// WaitGroupCoordinator has the cluster create its consumer offsets topic and waits until each
+// of its partitions has a leader, so the first consumer group joins at once rather than after
+// COORDINATOR_NOT_AVAILABLE and kafka-go's JoinGroupBackoff.
 func (k *Kafka) WaitGroupCoordinator(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	err := k.poll(ctx, "no group coordinator", within, 100*time.Millisecond, func() error {

@@ -37,10 +37,9 @@ type KafkaDist struct {
 // fetch that died half way leaves none, and the next one starts over.
 const completeMarker = "complete"
 
-// FetchKafka returns the jars of Kafka version, fetched from Maven Central on first use (`mvn
-// dependency:copy-dependencies` of a generated pom) into cache/kafka-<version> (cache empty:
-// the user's cache directory's acv). Callers in any process are serialised by a lock on the
-// cache, so a release is fetched once and never read half-written. It needs mvn on the PATH.
+// FetchKafka returns the jars of Kafka version, fetched with mvn from Maven Central on first
+// use into cache/kafka-<version> (cache empty: the user's cache directory's acv). A lock on
+// the cache serialises callers in any process, so a release is fetched once.
 func FetchKafka(ctx context.Context, version, cache string) (*KafkaDist, error) {
 	bindings, ok := kafkaLogBindings[major(version)]
 	if !ok {

@@ -51,11 +51,9 @@ func javaBinary(home string) (string, error) {
 // offsetsPartitions is the partition count of the consumer offsets topic.
 const offsetsPartitions = 4
 
-// serverProperties is the node's configuration: loopback only, topics created explicitly, and
-// with three nodes replication factor 3 and two in-sync replicas for acks=all, as production.
-// The rest suits tests on a small machine: few threads and partitions, small segments, a
-// cleaner buffer that fits the heap, and a dead broker fenced after 3 s so leadership moves
-// quickly when a fault test kills one.
+// serverProperties is the node's configuration: loopback only, topics created explicitly, with
+// three nodes replication factor 3 and two in-sync replicas as production; small for a small
+// machine, and a dead broker fenced after 3 s so leadership moves quickly.
 func (n *KafkaNode) serverProperties(voters string) string {
 	nodes := len(n.k.Nodes)
 	rf := min(3, nodes)
@@ -147,8 +145,7 @@ func (n *KafkaNode) writeConfig(voters string) error {
 }
 
 // jvmArgs are the java arguments before the main class: a small heap, the serial collector and
-// the client compiler, which start fastest and leave a small machine's cores to the tests,
-// the logging configuration, and KafkaOptions.JVMOptions.
+// the client compiler, which start fastest, the logging configuration, then JVMOptions.
 func (n *KafkaNode) jvmArgs(heapMB int) []string {
 	args := []string{
 		fmt.Sprintf("-Xmx%dm", heapMB), fmt.Sprintf("-Xms%dm", min(heapMB, 64)),

@@ -11,10 +11,8 @@ import (
 	"syscall"
 )
 
-// PasswordFile is the password kept in the file at path, made on first use: 32 random bytes in
-// hex, written to a new file of mode 0600, so every later start of the server it protects
-// (RedisOptions.Password, PostgresOptions.Password) uses the same one. A file that other users
-// may read is made private again.
+// PasswordFile is the password kept in the file at path, made on first use (32 random bytes in
+// hex, mode 0600), so every start of the server it protects uses the same one.
 func PasswordFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -72,9 +70,8 @@ func checkPassword(pw string) error {
 	return nil
 }
 
-// writePrivateFile replaces the file at path with data, readable by its owner only (cred's
-// user when set, the postgres user of a server run as root), renamed in so the server never
-// reads half of it.
+// writePrivateFile replaces the file at path with data, readable by its owner (cred's user when
+// set) only, renamed in so the server never reads half of it.
 func writePrivateFile(path string, data []byte, cred *syscall.Credential) error {
 	tmp, err := writeTemp(path, data, cred)
 	if err == nil {

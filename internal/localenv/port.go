@@ -12,14 +12,11 @@ import (
 	"time"
 )
 
-// FreePort returns a loopback TCP port that nothing listens on and that no other caller of
-// FreePort on this machine holds, for a server named in a configuration before it starts.
-//
-// Binding :0 is not enough: the kernel also hands those ports out as the local ports of
-// outgoing connections, which may take the port before the server binds it. FreePort picks
-// outside the ephemeral range (ip_local_port_range) and reserves the port across processes
-// with a file under os.TempDir()/acv-ports naming the reserving process, valid while it lives.
-// Where that is not possible it falls back to asking the kernel.
+// FreePort returns a loopback TCP port that nothing listens on and no other caller of FreePort
+// on this machine holds, for a server named in a configuration before it starts. A port from
+// binding :0 may meanwhile become an outgoing connection's local port, so FreePort picks
+// outside the kernel's ephemeral range and reserves the port, while its process lives, in a
+// file under os.TempDir()/acv-ports; failing that, it asks the kernel.
 func FreePort() (int, error) {
 	if lo, hi, ok := reservableRange(); ok {
 		if port, err := reservePort(filepath.Join(os.TempDir(), "acv-ports"), lo, hi); err == nil {
@@ -67,9 +64,8 @@ func ephemeralRange() (lo, hi int, ok bool) {
 	return lo, hi, err1 == nil && err2 == nil
 }
 
-// reservePort reserves a port of [lo, hi] that nothing listens on, as dir/<port> holding this
-// process's identity; a reservation whose process is gone is taken over. Choosing and writing
-// happen under a lock on dir/.lock, so two pickers never take the same port.
+// reservePort reserves a free port of [lo, hi] as dir/<port> holding this process's identity,
+// taking over reservations of dead processes, under a lock on dir/.lock.
 func reservePort(dir string, lo, hi int) (int, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return 0, fmt.Errorf("reserve port: %w", err)

@@ -26,13 +26,11 @@ type PostgresOptions struct {
 	Fast bool
 	// Port to listen on; 0 picks a free one.
 	Port int
-	// Standby starts the cluster as a standby with no primary and hot_standby off, so it never
-	// leaves recovery and refuses every connection with SQLSTATE 57P03 (cannot_connect_now), as
-	// a server that is starting up does: for tests of how the service answers then.
+	// Standby starts the cluster as a standby that never leaves recovery and refuses every
+	// connection with SQLSTATE 57P03, as a server starting up does.
 	Standby bool
-	// Password, when set, is the superuser's, and every connection must give it (scram-sha-256),
-	// over loopback TCP and over the Unix socket alike: see securePostgres. Without it the
-	// cluster trusts every connection, as the tests' throwaway clusters do. See PasswordFile.
+	// Password, when set, is the superuser's, asked of every connection (scram-sha-256), TCP and
+	// Unix socket alike; without it every connection is trusted. See PasswordFile.
 	Password string
 }
 
@@ -103,9 +101,7 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 		}
 	}
 	if o.Password != "" {
-		// Until securePostgres has set the password, only the Unix socket, in the data
-		// directory that only the server's user (and root) may enter, lets the superuser in
-		// without it; loopback TCP asks for it from the first connection.
+		// Until securePostgres has set the password, the Unix socket lets the superuser in.
 		if err := writePrivateFile(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBAOpening), cred); err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}

@@ -22,10 +22,8 @@ host    all       all   127.0.0.1/32   scram-sha-256
 host    all       all   ::1/128        scram-sha-256
 `
 
-// pgHBAOpening is the pg_hba.conf a cluster with a password starts with, until securePostgres
-// has set the password: the superuser comes in over the Unix socket without it. The socket
-// (mode 0700) is in the data directory, so only those who may read the cluster's files anyway
-// can use it. TCP asks for the password throughout.
+// pgHBAOpening is the pg_hba.conf until securePostgres has set the password: the superuser in
+// over the Unix socket (mode 0700, in the data directory), TCP asked for it throughout.
 const pgHBAOpening = `# Written by acv (internal/localenv) while it sets the superuser's password; replaced at once.
 # TYPE  DATABASE  USER      ADDRESS        METHOD
 local   all       postgres                 trust
@@ -33,11 +31,9 @@ host    all       all       127.0.0.1/32   scram-sha-256
 host    all       all       ::1/128        scram-sha-256
 `
 
-// securePostgres sets pg's superuser password to the one it was started with (over the socket
-// pgHBAOpening trusts), writes pgHBA, has the server reload it, and waits until the socket
-// asks for the password too. It runs on every start, so a cluster reaches that state however
-// it was left: made with the password, by an acv that trusted loopback, or with another
-// password before its password file was lost.
+// securePostgres sets the superuser's password over the socket pgHBAOpening trusts, writes
+// pgHBA, reloads it and waits until it is in effect. It runs on every start, so a cluster gets
+// there however it was left (trusting loopback, or another password).
 func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -81,9 +77,8 @@ func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential)
 	return nil
 }
 
-// connectSocket connects to pg's database postgres as the superuser, without a password, over
-// the Unix socket in its data directory. The environment's PG* settings and ~/.pgpass do not
-// apply.
+// connectSocket connects as the superuser without a password over the Unix socket in pg's
+// data directory, ignoring the environment's PG* settings and ~/.pgpass.
 func connectSocket(ctx context.Context, pg *Postgres) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig("sslmode=disable")
 	if err != nil {

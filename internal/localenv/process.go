@@ -163,8 +163,7 @@ func Poll(ctx context.Context, within, every time.Duration, check func() error) 
 }
 
 // lockFile takes an exclusive flock on path (created with mode perm), waiting up to within for
-// another holder, until ctx ends. The kernel drops the lock when its holder dies, however it
-// dies.
+// another holder; the kernel drops it when the holder dies, however it dies.
 func lockFile(ctx context.Context, path string, perm os.FileMode, within time.Duration) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
 	if err != nil {

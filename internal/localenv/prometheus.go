@@ -50,9 +50,8 @@ func PrometheusBinary() (string, error) {
 	return "", errors.New("the prometheus server is not installed (apt-get install prometheus)")
 }
 
-// StartPrometheus runs the prometheus server with its configuration and data (kept across
-// starts) in dir, serving on o.Addr (or a free port), and returns once it answers ready. A
-// server a run that died left on dir, which would hold the data's lock, is stopped first.
+// StartPrometheus runs the prometheus server with its configuration and data in dir, serving on
+// o.Addr (or a free port), once a server a dead run left on dir is stopped.
 func StartPrometheus(dir string, o PrometheusOptions) (*Prometheus, error) {
 	bin, err := PrometheusBinary()
 	if err != nil {

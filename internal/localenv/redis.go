@@ -28,9 +28,8 @@ type RedisOptions struct {
 	FsyncAlways bool
 	// ReplicaOf, "host:port", starts the server as a replica of that master.
 	ReplicaOf string
-	// Password, when set, is required of every client (requirepass, and masterauth for a
-	// replica). It is written to dir/auth.conf, mode 0600, not onto the command line, which
-	// every local user may read. See PasswordFile.
+	// Password, when set, is required of every client (requirepass; masterauth for a replica),
+	// written to dir/auth.conf (0600), not onto the command line. See PasswordFile.
 	Password string
 }
 
@@ -52,8 +51,7 @@ func (r *Redis) URL() string {
 }
 
 // StartRedis starts redis-server with its data in dir, on loopback only, with noeviction so
-// no code state or outbox entry is ever dropped for memory, and returns once it answers PING
-// (after replaying its append-only file).
+// no code state or outbox entry is dropped for memory, and returns once it answers PING.
 func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 	port, err := portOr(o.Port)
 	if err != nil {
@@ -66,9 +64,8 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 	return &Redis{Process: p, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, password: o.Password}, nil
 }
 
-// startRedis runs redis-server on port with o and the extra options, and waits until it
-// answers PING. A redis-server a run that died left on dir (it would append to the same AOF)
-// is stopped first, with SIGTERM, which makes it fsync its AOF.
+// startRedis runs redis-server with o and extra options and waits until it answers PING. A
+// server a dead run left on dir is stopped first (SIGTERM: it fsyncs its AOF).
 func startRedis(dir string, port int, o RedisOptions, extra ...string) (*Process, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {

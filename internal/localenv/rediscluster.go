@@ -46,9 +46,8 @@ type ClusterNode struct {
 	start   func() (*Process, error)
 }
 
-// StartRedisCluster starts Masters×(1+Replicas) redis-servers with cluster-enabled, each on
-// free loopback ports and in a directory of its own under dir, joins them with `redis-cli
-// --cluster create`, and waits until the cluster is ready (WaitOK).
+// StartRedisCluster starts Masters×(1+Replicas) cluster-enabled redis-servers under dir, joins
+// them with `redis-cli --cluster create`, and waits until the cluster is ready (WaitOK).
 func StartRedisCluster(dir string, o ClusterOptions) (*RedisCluster, error) {
 	if o.Masters <= 0 {
 		o.Masters = 3
@@ -233,8 +232,7 @@ func (c *RedisCluster) WaitOK(within time.Duration) error {
 }
 
 // Reshard moves slots slots from master from to master to with `redis-cli --cluster reshard`,
-// as an operator scales a cluster out: slot by slot, MIGRATING/IMPORTING while its keys move
-// (clients get ASK and TRYAGAIN meanwhile, MOVED after).
+// as an operator scales a cluster out while clients keep using the keys.
 func (c *RedisCluster) Reshard(from, to *ClusterNode, slots int) error {
 	out, err := exec.Command("redis-cli", "--cluster", "reshard", from.Addr, "--cluster-from", from.ID,
 		"--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(slots), "--cluster-yes").CombinedOutput()

@@ -9,13 +9,10 @@ import (
 	"strings"
 )
 
-// RegisterScrapeTarget makes the metrics listener addr of this process known to a local
-// Prometheus that reads dir through file-based service discovery (file_sd_configs of
-// dir/*.json), as the Prometheus of `acv dev --prometheus` does: a load generator (acvload)
-// writes itself there, so its run shows on the same Prometheus as the service it loads. The
-// file is named after name and this process's identity, and remove deletes it; a file whose
-// process is gone without removing it (kill -9) is deleted by the next RegisterScrapeTarget or
-// PruneScrapeTargets on dir.
+// RegisterScrapeTarget makes the metrics listener addr of this process known to a Prometheus
+// reading dir/*.json (file_sd_configs), as `acv dev --prometheus`'s does, so a load
+// generator's run shows beside the service. remove deletes the file; one left by a killed
+// process is deleted by the next RegisterScrapeTarget or PruneScrapeTargets.
 func RegisterScrapeTarget(dir, name, addr string, labels map[string]string) (remove func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scrape target: %w", err)

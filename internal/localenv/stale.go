@@ -12,10 +12,9 @@ import (
 	"time"
 )
 
-// LockDir takes an exclusive lock on the data directory dir (flock on dir/.lock) until release
-// or the process's death, however it dies; it fails at once when another process holds it. A
-// holder therefore knows that a server still running on dir's data was left behind by a run
-// that died, and may stop it (StartRedis and StartPostgres do).
+// LockDir locks the data directory dir (flock on dir/.lock) until release or the process's
+// death; it fails at once when another process holds it. A server still running on dir's data
+// is then one a dead run left, which may be stopped (StartRedis and StartPostgres do).
 func LockDir(dir string) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -27,9 +26,8 @@ func LockDir(dir string) (release func(), err error) {
 	return release, nil
 }
 
-// stopStale stops the server a run that died left on a data directory: the process named by
-// the first line of pidFile, when it is alive and runs exe, with sig, then SIGKILL after
-// grace. Callers own the directory (LockDir), so such a process is an orphan.
+// stopStale stops the server a dead run left: the process named in pidFile, when it runs exe,
+// with sig, then SIGKILL after grace. The caller owns the directory (LockDir).
 func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) error {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -56,9 +54,8 @@ func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) err
 	return nil
 }
 
-// StatFields reads a /proc stat file (/proc/<pid>/stat, or a thread's under task/) and gives
-// its fields after the command name, the state (field 3) first, so field n is at index n-3.
-// The command name may hold spaces and parentheses: the fields follow its last ')'.
+// StatFields gives the fields of a /proc stat file after the command name (which may hold
+// spaces and parentheses), the state (field 3) first: field n is at index n-3.
 func StatFields(path string) (fields []string, ok bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -1,20 +1,13 @@
 // Package secrets encrypts secrets at rest — the API keys' HMAC secrets — with AES-256-GCM
-// under master keys the operator holds outside the database (ACV_MASTER_KEY or
-// ACV_MASTER_KEY_FILE), so a copy of the database alone signs nothing.
-//
-// A sealed secret is one printable string that any store keeps opaquely:
+// under master keys kept outside the database (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE), so a
+// copy of the database alone signs nothing. A sealed secret is one printable string:
 //
 //	v1:<kid>:<base64url, unpadded, of nonce(12) | ciphertext | tag(16)>
 //
-// kid names the master key that sealed it; nonces are random (cipher.NewGCMWithRandomNonce),
-// which bounds one master key to 2^32 seals — far beyond the number of API keys. The additional authenticated data is the prefix
-// "v1:<kid>:" followed by the id of the record the secret belongs to (the API key id), so a
-// sealed secret copied to another record, or relabelled with another kid, does not open.
-//
-// A Keyring holds one or more master keys. The first is the active one: Seal always uses it.
-// Open uses whichever key the sealed value names, so after a rotation secrets sealed by an
-// older key keep working until they are re-sealed (`acv key rewrap`) and the old key can be
-// dropped. Nothing here logs, and no error carries a secret or key material.
+// kid names the master key; nonces are random, which bounds a key to 2^32 seals. The
+// additional data is "v1:<kid>:" and the record's id, so a value moved to another record or
+// relabelled does not open. A Keyring's first key seals; Open uses the key the value names,
+// so older keys work until `acv key rewrap`. No error carries a secret or key material.
 package secrets
 
 import (

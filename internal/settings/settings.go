@@ -1,15 +1,10 @@
 // Package settings is where the acv command and the test kit read their environment: every
-// variable they read has one row here, with its default and its meaning, and they read it here
-// only (a test holds them to it; the load tools, cmd/acvload and loadtest/, keep their own
-// flags). The packages that use a setting receive its value (internal/service's Config,
-// internal/telemetry's Tracing, internal/localenv's options), so each default is written once,
-// in its row. README's configuration table is the Service list, rendered (a test holds the two
-// to each other).
+// variable has one row here with its default and meaning, and is read here only (a test holds
+// them to it). Users receive values (service.Config, telemetry.Tracing, localenv's options),
+// so each default is written once. README's configuration table is Service, rendered.
 //
-// A list per program: what `acv serve` and the operator commands read (Service), what `acv dev`
-// reads beside it (Dev), and what the test kit reads (Test). A program that gains variables
-// gets a list of its own, added to all; CLI is what the acv command reads as a client of the
-// admin API.
+// A list per program: `acv serve` and the operator commands (Service), `acv dev` (Dev), the
+// test kit (Test), and the acv command as an admin API client (CLI).
 package settings
 
 import (

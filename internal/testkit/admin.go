@@ -12,9 +12,8 @@ import (
 	"github.com/acv/acv/store"
 )
 
-// NewAdmin gives a test the operator's Admin wired as in production (its cache loads misses
-// from the store) on a fresh migrated database and a Redis of its own, with the database's URL
-// and the Redis client under it. Everything closes when the test ends.
+// NewAdmin is the operator's Admin wired as in production on a fresh migrated database and a
+// Redis of the test's own, with the database's URL and the Redis client; all closed at the end.
 func NewAdmin(tb testing.TB) (a *admin.Admin, pgURL string, rdb *redis.Client) {
 	tb.Helper()
 	ctx := context.Background()

@@ -22,9 +22,8 @@ type BadBody struct {
 // the limits count on its five characters.
 func BadBodyValue(i int) string { return fmt.Sprintf("BI-%02d", i) }
 
-// BadBodies lists every kind of malformed body the contract names, on a project's verify
-// (vpath) and reactivate (rpath) paths. The end-to-end bad-input test and the HTTP adapter's
-// share it, so both refuse the same cases.
+// BadBodies lists every malformed body the contract names, on a project's verify (vpath) and
+// reactivate (rpath) paths: the end-to-end test and the HTTP adapter's refuse the same cases.
 func BadBodies(vpath, rpath string) []BadBody {
 	long := func(n int) string { return strings.Repeat("x", n) }
 	return []BadBody{

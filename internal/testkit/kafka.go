@@ -24,9 +24,8 @@ import (
 // list (e.g. "4.4.0"); unset, they run against every release of localenv.KafkaVersions.
 const KafkaVersionsEnv = "ACV_KAFKA_VERSIONS"
 
-// TimingsEnv names a file to which each test binary appends its figures (Report) and how long
-// its brokers took to start: go test shows a passing package's output only with -v, so `make
-// test` prints that file instead.
+// TimingsEnv names a file each test binary appends its figures and broker start times to:
+// go test shows a passing package's output only with -v, so `make test` prints the file.
 const TimingsEnv = "ACV_TEST_TIMINGS"
 
 // KafkaOptions are the options of a cluster of nodes running version, with the machine's JDK
@@ -91,9 +90,8 @@ func RealKafka(tb testing.TB, version string) *localenv.Kafka {
 	return rk.k
 }
 
-// KafkaCluster starts an Apache Kafka cluster of version with nodes nodes for tb alone, torn
-// down (state included) when tb ends: for a fault test that kills, stops and restarts brokers.
-// Three nodes give replication factor 3 and min.insync.replicas=2.
+// KafkaCluster starts an Apache Kafka cluster of nodes nodes for tb alone, torn down when tb
+// ends: for a fault test that kills and restarts brokers (3 nodes: replication factor 3).
 func KafkaCluster(tb testing.TB, version string, nodes int) *localenv.Kafka {
 	tb.Helper()
 	k, err := startKafka(tb.TempDir(), version, nodes)
@@ -138,10 +136,9 @@ func appendTimings(line string) {
 	}
 }
 
-// stopKafkas kills the binary's brokers and removes their state, first reporting every request
-// a broker rejected for its protocol version ("UnsupportedVersionException"): a client here
-// speaks a version the release removed (KIP-896 in Kafka 4), which must fail the run even when
-// the client retried its way around it. It returns false when it found one.
+// stopKafkas kills the binary's brokers and removes their state, first reporting any request a
+// broker rejected for its protocol version (removed by KIP-896 in Kafka 4), which fails the
+// run even when the client retried around it. It returns false when it found one.
 func stopKafkas() bool {
 	kafkasMu.Lock()
 	defer kafkasMu.Unlock()
@@ -201,9 +198,8 @@ func KafkaBroker(tb testing.TB, topic string, partitions int) *localkafka.Broker
 	return k
 }
 
-// stackKafka is the broker of a Stack and its configuration: on real, a topic and consumer
-// group of the test's own; without, an in-process broker of the test's own with the
-// production topic.
+// stackKafka configures a Stack's broker: on real, a topic and consumer group of the test's
+// own; without, an in-process broker of the test's own with the production topic.
 func stackKafka(t *testing.T, real *localenv.Kafka, cfg *service.Config) *localkafka.Broker {
 	t.Helper()
 	cfg.Partitions = 4

@@ -8,11 +8,9 @@ import (
 	"time"
 )
 
-// LatencyProxy is a TCP proxy on loopback in front of one server (Redis, say) that holds every
-// byte it forwards, either way, for a delay the test may change at any time: a slow link or a
-// slow server between a service and its dependency, while both keep running and answering.
-// It adds latency without limiting throughput: what arrives during the delay is forwarded in
-// order when its own delay is over, not after the previous chunk's.
+// LatencyProxy is a loopback TCP proxy in front of one server that holds every byte it
+// forwards, either way, for a delay the test may change at any time: a slow link to a
+// dependency that keeps answering. It adds latency without limiting throughput.
 type LatencyProxy struct {
 	// Addr is where clients connect instead of the server ("127.0.0.1:port").
 	Addr string
@@ -41,9 +39,8 @@ func StartLatencyProxy(tb testing.TB, target string) *LatencyProxy {
 	return p
 }
 
-// SetDelay sets how long each chunk read from either side is held before it is written to the
-// other: a request/answer round trip through the proxy takes twice d longer. It applies to the
-// chunks read from then on, on open connections and new ones alike.
+// SetDelay sets how long each chunk read from either side is held before it is written on (a
+// round trip takes twice d longer), for the chunks read from then on.
 func (p *LatencyProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Delay is the one-way delay SetDelay set.
@@ -129,8 +126,7 @@ type heldChunk struct {
 }
 
 // forward copies src to dst, each chunk held for the delay current when it was read. When src
-// ends, dst's writing side is closed (the peer sees EOF, as without the proxy); when dst fails,
-// src is closed so that its reader stops.
+// ends, dst's writing side is closed (EOF, as without the proxy); when dst fails, src is closed.
 func (p *LatencyProxy) forward(dst, src net.Conn) {
 	chunks := make(chan heldChunk, 64)
 	go func() {

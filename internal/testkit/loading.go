@@ -9,12 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// LoadRedis makes the redis-server at addr (started with localenv.RedisOptions{Debug: true})
-// reload its dataset slowly, so that it answers every command with a LOADING error for at
-// least about d, as a Redis that restarts with a large append-only file does. It adds filler
-// keys, sets the server's per-key load delay, runs DEBUG RELOAD in the background and returns
-// once Redis answers LOADING. done waits until Redis has loaded again and serves; it runs at
-// the end of the test too.
+// LoadRedis makes the redis-server at addr (started with Debug) reload its dataset slowly, so
+// that it answers LOADING for at least about d, as a Redis restarting with a large AOF does,
+// and returns once it does. done waits until Redis serves again; it also runs at the test's end.
 func LoadRedis(tb testing.TB, addr string, d time.Duration) (done func()) {
 	tb.Helper()
 	ctx := context.Background()

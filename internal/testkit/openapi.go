@@ -20,8 +20,6 @@ import (
 )
 
 // The document checked is the one the service embeds and serves (api.OpenAPI).
-// libopenapi-validator validates OpenAPI 3.1 and caches each compiled schema, cheap enough to
-// check every response of the end-to-end suites.
 
 // validators are the documents' validators by name, built once per test binary each.
 var validators sync.Map // name -> *docValidator
@@ -58,10 +56,7 @@ func validatorOf(name string, doc func() []byte) (validator.Validator, *v3.Docum
 }
 
 // OpenAPICheck is an http.RoundTripper that validates the response to every request the
-// document describes (status, headers, content type, body) against api/openapi.yaml and
-// records each mismatch. Responses to requests outside the document (another path such as
-// /metrics or /readyz, or a method the path does not have) pass unchecked. It reads a checked
-// response's body whole before handing it on; the caller reads the same bytes.
+// document describes against it and records each mismatch; other requests pass unchecked.
 type OpenAPICheck struct {
 	next  http.RoundTripper
 	v     validator.Validator
@@ -73,17 +68,15 @@ type OpenAPICheck struct {
 	failures []string
 }
 
-// NewOpenAPICheck wraps next (http.DefaultTransport when nil). When tb ends, each recorded
-// mismatch fails it: the test that got a response the document does not describe fails,
-// wherever in it the request was made (a subtest, a goroutine, a client library).
+// NewOpenAPICheck wraps next (http.DefaultTransport when nil); when tb ends, each recorded
+// mismatch fails it, wherever in the test the request was made.
 func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
 	tb.Helper()
 	return NewOpenAPICheckOf(tb, "api/openapi.yaml", api.OpenAPI, next)
 }
 
-// NewOpenAPICheckOf is NewOpenAPICheck against another document: name is how failures name
-// it, doc returns it (the admin API's, console.OpenAPI). A request is checked when its full
-// URL path matches a path of the document under one of the document's server URLs.
+// NewOpenAPICheckOf is NewOpenAPICheck against another document (the admin API's): name is
+// how failures name it, doc returns it.
 func NewOpenAPICheckOf(tb testing.TB, name string, doc func() []byte, next http.RoundTripper) *OpenAPICheck {
 	tb.Helper()
 	v, model, err := validatorOf(name, doc)
@@ -137,8 +130,7 @@ func (c *OpenAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // described returns the request as the validator reads it when the document describes its
-// path and method. A request built with an opaque URL (Signer.Build: the path exactly as sent)
-// has no Path; the validator reads the path from a copy that has it, encoding untouched.
+// path and method. A request with an opaque URL (Signer.Build) is read from a copy with a Path.
 func (c *OpenAPICheck) described(req *http.Request) (*http.Request, bool) {
 	vreq := req
 	if req.URL.Opaque != "" {

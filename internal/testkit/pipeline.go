@@ -10,9 +10,8 @@ import (
 	"github.com/acv/acv/cache"
 )
 
-// The audit pipeline is asynchronous: what an answer acknowledged reaches PostgreSQL a little
-// later. These read its end state the way an operator would, in SQL, independently of the
-// API's own reads.
+// The audit pipeline is asynchronous; these read its end state in SQL, as an operator would,
+// independently of the API's own reads.
 
 // countLogs counts the verification logs whose column (code_id or project_id) is id.
 func (s *Stack) countLogs(column, id string) (int, error) {

@@ -28,9 +28,8 @@ var acvBinary struct {
 	err  error
 }
 
-// ACVBinary is cmd/acv of this checkout, built with `go build` on first use into the test
-// binary's temporary directory (which Main removes; preparing it starts the binary's shared
-// PostgreSQL), so every test of the binary runs the same build.
+// ACVBinary is cmd/acv of this checkout, built on first use into the test binary's temporary
+// directory, so every test of the binary runs the same build.
 func ACVBinary(tb testing.TB) string {
 	tb.Helper()
 	acvBinary.once.Do(func() {
@@ -50,10 +49,8 @@ func ACVBinary(tb testing.TB) string {
 	return acvBinary.path
 }
 
-// Service is one `acv serve` child process, configured by the environment, that a test may kill
-// with SIGKILL and start again. Its listeners keep their addresses across restarts and its
-// output goes to LogFile (appended to). It dies with the test binary and is stopped when the
-// test ends; a test that failed shows the end of its log.
+// Service is one `acv serve` child process that a test may kill and start again, on the same
+// addresses, logging to LogFile. It is stopped when the test ends; a failed test shows its log.
 type Service struct {
 	// Name identifies the process in messages; it is also its ACV_INSTANCE unless the settings
 	// name one.
@@ -74,11 +71,9 @@ type Service struct {
 	proc *localenv.Process
 }
 
-// StartService runs `acv serve` with settings (environment variable → value) on top of the
-// test's environment stripped of every ACV_*, KAFKA_* and OTEL_* variable, and waits until it
-// serves (Start). ACV_HTTP_ADDR, ACV_DEBUG_ADDR and ACV_ADMIN_ADDR get free loopback ports
-// unless settings name them (an empty ACV_ADMIN_ADDR runs no console); ACV_INSTANCE defaults
-// to name.
+// StartService runs `acv serve` with settings (variable → value) over the test's environment
+// without ACV_*, KAFKA_* and OTEL_*, and waits until it serves. ACV_HTTP_ADDR, ACV_DEBUG_ADDR
+// and ACV_ADMIN_ADDR get free ports unless named (an empty ACV_ADMIN_ADDR runs no console).
 func StartService(tb testing.TB, name string, settings map[string]string) *Service {
 	tb.Helper()
 	s := &Service{Name: name, t: tb, bin: ACVBinary(tb), LogFile: filepath.Join(tb.TempDir(), name+".log")}
@@ -125,9 +120,8 @@ func (s *Service) running() *localenv.Process {
 	return s.proc
 }
 
-// Start starts the process (again, after Kill or Stop) and waits up to a minute until its
-// debug listener, and with the API role its API, answer /healthz; it fails the test when the
-// process exits first or does not answer.
+// Start starts the process (again, after Kill or Stop) and waits up to a minute until it
+// answers /healthz (debug listener, and API with that role), failing the test otherwise.
 func (s *Service) Start() {
 	s.t.Helper()
 	if p := s.running(); p != nil && !p.Exited() {
@@ -174,9 +168,8 @@ func (s *Service) Start() {
 // nothing acknowledged that was in flight. It returns once the process is gone.
 func (s *Service) Kill() { s.running().Kill() }
 
-// Stop ends the process with SIGTERM, as an orchestrator does (drain, flush, leave the
-// consumer group), and fails the test when it has not exited within a minute or exited with
-// an error.
+// Stop ends the process with SIGTERM, as an orchestrator does, and fails the test when it has
+// not exited within a minute or exited with an error.
 func (s *Service) Stop() {
 	s.t.Helper()
 	p := s.running()
@@ -239,8 +232,7 @@ func (s *Service) Metrics() (Metrics, error) {
 	return ParseMetrics(string(body)), nil
 }
 
-// Metrics are the samples of a Prometheus text exposition, by series as exposed: the metric
-// name with its labels as the registry writes them (sorted by label name), e.g.
+// Metrics are the samples of a Prometheus text exposition by series as exposed, e.g.
 // `acv_dependency_up{dependency="kafka"}`.
 type Metrics map[string]float64
 
@@ -304,11 +296,9 @@ func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-// ProcessSettings are the settings of `acv serve` processes that share the stack's servers
-// (Redis or the Redis Cluster, PostgreSQL, Kafka when the stack has a broker) with a master key
-// of their own: the processes get it through ACV_MASTER_KEY, so from then on the stack's
-// operator seals the API keys it creates with it. Create the keys the processes must read
-// after this call.
+// ProcessSettings are the settings of `acv serve` processes sharing the stack's servers, with a
+// master key of their own (ACV_MASTER_KEY) that the stack's operator seals API keys with from
+// now on: create the keys the processes must read after this call.
 func (s *Stack) ProcessSettings(tb testing.TB) map[string]string {
 	tb.Helper()
 	mk, err := secrets.GenerateKey("process")

@@ -14,12 +14,9 @@ import (
 	"github.com/acv/acv/internal/settings"
 )
 
-// Redis Cluster in tests. Starting a 3-master cluster takes about 2.5 s on the 2-core test
-// machine (with a replica each, about 9 s: the replicas' first sync), a fresh redis-server 50
-// ms. So a cluster without replicas is started once per test binary and options, and lent to
-// one test at a time: the test holds it exclusively until it ends, and finds it emptied
-// (FLUSHALL on every master; the loaded scripts stay). A cluster with replicas — a test that
-// kills nodes — is the test's own, started for it and stopped after it.
+// A Redis Cluster without replicas is started once per test binary and options and lent to one
+// test at a time, emptied (FLUSHALL; scripts stay); one with replicas, for a test that kills
+// nodes, is the test's own.
 
 // sharedCluster is one cluster lent to one test at a time.
 type sharedCluster struct {
@@ -38,10 +35,9 @@ var clusters struct {
 	onCluster sync.Map
 }
 
-// RedisCluster returns a running Redis Cluster on loopback for one test, emptied: the shared
-// cluster of its options when it has no replicas (held by this test alone until it ends), else
-// one started for the test and stopped when it ends. A subtest of the test holding a shared
-// cluster gets it as it is, not emptied; a second call from the holder itself too.
+// RedisCluster returns a running, emptied Redis Cluster for one test: the shared one of its
+// options when it has no replicas (held until the test ends), else one of its own. A subtest
+// of the holder, or the holder again, gets it as it is.
 func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisCluster {
 	tb.Helper()
 	if err := suite.init(); err != nil {
@@ -115,13 +111,11 @@ func stopRedisClusters() {
 	}
 }
 
-// UseRedisCluster makes the test, and its subtests, run on a 3-master Redis Cluster wherever
-// they ask testkit for Redis: the Stacks they build (NewStack) and RedisClient. A test written
-// for one Redis then runs on the cluster unchanged:
+// UseRedisCluster makes the test and its subtests run on a Redis Cluster wherever they ask
+// testkit for Redis (NewStack, RedisClient), unchanged; ACV_TEST_REDIS=cluster does it for
+// every test:
 //
 //	func TestContractOnRedisCluster(t *testing.T) { testkit.UseRedisCluster(t); TestContract(t) }
-//
-// ACV_TEST_REDIS=cluster in the environment does the same for every test of the run.
 func UseRedisCluster(tb testing.TB) {
 	clusters.onCluster.Store(tb.Name(), true)
 	tb.Cleanup(func() { clusters.onCluster.Delete(tb.Name()) })
@@ -154,9 +148,8 @@ func OnRedisCluster(tb testing.TB) bool {
 	return found
 }
 
-// RedisClient is a client of an empty Redis for one test: a fresh redis-server, or on a
-// Redis Cluster (OnRedisCluster) the shared cluster, held by the test until it ends. It is
-// closed when the test ends.
+// RedisClient is a client of an empty Redis for one test (a fresh redis-server, or the shared
+// cluster when OnRedisCluster), closed when the test ends.
 func RedisClient(tb testing.TB) redis.UniversalClient {
 	tb.Helper()
 	var rdb redis.UniversalClient
@@ -171,11 +164,8 @@ func RedisClient(tb testing.TB) redis.UniversalClient {
 	return rdb
 }
 
-// stackRedis starts the Redis of a Stack: one redis-server with its append-only file (and
-// DEBUG from loopback, so a test can make it reload: LoadRedis), or the shared 3-master
-// cluster, with append-only files, when asked or when the test runs on one; or it takes the
-// caller's own cluster (StackOptions.OwnRedisCluster) as it is. It returns the server or the
-// cluster and the URL the service is configured with.
+// stackRedis is a Stack's Redis and its URL: the caller's own cluster, the shared cluster, or
+// a redis-server with AOF and DEBUG (for LoadRedis).
 func stackRedis(t *testing.T, o StackOptions) (*localenv.Redis, *localenv.RedisCluster, string) {
 	t.Helper()
 	if c := o.OwnRedisCluster; c != nil {

@@ -67,9 +67,8 @@ func (s *shared) init() error {
 	return s.err
 }
 
-// PostgresDB creates a fresh, empty database on the test binary's PostgreSQL server and returns
-// its URL, so tests never see each other's rows. The server is started on first use; call Main
-// from TestMain to stop it.
+// PostgresDB creates a fresh database on the test binary's PostgreSQL server (started on first
+// use, stopped by Main) and returns its URL.
 func PostgresDB(tb testing.TB) string {
 	tb.Helper()
 	if err := suite.init(); err != nil {

@@ -20,9 +20,8 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// Requests here are built and signed by hand, from the contract's text (shared/contract.md),
-// not with api/client or api/contract's signer: the tests then prove that the bytes an original
-// SDK sends are accepted, independently of the code under test.
+// Requests here are built and signed by hand from the contract's text, not with api/client:
+// the tests prove that the bytes an SDK sends are accepted, independently of the code tested.
 
 // Signer sends hand-built, hand-signed requests with one API key and reports to one (sub)test.
 type Signer struct {
@@ -249,9 +248,8 @@ func (r Response) Fields(t testing.TB) map[string]json.RawMessage {
 	return m
 }
 
-// WantDetail checks an error answer: the status, a JSON body that is exactly
-// {"detail": "<English sentence>"}, and, when mention is set, that the sentence names it.
-// It returns the sentence.
+// WantDetail checks an error answer: the status, a body that is exactly {"detail": sentence},
+// and that the sentence names mention when set. It returns the sentence.
 func WantDetail(t testing.TB, r Response, status int, mention string) string {
 	t.Helper()
 	if r.Status != status {

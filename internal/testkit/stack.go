@@ -19,10 +19,8 @@ import (
 	"github.com/acv/acv/store"
 )
 
-// Stack is a whole deployment on real servers: Redis, PostgreSQL, a kfake broker, and any
-// number of API replicas, relays and consumers started by the test. Its own connections
-// (Deps, Admin) are the operator's: they set up projects and codes and read what the pipeline
-// wrote, as `acv` commands and a DBA would.
+// Stack is a whole deployment on real servers, with API replicas, relays and consumers started
+// by the test. Its own connections (Deps, Admin) are the operator's.
 type Stack struct {
 	T *testing.T
 	// Config is what every part started afterwards runs with; a test may change it (a tracer,
@@ -34,9 +32,7 @@ type Stack struct {
 	Redis  *localenv.Redis
 	// RedisCluster is the Redis Cluster the stack runs on instead of Redis (nil on one Redis).
 	RedisCluster *localenv.RedisCluster
-	// HTTP is shared by every client of the test, with enough idle connections for thousands
-	// of concurrent requests. It checks every response to a request api/openapi.yaml describes
-	// against the document (OpenAPICheck); a mismatch fails the test.
+	// HTTP is every client's, checking each response against api/openapi.yaml (OpenAPICheck).
 	HTTP *http.Client
 	// Logs holds every log line of the parts; it fails the test on a line carrying a secret.
 	Logs *LogSink
@@ -47,8 +43,7 @@ type Stack struct {
 var ErrInjected = errors.New("injected fault")
 
 // NewStack starts the servers, migrates the database and opens the operator's connections;
-// the parts are started by the test with StartAPI, StartRelay, StartConsumer and StartWorker.
-// Everything stops when the test ends.
+// the test starts the parts (StartAPI, StartRelay, ...). Everything stops when the test ends.
 func NewStack(t *testing.T) *Stack {
 	t.Helper()
 	return NewStackOn(t, PostgresDB(t))
@@ -71,9 +66,8 @@ type StackOptions struct {
 	// RedisCluster runs the stack on the shared 3-master Redis Cluster instead of one
 	// redis-server; so does a test marked with UseRedisCluster.
 	RedisCluster bool
-	// OwnRedisCluster, when set, is the Redis Cluster the stack runs on, the caller's own (the
-	// caller stops it): for a test that kills its masters or moves its slots, which the shared
-	// cluster would outlive. It takes precedence over RedisCluster.
+	// OwnRedisCluster is a cluster of the caller's own to run on, for a test that kills its
+	// masters or moves its slots; it takes precedence over RedisCluster.
 	OwnRedisCluster *localenv.RedisCluster
 }
 
@@ -125,9 +119,8 @@ func (p *Part) Stop() error {
 	return p.err
 }
 
-// Run starts service.Run with cfg, and ln for the API role (nil without it), until the test
-// ends or Stop. Its error is the test's to examine through Stop: a fault hook may make it fail
-// on purpose.
+// Run runs service.Run with cfg (ln for the API role) until the test ends or Stop, which
+// returns its error: a fault hook may make it fail on purpose.
 func (s *Stack) Run(cfg service.Config, ln net.Listener) *Part {
 	return s.Go(func(ctx context.Context) error { return service.Run(ctx, cfg, ln) })
 }
@@ -183,9 +176,8 @@ func (s *Stack) StartAPI() string {
 	return s.startAPI("api replica", func(*service.Config) {})
 }
 
-// StartAPIWithDebug starts an API replica with a debug listener (ACV_DEBUG_ADDR: /metrics,
-// /healthz, /readyz, /debug/pprof), as the compose stack runs every replica. It returns both
-// base URLs; the debug listener may take a moment to answer.
+// StartAPIWithDebug starts an API replica with a debug listener (ACV_DEBUG_ADDR), as the
+// compose stack runs every replica, and returns both base URLs.
 func (s *Stack) StartAPIWithDebug() (base, debug string) {
 	s.T.Helper()
 	debug = freeAddr(s.T)
@@ -246,9 +238,8 @@ func (s *Stack) StartPipeline(relays ...string) {
 	s.StartConsumer()
 }
 
-// StartWorker runs the pipeline worker the way the compose stack does: relay and consumer, no
-// API, with /metrics, /healthz and /readyz on its debug listener (ACV_DEBUG_ADDR). It returns
-// the debug listener's base URL, which may take a moment to answer.
+// StartWorker runs relay and consumer as the compose stack's worker does, with a debug
+// listener, and returns the debug listener's base URL.
 func (s *Stack) StartWorker(name string) string {
 	s.T.Helper()
 	cfg := s.Config

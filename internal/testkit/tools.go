@@ -6,9 +6,7 @@ import (
 	"testing"
 )
 
-// RepoRoot is the checkout's top directory (the one holding go.mod), found from the test's
-// working directory, so a test can reach files outside its package: the SDKs, the docs, the
-// tools `make test-deps` installs.
+// RepoRoot is the checkout's top directory (holding go.mod), for files outside the package.
 func RepoRoot(tb testing.TB) string {
 	tb.Helper()
 	dir, err := os.Getwd()
@@ -27,10 +25,8 @@ func RepoRoot(tb testing.TB) string {
 	}
 }
 
-// Tool is the path of a program `make test-deps` installs under .tools (the Python virtual
-// environment's pytest and schemathesis, for example: rel is "venv/bin/pytest"). A missing tool
-// fails the test with the command that installs it: the suites it drives are part of `make
-// test`, never skipped.
+// Tool is the path of a program `make test-deps` installs under .tools (e.g.
+// "venv/bin/pytest"); a missing one fails the test: those suites are never skipped.
 func Tool(tb testing.TB, rel string) string {
 	tb.Helper()
 	p := filepath.Join(RepoRoot(tb), ".tools", rel)

@@ -9,9 +9,8 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-// WaitFor polls cond every 50 ms until it holds, and fails the test when it still does not
-// after within, with what and cond's last account of the state. The stack is eventually
-// consistent (the audit pipeline, the key cache): tests wait for an outcome, never sleep.
+// WaitFor polls cond every 50 ms until it holds, and fails the test after within with what and
+// cond's last state: the stack is eventually consistent, so tests wait rather than sleep.
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	err := localenv.Poll(context.Background(), within, 50*time.Millisecond, func() error {

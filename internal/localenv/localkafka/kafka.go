@@ -1,7 +1,5 @@
 // Package localkafka runs an in-process Kafka-protocol broker (kfake) for the tests and the
-// benchmarks. It is kept apart from localenv so the acv binary, which uses localenv for `acv
-// dev`, does not link a broker that holds everything in memory: `acv dev` needs no Kafka (its
-// relay writes the logs to PostgreSQL), or uses a real one named by KAFKA_BROKERS.
+// benchmarks, apart from localenv so the acv binary does not link it.
 package localkafka
 
 import (
@@ -10,9 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// Broker is an in-process Kafka-protocol broker. It speaks the wire protocol kafka-go uses, so
-// the relay and the consumer run against it exactly as against Apache Kafka. It keeps every
-// message in memory: what it holds is gone when it closes.
+// Broker is an in-process broker speaking the protocol kafka-go uses; it keeps every message in
+// memory until it closes.
 type Broker struct {
 	cluster *kfake.Cluster
 	Brokers []string
