@@ -34,7 +34,17 @@ func StartLatencyProxy(tb testing.TB, target string) *LatencyProxy {
 	}
 	p := &LatencyProxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
-	go p.accept()
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go p.serve(c)
+		}
+	}()
 	tb.Cleanup(p.Close)
 	return p
 }
@@ -43,72 +53,46 @@ func StartLatencyProxy(tb testing.TB, target string) *LatencyProxy {
 // round trip takes twice d longer), for the chunks read from then on.
 func (p *LatencyProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
-// Delay is the one-way delay SetDelay set.
-func (p *LatencyProxy) Delay() time.Duration { return time.Duration(p.delay.Load()) }
-
 // Close stops listening, cuts every connection and waits for the forwarding to end. It is safe
 // to call more than once.
 func (p *LatencyProxy) Close() {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	p.ln.Close()
-	for c := range p.conns {
-		c.Close()
+	if !p.closed {
+		p.closed = true
+		p.ln.Close()
+		for c := range p.conns {
+			c.Close()
+		}
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
 }
 
-func (p *LatencyProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go p.serve(c)
-	}
-}
-
-// track adds c to the open connections, or closes it and returns false once the proxy closed.
-func (p *LatencyProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *LatencyProxy) untrack(cs ...net.Conn) {
+// track adds cs to the open connections, or closes them and returns false once the proxy
+// closed; untrack closes and forgets them.
+func (p *LatencyProxy) track(untrack bool, cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cs {
-		delete(p.conns, c)
-		c.Close()
+		if untrack || p.closed {
+			delete(p.conns, c)
+			c.Close()
+		} else {
+			p.conns[c] = struct{}{}
+		}
 	}
+	return !untrack && !p.closed
 }
 
 // serve forwards one client connection to a connection of its own to the target.
 func (p *LatencyProxy) serve(client net.Conn) {
 	defer p.wg.Done()
-	if !p.track(client) {
-		return
-	}
 	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
-		p.untrack(client)
+		client.Close()
 		return
 	}
-	if !p.track(server) {
-		p.untrack(client)
+	if !p.track(false, client, server) {
 		return
 	}
 	var both sync.WaitGroup
@@ -116,7 +100,7 @@ func (p *LatencyProxy) serve(client net.Conn) {
 	go func() { defer both.Done(); p.forward(server, client) }()
 	go func() { defer both.Done(); p.forward(client, server) }()
 	both.Wait()
-	p.untrack(client, server)
+	p.track(true, client, server)
 }
 
 // heldChunk is what one read returned, and when it may be written on.
@@ -135,7 +119,7 @@ func (p *LatencyProxy) forward(dst, src net.Conn) {
 			b := make([]byte, 32<<10)
 			n, err := src.Read(b)
 			if n > 0 {
-				chunks <- heldChunk{b: b[:n], due: time.Now().Add(p.Delay())}
+				chunks <- heldChunk{b: b[:n], due: time.Now().Add(time.Duration(p.delay.Load()))}
 			}
 			if err != nil {
 				return

@@ -199,8 +199,8 @@ func (s *Service) Tail(n int) string {
 // Readiness is what /readyz of the debug listener answered: its status and each
 // dependency's check ("ok" or "unavailable").
 type Readiness struct {
-	Status int
-	Checks map[string]string
+	Status int               `json:"-"`
+	Checks map[string]string `json:"checks"`
 }
 
 // Ready asks the debug listener's /readyz.
@@ -210,13 +210,9 @@ func (s *Service) Ready() (Readiness, error) {
 		return Readiness{}, err
 	}
 	r := Readiness{Status: code}
-	var v struct {
-		Checks map[string]string `json:"checks"`
-	}
-	if err := json.Unmarshal(body, &v); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		return r, fmt.Errorf("%s /readyz: %w: %s", s.Name, err, body)
 	}
-	r.Checks = v.Checks
 	return r, nil
 }
 
@@ -260,34 +256,28 @@ func ParseMetrics(text string) Metrics {
 
 // Has tells whether any series of the metric name was exposed.
 func (m Metrics) Has(name string) bool {
-	for series := range m {
-		if series == name || strings.HasPrefix(series, name+"{") {
-			return true
-		}
-	}
-	return false
+	_, n := m.sum(name)
+	return n > 0
 }
 
 // Sum adds every series of the metric name, whatever its labels.
 func (m Metrics) Sum(name string) float64 {
-	var sum float64
+	sum, _ := m.sum(name)
+	return sum
+}
+
+func (m Metrics) sum(name string) (sum float64, n int) {
 	for series, v := range m {
 		if series == name || strings.HasPrefix(series, name+"{") {
-			sum += v
+			sum, n = sum+v, n+1
 		}
 	}
-	return sum
+	return sum, n
 }
 
 // fetchURL fetches url and returns its status and body.
 func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: timeout}).Get(url)
 	if err != nil {
 		return 0, nil, err
 	}
