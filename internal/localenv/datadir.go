@@ -66,7 +66,6 @@ func PostgresDataDir(home string) (string, error) {
 	return dir, nil
 }
 
-// pgGroups are the group ids of the postgres user.
 func pgGroups() []int {
 	u, err := user.Lookup("postgres")
 	if err != nil {

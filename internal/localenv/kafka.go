@@ -221,7 +221,6 @@ func (k *Kafka) LogLines(substr string) []string {
 	return out
 }
 
-// logTails is the end of every node's log, for an error message.
 func (k *Kafka) logTails() string {
 	var b strings.Builder
 	for _, n := range k.Nodes {
@@ -237,7 +236,6 @@ func client(addr string, timeout time.Duration) (*kafka.Client, func()) {
 	return &kafka.Client{Addr: kafka.TCP(addr), Timeout: timeout, Transport: tr}, tr.CloseIdleConnections
 }
 
-// metadata asks node n for the cluster's metadata of topics (none: brokers only).
 func (n *KafkaNode) metadata(ctx context.Context, topics ...string) (*kafka.MetadataResponse, error) {
 	cl, done := client(n.Addr, 5*time.Second)
 	defer done()

@@ -175,7 +175,6 @@ func cachedDist(dir, version string) (*KafkaDist, error) {
 	return d, nil
 }
 
-// lastChars is the last n bytes of s, for error messages.
 func lastChars(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -125,7 +125,6 @@ logger.state.level = warn
 `
 )
 
-// writeConfig writes the node's server.properties and logging configuration.
 func (n *KafkaNode) writeConfig(voters string) error {
 	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("kafka node %d: %w", n.ID, err)

@@ -49,7 +49,6 @@ func reservableRange() (lo, hi int, ok bool) {
 	return 0, 0, false
 }
 
-// ephemeralRange is the kernel's ip_local_port_range.
 func ephemeralRange() (lo, hi int, ok bool) {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -108,7 +107,6 @@ func reservePort(dir string, lo, hi int) (int, error) {
 	return 0, fmt.Errorf("reserve port: every port of %d-%d is in use or reserved", lo, hi)
 }
 
-// held reports whether the reservation file path names a process that still lives.
 func held(path string) bool {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -136,7 +134,6 @@ func processIdentity(pid int) (string, error) {
 	return strconv.Itoa(pid) + " " + f[19], nil
 }
 
-// bindable reports whether a listener can bind the loopback port now.
 func bindable(port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
@@ -146,7 +143,6 @@ func bindable(port int) bool {
 	return true
 }
 
-// portOr is port, or a free one when it is 0.
 func portOr(port int) (int, error) {
 	if port != 0 {
 		return port, nil

@@ -189,13 +189,10 @@ func initdb(dir string, cred *syscall.Credential, password string) error {
 		defer os.Remove(pwfile)
 		args = append(args, "--auth=scram-sha-256", "--pwfile="+pwfile)
 	}
-	p, err := start("initdb", cred, bin, args...)
-	if err != nil {
-		return err
-	}
-	<-p.done
-	if p.err != nil {
-		return fmt.Errorf("initdb %s: %w: %s", dir, p.err, p.Output())
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb %s: %w: %s", dir, err, out)
 	}
 	return nil
 }

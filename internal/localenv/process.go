@@ -20,7 +20,6 @@ type Process struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan struct{}
-	err  error
 }
 
 type lockedBuffer struct {
@@ -61,7 +60,7 @@ func Launch(name string, cmd *exec.Cmd, log io.Writer) (*Process, error) {
 	}
 	p := &Process{Name: name, cmd: cmd, out: out, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		_ = cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil

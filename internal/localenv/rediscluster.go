@@ -88,7 +88,6 @@ func StartRedisCluster(dir string, o ClusterOptions) (*RedisCluster, error) {
 	return c, nil
 }
 
-// startNode starts one cluster node on ports not in used.
 func startNode(dir string, o ClusterOptions, used map[int]bool) (*ClusterNode, error) {
 	var ports [2]int
 	for i := range ports {

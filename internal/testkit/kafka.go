@@ -126,7 +126,6 @@ func startKafka(dir, version string, nodes int) (*localenv.Kafka, error) {
 	return k, nil
 }
 
-// appendTimings appends line to the file TimingsEnv names, if any.
 func appendTimings(line string) {
 	if f := settings.Get(TimingsEnv); f != "" {
 		if w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {

@@ -84,7 +84,6 @@ func (p *LatencyProxy) track(untrack bool, cs ...net.Conn) bool {
 	return !untrack && !p.closed
 }
 
-// serve forwards one client connection to a connection of its own to the target.
 func (p *LatencyProxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)

@@ -146,7 +146,6 @@ func (c *OpenAPICheck) described(req *http.Request) (*http.Request, bool) {
 	return vreq, item != nil && len(errs) == 0
 }
 
-// check validates one response whose body was read and records any mismatch.
 func (c *OpenAPICheck) check(req *http.Request, resp *http.Response, body []byte) {
 	c.checked.Add(1)
 	copied := &http.Response{

@@ -21,25 +21,26 @@ func (s *Stack) countLogs(column, id string) (int, error) {
 	return n, err
 }
 
-// LogCount counts the verification logs of a code in PostgreSQL.
-func (s *Stack) LogCount(codeID string) int {
-	s.T.Helper()
-	n, err := s.countLogs("code_id", codeID)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	return n
-}
-
-// ProjectLogs counts the verification logs of a project in PostgreSQL; t is the (sub)test
-// that fails when the query does.
-func (s *Stack) ProjectLogs(t testing.TB, projectID string) int {
+func (s *Stack) mustCount(t testing.TB, column, id string) int {
 	t.Helper()
-	n, err := s.countLogs("project_id", projectID)
+	n, err := s.countLogs(column, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// LogCount counts the verification logs of a code in PostgreSQL.
+func (s *Stack) LogCount(codeID string) int {
+	s.T.Helper()
+	return s.mustCount(s.T, "code_id", codeID)
+}
+
+// ProjectLogs counts the verification logs of a project in PostgreSQL, failing t (a subtest)
+// when the query fails.
+func (s *Stack) ProjectLogs(t testing.TB, projectID string) int {
+	t.Helper()
+	return s.mustCount(t, "project_id", projectID)
 }
 
 // OutboxEmpty reports whether every outbox is drained; a WaitFor condition.
@@ -81,18 +82,11 @@ func (s *Stack) CodeID(t testing.TB, projectID, value string) string {
 // Events of one code share a Kafka partition, so when the n-th arrived every earlier one did.
 func (s *Stack) WaitLogs(t testing.TB, codeID string, n int) {
 	t.Helper()
-	count := func() int {
-		got, err := s.countLogs("code_id", codeID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
 	WaitFor(t, 30*time.Second, "verification logs in postgres", func() (bool, string) {
-		got := count()
+		got := s.mustCount(t, "code_id", codeID)
 		return got >= n, fmt.Sprintf("%d of %d logs", got, n)
 	})
-	if got := count(); got != n {
+	if got := s.mustCount(t, "code_id", codeID); got != n {
 		t.Fatalf("code %s has %d verification logs, want %d", codeID, got, n)
 	}
 }

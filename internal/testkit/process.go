@@ -104,7 +104,6 @@ func StartService(tb testing.TB, name string, settings map[string]string) *Servi
 	return s
 }
 
-// freeAddr is a free loopback address (localenv.FreePort).
 func freeAddr(tb testing.TB) string {
 	port, err := localenv.FreePort()
 	if err != nil {
@@ -275,7 +274,6 @@ func (m Metrics) sum(name string) (sum float64, n int) {
 	return sum, n
 }
 
-// fetchURL fetches url and returns its status and body.
 func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	resp, err := (&http.Client{Timeout: timeout}).Get(url)
 	if err != nil {

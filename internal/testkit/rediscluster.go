@@ -30,7 +30,6 @@ type sharedCluster struct {
 var clusters struct {
 	mu     sync.Mutex
 	shared map[localenv.ClusterOptions]*sharedCluster
-	own    []*localenv.RedisCluster
 	// onCluster holds the names of the tests whose stacks and Redis clients use a cluster.
 	onCluster sync.Map
 }
@@ -52,9 +51,6 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 		if err != nil {
 			tb.Fatalf("start redis cluster: %v", err)
 		}
-		clusters.mu.Lock()
-		clusters.own = append(clusters.own, c)
-		clusters.mu.Unlock()
 		tb.Cleanup(c.Close)
 		return c
 	}
@@ -105,9 +101,6 @@ func stopRedisClusters() {
 		if sc.c != nil {
 			sc.c.Close()
 		}
-	}
-	for _, c := range clusters.own {
-		c.Close()
 	}
 }
 

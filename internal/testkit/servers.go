@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/acv/acv/internal/localenv"
 )
 
@@ -23,8 +21,6 @@ type shared struct {
 	dir  string
 	pg   *localenv.Postgres
 	dbs  atomic.Int64
-	mu   sync.Mutex
-	rds  []*localenv.Redis
 }
 
 var suite shared
@@ -36,11 +32,6 @@ func Main(m *testing.M) {
 	if !stopKafkas() && code == 0 {
 		code = 1
 	}
-	suite.mu.Lock()
-	for _, r := range suite.rds {
-		r.Stop(5 * time.Second)
-	}
-	suite.mu.Unlock()
 	stopRedisClusters()
 	suite.pg.Stop()
 	if suite.dir != "" {
@@ -76,14 +67,9 @@ func PostgresDB(tb testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, suite.pg.URL("postgres"))
-	if err != nil {
-		tb.Fatalf("connect postgres: %v", err)
-	}
-	defer conn.Close(ctx)
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), suite.dbs.Add(1))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("create database: %v", err)
+	if err := suite.pg.CreateDatabase(ctx, name); err != nil {
+		tb.Fatal(err)
 	}
 	return suite.pg.URL(name)
 }
@@ -103,9 +89,6 @@ func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 	if err != nil {
 		tb.Fatalf("start redis: %v", err)
 	}
-	suite.mu.Lock()
-	suite.rds = append(suite.rds, r)
-	suite.mu.Unlock()
 	tb.Cleanup(func() { r.Stop(5 * time.Second) })
 	return r
 }
