@@ -250,11 +250,4 @@ func (n *KafkaNode) Pid() int {
 }
 
 // LogTail is the last lines of the node's log file.
-func (n *KafkaNode) LogTail(lines int) string {
-	b, err := os.ReadFile(n.LogFile)
-	if err != nil {
-		return err.Error()
-	}
-	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-lines):], "\n")
-}
+func (n *KafkaNode) LogTail(lines int) string { return TailFile(n.LogFile, lines) }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,6 +75,16 @@ func start(name string, cred *syscall.Credential, bin string, args ...string) (*
 
 // Output is what the process printed so far (the last MiB), for error messages.
 func (p *Process) Output() string { return p.out.String() }
+
+// TailFile is the last n lines of the file at path (a server's log), for error messages.
+func TailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
 
 // Pid is the process id, for reading its CPU and memory from /proc.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

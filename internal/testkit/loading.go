@@ -2,11 +2,14 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/acv/acv/internal/localenv"
 )
 
 // LoadRedis makes the redis-server at addr (started with Debug) reload its dataset slowly, so
@@ -32,23 +35,21 @@ func LoadRedis(tb testing.TB, addr string, d time.Duration) (done func()) {
 	}
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- rdb.Do(ctx, "DEBUG", "RELOAD").Err() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := rdb.Ping(ctx).Err()
-		if redis.IsLoadingError(err) {
-			break
-		}
+	err := localenv.Poll(ctx, 10*time.Second, time.Millisecond, func() error {
 		select {
 		case err := <-reloaded:
 			rdb.Close()
 			tb.Fatalf("redis reloaded before it was seen loading (err %v): make d longer", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			rdb.Close()
-			tb.Fatalf("redis did not start loading: PING answers %v", err)
+		if err := rdb.Ping(ctx).Err(); !redis.IsLoadingError(err) {
+			return fmt.Errorf("PING answers %v", err)
 		}
-		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		rdb.Close()
+		tb.Fatalf("redis did not start loading: %v", err)
 	}
 	var finished bool
 	done = func() {

@@ -183,17 +183,7 @@ func (s *Service) Stop() {
 }
 
 // Tail is the last n lines the process printed.
-func (s *Service) Tail(n int) string {
-	b, err := os.ReadFile(s.LogFile)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (s *Service) Tail(n int) string { return localenv.TailFile(s.LogFile, n) }
 
 // Readiness is what /readyz of the debug listener answered: its status and each
 // dependency's check ("ok" or "unavailable").
