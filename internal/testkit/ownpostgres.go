@@ -21,14 +21,8 @@ type OwnPostgres struct {
 // test ends.
 func StartOwnPostgres(t testing.TB) *OwnPostgres {
 	t.Helper()
-	if err := suite.init(); err != nil {
-		t.Fatalf("prepare test dir: %v", err)
-	}
-	dir, err := os.MkdirTemp(suite.dir, "pg-own-")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The server runs as the postgres user when the tests run as root: it must reach its data.
+	dir := suiteDir(t, "pg-own-")
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -39,15 +39,8 @@ var clusters struct {
 // of the holder, or the holder again, gets it as it is.
 func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisCluster {
 	tb.Helper()
-	if err := suite.init(); err != nil {
-		tb.Fatalf("prepare test dir: %v", err)
-	}
 	if o.Replicas > 0 {
-		dir, err := os.MkdirTemp(suite.dir, "redis-cluster-")
-		if err != nil {
-			tb.Fatalf("redis cluster dir: %v", err)
-		}
-		c, err := localenv.StartRedisCluster(dir, o)
+		c, err := localenv.StartRedisCluster(suiteDir(tb, "redis-cluster-"), o)
 		if err != nil {
 			tb.Fatalf("start redis cluster: %v", err)
 		}
@@ -73,6 +66,9 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 		sc.holder.Store("")
 		sc.lease.Unlock()
 	})
+	if err := suite.init(); err != nil {
+		tb.Fatalf("prepare test dir: %v", err)
+	}
 	sc.once.Do(func() {
 		dir, err := os.MkdirTemp(suite.dir, "redis-cluster-")
 		if err != nil {

@@ -78,17 +78,23 @@ func PostgresDB(tb testing.TB) string {
 // has no cheap per-test namespace the Lua scripts' keys would respect.
 func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 	tb.Helper()
-	if err := suite.init(); err != nil {
-		tb.Fatalf("prepare test dir: %v", err)
-	}
-	dir, err := os.MkdirTemp(suite.dir, "redis-")
-	if err != nil {
-		tb.Fatalf("redis dir: %v", err)
-	}
-	r, err := localenv.StartRedis(dir, o)
+	r, err := localenv.StartRedis(suiteDir(tb, "redis-"), o)
 	if err != nil {
 		tb.Fatalf("start redis: %v", err)
 	}
 	tb.Cleanup(func() { r.Stop(5 * time.Second) })
 	return r
+}
+
+// suiteDir is a new directory in the test binary's temporary directory, for a server of tb's.
+func suiteDir(tb testing.TB, prefix string) string {
+	tb.Helper()
+	if err := suite.init(); err != nil {
+		tb.Fatalf("prepare test dir: %v", err)
+	}
+	dir, err := os.MkdirTemp(suite.dir, prefix)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir
 }
