@@ -1,6 +1,7 @@
 package localenv
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -70,9 +71,9 @@ const kafkaStartWithin = 2 * time.Minute
 // node answers listing every other. On failure nothing is left running and the error carries
 // the nodes' log tails. Topics are never created implicitly: use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
-	o.Version = cmpOr(o.Version, Kafka4)
-	o.Nodes = cmpOr(max(o.Nodes, 0), 1)
-	o.HeapMB = cmpOr(max(o.HeapMB, 0), 384)
+	o.Version = cmp.Or(o.Version, Kafka4)
+	o.Nodes = cmp.Or(max(o.Nodes, 0), 1)
+	o.HeapMB = cmp.Or(max(o.HeapMB, 0), 384)
 	java, err := javaBinary(o.JavaHome)
 	if err != nil {
 		return nil, err
@@ -126,15 +127,6 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	}
 	k.Started = time.Since(start)
 	return k, nil
-}
-
-// cmpOr is v, or def when v is the zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // each runs fn on every node at once and joins their errors: the JVMs' start-up dominates.

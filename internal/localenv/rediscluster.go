@@ -1,6 +1,7 @@
 package localenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,12 +50,8 @@ type ClusterNode struct {
 // StartRedisCluster starts Masters×(1+Replicas) cluster-enabled redis-servers under dir, joins
 // them with `redis-cli --cluster create`, and waits until the cluster is ready (WaitOK).
 func StartRedisCluster(dir string, o ClusterOptions) (*RedisCluster, error) {
-	if o.Masters <= 0 {
-		o.Masters = 3
-	}
-	if o.NodeTimeout <= 0 {
-		o.NodeTimeout = 5 * time.Second
-	}
+	o.Masters = cmp.Or(max(o.Masters, 0), 3)
+	o.NodeTimeout = cmp.Or(max(o.NodeTimeout, 0), 5*time.Second)
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli not installed (apt-get install redis-tools): %w", err)
