@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/acv/acv/api/adminclient"
 	"github.com/acv/acv/internal/settings"
@@ -25,8 +30,7 @@ type credentials struct {
 	Token string `json:"token"`
 }
 
-// credentialsPath is where acv login keeps the credentials: acv/credentials.json in the user's
-// configuration directory.
+// credentialsPath is acv/credentials.json in the user's configuration directory.
 func credentialsPath() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
@@ -79,36 +83,24 @@ func loadCredentials() (credentials, error) {
 	return c, nil
 }
 
-// errNotLoggedIn says what to do when the command has no admin API to call.
-var errNotLoggedIn = errors.New("not logged in to an admin API: run acv login (or, with make run's stack, source .acv/env), " +
-	"or set ACV_ADMIN_URL and ACV_ADMIN_TOKEN")
-
-// adminClient is the client of the admin API the command calls: ACV_ADMIN_URL and
-// ACV_ADMIN_TOKEN when set, else what acv login kept.
-func adminClient() (*adminclient.Client, error) {
-	c, err := loadCredentials()
-	if err != nil {
-		return nil, err
-	}
-	if v := settings.Get("ACV_ADMIN_URL"); v != "" {
-		c.URL = v
-	}
-	if v := settings.Get("ACV_ADMIN_TOKEN"); v != "" {
-		c.Token = v
-	}
-	if c.URL == "" || c.Token == "" {
-		return nil, errNotLoggedIn
-	}
-	return &adminclient.Client{URL: c.URL, Token: c.Token}, nil
-}
-
-// withAPI runs fn with the admin API's client; doing names what fn does ("create projects"),
-// for the message of a refusal.
+// withAPI runs fn with the admin API's client: ACV_ADMIN_URL and ACV_ADMIN_TOKEN when set, else
+// what acv login kept. doing names what fn does ("create projects"), for a refusal's message.
 func withAPI(cmd *cobra.Command, doing string, fn func(ctx context.Context, c *adminclient.Client) error) error {
-	c, err := adminClient()
+	cr, err := loadCredentials()
 	if err != nil {
 		return err
 	}
+	if v := settings.Get("ACV_ADMIN_URL"); v != "" {
+		cr.URL = v
+	}
+	if v := settings.Get("ACV_ADMIN_TOKEN"); v != "" {
+		cr.Token = v
+	}
+	if cr.URL == "" || cr.Token == "" {
+		return errors.New("not logged in to an admin API: run acv login (or, with make run's stack, source .acv/env), " +
+			"or set ACV_ADMIN_URL and ACV_ADMIN_TOKEN")
+	}
+	c := &adminclient.Client{URL: cr.URL, Token: cr.Token}
 	return explain(cmd.Context(), c, doing, fn(cmd.Context(), c))
 }
 
@@ -128,4 +120,136 @@ func explain(ctx context.Context, c *adminclient.Client, doing string, err error
 		return fmt.Errorf("this token's role %s may not %s; ask an admin (%s)", me.Account.Role, doing, e.Detail)
 	}
 	return err
+}
+
+// apiFunc is what a command does with the admin API and its arguments.
+type apiFunc func(ctx context.Context, c *adminclient.Client, args []string) error
+
+// apiCmd makes cmd run fn against the admin API (see withAPI for doing).
+func apiCmd(cmd *cobra.Command, doing string, fn apiFunc) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error { return fn(ctx, c, args) })
+	}
+	return cmd
+}
+
+// outputCmd is apiCmd with -o (--output): fn is told whether to print a table instead of JSON.
+// Across the commands, -o is always an output format; a file is an argument.
+func outputCmd(cmd *cobra.Command, doing string, fn func(ctx context.Context, c *adminclient.Client, args []string, table bool) error) *cobra.Command {
+	var out string
+	cmd.Flags().StringVarP(&out, "output", "o", "json", "output format: json or table")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if out != "json" && out != "table" {
+			return fmt.Errorf("--output %q: use json or table", out)
+		}
+		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error { return fn(ctx, c, args, out == "table") })
+	}
+	return cmd
+}
+
+// projectFlag adds the required --project to each of cmds, all into p.
+func projectFlag(p *string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.Flags().StringVar(p, "project", "", "project id (required)")
+		_ = c.MarkFlagRequired("project")
+	}
+}
+
+// group makes a command that only holds subcommands fail, in words and with a non-zero exit,
+// when it is run without one or with one it does not know (cobra would print the help and
+// exit 0).
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.AddCommand(subs...)
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		sort.Strings(names)
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs a subcommand: one of %s (see %s --help)", c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+		}
+		msg := fmt.Sprintf("unknown command %q for %q: use one of %s", args[0], c.CommandPath(), strings.Join(names, ", "))
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+		}
+		return errors.New(msg)
+	}
+	return cmd
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// render prints v as JSON, or as the table rows gives (the first row is the header).
+func render(table bool, v any, rows func() [][]string) error {
+	if table {
+		return printTable(os.Stdout, rows())
+	}
+	return printJSON(v)
+}
+
+func printTable(w io.Writer, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// printTwoTables prints a table, a blank line, the second table's title and that table.
+func printTwoTables(first [][]string, title string, second [][]string) error {
+	if err := printTable(os.Stdout, first); err != nil {
+		return err
+	}
+	fmt.Printf("\n%s\n", title)
+	return printTable(os.Stdout, second)
+}
+
+func fmtTime(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return time.Unix(*v, 0).UTC().Format(time.RFC3339)
+}
+
+func fmtUnix(v int64) string { return fmtTime(&v) }
+
+func fmtStr(v *string) string {
+	if v == nil || *v == "" {
+		return "-"
+	}
+	return *v
+}
+
+// parseTime accepts Unix seconds or RFC 3339; "" is nil.
+func parseTime(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err == nil && fmt.Sprint(v) == s {
+		return &v, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, fmt.Errorf("time %q: use Unix seconds or RFC 3339", s)
+	}
+	v = t.Unix()
+	return &v, nil
+}
+
+// readLine reads one line, without its line end: a password or a token given on standard input.
+func readLine(r io.Reader) (string, error) {
+	s, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && s != "") {
+		return "", err
+	}
+	return strings.TrimRight(s, "\r\n"), nil
 }

@@ -28,25 +28,32 @@ import (
 	"github.com/acv/acv/store"
 )
 
-// demo is what `acv dev` seeds once and keeps in its data directory, so a restart serves the
-// same project and key.
-type demo struct {
-	ProjectID string `json:"project_id"`
-	KeyID     string `json:"key_id"`
-	Secret    string `json:"secret"`
+// devOptions are acv dev's flags.
+type devOptions struct {
+	dir, addr, metricsAddr, kafka    string
+	prometheus                       bool
+	prometheusAddr, prometheusConfig string
 }
+
+// The default addresses of acv dev's metrics listener (the compose stack's debug port) and of
+// its Prometheus (Prometheus's own default), each used while free.
+const (
+	devMetricsAddr    = "127.0.0.1:9100"
+	devPrometheusAddr = "127.0.0.1:9090"
+)
+
+// devTokenTTL is how long acv dev's admin API token lasts; a later start makes a new one when it ends.
+const devTokenTTL = 30 * 24 * time.Hour
 
 func devCmd() *cobra.Command {
 	var o devOptions
-	var kafkaMode string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole service locally: Redis and PostgreSQL on loopback, a demo project, the API and the relay (logs straight to PostgreSQL, through a local Apache Kafka with --kafka real, or through the Kafka of KAFKA_BROKERS); /metrics on a loopback address of its own, and with --prometheus a local Prometheus with the deployment's rules",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kafkaMode != "" && kafkaMode != devKafkaReal {
-				return fmt.Errorf("--kafka (ACV_DEV_KAFKA): unknown broker %q (real, or empty for none)", kafkaMode)
+			if o.kafka != "" && o.kafka != "real" {
+				return fmt.Errorf("--kafka (ACV_DEV_KAFKA): unknown broker %q (real, or empty for none)", o.kafka)
 			}
-			o.realKafka = kafkaMode == devKafkaReal
 			return runDev(cmd.Context(), o)
 		},
 	}
@@ -54,7 +61,7 @@ func devCmd() *cobra.Command {
 	// ACV_HTTP_ADDR set empty is its default here too: acv dev listens on loopback.
 	cmd.Flags().StringVar(&o.addr, "addr", cmp.Or(settings.Get("ACV_HTTP_ADDR"), settings.Default("ACV_HTTP_ADDR")),
 		"API listen address (a free port is picked when busy)")
-	cmd.Flags().StringVar(&kafkaMode, "kafka", settings.Get("ACV_DEV_KAFKA"),
+	cmd.Flags().StringVar(&o.kafka, "kafka", settings.Get("ACV_DEV_KAFKA"),
 		"real: run the logs through a one-node Apache Kafka "+localenv.Kafka4+" started on loopback, its storage fresh in <dir>/kafka on every start (needs java and mvn; the jars are fetched once from Maven Central); empty: no broker (default: $ACV_DEV_KAFKA)")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", settings.Get("ACV_DEBUG_ADDR"),
 		"address of the debug listener serving /metrics, /healthz, /readyz and /debug/pprof (default: $ACV_DEBUG_ADDR, else "+devMetricsAddr+" or, when that is busy, the address this data directory used before or a free loopback port)")
@@ -67,20 +74,6 @@ func devCmd() *cobra.Command {
 	return cmd
 }
 
-// devOptions are acv dev's flags.
-type devOptions struct {
-	dir, addr, metricsAddr           string
-	realKafka, prometheus            bool
-	prometheusAddr, prometheusConfig string
-}
-
-// The default addresses of acv dev's metrics listener (the compose stack's debug port) and of
-// its Prometheus (Prometheus's own default), each used while free.
-const (
-	devMetricsAddr    = "127.0.0.1:9100"
-	devPrometheusAddr = "127.0.0.1:9090"
-)
-
 // yes reads a yes/no setting: 1, true, yes or on are yes.
 func yes(v string) bool {
 	switch strings.ToLower(v) {
@@ -90,11 +83,7 @@ func yes(v string) bool {
 	return false
 }
 
-// devKafkaReal is the --kafka value (and ACV_DEV_KAFKA) that runs a real Apache Kafka.
-const devKafkaReal = "real"
-
 func runDev(ctx context.Context, o devOptions) error {
-	log := slog.Default()
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
@@ -113,15 +102,12 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	defer release()
-	// appendfsync always: with everysec, Redis that finds its last fsync still running (a busy
-	// disk) holds the append-only file's writes back for up to 2 s while it answers, so even a
-	// killed Redis process, not only a crashed host, loses the verifies it acknowledged meanwhile
-	// (TestDevKeepsEveryAcknowledgedLog lost 28 of 2,029 that way on a loaded machine).
+	// appendfsync always: with everysec, a Redis whose last fsync is still running (a busy disk)
+	// holds back the AOF writes for up to 2 s while it answers, so even a killed Redis process
+	// loses verifies it acknowledged.
 	//
-	// Each server asks for a password of the data directory's own (redis.password and
-	// pg.password, mode 0600, made on the first start): on loopback, any user of the machine
-	// could otherwise read and change both. A data directory of an earlier acv dev, whose servers
-	// trusted every loopback connection, gets them on its next start.
+	// Each server asks for a password of the data directory's own (redis.password, pg.password,
+	// 0600): on loopback, any user of the machine could otherwise read and change both.
 	redisPassword, err := localenv.PasswordFile(filepath.Join(dir, "redis.password"))
 	if err != nil {
 		return err
@@ -131,8 +117,8 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	defer rds.Stop(10 * time.Second)
-	// The cluster lives in dir/pg, or, when the server's user cannot reach that (a checkout under
-	// /root while running as root), in a directory of dir's own it records in dir/pg.location.
+	// dir/pg, or, when the server's user cannot reach that (a checkout under /root while running
+	// as root), a directory recorded in dir/pg.location.
 	pgDir, err := localenv.PostgresDataDir(dir)
 	if err != nil {
 		return err
@@ -158,10 +144,9 @@ func runDev(ctx context.Context, o devOptions) error {
 	if cfg.MasterKeys, err = devMasterKeys(keyFile); err != nil {
 		return err
 	}
-	cfg.RedisURL = rds.URL()
-	cfg.DatabaseURL = pg.URL("acv")
-	kafkaNote := ""
-	if o.realKafka {
+	cfg.RedisURL, cfg.DatabaseURL = rds.URL(), pg.URL("acv")
+	kafka := "none: the relay writes the logs to PostgreSQL"
+	if o.kafka == "real" {
 		if len(cfg.KafkaBrokers) > 0 {
 			return errors.New("--kafka real starts a broker of its own: unset KAFKA_BROKERS, or drop --kafka (ACV_DEV_KAFKA) to use that Kafka")
 		}
@@ -169,55 +154,41 @@ func runDev(ctx context.Context, o devOptions) error {
 		if err != nil {
 			return err
 		}
-		// Closed after the service stopped (deferred after it returns), before Redis and
-		// PostgreSQL.
-		defer k.Close()
+		defer k.Close() // after the service stopped, before Redis and PostgreSQL
 		cfg.KafkaBrokers, cfg.Pipeline = k.Brokers, service.PipelineKafka
-		kafkaNote = " (Apache Kafka " + k.Version + ", fresh storage in " + k.Dir + ")"
+		kafka = strings.Join(k.Brokers, ",") + " (Apache Kafka " + k.Version + ", fresh storage in " + k.Dir + ")"
+	} else if cfg.UsesKafka() {
+		kafka = strings.Join(cfg.KafkaBrokers, ",")
 	}
-	// Without KAFKA_BROKERS the relay writes the logs straight to PostgreSQL (the direct
-	// pipeline) and deletes an outbox entry only once PostgreSQL committed its event; with it,
-	// the relay and the consumer go through that Kafka (service.Run creates the topic).
+	// Without Kafka the relay writes the logs straight to PostgreSQL (the direct pipeline).
 	cfg.Roles = service.Roles{API: true, Relay: true, Consumer: cfg.UsesKafka()}
-	cfg.Logger = log
+	cfg.Logger = slog.Default()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
-	d, err := seedDemo(ctx, cfg, filepath.Join(dir, "demo.json"))
+	d, code, err := prepareDemo(ctx, cfg, filepath.Join(dir, "demo.json"))
 	if err != nil {
 		return err
 	}
-	if err := sealSecrets(ctx, cfg); err != nil {
-		return err
-	}
-	// Every listener of the stack keeps its address across restarts while it is free, so the
-	// URLs in .acv/env, a bookmark and a dashboard stay valid.
+	// Every listener keeps its address across restarts while it is free, so the URLs in
+	// .acv/env, a bookmark and a dashboard stay valid.
 	ports := loadDevPorts(dir)
 	ln, err := ports.listen("api", "", o.addr)
 	if err != nil {
 		return err
 	}
-	code, err := unusedDemoCode(ctx, cfg, d)
-	if err != nil {
-		return err
-	}
-	adminLn, bootstrap, err := devConsole(ctx, cfg, ports)
-	if err != nil {
-		return err
-	}
-	cfg.AdminListener = adminLn
-	urls := devURLs{api: "http://" + ln.Addr().String(), console: consoleURL(adminLn)}
-	if adminLn != nil {
-		if urls.adminToken, err = devAdminToken(ctx, cfg, dir); err != nil {
+	var bootstrap, adminToken string
+	if cfg.AdminAddr != "" {
+		if cfg.AdminListener, err = ports.listen("console", "", cfg.AdminAddr); err != nil {
 			return err
 		}
-	}
-	kafka := "none: the relay writes the logs to PostgreSQL"
-	if cfg.UsesKafka() {
-		kafka = strings.Join(cfg.KafkaBrokers, ",") + kafkaNote
+		if bootstrap, adminToken, err = prepareConsole(ctx, cfg, filepath.Join(dir, "admin.token")); err != nil {
+			cfg.AdminListener.Close()
+			return err
+		}
 	}
 	// /metrics, /healthz, /readyz and the profiles on a loopback listener of their own, never on
 	// the API port, as a deployment serves them.
@@ -233,12 +204,30 @@ func runDev(ctx context.Context, o devOptions) error {
 		defer prom.Stop(10 * time.Second)
 	}
 	envFile := filepath.Join(dir, "env")
-	urls.metrics, urls.prometheus = metricsURL, prom
-	if err := writeDevEnv(envFile, cfg, keyFile, urls, d); err != nil {
+	apiURL := "http://" + ln.Addr().String()
+	vars := [][2]string{
+		{"ACV_REDIS_URL", cfg.RedisURL},
+		{"ACV_DATABASE_URL", cfg.DatabaseURL},
+		{"ACV_MASTER_KEY_FILE", keyFile},
+		{"ACV_DEV_API_URL", apiURL},
+		{"ACV_DEV_METRICS_URL", metricsURL},
+		{"ACV_DEV_CONSOLE_URL", consoleURL(cfg.AdminListener)},
+		{"ACV_DEV_PROJECT_ID", d.ProjectID},
+		{"ACV_DEV_KEY_ID", d.KeyID},
+	}
+	if prom != nil {
+		vars = append(vars, [2]string{"ACV_DEV_PROMETHEUS_URL", prom.URL}, [2]string{"ACV_DEV_PROMETHEUS_TARGETS", prom.TargetsDir})
+	}
+	if cfg.UsesKafka() {
+		vars = append(vars, [2]string{"KAFKA_BROKERS", strings.Join(cfg.KafkaBrokers, ",")})
+	} else {
+		vars = append(vars, [2]string{"ACV_PIPELINE", service.PipelineDirect})
+	}
+	if err := writeDevEnv(envFile, vars, strings.TrimSuffix(consoleURL(cfg.AdminListener), "/"), adminToken); err != nil {
 		return err
 	}
 	// The URLs with their passwords are in the env file (0600), not on the terminal.
-	fmt.Printf("\nacv is running on http://%s (Redis %s, PostgreSQL %s, Kafka %s)\n", ln.Addr(), redacted(cfg.RedisURL),
+	fmt.Printf("\nacv is running on %s (Redis %s, PostgreSQL %s, Kafka %s)\n", apiURL, redacted(cfg.RedisURL),
 		redacted(cfg.DatabaseURL), kafka)
 	fmt.Printf("demo project %s, API key %s (secret in %s)\n", d.ProjectID, d.KeyID, filepath.Join(dir, "demo.json"))
 	fmt.Printf("master key in %s; PostgreSQL data in %s\n", keyFile, pgDir)
@@ -247,24 +236,23 @@ func runDev(ctx context.Context, o devOptions) error {
 		fmt.Printf("Prometheus: %s (scraping this process and load generators that register in %s; %s; alerts at %s/alerts, data in %s)\n",
 			prom.URL, prom.TargetsDir, prom.describe(), prom.URL, filepath.Join(prom.Dir, "data"))
 	}
-	if adminLn != nil {
-		fmt.Printf("operator console: %s (admin API under %s)\n", consoleURL(adminLn), console.APIPrefix)
+	if cfg.AdminListener != nil {
+		fmt.Printf("operator console: %s (admin API under %s)\n", consoleURL(cfg.AdminListener), console.APIPrefix)
 		if bootstrap != "" {
 			fmt.Println(bootstrap)
 		}
 	}
 	fmt.Printf("point the acv command at this stack with: source %s   (then e.g. acv project list; it holds the URLs with their passwords)\n\n", envFile)
 	fmt.Println("Verify a demo code (paste into bash):")
-	fmt.Println(curlCommand("http://"+ln.Addr().String(), d, code))
+	fmt.Println(curlCommand(apiURL, d, code))
 	fmt.Println()
 	return runTraced(ctx, cfg, ln)
 }
 
-// startDevKafka starts a one-node Apache Kafka (the newest line) with its storage in dir,
-// formatted afresh: a new cluster on every start. Its JVM dies with acv dev; one that a killed
-// acv dev left running anyway is killed first. Events the relay had published and the consumer
-// had not yet written when acv dev died are in the old storage and are not carried over: the
-// outbox keeps only what Kafka had not acknowledged.
+// startDevKafka starts a one-node Apache Kafka with its storage in dir, formatted afresh: a new
+// cluster on every start, so events published but not yet written when acv dev died are not
+// carried over (the outbox keeps only what Kafka had not acknowledged). Its JVM dies with acv
+// dev; one that a killed acv dev left running is killed first.
 func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
 	killStaleKafka(dir)
 	if err := os.RemoveAll(dir); err != nil {
@@ -300,20 +288,10 @@ func killStaleKafka(dir string) {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), "java") || !strings.Contains(string(cmdline), filepath.Dir(f)) {
-			continue
+		if err == nil && strings.Contains(string(cmdline), "java") && strings.Contains(string(cmdline), filepath.Dir(f)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// devURLs are the addresses of the dev stack's own listeners, for its env file.
-type devURLs struct {
-	api, console, metrics string         // console is empty when the console is off
-	prometheus            *devPrometheus // nil without --prometheus
-	// adminToken is the acv command's token for the console's admin API; empty without a
-	// console or without the "admin" account.
-	adminToken string
 }
 
 // consoleURL is the operator console's address on ln, empty when the console is off.
@@ -324,9 +302,10 @@ func consoleURL(ln net.Listener) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
-// writeDevEnv writes the shell file that points the acv command at this dev stack:
-// `source .acv/env`. It is rewritten on every start, as the ports may change.
-func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, d demo) error {
+// writeDevEnv writes the shell file that points the acv command at this dev stack
+// (`source .acv/env`), rewritten on every start as the ports may change: the variables, and
+// with an admin API token the acv command's login to the console's admin API.
+func writeDevEnv(path string, vars [][2]string, adminURL, adminToken string) error {
 	var b strings.Builder
 	b.WriteString("# acv dev: `source` this file to point the acv command at the running dev stack.\n")
 	b.WriteString("unset ACV_MASTER_KEY\n")
@@ -336,31 +315,13 @@ func writeDevEnv(path string, cfg service.Config, keyFile string, urls devURLs, 
 		bin := shellQuote(filepath.Dir(exe))
 		fmt.Fprintf(&b, "case \":$PATH:\" in *:%s:*) ;; *) export PATH=%s:\"$PATH\" ;; esac\n", bin, bin)
 	}
-	vars := [][2]string{
-		{"ACV_REDIS_URL", cfg.RedisURL},
-		{"ACV_DATABASE_URL", cfg.DatabaseURL},
-		{"ACV_MASTER_KEY_FILE", keyFile},
-		{"ACV_DEV_API_URL", urls.api},
-		{"ACV_DEV_METRICS_URL", urls.metrics},
-		{"ACV_DEV_CONSOLE_URL", urls.console},
-		{"ACV_DEV_PROJECT_ID", d.ProjectID},
-		{"ACV_DEV_KEY_ID", d.KeyID},
-	}
-	if p := urls.prometheus; p != nil {
-		vars = append(vars, [2]string{"ACV_DEV_PROMETHEUS_URL", p.URL}, [2]string{"ACV_DEV_PROMETHEUS_TARGETS", p.TargetsDir})
-	}
-	if cfg.UsesKafka() {
-		vars = append(vars, [2]string{"KAFKA_BROKERS", strings.Join(cfg.KafkaBrokers, ",")})
-	} else {
-		vars = append(vars, [2]string{"ACV_PIPELINE", service.PipelineDirect})
-	}
 	for _, v := range vars {
 		fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
 	}
-	if urls.adminToken != "" {
+	if adminToken != "" {
 		b.WriteString("\n# The acv command's login to the console's admin API: a token of the \"admin\" account\n")
 		b.WriteString("# (also in admin.token beside this file), so acv project list and the like work at once.\n")
-		fmt.Fprintf(&b, "export ACV_ADMIN_URL=%s\nexport ACV_ADMIN_TOKEN=%s\n", shellQuote(strings.TrimSuffix(urls.console, "/")), shellQuote(urls.adminToken))
+		fmt.Fprintf(&b, "export ACV_ADMIN_URL=%s\nexport ACV_ADMIN_TOKEN=%s\n", shellQuote(adminURL), shellQuote(adminToken))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -382,39 +343,123 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func seedDemo(ctx context.Context, cfg service.Config, path string) (demo, error) {
-	var d demo
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &d); err != nil {
-			return d, fmt.Errorf("read %s: %w", path, err)
-		}
-		return d, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return d, err
+// prepareConsole readies acv dev's operator console. On a stack without any console account it
+// creates an "admin" account, whose one-time password it returns for the banner. It returns the
+// acv command's token for the admin API: the one kept in tokenFile (0600) while the server
+// accepts it, else a new one of the "admin" account; "" when that account is gone or disabled.
+func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (bootstrap, token string, err error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return "", "", err
 	}
+	defer st.Close()
+	svc, err := console.NewService(console.Config{Store: st})
+	if err != nil {
+		return "", "", err
+	}
+	accounts, err := st.AdminAccounts(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if len(accounts) == 0 {
+		acc, err := svc.CreateAccount(ctx, console.SystemActor("acv dev"), "admin", console.RoleAdmin)
+		if err != nil {
+			return "", "", err
+		}
+		bootstrap = fmt.Sprintf("console account %q, one-time password %s (shown once; the first login must change it)",
+			acc.Username, acc.OneTimePassword)
+	}
+	if b, err := os.ReadFile(tokenFile); err == nil {
+		if _, err := svc.SessionByAPIToken(ctx, strings.TrimSpace(string(b))); err == nil {
+			return bootstrap, strings.TrimSpace(string(b)), nil
+		}
+	}
+	acc, err := st.AdminAccountByUsername(ctx, "admin")
+	if errors.Is(err, contract.ErrNotFound) || err == nil && acc.Disabled {
+		return bootstrap, "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	t, err := svc.CreateToken(ctx, console.Actor{AdminID: acc.ID, Username: "acv dev", Role: console.Role(acc.Role)},
+		"acv dev", "", devTokenTTL)
+	if err != nil {
+		return "", "", fmt.Errorf("create the dev stack's admin API token: %w", err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(t.Secret+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", tokenFile, err)
+	}
+	return bootstrap, t.Secret, nil
+}
+
+// demo is what `acv dev` seeds once and keeps in its data directory, so a restart serves the
+// same project and key.
+type demo struct {
+	ProjectID string `json:"project_id"`
+	KeyID     string `json:"key_id"`
+	Secret    string `json:"secret"`
+}
+
+// prepareDemo seeds the demo project (once: then read from path), seals API-key secrets the
+// data directory made before they were sealed (as `acv key rewrap` does), and picks an unused
+// demo code for the banner's request.
+func prepareDemo(ctx context.Context, cfg service.Config, path string) (d demo, code string, err error) {
 	deps, err := service.Open(ctx, cfg)
 	if err != nil {
-		return d, err
+		return d, "", err
 	}
 	defer deps.Close()
 	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &d); err != nil {
+			return d, "", fmt.Errorf("read %s: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return d, "", err
+	} else if d, err = seedDemo(ctx, a, path); err != nil {
+		return d, "", err
+	}
+	res, err := a.RewrapKeys(ctx)
+	if err != nil {
+		// Keys sealed by a master key this directory no longer has cannot be used; the rest can.
+		slog.Warn("some api key secrets of the data directory do not open with its master key", "err", err)
+	}
+	if res.Sealed+res.Rewrapped > 0 {
+		slog.Info("sealed api key secrets", "sealed", res.Sealed, "rewrapped", res.Rewrapped)
+	}
+	for page := 1; ; page++ {
+		rows, _, err := deps.Store.ListCodes(ctx, d.ProjectID, contract.ListQuery{Page: page, PageSize: 100, State: "unused"}, time.Now().Unix())
+		if err != nil {
+			return d, "", err
+		}
+		if len(rows) == 0 {
+			return d, "", errors.New("every demo code is used: reactivate some or delete the data directory")
+		}
+		for _, r := range rows {
+			// Redis holds the newest state; a code it does not hold is as Postgres lists it.
+			live, found, err := deps.Cache.LiveCode(ctx, d.ProjectID, r.Code)
+			if err != nil || !found || live.VerifiedAtMs == 0 {
+				return d, r.Code, nil
+			}
+		}
+	}
+}
+
+func seedDemo(ctx context.Context, a *admin.Admin, path string) (demo, error) {
 	p, err := a.CreateProject(ctx, contract.NewProject{Name: "Demo", Description: "Seeded by acv dev"})
 	if err != nil {
-		return d, err
+		return demo{}, err
 	}
 	k, err := a.CreateAPIKey(ctx, p.ID, 0, 0)
 	if err != nil {
-		return d, err
+		return demo{}, err
 	}
 	if _, err := a.Generate(ctx, p.ID, contract.GenerateSpec{Count: 1000, Length: 10, Prefix: "DEMO-"}, nil); err != nil {
-		return d, err
+		return demo{}, err
 	}
-	d = demo{ProjectID: p.ID, KeyID: k.ID, Secret: k.Secret}
+	d := demo{ProjectID: p.ID, KeyID: k.ID, Secret: k.Secret}
 	b, _ := json.MarshalIndent(d, "", "  ")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return d, err
-	}
-	return d, nil
+	return d, os.WriteFile(path, b, 0o600)
 }
 
 // devMasterKeys reads the data directory's master key file, creating it (mode 0600, one random
@@ -438,50 +483,6 @@ func devMasterKeys(path string) (*secrets.Keyring, error) {
 		return nil, fmt.Errorf("create master key file: %w", err)
 	}
 	return secrets.ParseFile(path)
-}
-
-// sealSecrets seals API-key secrets a data directory made before they were sealed (the
-// demo key), as `acv key rewrap` does.
-func sealSecrets(ctx context.Context, cfg service.Config) error {
-	deps, err := service.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer deps.Close()
-	a := &admin.Admin{Store: deps.Store, Cache: deps.Cache, Keys: cfg.MasterKeys}
-	res, err := a.RewrapKeys(ctx)
-	if err != nil {
-		// Keys sealed by a master key this directory no longer has cannot be used; the rest can.
-		slog.Warn("some api key secrets of the data directory do not open with its master key", "err", err)
-	}
-	if res.Sealed+res.Rewrapped > 0 {
-		slog.Info("sealed api key secrets", "sealed", res.Sealed, "rewrapped", res.Rewrapped)
-	}
-	return nil
-}
-
-func unusedDemoCode(ctx context.Context, cfg service.Config, d demo) (string, error) {
-	deps, err := service.Open(ctx, cfg)
-	if err != nil {
-		return "", err
-	}
-	defer deps.Close()
-	for page := 1; ; page++ {
-		rows, _, err := deps.Store.ListCodes(ctx, d.ProjectID, contract.ListQuery{Page: page, PageSize: 100, State: "unused"}, time.Now().Unix())
-		if err != nil {
-			return "", err
-		}
-		if len(rows) == 0 {
-			return "", errors.New("every demo code is used: reactivate some or delete the data directory")
-		}
-		for _, r := range rows {
-			// Redis holds the newest state; a code it does not hold is as Postgres lists it.
-			live, found, err := deps.Cache.LiveCode(ctx, d.ProjectID, r.Code)
-			if err != nil || !found || live.VerifiedAtMs == 0 {
-				return r.Code, nil
-			}
-		}
-	}
 }
 
 // curlCommand prints a request signed with the contract's five-line string, computed by

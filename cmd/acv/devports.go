@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,12 +13,10 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-// devPorts chooses the loopback addresses of acv dev's own listeners (the metrics listener and
-// Prometheus) and remembers them in the data directory (ports.json), so a restart serves on
-// the same address whenever it is free: a bookmark, a dashboard or a Prometheus series keeps
-// working. Each listener has a default address; when that is busy (another acv dev, a
-// developer's own Prometheus), the address the data directory last used is tried, then a
-// free port.
+// devPorts chooses the loopback addresses of acv dev's listeners and remembers them in the data
+// directory (ports.json), so a restart serves on the same address whenever it is free: a
+// bookmark, a dashboard or a Prometheus series keeps working. Each listener tries the address
+// asked for, else its default and then the address last used, else a free port.
 type devPorts struct {
 	path  string
 	addrs map[string]string
@@ -32,18 +31,15 @@ func loadDevPorts(dir string) *devPorts {
 	return p
 }
 
-// candidates are the addresses to try for the listener name, in order: the one asked for
-// (a flag or its environment variable) or else the default, then the one remembered.
+// candidates are the addresses to try for the listener name, in order.
 func (p *devPorts) candidates(name, asked, def string) []string {
-	first := asked
-	if first == "" {
-		first = def
+	if asked != "" {
+		return []string{asked}
 	}
-	out := []string{first}
-	if r := p.addrs[name]; r != "" && r != first && asked == "" {
-		out = append(out, r)
+	if r := p.addrs[name]; r != "" && r != def {
+		return []string{def, r}
 	}
-	return out
+	return []string{def}
 }
 
 // listen opens the listener name on the first candidate address that is free, else on a free
@@ -56,11 +52,11 @@ func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 		}
 		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
 	}
-	port, err := localenv.FreePort()
+	addr, err := freeAddr("")
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", name, err)
 	}
@@ -82,20 +78,17 @@ func (p *devPorts) pick(name, asked, def string) (string, error) {
 		}
 		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
 	}
-	return freeAddr("127.0.0.1")
+	return freeAddr("")
 }
 
-// freeAddr is host with a free port (localenv.FreePort: outside the kernel's ephemeral range,
-// reserved for this process).
+// freeAddr is host (default loopback) with a free port (localenv.FreePort: outside the kernel's
+// ephemeral range, reserved for this process).
 func freeAddr(host string) (string, error) {
-	if host == "" {
-		host = "127.0.0.1"
-	}
 	port, err := localenv.FreePort()
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+	return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(port)), nil
 }
 
 // remember records that the listener name serves on addr.

@@ -13,55 +13,30 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-// Scrape jobs of acv dev's Prometheus. The dev process (API and relay in one) is scraped as the
-// deployment scrapes its API replicas, so the rules and the dashboard, which select on that job
-// name, see it as they see production. Load generators (acvload) register themselves in a
-// targets directory (localenv.RegisterScrapeTarget) under a job of their own, which the
-// instance-down alert (job=~"acv-.*") leaves alone: a finished load test is not an outage.
+// Scrape jobs of acv dev's Prometheus. The dev process is scraped under the job name of the
+// deployment's API replicas, so the rules and the dashboard, which select on it, see it as they
+// see production. Load generators (acvload) register in a targets directory
+// (localenv.RegisterScrapeTarget) under a job of their own, which the instance-down alert
+// (job=~"acv-.*") leaves alone: a finished load test is not an outage.
 const (
 	devJobAPI  = "acv-api"
 	devJobLoad = "acvload"
 )
 
-// deployPrometheusConfig is what acv dev takes from the deployment's Prometheus configuration:
-// its intervals and, above all, its rule files, so the local Prometheus evaluates the very rules
-// and alerts a deployment runs.
-type deployPrometheusConfig struct {
-	Global struct {
-		ScrapeInterval     string `yaml:"scrape_interval" json:"scrape_interval,omitempty"`
-		ScrapeTimeout      string `yaml:"scrape_timeout" json:"scrape_timeout,omitempty"`
-		EvaluationInterval string `yaml:"evaluation_interval" json:"evaluation_interval,omitempty"`
-	} `yaml:"global"`
-	RuleFiles     []string `yaml:"rule_files"`
-	ScrapeConfigs []struct {
-		JobName string `yaml:"job_name"`
-	} `yaml:"scrape_configs"`
-}
-
-// hasJob tells whether the configuration scrapes a job of that name.
-func (c deployPrometheusConfig) hasJob(name string) bool {
-	for _, j := range c.ScrapeConfigs {
-		if j.JobName == name {
-			return true
-		}
-	}
-	return false
-}
-
-// devPrometheusSetup is the deployment configuration read for acv dev: the intervals and the
-// rule files it names, resolved to the files they match now.
+// devPrometheusSetup is what acv dev takes from the deployment's Prometheus configuration: its
+// intervals and its rule files, resolved to the files they match now, so the local Prometheus
+// evaluates the very rules and alerts a deployment runs.
 type devPrometheusSetup struct {
-	deploy    deployPrometheusConfig
+	global    map[string]any
 	ruleFiles []string
 	rules     int
 }
 
 // readDeployPrometheus reads the deployment's Prometheus configuration at path and resolves its
 // rule_files as Prometheus does, relative to the configuration's directory; each entry (a glob)
-// must match a file. It reads the rule files' location from there on every start: the rules
-// have one home, which may move.
+// must match a file. It is read on every start: the rules have one home, which may move.
 func readDeployPrometheus(path string) (devPrometheusSetup, error) {
-	var s devPrometheusSetup
+	s := devPrometheusSetup{global: map[string]any{"external_labels": map[string]string{"stack": "acv-dev"}}}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return s, err
@@ -70,13 +45,25 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 	if err != nil {
 		return s, fmt.Errorf("the deployment's Prometheus configuration (run acv dev from the repository's root, or name it with --prometheus-config): %w", err)
 	}
-	if err := yaml.Unmarshal(b, &s.deploy); err != nil {
+	var deploy struct {
+		Global        map[string]any `yaml:"global"`
+		RuleFiles     []string       `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			JobName string `yaml:"job_name"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(b, &deploy); err != nil {
 		return s, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(s.deploy.RuleFiles) == 0 {
+	if len(deploy.RuleFiles) == 0 {
 		return s, fmt.Errorf("%s names no rule_files", path)
 	}
-	for _, pattern := range s.deploy.RuleFiles {
+	for _, k := range []string{"scrape_interval", "scrape_timeout", "evaluation_interval"} {
+		if v, ok := deploy.Global[k].(string); ok && v != "" {
+			s.global[k] = v
+		}
+	}
+	for _, pattern := range deploy.RuleFiles {
 		p := pattern
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(abs), p)
@@ -93,7 +80,11 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 			s.ruleFiles, s.rules = append(s.ruleFiles, f), s.rules+n
 		}
 	}
-	if !s.deploy.hasJob(devJobAPI) {
+	hasAPI := false
+	for _, j := range deploy.ScrapeConfigs {
+		hasAPI = hasAPI || j.JobName == devJobAPI
+	}
+	if !hasAPI {
 		slog.Warn("the deployment's Prometheus has no scrape job of this name; the rules may select on another", "job", devJobAPI, "config", path)
 	}
 	return s, nil
@@ -124,36 +115,17 @@ func countRules(path string) (int, error) {
 // intervals and rule files; the dev process's metrics listener; the load generators of
 // targetsDir; itself.
 func (s devPrometheusSetup) config(addr, metricsAddr, targetsDir string) ([]byte, error) {
-	type static struct {
-		Targets []string          `json:"targets"`
-		Labels  map[string]string `json:"labels,omitempty"`
-	}
-	type fileSD struct {
-		Files           []string `json:"files"`
-		RefreshInterval string   `json:"refresh_interval"`
-	}
-	type job struct {
-		JobName       string   `json:"job_name"`
-		StaticConfigs []static `json:"static_configs,omitempty"`
-		FileSDConfigs []fileSD `json:"file_sd_configs,omitempty"`
-	}
-	global := map[string]any{"external_labels": map[string]string{"stack": "acv-dev"}}
-	for k, v := range map[string]string{
-		"scrape_interval":     s.deploy.Global.ScrapeInterval,
-		"scrape_timeout":      s.deploy.Global.ScrapeTimeout,
-		"evaluation_interval": s.deploy.Global.EvaluationInterval,
-	} {
-		if v != "" {
-			global[k] = v
-		}
+	static := func(job, target string) map[string]any {
+		return map[string]any{"job_name": job, "static_configs": []any{map[string]any{"targets": []string{target}}}}
 	}
 	return json.MarshalIndent(map[string]any{
-		"global":     global,
+		"global":     s.global,
 		"rule_files": s.ruleFiles,
-		"scrape_configs": []job{
-			{JobName: devJobAPI, StaticConfigs: []static{{Targets: []string{metricsAddr}}}},
-			{JobName: devJobLoad, FileSDConfigs: []fileSD{{Files: []string{filepath.Join(targetsDir, "*.json")}, RefreshInterval: "5s"}}},
-			{JobName: "prometheus", StaticConfigs: []static{{Targets: []string{addr}}}},
+		"scrape_configs": []any{
+			static(devJobAPI, metricsAddr),
+			map[string]any{"job_name": devJobLoad, "file_sd_configs": []any{map[string]any{
+				"files": []string{filepath.Join(targetsDir, "*.json")}, "refresh_interval": "5s"}}},
+			static("prometheus", addr),
 		},
 	}, "", "  ")
 }
@@ -166,9 +138,8 @@ type devPrometheus struct {
 	setup      devPrometheusSetup
 }
 
-// startDevPrometheus starts the machine's Prometheus (Debian's /usr/bin/prometheus) with its
-// configuration and data in dir/prometheus, on the address asked for, else the one it served on
-// before, else 127.0.0.1:9090, else a free port, scraping the dev process's metrics on
+// startDevPrometheus starts the machine's Prometheus with its configuration and data in
+// dir/prometheus (see devPorts for its address), scraping the dev process's metrics on
 // metricsAddr and evaluating the rules of the deployment's configuration deployConfig.
 func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *devPorts) (*devPrometheus, error) {
 	setup, err := readDeployPrometheus(deployConfig)
@@ -185,7 +156,7 @@ func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *dev
 	}
 	// A load generator killed before it removed its target would show as a target down.
 	localenv.PruneScrapeTargets(targets)
-	addr, err := ports.pick("prometheus", asked, "127.0.0.1:9090")
+	addr, err := ports.pick("prometheus", asked, devPrometheusAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +175,8 @@ func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *dev
 // describe is the banner's account of what the Prometheus evaluates, relative to the working
 // directory where it can be.
 func (p *devPrometheus) describe() string {
-	files := make([]string, len(p.setup.ruleFiles))
 	wd, _ := os.Getwd()
+	files := make([]string, len(p.setup.ruleFiles))
 	for i, f := range p.setup.ruleFiles {
 		files[i] = f
 		if rel, err := filepath.Rel(wd, f); err == nil && !strings.HasPrefix(rel, "..") {

@@ -166,65 +166,47 @@ func logoutCmd() *cobra.Command {
 
 // tokenCmd manages admin API tokens: for automation (CI), made by an admin.
 func tokenCmd() *cobra.Command {
-	cmd := group(&cobra.Command{Use: "token", Short: "Create, list and revoke admin API tokens"})
-	var (
-		name, role string
-		ttl        time.Duration
-		out        string
-	)
-	create := &cobra.Command{
+	var name, role string
+	var ttl time.Duration
+	create := apiCmd(&cobra.Command{
 		Use:   "create --name NAME",
 		Short: "Create an API token of your account (the secret is shown once)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd, "create tokens", func(ctx context.Context, c *adminclient.Client) error {
-				t, err := c.CreateToken(ctx, name, role, ttl)
-				if err != nil {
-					return err
-				}
-				return printJSON(t)
-			})
-		},
-	}
+	}, "create tokens", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		t, err := c.CreateToken(ctx, name, role, ttl)
+		if err != nil {
+			return err
+		}
+		return printJSON(t)
+	})
 	create.Flags().StringVar(&name, "name", "", "what the token is for, e.g. ci (required)")
 	create.Flags().StringVar(&role, "role", "", "viewer, support, operator or admin; at most your own (default your own)")
 	create.Flags().DurationVar(&ttl, "expires", 720*time.Hour, "how long it lasts")
 	_ = create.MarkFlagRequired("name")
-	list := &cobra.Command{
+	list := outputCmd(&cobra.Command{
 		Use:   "list",
 		Short: "List API tokens (an admin sees every account's); never their secrets",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			return withAPI(cmd, "list tokens", func(ctx context.Context, c *adminclient.Client) error {
-				ts, err := c.Tokens(ctx)
-				if err != nil {
-					return err
-				}
-				return render(out, ts, func() [][]string { return tokenRows(ts, time.Now()) })
-			})
-		},
-	}
-	outputFlag(list, &out)
-	revoke := &cobra.Command{
+	}, "list tokens", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+		ts, err := c.Tokens(ctx)
+		if err != nil {
+			return err
+		}
+		return render(table, ts, func() [][]string { return tokenRows(ts, time.Now()) })
+	})
+	revoke := apiCmd(&cobra.Command{
 		Use:   "revoke TOKEN_ID",
 		Short: "Revoke an API token at once",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd, "revoke tokens", func(ctx context.Context, c *adminclient.Client) error {
-				t, err := c.RevokeToken(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				fmt.Printf("token %s (%s of %s) revoked\n", t.ID, t.Name, t.Owner)
-				return nil
-			})
-		},
-	}
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	}, "revoke tokens", func(ctx context.Context, c *adminclient.Client, args []string) error {
+		t, err := c.RevokeToken(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Printf("token %s (%s of %s) revoked\n", t.ID, t.Name, t.Owner)
+		return nil
+	})
+	return group(&cobra.Command{Use: "token", Short: "Create, list and revoke admin API tokens"}, create, list, revoke)
 }
 
 // tokenRows are the token list's table.

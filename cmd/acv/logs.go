@@ -17,12 +17,10 @@ import (
 // logsCmd groups the commands of the verification-log partitions, run by the server through
 // the admin API.
 func logsCmd() *cobra.Command {
-	cmd := group(&cobra.Command{
+	return group(&cobra.Command{
 		Use:   "logs",
 		Short: "Verification-log partitions: list them, create the days ahead, drop the days past the retention",
-	})
-	cmd.AddCommand(logsMaintainCmd(), logsPartitionsCmd())
-	return cmd
+	}, logsMaintainCmd(), logsPartitionsCmd())
 }
 
 // logsMaintainCmd runs one partition maintenance on the server, as the relay and consumer

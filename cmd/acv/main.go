@@ -80,3 +80,9 @@ func parseBytes(s string) (int64, error) {
 	}
 	return strconv.ParseInt(s, 10, 64)
 }
+
+// cleanError is the last guard that no database driver text reaches the operator.
+func cleanError(err error) string {
+	r := strings.NewReplacer(": no rows in result set", "", "no rows in result set", "")
+	return r.Replace(err.Error())
+}
