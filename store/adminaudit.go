@@ -143,12 +143,9 @@ func (s *Store) AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contr
 	f.Limit = pageLimit(f.Limit)
 	var (
 		where []string
-		args  []any
+		args  params
 	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	arg := args.bind
 	if f.AdminUsername != "" {
 		where = append(where, "admin_username = "+arg(f.AdminUsername))
 	}
@@ -185,15 +182,7 @@ func (s *Store) AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contr
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY seq DESC LIMIT " + arg(f.Limit)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("select admin audit: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AuditRecord, error) { return scanAudit(r) })
-	if err != nil {
-		return nil, fmt.Errorf("select admin audit: %w", translate(err))
-	}
-	return out, nil
+	return collect(ctx, s.pool, "select admin audit", scanAudit, q, args...)
 }
 
 // WalkAdminAudit reads the anchor, then every row of the admin audit log, oldest first, in one
@@ -206,24 +195,7 @@ func (s *Store) WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor
 		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM admin_audit_anchor`).Scan(&a.Seq, &a.Hash); err != nil {
 			return fmt.Errorf("read audit anchor: %w", translate(err))
 		}
-		rows, err := tx.Query(ctx, auditSelect+` ORDER BY seq`)
-		if err != nil {
-			return fmt.Errorf("read admin audit: %w", translate(err))
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanAudit(rows)
-			if err != nil {
-				return fmt.Errorf("read admin audit: %w", translate(err))
-			}
-			if err := fn(a, r); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read admin audit: %w", translate(err))
-		}
-		return nil
+		return each(ctx, tx, "read admin audit", scanAudit, func(r contract.AuditRecord) error { return fn(a, r) }, auditSelect+` ORDER BY seq`)
 	})
 	return a, err
 }

@@ -7,18 +7,19 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const adminColumns = `id, username, password_hash, role, must_change_password, disabled, created_at, password_changed_at`
+// accountColumns are an account's columns on admins aliased a, read by accountDest.
+const accountColumns = `a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at`
+
+// accountDest are the scan destinations of accountColumns; the id is decoded as it is scanned.
+func accountDest(a *contract.AdminAccount) []any {
+	return []any{hexIDInto(&a.ID), &a.Username, &a.PasswordHash, &a.Role, &a.MustChangePassword, &a.Disabled, &a.CreatedAt, &a.PasswordChangedAt}
+}
 
 func scanAdmin(row pgx.Row) (contract.AdminAccount, error) {
-	var (
-		a  contract.AdminAccount
-		id pgtype.UUID
-	)
-	err := row.Scan(&id, &a.Username, &a.PasswordHash, &a.Role, &a.MustChangePassword, &a.Disabled, &a.CreatedAt, &a.PasswordChangedAt)
-	a.ID = hexID(id)
+	var a contract.AdminAccount
+	err := row.Scan(accountDest(&a)...)
 	return a, err
 }
 
@@ -26,8 +27,8 @@ func scanAdmin(row pgx.Row) (contract.AdminAccount, error) {
 // username is taken.
 func (s *Store) CreateAdminAccount(ctx context.Context, n contract.NewAdminAccount) (contract.AdminAccount, error) {
 	a, err := scanAdmin(s.pool.QueryRow(ctx,
-		`INSERT INTO admins (id, username, password_hash, role, must_change_password, created_at, password_changed_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+adminColumns,
+		`INSERT INTO admins AS a (id, username, password_hash, role, must_change_password, created_at, password_changed_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+accountColumns,
 		contract.NewID(), n.Username, n.PasswordHash, n.Role, n.MustChangePassword, n.Now))
 	if err != nil {
 		return contract.AdminAccount{}, fmt.Errorf("insert admin %q: %w", n.Username, translate(err))
@@ -38,7 +39,7 @@ func (s *Store) CreateAdminAccount(ctx context.Context, n contract.NewAdminAccou
 // AdminAccountByUsername reads one account by its (lowercase) username. contract.ErrNotFound
 // when there is none.
 func (s *Store) AdminAccountByUsername(ctx context.Context, username string) (contract.AdminAccount, error) {
-	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE username = $1`, username))
+	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM admins a WHERE username = $1`, username))
 	if err != nil {
 		return contract.AdminAccount{}, fmt.Errorf("select admin %q: %w", username, translate(err))
 	}
@@ -50,7 +51,7 @@ func (s *Store) AdminAccount(ctx context.Context, id string) (contract.AdminAcco
 	if err := checkID("admin", id); err != nil {
 		return contract.AdminAccount{}, err
 	}
-	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+adminColumns+` FROM admins WHERE id = $1`, id))
+	a, err := scanAdmin(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM admins a WHERE id = $1`, id))
 	if err != nil {
 		return contract.AdminAccount{}, fmt.Errorf("select admin %s: %w", id, translate(err))
 	}
@@ -59,15 +60,7 @@ func (s *Store) AdminAccount(ctx context.Context, id string) (contract.AdminAcco
 
 // AdminAccounts reads every account, by username.
 func (s *Store) AdminAccounts(ctx context.Context) ([]contract.AdminAccount, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+adminColumns+` FROM admins ORDER BY username`)
-	if err != nil {
-		return nil, fmt.Errorf("select admins: %w", translate(err))
-	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AdminAccount, error) { return scanAdmin(r) })
-	if err != nil {
-		return nil, fmt.Errorf("select admins: %w", translate(err))
-	}
-	return as, nil
+	return collect(ctx, s.pool, "select admins", scanAdmin, `SELECT `+accountColumns+` FROM admins a ORDER BY username`)
 }
 
 // SetAdminPassword replaces an account's password hash and, in the same transaction, revokes
@@ -79,14 +72,10 @@ func (s *Store) SetAdminPassword(ctx context.Context, id, passwordHash string, m
 		return err
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx,
+		if err := update(ctx, tx, "admin", id,
 			`UPDATE admins SET password_hash = $2, must_change_password = $3, password_changed_at = $4 WHERE id = $1`,
-			id, passwordHash, mustChange, now)
-		if err != nil {
-			return fmt.Errorf("update admin %s password: %w", id, translate(err))
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
+			id, passwordHash, mustChange, now); err != nil {
+			return err
 		}
 		return revokeAdminSessions(ctx, tx, id, now)
 	})
@@ -99,15 +88,8 @@ func (s *Store) SetAdminDisabled(ctx context.Context, id string, disabled bool, 
 		return err
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE admins SET disabled = $2 WHERE id = $1`, id, disabled)
-		if err != nil {
-			return fmt.Errorf("update admin %s disabled: %w", id, translate(err))
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
-		}
-		if !disabled {
-			return nil
+		if err := update(ctx, tx, "admin", id, `UPDATE admins SET disabled = $2 WHERE id = $1`, id, disabled); err != nil || !disabled {
+			return err
 		}
 		return revokeAdminSessions(ctx, tx, id, now)
 	})
@@ -119,12 +101,5 @@ func (s *Store) SetAdminRole(ctx context.Context, id, role string) error {
 	if err := checkID("admin", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE admins SET role = $2 WHERE id = $1`, id, role)
-	if err != nil {
-		return fmt.Errorf("update admin %s role: %w", id, translate(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("admin %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
+	return update(ctx, s.pool, "admin", id, `UPDATE admins SET role = $2 WHERE id = $1`, id, role)
 }

@@ -8,21 +8,16 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const adminTokenColumns = `t.id, t.hash, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
-	a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at`
+// tokenSelect reads tokens (t) with their owners (a); scanAdminToken reads one of its rows.
+const tokenSelect = `SELECT t.id, t.hash, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, ` +
+	accountColumns + ` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id`
 
 func scanAdminToken(row pgx.Row) (contract.AdminToken, error) {
-	var (
-		t        contract.AdminToken
-		tid, aid pgtype.UUID
-	)
-	err := row.Scan(&tid, &t.Hash, &t.Name, &t.Role, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt,
-		&aid, &t.Admin.Username, &t.Admin.PasswordHash, &t.Admin.Role, &t.Admin.MustChangePassword,
-		&t.Admin.Disabled, &t.Admin.CreatedAt, &t.Admin.PasswordChangedAt)
-	t.ID, t.Admin.ID = hexID(tid), hexID(aid)
+	var t contract.AdminToken
+	err := row.Scan(append([]any{hexIDInto(&t.ID), &t.Hash, &t.Name, &t.Role, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt},
+		accountDest(&t.Admin)...)...)
 	return t, err
 }
 
@@ -50,8 +45,7 @@ func (s *Store) AdminToken(ctx context.Context, id string) (contract.AdminToken,
 	if err := checkID("admin token", id); err != nil {
 		return contract.AdminToken{}, err
 	}
-	t, err := scanAdminToken(s.pool.QueryRow(ctx,
-		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.id = $1`, id))
+	t, err := scanAdminToken(s.pool.QueryRow(ctx, tokenSelect+` WHERE t.id = $1`, id))
 	if err != nil {
 		return contract.AdminToken{}, fmt.Errorf("select admin token %s: %w", id, translate(err))
 	}
@@ -61,8 +55,7 @@ func (s *Store) AdminToken(ctx context.Context, id string) (contract.AdminToken,
 // AdminTokenByHash reads the token whose secret hashes to hash, whatever its state: the caller
 // decides whether it is still valid. contract.ErrNotFound when there is none.
 func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (contract.AdminToken, error) {
-	t, err := scanAdminToken(s.pool.QueryRow(ctx,
-		`SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id WHERE t.hash = $1`, hash))
+	t, err := scanAdminToken(s.pool.QueryRow(ctx, tokenSelect+` WHERE t.hash = $1`, hash))
 	if err != nil {
 		return contract.AdminToken{}, fmt.Errorf("select admin token: %w", translate(err))
 	}
@@ -72,22 +65,14 @@ func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (contract.Adm
 // AdminTokens lists the tokens, newest first: every account's when adminID is "", else that
 // account's only.
 func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]contract.AdminToken, error) {
-	q, args := `SELECT `+adminTokenColumns+` FROM admin_tokens t JOIN admins a ON a.id = t.admin_id`, []any{}
+	q, args := tokenSelect, []any{}
 	if adminID != "" {
 		if err := checkID("admin", adminID); err != nil {
 			return nil, err
 		}
 		q, args = q+` WHERE t.admin_id = $1`, append(args, adminID)
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY t.created_at DESC, t.id DESC`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
-	}
-	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.AdminToken, error) { return scanAdminToken(r) })
-	if err != nil {
-		return nil, fmt.Errorf("select admin tokens: %w", translate(err))
-	}
-	return ts, nil
+	return collect(ctx, s.pool, "select admin tokens", scanAdminToken, q+` ORDER BY t.created_at DESC, t.id DESC`, args...)
 }
 
 // TouchAdminToken moves a token's last_used_at to now, at most once a minute.
@@ -106,13 +91,5 @@ func (s *Store) RevokeAdminToken(ctx context.Context, id string, now time.Time) 
 	if err := checkID("admin token", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx,
-		`UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, now)
-	if err != nil {
-		return fmt.Errorf("revoke admin token %s: %w", id, translate(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("admin token %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
+	return update(ctx, s.pool, "admin token", id, `UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, now)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const batchColumns = `b.id, b.project_id, b.name, b.requested, b.done, b.status, b.error, b.spec,
@@ -17,19 +16,18 @@ const batchColumns = `b.id, b.project_id, b.name, b.requested, b.done, b.status,
 func scanBatch(row pgx.Row) (contract.Batch, error) {
 	var (
 		b                     contract.Batch
-		id, pid               pgtype.UUID
 		spec                  []byte
 		created               time.Time
 		started, fin, revoked *time.Time
 	)
-	if err := row.Scan(&id, &pid, &b.Name, &b.Requested, &b.Done, &b.Status, &b.Error, &spec,
+	if err := row.Scan(hexIDInto(&b.ID), hexIDInto(&b.ProjectID), &b.Name, &b.Requested, &b.Done, &b.Status, &b.Error, &spec,
 		&b.CreatedBy, &created, &started, &fin, &revoked, &b.RevokedBy, &b.CancelRequested); err != nil {
 		return contract.Batch{}, err
 	}
 	if err := json.Unmarshal(spec, &b.Spec); err != nil {
 		return contract.Batch{}, fmt.Errorf("batch spec: %w", err)
 	}
-	b.ID, b.ProjectID, b.CreatedAt = hexID(id), hexID(pid), created.Unix()
+	b.CreatedAt = created.Unix()
 	b.StartedAt, b.FinishedAt, b.RevokedAt = toUnix(started), toUnix(fin), toUnix(revoked)
 	return b, nil
 }
@@ -73,16 +71,8 @@ func (s *Store) Batches(ctx context.Context, projectID string, limit int) ([]con
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+batchColumns+` FROM code_batches b
+	return collect(ctx, s.pool, "batches of project "+projectID, scanBatch, `SELECT `+batchColumns+` FROM code_batches b
 		WHERE b.project_id = $1 ORDER BY b.created_at DESC, b.id DESC LIMIT $2`, projectID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("batches of project %s: %w", projectID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.Batch, error) { return scanBatch(r) })
-	if err != nil {
-		return nil, fmt.Errorf("batches of project %s: %w", projectID, err)
-	}
-	return out, nil
 }
 
 // StartBatch moves a queued batch to running; false when it was not queued any more (it was

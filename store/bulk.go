@@ -18,11 +18,8 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f contract.Code
 	if err != nil {
 		return "", nil, err
 	}
-	args := []any{projectID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	args := params{projectID}
+	arg := args.bind
 	where := []string{"c.project_id = $1", "NOT c.is_disabled"}
 	if f.BatchID != "" {
 		if err := checkID("batch", f.BatchID); err != nil {
@@ -72,24 +69,11 @@ func (s *Store) BulkPage(ctx context.Context, projectID string, f contract.CodeF
 		return nil, 0, err
 	}
 	args = append(args, afterSeq, limit)
-	rows, err := s.pool.Query(ctx, bulkPageSQL(where, len(args)), args...)
+	last := afterSeq
+	out, err := collect(ctx, s.pool, "page codes of project "+projectID,
+		func(r pgx.Row) (contract.CodeRecord, error) { return scanCodeSeq(r, &last) }, bulkPageSQL(where, len(args)), args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, translate(err))
-	}
-	defer rows.Close()
-	var (
-		out  []contract.CodeRecord
-		last = afterSeq
-	)
-	for rows.Next() {
-		r, err := scanCode(seqRow{rows, &last})
-		if err != nil {
-			return nil, 0, fmt.Errorf("scan code: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("page codes of project %s: %w", projectID, err)
+		return nil, 0, err
 	}
 	return out, last, nil
 }
@@ -105,14 +89,6 @@ func bulkPageSQL(where string, n int) string {
 	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + where +
 		` AND c.seq > $` + strconv.Itoa(n-1) + ` ORDER BY c.seq LIMIT $` + strconv.Itoa(n)
 }
-
-// seqRow scans codeColumns followed by seq, which it keeps in *seq.
-type seqRow struct {
-	pgx.Row
-	seq *int64
-}
-
-func (r seqRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.seq)...) }
 
 // ApplySnapshots is ApplySnapshot for many codes at once (a bulk disable): each snapshot is
 // applied when newer than the code's stored version. The rows are locked in id order first,

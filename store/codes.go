@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -23,42 +22,36 @@ func scanCode(row pgx.Row) (contract.CodeRecord, error) { return scanCodeSeq(row
 func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
 	var (
 		r                     contract.CodeRecord
-		id, pid               pgtype.UUID
 		expiresAt, verifiedAt *time.Time
 		verifiedBy            *string
 		createdAt             time.Time
 	)
-	dst := []any{&id, &pid, &r.Code, &r.Disabled, &expiresAt, &verifiedAt, &verifiedBy, &createdAt, &r.Version}
+	dst := []any{hexIDInto(&r.ID), hexIDInto(&r.ProjectID), &r.Code, &r.Disabled, &expiresAt, &verifiedAt, &verifiedBy, &createdAt, &r.Version}
 	if seq != nil {
 		dst = append(dst, seq)
 	}
 	if err := row.Scan(dst...); err != nil {
 		return contract.CodeRecord{}, err
 	}
-	r.ID, r.ProjectID = hexID(id), hexID(pid)
-	r.ExpiresAt = toUnix(expiresAt)
+	r.ExpiresAt, r.CreatedAt = toUnix(expiresAt), createdAt.Unix()
 	if verifiedAt != nil {
 		r.VerifiedAtMs = verifiedAt.UnixMilli()
 	}
 	if verifiedBy != nil {
 		r.VerifiedBy = *verifiedBy
 	}
-	r.CreatedAt = createdAt.Unix()
 	return r, nil
 }
 
-// InsertCodes inserts codes of one project in bulk and returns, in input order, the rows
-// actually inserted: a value the project already holds (or that repeats earlier in codes) is
-// skipped, so a generator can retry the values that collided. The codes are copied into a
-// temporary table and inserted with one INSERT ... SELECT, so 100k codes take one round trip of
-// data and one statement (one statistics trigger run).
+// InsertCodes inserts codes of one project in bulk (copied into a temporary table, then one
+// INSERT ... SELECT) and returns, in input order, the rows actually inserted: a value the
+// project already holds (or that repeats earlier in codes) is skipped, so a generator can retry
+// the values that collided.
 //
-// The batch is numbered densely: under a lock on the project row (concurrent inserts into one
-// project wait for each other; other projects are not affected), the inserted codes get the
-// project's next sequence numbers in input order, and all the same created_at, later than every
-// earlier code's. Their ids are time-ordered and drawn in input order, so the list order
-// "created_at desc, id desc" is exactly "seq desc", which ListCodes pages by.
-// contract.ErrNotFound when the project does not exist.
+// Under a lock on the project row the inserted codes get the project's next sequence numbers
+// in input order and one created_at, later than every earlier code's; their ids are
+// time-ordered and drawn in input order, so "created_at desc, id desc" is exactly "seq desc",
+// which ListCodes pages by. contract.ErrNotFound when the project does not exist.
 func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	return s.insertCodes(ctx, projectID, "", codes)
 }
@@ -211,16 +204,8 @@ func (s *Store) ExistingValues(ctx context.Context, projectID string, values []s
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx,
+	return collect(ctx, s.pool, "look up existing codes in project "+projectID, rowTo[string],
 		`SELECT code FROM code_values WHERE project_id = $1 AND code = ANY($2)`, projectID, values)
-	if err != nil {
-		return nil, fmt.Errorf("look up existing codes in project %s: %w", projectID, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read existing codes in project %s: %w", projectID, err)
-	}
-	return out, nil
 }
 
 // CodeByID reads a code by id within a project. contract.ErrNotFound also when the id belongs to
@@ -248,24 +233,6 @@ func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(contr
 	if err := checkID("project", projectID); err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 ORDER BY c.seq`,
-		projectID)
-	if err != nil {
-		return fmt.Errorf("export codes of project %s: %w", projectID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanCode(rows)
-		if err != nil {
-			return fmt.Errorf("scan exported code: %w", err)
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("export codes of project %s: %w", projectID, err)
-	}
-	return nil
+	return each(ctx, s.pool, "export codes of project "+projectID, scanCode, fn,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.project_id = $1 ORDER BY c.seq`, projectID)
 }

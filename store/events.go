@@ -17,10 +17,9 @@ func msToTimestamptz(expr string) string {
 	return `CASE WHEN ` + expr + ` = 0 THEN NULL ELSE timestamptz 'epoch' + ` + expr + ` * interval '1 millisecond' END`
 }
 
-// ApplySnapshot sets the verified_at, verified_by, is_disabled and version of code snap.ID
-// from snap when snap.Version is newer than the stored version, and does nothing otherwise: an
-// older snapshot never overwrites a newer state. contract.ErrNotFound when the code does not
-// exist.
+// ApplySnapshot sets the state (verified_at, verified_by, is_disabled, version) of code snap.ID
+// when snap.Version is newer than the stored one: an older snapshot never overwrites a newer
+// state. contract.ErrNotFound when the code does not exist.
 func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) error {
 	codeID := snap.ID
 	if err := checkID("code", codeID); err != nil {
@@ -47,28 +46,22 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 	return nil
 }
 
-// ApplyEvents is the audit consumer's sink. In one transaction it inserts a verification log
-// per event, keyed by the event id and its time (the partition key: a redelivered event carries
-// the same ts, so it lands in the same partition and writes nothing), and applies the state
-// snapshot of every event with Changed set to its code when newer than the stored version (of
-// several events of one code, the highest version wins). It returns how many log rows were
-// newly inserted; len(events) minus that is the number of duplicates skipped.
+// ApplyEvents is the audit pipeline's sink. In one transaction it inserts a verification log per
+// event, keyed by the event id and its time (a redelivered event lands in the same partition and
+// writes nothing), and applies the state snapshot of every event with Changed set to its code
+// when newer than the stored version (of several events of one code, the highest version wins).
+// It returns how many log rows were newly inserted; the rest were duplicates.
 //
-// Two consumers rarely touch one code at once: events are keyed by code id, so a code's events
-// share a Kafka partition and one consumer reads it, except for the moments of a rebalance.
-// Rows are locked in one order as far as the plans allow (the log rows by event id and the
-// hourly counts by key in the first statement, then the codes by id and their statistics keys
-// in the second); there is no separate locking pass (SELECT … FOR UPDATE), which
-// cost every verify a row-lock WAL record and a second join. A transaction aborted by a
-// deadlock or serialization failure is retried, so concurrent consumers with overlapping
-// batches need no coordination. An event whose ids are not
-// well-formed makes the whole call fail, since no row could hold it.
+// Rows are locked in one order as far as the plans allow (log rows by event id, hourly counts by
+// key, then codes by id), without a separate SELECT … FOR UPDATE pass; a transaction aborted by
+// a deadlock or serialization failure is retried, so concurrent consumers need no coordination.
+// An event whose ids are not well-formed fails the whole call, since no row could hold it.
 func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	// The statements sort what they write (the logs by event id, the snapshots by code id)
-	// for their lock order; sorting in Go as well cost the consumer a sixth of its CPU.
+	// The statements sort what they write (logs by event id, snapshots by code id) for their
+	// lock order, so Go need not.
 	n := len(events)
 	var (
 		ids, codeIDs, projectIDs = make([]string, n), make([]string, n), make([]string, n)
@@ -87,8 +80,7 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		actions[i], results[i] = string(e.Action), e.Result
 		reasons[i], bys[i], ips[i], ts[i] = e.Reason, e.VerifiedBy, e.IP, e.TS
 		if e.Changed && !e.Unknown() { // an unknown value has no code whose state to apply
-			// The highest version wins; of equal ones (never written by the script), the lowest
-			// event id, so the choice does not depend on the order of arrival.
+			// The highest version wins; of equal ones, the lowest event id (arrival order aside).
 			j, ok := latest[e.CodeID]
 			if !ok || e.Version > events[j].Version || (e.Version == events[j].Version && e.ID < events[j].ID) {
 				latest[e.CodeID] = i
@@ -111,11 +103,8 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	}
 
 	// A batch is first written with plain inserts: ON CONFLICT DO NOTHING inserts each row
-	// speculatively (a token, and a second WAL record to confirm it), which cost PostgreSQL
-	// about 4 µs of a verify's 32. Only a batch that holds an event already stored (a
-	// redelivery: a consumer that restarted before committing its offsets, a relay that
-	// published twice) meets the primary key; the whole transaction is then written again
-	// with ON CONFLICT, which skips those rows.
+	// speculatively (a second WAL record). Only a batch holding an event already stored (a
+	// redelivery) meets the primary key; it is then written again with ON CONFLICT.
 	var inserted int64
 	redelivered := false
 	apply := func(tx pgx.Tx) error {
@@ -123,9 +112,8 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 		if redelivered {
 			skip = `ON CONFLICT (verified_at, id) DO NOTHING`
 		}
-		// The log rows, and in the same statement the hourly counts of the successful and the
-		// refused verifies among the rows newly inserted (a redelivered event is not in RETURNING), upserted
-		// in key order so concurrent consumers lock the count rows in one order.
+		// The log rows, and the hourly counts of the successful and refused verifies among the
+		// rows newly inserted, upserted in key order so consumers lock count rows in one order.
 		err := tx.QueryRow(ctx,
 			`WITH ins AS (
 			   INSERT INTO verification_logs
@@ -169,8 +157,8 @@ func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, 
 	err := s.inTx(ctx, apply)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && strings.HasPrefix(pgErr.TableName, "verification_logs") {
-		// The log's primary key (reported by the day partition that holds the row): any other
-		// unique violation is an error, not a redelivery, and is returned as one.
+		// The log's primary key (reported by its day partition); any other unique violation
+		// is an error, not a redelivery.
 		redelivered = true
 		err = s.inTx(ctx, apply)
 	}

@@ -52,15 +52,8 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	if err := checkID("api key", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx,
+	return update(ctx, s.pool, "api key", id,
 		`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()), version = version + 1 WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("revoke api key %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
 }
 
 // SetAPIKeyRateLimit changes a key's token bucket; ratePerSec <= 0 or burst <= 0 clears that
@@ -72,16 +65,9 @@ func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec fl
 	if err := checkRate(ratePerSec, burst); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx,
+	return update(ctx, s.pool, "api key", id,
 		`UPDATE api_keys SET rate_per_sec = $2, burst = $3, version = version + 1 WHERE id = $1`,
 		id, optRate(ratePerSec), optBurst(burst))
-	if err != nil {
-		return fmt.Errorf("update api key %s rate limit: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("api key %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
 }
 
 // keySelect reads keys joined with their project's flags; scanKey reads one of its rows.
@@ -95,13 +81,9 @@ func scanKey(row pgx.Row) (contract.APIKey, error) {
 		kid, pid  pgtype.UUID
 		expiresAt *time.Time
 	)
-	if err := row.Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.Version,
-		&k.ProjectEnabled, &expiresAt); err != nil {
-		return contract.APIKey{}, err
-	}
-	k.ID, k.ProjectID = hexID(kid), hexID(pid)
-	k.ProjectExpiresAt = toUnix(expiresAt)
-	return k, nil
+	err := row.Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.Version, &k.ProjectEnabled, &expiresAt)
+	k.ID, k.ProjectID, k.ProjectExpiresAt = hexID(kid), hexID(pid), toUnix(expiresAt)
+	return k, err
 }
 
 // APIKey reads a key joined with its project's flags, for authentication; its Secret is as
@@ -120,15 +102,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) 
 
 // APIKeys reads every key, in id order, to fill the key mirror in Redis.
 func (s *Store) APIKeys(ctx context.Context) ([]contract.APIKey, error) {
-	rows, err := s.pool.Query(ctx, keySelect+` ORDER BY k.id`)
-	if err != nil {
-		return nil, fmt.Errorf("select api keys: %w", translate(err))
-	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.APIKey, error) { return scanKey(r) })
-	if err != nil {
-		return nil, fmt.Errorf("select api keys: %w", translate(err))
-	}
-	return keys, nil
+	return collect(ctx, s.pool, "select api keys", scanKey, keySelect+` ORDER BY k.id`)
 }
 
 // checkRate rejects limits no token bucket can honour.
@@ -142,7 +116,7 @@ func checkRate(ratePerSec float64, burst int) error {
 	return nil
 }
 
-// optRate stores an unset (non-positive) rate as NULL.
+// optRate and optBurst store an unset (non-positive) limit as NULL.
 func optRate(r float64) *float64 {
 	if r <= 0 {
 		return nil
@@ -150,7 +124,6 @@ func optRate(r float64) *float64 {
 	return &r
 }
 
-// optBurst stores an unset (non-positive) burst as NULL.
 func optBurst(b int) *int32 {
 	if b <= 0 {
 		return nil

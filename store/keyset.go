@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,30 +17,20 @@ import (
 // codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when
 // the project does not exist.
 func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (contract.KeysetPage, error) {
-	p, err := s.Project(ctx, projectID)
+	query, args, q, err := s.keysetSQL(ctx, projectID, q, now)
 	if err != nil {
 		return contract.KeysetPage{}, err
-	}
-	if q.PageSize < 1 {
-		q.PageSize = contract.DefaultPageSize
-	}
-	query, args, err := keysetSQL(projectID, q, toTime(p.ExpiresAt), time.Unix(now, 0))
-	if err != nil {
-		return contract.KeysetPage{}, err
-	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return contract.KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
 	}
 	var seqs []int64
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.CodeRecord, error) {
-		var seq int64
-		c, err := scanCodeSeq(r, &seq)
-		seqs = append(seqs, seq)
-		return c, err
-	})
+	out, err := collect(ctx, s.pool, fmt.Sprintf("list codes of project %s after %d", projectID, q.After),
+		func(r pgx.Row) (contract.CodeRecord, error) {
+			var seq int64
+			c, err := scanCodeSeq(r, &seq)
+			seqs = append(seqs, seq)
+			return c, err
+		}, query, args...)
 	if err != nil {
-		return contract.KeysetPage{}, fmt.Errorf("list codes of project %s after %d: %w", projectID, q.After, translate(err))
+		return contract.KeysetPage{}, err
 	}
 	page := contract.KeysetPage{Codes: out}
 	// One row more than the page was asked for tells that a next page exists.
@@ -52,13 +41,18 @@ func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q contract
 	return page, nil
 }
 
-// keysetSQL is ListCodesAfter's query and arguments; ExplainKeyset shows its plan.
-func keysetSQL(projectID string, q contract.KeysetQuery, projectExpiresAt *time.Time, now time.Time) (string, []any, error) {
-	args := []any{projectID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+// keysetSQL is ListCodesAfter's query and arguments, and q with its defaults; ExplainKeyset
+// shows its plan.
+func (s *Store) keysetSQL(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (string, []any, contract.KeysetQuery, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return "", nil, q, err
 	}
+	if q.PageSize < 1 {
+		q.PageSize = contract.DefaultPageSize
+	}
+	args := params{projectID}
+	arg := args.bind
 	where := []string{"c.project_id = $1"}
 	var after string // the cursor's placeholder
 	if q.After > 0 {
@@ -66,9 +60,9 @@ func keysetSQL(projectID string, q contract.KeysetQuery, projectExpiresAt *time.
 		where = append(where, "c.seq < "+after)
 	}
 	if q.State != "" {
-		cond, err := stateCondition(q.State, arg, projectExpiresAt, now)
+		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
 		if err != nil {
-			return "", nil, err
+			return "", nil, q, err
 		}
 		where = append(where, cond)
 	}
@@ -81,7 +75,7 @@ func keysetSQL(projectID string, q contract.KeysetQuery, projectExpiresAt *time.
 		}
 		return `SELECT ` + codeColumns + `, c.seq FROM (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
 			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + strings.Join(where, " AND ") +
-			` ORDER BY m.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
+			` ORDER BY m.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 	}
 	if q.State == contract.StateUsed {
 		cond := "u.project_id = $1"
@@ -89,23 +83,16 @@ func keysetSQL(projectID string, q contract.KeysetQuery, projectExpiresAt *time.
 			cond += " AND u.seq < " + after
 		}
 		return `SELECT ` + codeColumns + `, c.seq FROM ` + usedCodes + ` WHERE ` + cond +
-			` ORDER BY u.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
+			` ORDER BY u.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 	}
 	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, nil
+		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 }
 
 // ExplainKeyset returns PostgreSQL's plan (EXPLAIN, text format) of ListCodesAfter's query, so
 // a test can hold that a deep page is still an index seek.
 func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (string, error) {
-	p, err := s.Project(ctx, projectID)
-	if err != nil {
-		return "", err
-	}
-	if q.PageSize < 1 {
-		q.PageSize = contract.DefaultPageSize
-	}
-	query, args, err := keysetSQL(projectID, q, toTime(p.ExpiresAt), time.Unix(now, 0))
+	query, args, _, err := s.keysetSQL(ctx, projectID, q, now)
 	if err != nil {
 		return "", err
 	}
@@ -115,13 +102,6 @@ func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q contract.
 // explain returns PostgreSQL's plan (EXPLAIN, text format) of query, for the tests that hold a
 // query to an index plan; what names the query in an error.
 func (s *Store) explain(ctx context.Context, what, query string, args ...any) (string, error) {
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+query, args...)
-	if err != nil {
-		return "", fmt.Errorf("explain %s: %w", what, translate(err))
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", fmt.Errorf("explain %s: %w", what, translate(err))
-	}
-	return strings.Join(lines, "\n"), nil
+	lines, err := collect(ctx, s.pool, "explain "+what, rowTo[string], "EXPLAIN "+query, args...)
+	return strings.Join(lines, "\n"), err
 }

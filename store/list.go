@@ -3,20 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/jackc/pgx/v5"
 )
 
-// ListCodes returns one page of a project's codes, newest first (created_at, then id,
-// descending, which is seq descending), with the total number of codes matching the query.
-// The state filter is the derived state at now, with the project's expiry as the fallback of a
-// code's own. Without a search the total comes from the statistics counters instead of
-// counting rows. Without state filter and search, any page, however deep, is one seek on
-// (project_id, seq); filtered and searched pages skip OFFSET matching rows.
+// ListCodes returns one page of a project's codes, newest first (seq descending), with the
+// total number of codes matching the query. The state filter is the derived state at now (the
+// project's expiry stands in for a code's own). Without a search the total comes from the
+// statistics counters; without filter and search any page is one seek on (project_id, seq).
 // contract.ErrNotFound when the project does not exist.
 func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error) {
 	p, err := s.Project(ctx, projectID)
@@ -30,11 +26,8 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		q.PageSize = contract.DefaultPageSize
 	}
 
-	args := []any{projectID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	args := params{projectID}
+	arg := args.bind
 	where := []string{"c.project_id = $1"}
 	var matches string // a search's condition on code_values v
 	if q.State != "" {
@@ -75,8 +68,7 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 	limit, off := arg(q.PageSize), arg(offset)
 	var query string
 	if q.State == "" && q.Search == "" {
-		// The project's codes hold exactly the numbers 1..code_seq, newest highest: the page
-		// starts offset below the top, found by one seek however deep it is.
+		// The codes hold exactly 1..code_seq: the page starts offset below the top, one seek.
 		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
 			AND c.seq <= (SELECT p.code_seq FROM projects p WHERE p.id = $1) - ` + off + `
 			ORDER BY c.seq DESC LIMIT ` + limit
@@ -91,9 +83,8 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + withoutSearch + `
 			ORDER BY m.seq DESC LIMIT ` + limit + ` OFFSET ` + off
 	} else if q.State == contract.StateExpired && total <= sparseRows {
-		// Expired codes are usually few and old: walking the project's open codes newest first
-		// until the page fills would visit nearly all of them (the planner assumes matches are
-		// spread evenly). Collect the few through the expiry index first, then sort them.
+		// Expired codes are usually few and old: collect them through the expiry index, then
+		// sort, rather than walk nearly every open code newest first.
 		query = `WITH m AS MATERIALIZED (SELECT c.id FROM codes c WHERE ` + filter + `)
 			SELECT ` + codeColumns + ` FROM codes c JOIN m ON m.id = c.id
 			ORDER BY c.seq DESC LIMIT ` + limit + ` OFFSET ` + off
@@ -106,21 +97,13 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 		query = `SELECT ` + codeColumns + ` FROM codes c WHERE ` + filter + `
 			ORDER BY c.seq DESC LIMIT ` + limit + ` OFFSET ` + off
 	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.CodeRecord, error) { return scanCode(r) })
-	if err != nil {
-		return nil, 0, fmt.Errorf("list codes of project %s: %w", projectID, translate(err))
-	}
-	return out, total, nil
+	out, err := collect(ctx, s.pool, "list codes of project "+projectID, scanCode, query, args...)
+	return out, total, err
 }
 
 // pageOffset is the number of matching rows before page (1-based) of size pageSize, and
-// whether that page starts before the end of total rows. It compares in pages, never
-// multiplying past the end, so a page however deep (up to math.MaxInt) cannot overflow into a
-// negative OFFSET: a page past the end is simply not there.
+// whether that page starts before the end of total rows. It compares in pages, so a page
+// however deep cannot overflow into a negative OFFSET.
 func pageOffset(page, pageSize int, total int64) (int64, bool) {
 	before := int64(page) - 1 // pages before this one; page >= 1, so no overflow
 	if total <= 0 || before > (total-1)/int64(pageSize) {
@@ -130,20 +113,16 @@ func pageOffset(page, pageSize int, total int64) (int64, bool) {
 }
 
 // sparseRows is how many matching codes a filtered page may collect and sort instead of
-// walking the list in order; 200,000 ids sort in tens of milliseconds.
+// walking the list in order.
 const sparseRows = 200_000
 
-// usedCodes is the source of a list of used codes: code_used, which holds exactly the project's
-// used codes keyed by seq, walked newest first, each joined to its code row (alias c) by
-// codes_project_seq_key. No index of codes names the state, so that a verify's update of its
-// row stays on its page; the used codes are the one state a list must find without walking
-// the others (early in a campaign they are few among millions).
+// usedCodes is the source of a list of used codes: code_used (exactly the used codes, keyed by
+// seq) joined to each code row (alias c). No index of codes names the state, so a verify's
+// update stays a HOT update; early in a campaign the used codes are few among millions.
 const usedCodes = `code_used u JOIN codes c ON c.project_id = u.project_id AND c.seq = u.seq`
 
-// stateCondition is the SQL predicate of a derived state on a code row c. arg binds a parameter
-// and returns its placeholder. The predicate is checked on the rows a list walks: the
-// project's codes by seq (codes_project_seq_key), the disabled ones (codes_seq_disabled_idx),
-// the used ones (usedCodes) or those with an expiry (codes_expiry_idx).
+// stateCondition is the SQL predicate of a derived state on a code row c; arg binds a parameter
+// and returns its placeholder.
 func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *time.Time, now time.Time) (string, error) {
 	const open = "NOT c.is_disabled AND c.verified_at IS NULL"
 	switch st {
@@ -152,9 +131,8 @@ func stateCondition(st contract.State, arg func(any) string, projectExpiresAt *t
 	case contract.StateUsed:
 		return "c.verified_at IS NOT NULL AND NOT c.is_disabled", nil
 	}
-	// The project's expiry is known here, so the fallback is decided now and the predicate is
-	// left on the code's own expires_at alone, which codes_expiry_idx serves: finding the few
-	// expired codes among millions does not walk them all.
+	// The project's expiry fallback is decided here, leaving the predicate on the code's own
+	// expires_at, which codes_expiry_idx serves.
 	projectPassed := projectExpiresAt != nil && !now.Before(*projectExpiresAt)
 	switch st {
 	case contract.StateExpired:

@@ -81,6 +81,7 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.Login
 
 // loginSubjectState is a throttle row as ReserveLoginAttempt reads it.
 type loginSubjectState struct {
+	subject  string
 	failures int
 	last     time.Time
 	locked   *time.Time
@@ -95,26 +96,17 @@ func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now ti
 		 ON CONFLICT (subject) DO NOTHING`, subjects, now); err != nil {
 		return nil, fmt.Errorf("create login throttle rows: %w", translate(err))
 	}
-	rows, err := tx.Query(ctx,
-		`SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
-		 WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects)
-	if err != nil {
-		return nil, fmt.Errorf("lock login throttle rows: %w", translate(err))
-	}
-	defer rows.Close()
 	states := make(map[string]loginSubjectState, len(subjects))
-	for rows.Next() {
-		var subject string
+	err := each(ctx, tx, "lock login throttle rows", func(r pgx.Row) (loginSubjectState, error) {
 		var st loginSubjectState
-		if err := rows.Scan(&subject, &st.failures, &st.last, &st.locked); err != nil {
-			return nil, fmt.Errorf("read login throttle row: %w", translate(err))
-		}
-		states[subject] = st
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read login throttle rows: %w", translate(err))
-	}
-	return states, nil
+		err := r.Scan(&st.subject, &st.failures, &st.last, &st.locked)
+		return st, err
+	}, func(st loginSubjectState) error {
+		states[st.subject] = st
+		return nil
+	}, `SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
+		 WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects)
+	return states, err
 }
 
 // RefundLoginAttempt gives back an attempt whose password was right: each subject's count

@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // codeHistorySQL reads a code's logs newest first ($1 the code id, $2 the limit or NULL). It has
@@ -28,25 +26,13 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, codeHistorySQL, codeID, lim)
-	if err != nil {
-		return nil, fmt.Errorf("select logs of code %s: %w", codeID, translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogEntry, error) {
+	return collect(ctx, s.pool, "select logs of code "+codeID, func(r pgx.Row) (contract.LogEntry, error) {
 		var (
 			e  contract.LogEntry
-			id pgtype.UUID
 			at time.Time
 		)
-		if err := r.Scan(&id, &at, &e.VerifiedBy, &e.IPAddress, &e.Result, &e.Action, &e.Reason); err != nil {
-			return e, err
-		}
-		e.ID = hexID(id)
+		err := r.Scan(hexIDInto(&e.ID), &at, &e.VerifiedBy, &e.IPAddress, &e.Result, &e.Action, &e.Reason)
 		e.VerifiedAt = at.Unix()
-		return e, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("select logs of code %s: %w", codeID, translate(err))
-	}
-	return out, nil
+		return e, err
+	}, codeHistorySQL, codeID, lim)
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -43,11 +42,8 @@ func logQuery(f contract.LogFilter) (string, []any, error) {
 	if !f.From.Before(f.To) {
 		return "", nil, contract.Errorf(contract.KindInvalid, "from must be before to")
 	}
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	var args params
+	arg := args.bind
 	where := []string{"l.verified_at >= " + arg(f.From), "l.verified_at < " + arg(f.To)}
 	for _, id := range []struct{ kind, v, col string }{
 		{"project", f.ProjectID, "l.project_id"}, {"code", f.CodeID, "l.code_id"},
@@ -88,17 +84,14 @@ func logQuery(f contract.LogFilter) (string, []any, error) {
 
 func scanLog(row pgx.Row) (contract.LogRecord, error) {
 	var (
-		r               contract.LogRecord
-		id, pid, codeID pgtype.UUID
+		r      contract.LogRecord
+		codeID pgtype.UUID
 	)
-	if err := row.Scan(&id, &r.VerifiedAt, &pid, &codeID, &r.Code, &r.Action, &r.Result, &r.Reason, &r.VerifiedBy, &r.IP); err != nil {
-		return r, err
-	}
-	r.ID, r.ProjectID = hexID(id), hexID(pid)
+	err := row.Scan(hexIDInto(&r.ID), &r.VerifiedAt, hexIDInto(&r.ProjectID), &codeID, &r.Code, &r.Action, &r.Result, &r.Reason, &r.VerifiedBy, &r.IP)
 	if codeID.Valid { // NULL: an attempt on a value no code has
 		r.CodeID = hexID(codeID)
 	}
-	return r, nil
+	return r, err
 }
 
 // pageLimit is a page size as the log and audit reads take it: 100 when unset, at most 1,000.
@@ -117,15 +110,7 @@ func (s *Store) SearchLogs(ctx context.Context, f contract.LogFilter) ([]contrac
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, q+" LIMIT "+strconv.Itoa(f.Limit), args...)
-	if err != nil {
-		return nil, fmt.Errorf("search logs: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogRecord, error) { return scanLog(r) })
-	if err != nil {
-		return nil, fmt.Errorf("search logs: %w", translate(err))
-	}
-	return out, nil
+	return collect(ctx, s.pool, "search logs", scanLog, q+" LIMIT "+strconv.Itoa(f.Limit), args...)
 }
 
 // ExportLogs calls fn for every log matching f (f.Limit ignored), newest first, streaming
@@ -135,24 +120,7 @@ func (s *Store) ExportLogs(ctx context.Context, f contract.LogFilter, fn func(co
 	if err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("export logs: %w", translate(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanLog(rows)
-		if err != nil {
-			return fmt.Errorf("export logs: %w", translate(err))
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("export logs: %w", translate(err))
-	}
-	return nil
+	return each(ctx, s.pool, "export logs", scanLog, fn, q, args...)
 }
 
 // ExplainLogSearch is the plan PostgreSQL picks for a page of f, for the tests that check a

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -15,8 +14,11 @@ import (
 // charts.
 func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
-	rows, err := s.pool.Query(ctx,
-		`SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
+	return collect(ctx, s.pool, "count verify outcomes by hour", func(r pgx.Row) (contract.HourOutcomes, error) {
+		var h contract.HourOutcomes
+		err := r.Scan(&h.From, &h.Success, &h.Refused)
+		return h, err
+	}, `SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
 		 FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 microsecond', interval '1 hour') AS h(at)
 		 LEFT JOIN (
 		     SELECT hour AS at, sum(n)::bigint AS n, sum(refused)::bigint AS refused
@@ -24,16 +26,4 @@ func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to t
 		     WHERE hour >= $1 AND hour < $2 AND ($3 = '' OR project_id = nullif($3, '')::uuid)
 		     GROUP BY 1) c ON c.at = h.at
 		 ORDER BY h.at`, from, to, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("count verify outcomes by hour: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.HourOutcomes, error) {
-		var h contract.HourOutcomes
-		err := r.Scan(&h.From, &h.Success, &h.Refused)
-		return h, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("count verify outcomes by hour: %w", translate(err))
-	}
-	return out, nil
 }

@@ -2,20 +2,14 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/acv/acv/api/contract"
 )
-
-// verification_logs is range-partitioned by verified_at into UTC days (the schema makes today
-// and the next 7 days). The functions here keep the days ahead created and drop the days past
-// the retention.
 
 const (
 	logsDefaultPartition = "verification_logs_default"
@@ -49,11 +43,21 @@ func (s *Store) LogPartitions(ctx context.Context) ([]contract.LogPartition, err
 }
 
 func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, error) {
-	// pg_get_expr renders the bounds in the session's time zone with its offset, e.g.
-	// FOR VALUES FROM ('2025-01-02 00:00:00+00') TO ('2025-01-03 00:00:00+00'); cast back,
-	// they are exact.
-	rows, err := q.Query(ctx,
-		`SELECT c.relname::text, b.def = 'DEFAULT',
+	// pg_get_expr renders the bounds with their offset; cast back, they are exact.
+	out, err := collect(ctx, q, "list log partitions", func(r pgx.Row) (contract.LogPartition, error) {
+		var (
+			p        contract.LogPartition
+			from, to *time.Time
+		)
+		err := r.Scan(&p.Name, &p.Default, &from, &to)
+		if from != nil {
+			p.From = from.UTC()
+		}
+		if to != nil {
+			p.To = to.UTC()
+		}
+		return p, err
+	}, `SELECT c.relname::text, b.def = 'DEFAULT',
 		        (regexp_match(b.def, 'FROM \(''([^'']+)''\)'))[1]::timestamptz,
 		        (regexp_match(b.def, 'TO \(''([^'']+)''\)'))[1]::timestamptz
 		 FROM pg_inherits i
@@ -61,26 +65,7 @@ func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, err
 		 CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS def) b
 		 WHERE i.inhparent = 'verification_logs'::regclass`)
 	if err != nil {
-		return nil, fmt.Errorf("list log partitions: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.LogPartition, error) {
-		var (
-			p        contract.LogPartition
-			from, to *time.Time
-		)
-		if err := r.Scan(&p.Name, &p.Default, &from, &to); err != nil {
-			return p, err
-		}
-		if from != nil {
-			p.From = from.UTC()
-		}
-		if to != nil {
-			p.To = to.UTC()
-		}
-		return p, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list log partitions: %w", translate(err))
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b contract.LogPartition) int {
 		if a.Default != b.Default {
@@ -94,15 +79,12 @@ func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, err
 	return out, nil
 }
 
-// MaintainLogPartitions makes verification_logs match policy at time now: every day from
-// today to policy.Ahead days after has its partition, and so has every day the default
-// partition holds rows of (they are moved into it); the partitions wholly older than
-// policy.RetentionDays days are dropped, and the default partition's rows that old deleted.
-//
-// One run at a time: a run that finds another's advisory lock held does nothing and reports
-// Busy. Each partition is created or dropped in its own short transaction that waits at most
-// 2 s for the table's locks; a run that fails part-way leaves a consistent table and the next
-// run finishes the work.
+// MaintainLogPartitions makes verification_logs match policy at now: every day from today to
+// policy.Ahead days after, and every day the default partition holds rows of (moved into it),
+// has its partition; partitions wholly older than the retention are dropped, and the default
+// partition's rows that old deleted. A run that finds another's advisory lock held reports
+// Busy. Each partition changes in its own short transaction, so a run that fails part-way
+// leaves a consistent table for the next to finish.
 func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy contract.LogPolicy) (contract.LogMaintenance, error) {
 	var res contract.LogMaintenance
 	conn, err := s.pool.Acquire(ctx)
@@ -141,18 +123,12 @@ func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy
 	if policy.RetentionDays > 0 {
 		cutoff = today.AddDate(0, 0, -policy.RetentionDays)
 	}
-	// Days the default partition holds rows of, newer than the retention: each gets its
-	// partition, so the default stays (nearly) empty and history reads stay index seeks.
-	rows, err := conn.Query(ctx,
+	// Days the default partition holds rows of get their partition, so it stays nearly empty.
+	strays, err := collect(ctx, conn, "maintain log partitions: days in the default partition", rowTo[time.Time],
 		`SELECT DISTINCT date_trunc('day', verified_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-		 FROM `+logsDefaultPartition+` WHERE $1::timestamptz IS NULL OR verified_at >= $1`,
-		nullTime(cutoff))
+		 FROM `+logsDefaultPartition+` WHERE $1::timestamptz IS NULL OR verified_at >= $1`, nullTime(cutoff))
 	if err != nil {
-		return res, fmt.Errorf("maintain log partitions: days in the default partition: %w", translate(err))
-	}
-	strays, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return res, fmt.Errorf("maintain log partitions: days in the default partition: %w", translate(err))
+		return res, err
 	}
 	for _, d := range strays {
 		want[d.UTC()] = true
@@ -205,11 +181,10 @@ func covered(parts []contract.LogPartition, d time.Time) bool {
 	return false
 }
 
-// createDayPartition makes the partition of day d, [d, d+1 day), moving into it the rows of
-// that day the default partition holds, and returns how many it moved. The table is built
-// apart and attached, which takes only a SHARE UPDATE EXCLUSIVE lock on verification_logs
-// (writes and reads go on); the default partition is locked first, so no row of the day can
-// arrive in it between the move and the attach.
+// createDayPartition makes the partition of day d, moving into it that day's rows of the
+// default partition, and returns how many it moved. Built apart and attached, it locks
+// verification_logs only SHARE UPDATE EXCLUSIVE; the default partition is locked first, so no
+// row of the day arrives there between the move and the attach.
 func createDayPartition(ctx context.Context, conn txBeginner, d time.Time) (int64, error) {
 	name := partitionName(d)
 	ident := pgx.Identifier{name}.Sanitize()
@@ -265,13 +240,6 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
-}
-
-// LockTimedOut tells whether err is a maintenance step that gave up waiting for a lock
-// (SQLSTATE 55P03): the next run retries it.
-func LockTimedOut(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/acv/acv/api/contract"
@@ -22,14 +23,22 @@ func (s *Store) CreateProject(ctx context.Context, p contract.NewProject) (contr
 	if err != nil {
 		return contract.Project{}, fmt.Errorf("insert project: %w", translate(err))
 	}
-	return contract.Project{
-		ID:          id,
-		Name:        p.Name,
-		Description: p.Description,
-		Status:      true,
-		ExpiresAt:   p.ExpiresAt,
-		CreatedAt:   createdAt.Unix(),
-	}, nil
+	return contract.Project{ID: id, Name: p.Name, Description: p.Description, Status: true,
+		ExpiresAt: p.ExpiresAt, CreatedAt: createdAt.Unix()}, nil
+}
+
+const projectSelect = `SELECT id, name, description, enabled, expires_at, created_at FROM projects`
+
+func scanProject(row pgx.Row) (contract.Project, error) {
+	var (
+		p         contract.Project
+		pid       pgtype.UUID
+		expiresAt *time.Time
+		createdAt time.Time
+	)
+	err := row.Scan(&pid, &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
+	p.ID, p.ExpiresAt, p.CreatedAt = hexID(pid), toUnix(expiresAt), createdAt.Unix()
+	return p, err
 }
 
 // Project reads one project without its statistics (see Statistics), so callers that only need
@@ -38,22 +47,16 @@ func (s *Store) Project(ctx context.Context, id string) (contract.Project, error
 	if err := checkID("project", id); err != nil {
 		return contract.Project{}, err
 	}
-	var (
-		p         contract.Project
-		pid       pgtype.UUID
-		expiresAt *time.Time
-		createdAt time.Time
-	)
-	err := s.pool.QueryRow(ctx,
-		`SELECT id, name, description, enabled, expires_at, created_at FROM projects WHERE id = $1`,
-		id).Scan(&pid, &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
+	p, err := scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE id = $1`, id))
 	if err != nil {
 		return contract.Project{}, fmt.Errorf("select project %s: %w", id, translate(err))
 	}
-	p.ID = hexID(pid)
-	p.ExpiresAt = toUnix(expiresAt)
-	p.CreatedAt = createdAt.Unix()
 	return p, nil
+}
+
+// Projects reads every project, oldest first, without statistics.
+func (s *Store) Projects(ctx context.Context) ([]contract.Project, error) {
+	return collect(ctx, s.pool, "select projects", scanProject, projectSelect+` ORDER BY created_at, id`)
 }
 
 // ProjectState reads a project's flags (enabled, expiry) and the version of its row, which
@@ -83,14 +86,7 @@ func (s *Store) SetProjectEnabled(ctx context.Context, id string, enabled bool) 
 	if err := checkID("project", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE projects SET enabled = $2, version = version + 1 WHERE id = $1`, id, enabled)
-	if err != nil {
-		return fmt.Errorf("update project %s enabled: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
+	return update(ctx, s.pool, "project", id, `UPDATE projects SET enabled = $2, version = version + 1 WHERE id = $1`, id, enabled)
 }
 
 // SetProjectExpiry sets (or, with nil, clears) a project's expiry, as a new version of its row.
@@ -99,12 +95,27 @@ func (s *Store) SetProjectExpiry(ctx context.Context, id string, expiresAt *int6
 	if err := checkID("project", id); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE projects SET expires_at = $2, version = version + 1 WHERE id = $1`, id, toTime(expiresAt))
-	if err != nil {
-		return fmt.Errorf("update project %s expiry: %w", id, err)
+	return update(ctx, s.pool, "project", id, `UPDATE projects SET expires_at = $2, version = version + 1 WHERE id = $1`, id, toTime(expiresAt))
+}
+
+// ProjectAPIKeys reads the keys of a project, oldest first, without their secrets (for the
+// operator's key list). contract.ErrNotFound when the project does not exist.
+func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
+	if _, err := s.Project(ctx, projectID); err != nil {
+		return nil, err
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("project %s: %w", id, contract.ErrNotFound)
-	}
-	return nil
+	return collect(ctx, s.pool, "select api keys of project "+projectID, func(r pgx.Row) (contract.KeyInfo, error) {
+		var (
+			k                   contract.KeyInfo
+			kid, pid            pgtype.UUID
+			revokedAt, lastUsed *time.Time
+			createdAt           time.Time
+		)
+		err := r.Scan(&kid, &pid, &revokedAt, &k.RatePerSec, &k.Burst, &createdAt, &lastUsed)
+		k.ID, k.ProjectID = hexID(kid), hexID(pid)
+		k.RevokedAt, k.Revoked, k.CreatedAt = toUnix(revokedAt), revokedAt != nil, createdAt.Unix()
+		k.LastUsedAt = toUnix(lastUsed)
+		return k, err
+	}, `SELECT id, project_id, revoked_at, coalesce(rate_per_sec, 0), coalesce(burst, 0), created_at, last_used_at
+		FROM api_keys WHERE project_id = $1 ORDER BY created_at, id`, projectID)
 }

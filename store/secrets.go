@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -12,24 +12,11 @@ import (
 // APIKeySecrets reads every key's stored secret, in id order, for re-sealing them under
 // another master key (`acv key rewrap`) and for counting the ones still in clear.
 func (s *Store) APIKeySecrets(ctx context.Context) ([]contract.StoredSecret, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, secret FROM api_keys ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("select api key secrets: %w", err)
-	}
-	defer rows.Close()
-	var out []contract.StoredSecret
-	for rows.Next() {
-		var id pgtype.UUID
-		var sec string
-		if err := rows.Scan(&id, &sec); err != nil {
-			return nil, fmt.Errorf("scan api key secret: %w", err)
-		}
-		out = append(out, contract.StoredSecret{KeyID: hexID(id), Secret: sec})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("select api key secrets: %w", err)
-	}
-	return out, nil
+	return collect(ctx, s.pool, "select api key secrets", func(r pgx.Row) (contract.StoredSecret, error) {
+		var k contract.StoredSecret
+		err := r.Scan(hexIDInto(&k.KeyID), &k.Secret)
+		return k, err
+	}, `SELECT id, secret FROM api_keys ORDER BY id`)
 }
 
 // ReplaceAPIKeySecret stores next as the key's secret if the key still holds old, and tells

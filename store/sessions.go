@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // CreateAdminSession records a session.
@@ -30,21 +28,15 @@ func (s *Store) CreateAdminSession(ctx context.Context, n contract.NewAdminSessi
 // caller decides whether it is still valid (expiry, idle time, revocation, the account
 // disabled). contract.ErrNotFound when there is none.
 func (s *Store) AdminSession(ctx context.Context, id []byte) (contract.AdminSession, error) {
-	var (
-		se  contract.AdminSession
-		aid pgtype.UUID
-	)
+	var se contract.AdminSession
 	err := s.pool.QueryRow(ctx,
-		`SELECT s.id, s.created_at, s.last_seen_at, s.expires_at, s.revoked_at, s.user_agent, s.client_ip,
-		        a.id, a.username, a.password_hash, a.role, a.must_change_password, a.disabled, a.created_at, a.password_changed_at
+		`SELECT s.id, s.created_at, s.last_seen_at, s.expires_at, s.revoked_at, s.user_agent, s.client_ip, `+accountColumns+`
 		 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id WHERE s.id = $1`, id).
-		Scan(&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP,
-			&aid, &se.Admin.Username, &se.Admin.PasswordHash, &se.Admin.Role, &se.Admin.MustChangePassword,
-			&se.Admin.Disabled, &se.Admin.CreatedAt, &se.Admin.PasswordChangedAt)
+		Scan(append([]any{&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP},
+			accountDest(&se.Admin)...)...)
 	if err != nil {
 		return contract.AdminSession{}, fmt.Errorf("select admin session: %w", translate(err))
 	}
-	se.Admin.ID = hexID(aid)
 	return se, nil
 }
 
@@ -64,11 +56,6 @@ func (s *Store) RevokeAdminSession(ctx context.Context, id []byte, now time.Time
 		return fmt.Errorf("revoke admin session: %w", translate(err))
 	}
 	return nil
-}
-
-// execer is what revokeAdminSessions needs: the pool or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 func revokeAdminSessions(ctx context.Context, q execer, adminID string, now time.Time) error {

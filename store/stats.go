@@ -99,23 +99,13 @@ func recentVerifications(ctx context.Context, q querier, projectID string, limit
 	if limit <= 0 {
 		return []contract.RecentVerification{}, nil
 	}
-	rows, err := q.Query(ctx, recentVerificationsSQL, projectID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("recent verifications of project %s: %w", projectID, translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.RecentVerification, error) {
+	return collect(ctx, q, "recent verifications of project "+projectID, func(r pgx.Row) (contract.RecentVerification, error) {
 		var (
 			v  contract.RecentVerification
 			at time.Time
 		)
-		if err := r.Scan(&v.Code, &at, &v.VerifiedBy); err != nil {
-			return v, err
-		}
+		err := r.Scan(&v.Code, &at, &v.VerifiedBy)
 		v.VerifiedAt = at.Unix()
-		return v, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recent verifications of project %s: %w", projectID, translate(err))
-	}
-	return out, nil
+		return v, err
+	}, recentVerificationsSQL, projectID, limit)
 }

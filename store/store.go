@@ -1,8 +1,7 @@
 // Package store is the Postgres system of record: projects, API keys, codes, verification logs
 // and exact per-project statistics. Redis (package cache) serves the hot path; this package holds
-// the durable state it is loaded from and that the audit consumer brings up to date. It exports
-// the Store and its options; the types its methods take and return are api/contract's, the only
-// package of the project it imports.
+// the durable state it is loaded from. Its types are api/contract's, the only package of the
+// project it imports.
 package store
 
 import (
@@ -12,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -76,6 +76,66 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// execer is the pool, a connection or a transaction, for statements.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// collect runs a query and returns its rows read by scan; what names the read in an error.
+func collect[T any](ctx context.Context, q querier, what string, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err == nil {
+		var out []T
+		if out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) }); err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", what, translate(err))
+}
+
+// each runs a query and hands its rows, read by scan, to fn one at a time, so a read of
+// millions of rows holds one in memory; an error of fn stops it and is returned.
+func each[T any](ctx context.Context, q querier, what string, scan func(pgx.Row) (T, error), fn func(T) error, sql string, args ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, translate(err))
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, translate(err))
+	}
+	return nil
+}
+
+// update runs a statement on the row kind id: contract.ErrNotFound when it changed no row.
+func update(ctx context.Context, q execer, kind, id, sql string, args ...any) error {
+	tag, err := q.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", kind, id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s %s: %w", kind, id, contract.ErrNotFound)
+	}
+	return nil
+}
+
+// params are a query's parameters; bind adds one and returns its placeholder.
+type params []any
+
+func (p *params) bind(v any) string {
+	*p = append(*p, v)
+	return "$" + strconv.Itoa(len(*p))
+}
+
 // Close closes the pool, waiting for borrowed connections to be returned.
 func (s *Store) Close() { s.pool.Close() }
 
@@ -90,9 +150,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Pool exposes the connection pool for callers that need raw access (tests, admin tooling).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// translate maps driver errors to the contract's refusals, keeping the original in the chain:
-// no rows and a missing referenced row are not found, a unique violation a conflict, and a
-// server that cannot serve now (pgUnavailable) or cannot be reached is unavailable.
+// translate maps driver errors to the contract's refusals, keeping the original in the chain.
 func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", contract.ErrNotFound, err)
@@ -117,9 +175,7 @@ func translate(err error) error {
 }
 
 // pgUnavailable tells whether a SQLSTATE says the server cannot serve now, though it may soon:
-// class 08 (connection exception), admin_shutdown (57P01), crash_shutdown (57P02),
-// cannot_connect_now (57P03: starting up, shutting down, in recovery) and
-// too_many_connections (53300).
+// class 08, admin/crash shutdown, cannot_connect_now, too_many_connections.
 func pgUnavailable(code string) bool {
 	switch code {
 	case "57P01", "57P02", "57P03", "53300":
@@ -128,8 +184,7 @@ func pgUnavailable(code string) bool {
 	return strings.HasPrefix(code, "08")
 }
 
-// unreachable tells whether err is a failure to reach the server or to keep talking to it: a
-// dial that failed, a connection refused, reset or closed under a query, a network timeout.
+// unreachable tells whether err is a failure to reach the server or to keep talking to it.
 func unreachable(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
@@ -182,7 +237,7 @@ func checkID(kind, id string) error {
 // hexID renders a uuid column in the wire form: 32 lowercase hex characters.
 func hexID(u pgtype.UUID) string { return hex.EncodeToString(u.Bytes[:]) }
 
-// toTime converts optional Unix seconds to a timestamptz parameter (nil = NULL).
+// toTime and toUnix convert optional Unix seconds to and from timestamptz (nil = NULL).
 func toTime(sec *int64) *time.Time {
 	if sec == nil {
 		return nil
@@ -191,11 +246,27 @@ func toTime(sec *int64) *time.Time {
 	return &t
 }
 
-// toUnix converts an optional timestamptz to Unix seconds (nil = NULL).
 func toUnix(t *time.Time) *int64 {
 	if t == nil {
 		return nil
 	}
 	v := t.Unix()
 	return &v
+}
+
+// hexIDInto is a scan destination of a uuid column that keeps the id in *dst in the wire form.
+func hexIDInto(dst *string) any { return hexIDDest{dst} }
+
+type hexIDDest struct{ dst *string }
+
+func (d hexIDDest) ScanUUID(u pgtype.UUID) error {
+	*d.dst = hexID(u)
+	return nil
+}
+
+// rowTo reads a row of one column.
+func rowTo[T any](row pgx.Row) (T, error) {
+	var v T
+	err := row.Scan(&v)
+	return v, err
 }

@@ -7,11 +7,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// hexUUIDCodec is pgx's uuid codec, taught to send an id given as a string (the contract's 32
-// hex characters, or the dashed form) in the binary format. pgx's own plans know no binary
-// encoding for a string: each such parameter failed it first, built the error with
-// fmt.Errorf, and was sent as text on the second try. The consumer passes every event's ids
-// that way, thousands per batch; the failed tries were a tenth of its CPU.
+// hexUUIDCodec is pgx's uuid codec, taught to send an id given as a string (32 hex characters,
+// or the dashed form) in the binary format. pgx's own plans know none: each such parameter
+// failed the binary plan, built an error and was sent as text on a second try, which the
+// consumer, passing thousands of ids a batch, paid for heavily.
 type hexUUIDCodec struct{ pgtype.UUIDCodec }
 
 func (c hexUUIDCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
@@ -23,9 +22,8 @@ func (c hexUUIDCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value 
 
 type encodeHexUUID struct{}
 
-// Encode appends the 16 bytes of a uuid written as 32 hex digits, dashed (8-4-4-4-12) or not.
-// Anything else is an error, on which pgx tries the text format, whose parser words the
-// refusal.
+// Encode appends the 16 bytes of a uuid written as 32 hex digits, dashed or not. Anything else
+// is an error, on which pgx tries the text format, whose parser words the refusal.
 func (encodeHexUUID) Encode(value any, buf []byte) ([]byte, error) {
 	s := value.(string)
 	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' {
