@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +15,9 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// Sink stores events durably. ApplyEvents must be idempotent by event id: the pipeline is
-// at-least-once, so the same event may arrive again after a crash, and inserted counts only the
-// events it did not hold yet. The Postgres store implements it.
+// Sink stores events durably. ApplyEvents must be idempotent by event id (the pipeline is
+// at-least-once); inserted counts only the events it did not hold yet. The Postgres store
+// implements it.
 type Sink interface {
 	ApplyEvents(ctx context.Context, events []contract.Event) (inserted int, err error)
 }
@@ -27,24 +28,19 @@ type ConsumerConfig struct {
 	Brokers []string
 	// Topic is the topic to consume. Default Topic.
 	Topic string
-	// GroupID is the Kafka consumer group; replicas sharing it split the partitions, and its
-	// committed offsets are where a restarted consumer resumes. Default "acv-log-writer".
+	// GroupID is the Kafka consumer group; replicas sharing it split the partitions.
+	// Default "acv-log-writer".
 	GroupID string
 	// BatchSize is the most messages given to the sink at once. Default 1000.
 	BatchSize int
-	// BatchWait is how long a batch waits to fill after its first message arrived; it is the
-	// latency the consumer adds. Default 50ms.
+	// BatchWait is how long a batch waits to fill after its first message. Default 50ms.
 	BatchWait time.Duration
 	// MaxWait bounds how long one broker fetch waits for data. Default 500ms.
 	MaxWait time.Duration
 	// HeartbeatInterval, SessionTimeout, RebalanceTimeout and JoinGroupBackoff shape group
-	// membership (kafka-go defaults 3s, 30s, 30s, 5s when zero). SessionTimeout is how long the
-	// coordinator waits for a member that went silent (a killed process) before it hands that
-	// member's partitions to the others: their events wait in Kafka that long. Smaller values
-	// make failover faster; SessionTimeout must be within the broker's allowed range
-	// (group.min.session.timeout.ms, 6s by default). With a SessionTimeout and no
-	// HeartbeatInterval, the heartbeat goes every third of the session timeout, at most every
-	// 3s, so a member that is merely slow is not taken for dead.
+	// membership (kafka-go's defaults when zero). SessionTimeout is how long a silent member's
+	// partitions wait before they move (within the broker's group.min.session.timeout.ms); with
+	// it and no HeartbeatInterval, the heartbeat goes every third of it, at most every 3s.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration
@@ -52,8 +48,7 @@ type ConsumerConfig struct {
 	// Logger receives retries and skipped messages. Default slog.Default().
 	Logger *slog.Logger
 	// BeforeCommit is a test hook, called after the sink stored a batch and before its offsets
-	// are committed. An error stops the consumer as if the process died right there: Run
-	// returns the error and nothing of that batch is committed.
+	// are committed; an error stops Run there, as if the process died.
 	BeforeCommit func() error
 	// Metrics receives the consumer's series; nil records nothing.
 	Metrics *Metrics
@@ -63,21 +58,9 @@ type ConsumerConfig struct {
 
 // withDefaults fills the zero fields.
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
-	if c.Topic == "" {
-		c.Topic = Topic
-	}
-	if c.GroupID == "" {
-		c.GroupID = "acv-log-writer"
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
-	}
-	if c.BatchWait <= 0 {
-		c.BatchWait = 50 * time.Millisecond
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = 500 * time.Millisecond
-	}
+	c.Topic, c.GroupID = cmp.Or(c.Topic, Topic), cmp.Or(c.GroupID, "acv-log-writer")
+	c.BatchSize = orDefault(c.BatchSize, 1000)
+	c.BatchWait, c.MaxWait = orDefault(c.BatchWait, 50*time.Millisecond), orDefault(c.MaxWait, 500*time.Millisecond)
 	if c.SessionTimeout > 0 && c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = min(3*time.Second, c.SessionTimeout/3)
 	}
@@ -88,8 +71,7 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 }
 
 // Consumer applies the events of a Kafka topic to a Sink in batches, committing offsets only
-// after the sink stored them, so an event is never lost and at worst applied twice (which the
-// sink ignores by event id).
+// after the sink stored them: never lost, at worst applied twice (which the sink ignores).
 type Consumer struct {
 	cfg ConsumerConfig
 	w   *logWriter
@@ -97,8 +79,7 @@ type Consumer struct {
 }
 
 // NewConsumer builds a consumer of cfg.Topic in group cfg.GroupID. A new group starts at the
-// oldest retained message, so events published before the first consumer ran are applied.
-// Like kafka.NewReader, it panics when cfg.Brokers is empty.
+// oldest retained message. Like kafka.NewReader, it panics when cfg.Brokers is empty.
 func NewConsumer(cfg ConsumerConfig, sink Sink) *Consumer {
 	cfg = cfg.withDefaults()
 	r := kafka.NewReader(kafka.ReaderConfig{
@@ -217,9 +198,8 @@ func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	return nil
 }
 
-// commit commits the batch's offsets. The batch is stored already, so a stop does not cancel
-// the commit; a commit that keeps failing (e.g. the partitions moved to another member) is
-// given up: the batch is then delivered again, and the sink skips it.
+// commit commits the batch's offsets, also while stopping (the batch is stored). A commit that
+// keeps failing is given up: the batch is delivered again, and the sink skips it.
 func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -1,10 +1,8 @@
 // Package audit carries verification-log events from the Redis outbox to their durable home.
 //
-// The hot path (a Lua script in the cache package) appends one event per verify/reactivate to
-// the outbox (a list) of its shard in the same atomic step that changes the code, so an answered
-// request always has its log recorded. The Relay moves those entries to Kafka and removes them
-// from the outbox only after Kafka acknowledged them; the Consumer applies Kafka messages to a
-// Sink (Postgres) that is idempotent by event id, and commits offsets only after the Sink
-// succeeded. Every hop is at-least-once; the Sink's dedup by event id makes the end result
-// exactly one row per event.
+// The hot path appends one event per verify/reactivate to its shard's outbox in the same atomic
+// step that changes the code. The Relay moves the entries to Kafka (or, in the direct pipeline,
+// straight to the Sink) and removes them only once acknowledged; the Consumer applies Kafka
+// messages to the Sink (Postgres) and commits offsets only after it succeeded. Every hop is
+// at-least-once; the Sink's dedup by event id leaves exactly one row per event.
 package audit

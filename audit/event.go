@@ -13,11 +13,10 @@ import (
 // consumer; the relay's writer and the consumer's reader must agree on it.
 const Topic = "acv.verification-logs"
 
-// toMessage turns an outbox entry into a Kafka message whose value is the entry as it is: the
-// log writer decodes the same compact form the verify script wrote, so nothing is encoded twice.
-// The relay decodes the entry for its key and trace context, and to tell a malformed one apart:
-// malformed is true when the entry does not decode or names neither a code id nor a value; it
-// is then published as it is, without a key, and the log writer skips it (and logs it).
+// toMessage turns an outbox entry into a Kafka message whose value is the entry as it is,
+// keyed by code and carrying the trace context. malformed is true when the entry does not
+// decode or names neither a code id nor a value: it is published without a key, and the log
+// writer skips it.
 func toMessage(raw string) (msg kafka.Message, malformed bool) {
 	ev, traceParent, err := contract.DecodeOutboxEntry(raw)
 	msg.Value = []byte(raw)
@@ -36,14 +35,12 @@ func toMessage(raw string) (msg kafka.Message, malformed bool) {
 	return msg, false
 }
 
-// errNotEvent is a message that decodes but holds no event PostgreSQL could store: an event,
-// project or code id missing or not 32 lowercase hex digits (an attempt on an unknown value
-// has no code id but a value).
+// errNotEvent is a message that decodes but holds no event PostgreSQL could store (an id
+// missing or malformed).
 var errNotEvent = errors.New("no event: an event, project or code id is missing or malformed")
 
-// decodeEvent reads a message value, an outbox entry in the compact form, as an event the sink
-// can store, or refuses it, so that the log writer skips it (and logs it) rather than offering
-// PostgreSQL, again and again, a batch it can never commit.
+// decodeEvent reads a message value as an event the sink can store, or refuses it, so that the
+// log writer skips it rather than offer PostgreSQL a batch it can never commit.
 func decodeEvent(value []byte) (contract.Event, error) {
 	ev, _, err := contract.DecodeOutboxEntry(string(value))
 	if err != nil {
@@ -52,10 +49,8 @@ func decodeEvent(value []byte) (contract.Event, error) {
 	return storable(ev)
 }
 
-// storable is ev as PostgreSQL can hold it, or errNotEvent. Its ids must be well-formed (they
-// go into uuid columns); its texts get U+FFFD for invalid UTF-8 and for NUL, which a text
-// column refuses. The API checks what it writes, but the sink must not depend on every writer:
-// one such event would fail its whole batch for ever.
+// storable is ev as PostgreSQL can hold it, or errNotEvent: well-formed ids (uuid columns),
+// and U+FFFD for invalid UTF-8 and NUL in its texts, so no writer's event fails a batch for ever.
 func storable(ev contract.Event) (contract.Event, error) {
 	if !ev.WellFormedIDs() {
 		return contract.Event{}, errNotEvent
@@ -67,8 +62,7 @@ func storable(ev contract.Event) (contract.Event, error) {
 	return ev, nil
 }
 
-// pgText is s with U+FFFD for each run of invalid UTF-8 and for each NUL; s itself, without a
-// copy, when it holds neither.
+// pgText is s with U+FFFD for each run of invalid UTF-8 and each NUL.
 func pgText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.IndexByte(s, 0) >= 0 {

@@ -17,25 +17,21 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// Relays share the outboxes by leases: each outbox has one lease key in its own slot, held by
-// at most one relay at a time, so one relay reads an outbox while the others read the rest.
-// Which relay should hold which outbox follows from the live relays' names by rendezvous
-// hashing, so every relay computes the same assignment without talking to the others, a
-// joining relay takes its share from all of them, and a dead relay's share goes to all the
-// others. Liveness is a sorted set of members with expiring scores (the heartbeat).
+// Relays share the outboxes by leases: each outbox has a lease key in its own slot, held by at
+// most one relay. Which relay should hold which outbox follows from the live relays' names by
+// rendezvous hashing, so every relay computes the same assignment alone. Liveness is a sorted
+// set of members with expiring scores (the heartbeat).
 //
-// Leases spread the work; they do not guard the outbox. A relay that still believes it holds
-// a lease that already passed to another only publishes entries twice (the sink writes an
-// event id once): the trim that removes entries checks the list itself (scripts/trim.lua), so no
-// relay ever removes an entry it did not publish.
+// Leases spread the work; they do not guard the outbox. A relay that still believes it holds a
+// lease that passed to another only publishes entries twice: the trim checks the list itself
+// (scripts/trim.lua), so no relay removes an entry it did not publish.
 
 // leaseKeyOf names an outbox's lease key: the outbox's own name and a suffix, so it shares the
 // outbox's hash tag and slot.
 func leaseKeyOf(outbox string) string { return outbox + ":relay" }
 
-// membersKeyOf names the sorted set of live relays of one set of outboxes. Relays that serve
-// different outboxes (two deployments on one Redis, tests running side by side) do not see each
-// other.
+// membersKeyOf names the sorted set of live relays of one set of outboxes, so relays of other
+// outboxes (another deployment, a test beside) do not see each other.
 func membersKeyOf(outboxes []string) string {
 	h := fnv.New64a()
 	for _, k := range outboxes {
@@ -78,9 +74,8 @@ func preferredRelay(names []string, outbox string) string {
 	return best
 }
 
-// leases keeps this relay's share of the outboxes: it beats the heartbeat, takes and renews
-// the leases of the outboxes it should hold, and gives up those that now belong to another
-// relay. held is what the readers use; it is replaced whole on each round.
+// leases keeps this relay's share of the outboxes; held, read by the workers, is replaced whole
+// on each round.
 type leases struct {
 	rdb      redis.Cmdable
 	outboxes []string
@@ -114,8 +109,7 @@ func (l *leases) count() int {
 }
 
 // round beats the heartbeat, reads the live relays, and takes, renews or gives up each lease.
-// On a Redis error the held set stays as it was: the leases run out in Redis on their own, and
-// whatever this relay does meanwhile is safe (see above).
+// On a Redis error the held set stays as it was (the leases run out in Redis on their own).
 func (l *leases) round(ctx context.Context) error {
 	names, err := l.heartbeat(ctx)
 	if err != nil {
@@ -195,4 +189,14 @@ func (l *leases) releaseAll(ctx context.Context) error {
 		return fmt.Errorf("release relay leases: %w", err)
 	}
 	return nil
+}
+
+// LiveRelays counts the relays whose heartbeat on outboxes has not expired at now. Zero while
+// log events are being written means nothing moves them to PostgreSQL.
+func LiveRelays(ctx context.Context, rdb redis.Cmdable, outboxes []string, now time.Time) (int64, error) {
+	n, err := rdb.ZCount(ctx, membersKeyOf(outboxes), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	if err != nil {
+		return 0, fmt.Errorf("count live relays: %w", err)
+	}
+	return n, nil
 }

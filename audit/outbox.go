@@ -3,24 +3,24 @@ package audit
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// An outbox is a Redis list per shard: the verify script appends each event (RPUSH, the
-// cheapest write Redis has for it), and the relay that holds the outbox's lease reads a prefix
-// (LRANGE), publishes it, and only then removes it (scripts/trim.lua). Nothing else changes
-// the list: appends at the tail, trims at the head. So an entry's index only moves when a trim
-// removed entries before it, and an entry, which carries its unique event id, is never written
-// twice.
+// An outbox is a Redis list per shard: the verify script appends each event (RPUSH), and the
+// relay holding the outbox's lease reads a prefix (LRANGE), publishes it, and only then removes
+// it (scripts/trim.lua). Appends at the tail, trims at the head: an entry's index only moves
+// when a trim removed entries before it.
 
-// The relay's scripts (scripts/*.lua, each with its KEYS, ARGV and reply), run as Redis
-// Functions. Each replies a status first: statusOK when it did what it asks, statusRefused when
-// the state was not what the relay expected.
+// The relay's scripts (scripts/*.lua) reply a status first: statusOK when they did what they
+// ask, statusRefused when the state was not what the relay expected.
 const (
 	statusOK      = 0
 	statusRefused = 1
@@ -41,8 +41,7 @@ var (
 )
 
 // runScripts sends calls in one pipeline (one per node on a cluster) and tells, call by call,
-// whether it did what it asks. A call that failed, or replied anything but a status, keeps the
-// error in its Err and is not done. err is the first failure.
+// whether it did what it asks; a failed call keeps its error in Err. err is the first failure.
 func runScripts(ctx context.Context, rdb redisscript.Client, calls []*redisscript.Call) (done []bool, err error) {
 	redisscript.Send(ctx, rdb, calls, nil)
 	done = make([]bool, len(calls))
@@ -61,9 +60,7 @@ func runScripts(ctx context.Context, rdb redisscript.Client, calls []*redisscrip
 	return done, err
 }
 
-// readOutboxes reads, in one pipeline (one per node on a cluster, every command naming one
-// key), up to count entries of each outbox from its offset on. A failed read is an error for
-// the whole round: the relay reads again after a pause.
+// readOutboxes reads, in one pipeline, up to count entries of each outbox from its offset on.
 func readOutboxes(ctx context.Context, rdb redis.Cmdable, keys []string, offsets []int, count int) ([][]string, error) {
 	cmds := make([]*redis.StringSliceCmd, len(keys))
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -85,4 +82,34 @@ func readOutboxes(ctx context.Context, rdb redis.Cmdable, keys []string, offsets
 // trimCall is the removal of an outbox's published prefix (scripts/trim.lua).
 func trimCall(key string, st *outboxState) *redisscript.Call {
 	return &redisscript.Call{Script: trimScript, Keys: []string{key}, Args: []any{st.first, st.last, strconv.Itoa(st.read)}}
+}
+
+// OutboxLen sums the entries still held by the outboxes and reports the age of the oldest one:
+// the pipeline's lag in Redis (a growing age means the relay is stuck).
+func OutboxLen(ctx context.Context, rdb redis.Cmdable, outboxes []string) (length int64, oldestAge time.Duration, err error) {
+	lens := make([]*redis.IntCmd, len(outboxes))
+	heads := make([]*redis.StringCmd, len(outboxes))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range outboxes {
+			lens[i] = p.LLen(ctx, key)
+			heads[i] = p.LIndex(ctx, key, 0)
+		}
+		return nil
+	})
+	now := time.Now()
+	for i := range outboxes {
+		for _, c := range []redis.Cmder{lens[i], heads[i]} {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return 0, 0, fmt.Errorf("read outbox lengths: %w", err)
+			}
+		}
+		length += lens[i].Val()
+		if head := heads[i].Val(); head != "" {
+			// A head that does not decode is published as it is (and counted), not aged.
+			if ev, _, derr := contract.DecodeOutboxEntry(head); derr == nil {
+				oldestAge = max(oldestAge, now.Sub(time.UnixMilli(ev.TS)))
+			}
+		}
+	}
+	return length, oldestAge, nil
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,63 +16,49 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// Publisher sends messages to Kafka and returns once the brokers acknowledged them. The relay
-// removes outbox entries only after that, so it needs a synchronous writer; *kafka.Writer with
-// RequiredAcks = kafka.RequireAll (see NewWriter) fits.
+// Publisher sends messages and returns once they are acknowledged (NewWriter's *kafka.Writer,
+// or SinkPublisher): the relay removes outbox entries only after that.
 type Publisher interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
 // RelayConfig tunes a Relay. Zero values take the defaults named on each field.
 type RelayConfig struct {
-	// Outboxes are the outbox lists to relay, one a shard; the wiring takes them from the
-	// cache's layout. Required: Run refuses to start without one.
+	// Outboxes are the outbox lists to relay, one a shard. Required.
 	Outboxes []string
-	// Name is this replica's relay name. Keep it stable across restarts (a pod name of a
-	// StatefulSet, a host name) and unique among the relays: a restarted relay takes its own
-	// outboxes back at once, instead of after a Lease. Default: the host name.
+	// Name is this replica's relay name, stable across restarts and unique among the relays, so
+	// a restarted relay takes its outboxes back at once. Default: the host name.
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
 	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
 	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
-	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), during which
-	// events gather: each poll, Redis pipeline and Kafka request then carries about PollTarget
-	// events, or IdlePoll's worth at a low rate, instead of one poll of every outbox per event.
-	// IdlePoll bounds how long an event waits for its poll, and how late a stop is noticed.
-	// Defaults 2000, 10ms and 100ms: a large target makes fewer, larger polls, and every Kafka
-	// write is a produce request per partition, which the broker, the relay and the consumer's
-	// fetches each pay for. The wait is bounded by IdlePoll either way.
+	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), so each poll and
+	// Kafka request carries about PollTarget events. IdlePoll bounds how long an event waits.
+	// Defaults 2000, 10ms and 100ms.
 	PollTarget int
 	Poll       time.Duration
 	IdlePoll   time.Duration
 	// TrimEvery and TrimAt say when published entries are removed from an outbox: once TrimAt of
-	// them wait, or the oldest has waited TrimEvery. Removing in bulk costs Redis one script call
-	// per outbox, not per poll; a relay that dies publishes up to that many again (the sink
-	// writes each event once). Defaults 1s and 1000: each of the 256 outboxes then costs one
-	// script call a second while it receives events, not four.
+	// them wait, or the oldest has waited TrimEvery. A relay that dies publishes up to that
+	// many again (the sink writes each event once). Defaults 1s and 1000.
 	TrimEvery time.Duration
 	TrimAt    int
-	// Lease is how long a relay holds an outbox without renewing it (it renews every third of
-	// it), and how long a dead relay's outboxes wait before the others take them over.
-	// Default 5s.
+	// Lease is how long a relay holds an outbox without renewing it (every third of it), and so
+	// how long a dead relay's outboxes wait for the others. Default 5s.
 	Lease time.Duration
-	// Workers is how many outbox groups are polled, published and trimmed concurrently, each
-	// in its own loop, so one group's Kafka write overlaps another's poll. Default 1: a second
-	// worker halves every poll and write, doubling the produce requests for the same events;
-	// the broker's per-request cost outweighs the overlap until a relay publishes more than
-	// one worker can (PostgreSQL's rate is far below that).
+	// Workers is how many outbox groups are polled, published and trimmed concurrently, so one
+	// group's write overlaps another's poll. Default 1: a second worker halves every Kafka
+	// write, doubling the produce requests for the same events.
 	Workers int
-	// ShutdownGrace is how long, once Run's context ended, the in-flight batches may still take
-	// to be published and removed; after it they are abandoned (still in the outbox, so they
-	// are published again later). Default 10s.
+	// ShutdownGrace is how long in-flight batches may still take once Run's context ended;
+	// after it they are left in the outbox, to be published again later. Default 10s.
 	ShutdownGrace time.Duration
 	// Logger receives retries and anomalies. Default slog.Default().
 	Logger *slog.Logger
-	// AfterPublish is a test hook, called with the outbox entries of a batch after Kafka
-	// acknowledged it and before they are removed from the outbox. An error stops the relay as
-	// if the process died right there: nothing of that batch is removed, no lease is given
-	// up, and Run returns the error.
+	// AfterPublish is a test hook, called with a batch's entries after Kafka acknowledged them
+	// and before their removal; an error stops Run there as if the process died (nothing
+	// removed, no lease given up).
 	AfterPublish func(entries []string) error
 	// Metrics receives the relay's series; nil records nothing.
 	Metrics *Metrics
@@ -83,36 +70,13 @@ type RelayConfig struct {
 func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Name == "" {
 		c.Name, _ = os.Hostname()
-		if c.Name == "" {
-			c.Name = "relay"
-		}
+		c.Name = cmp.Or(c.Name, "relay")
 	}
-	if c.Batch <= 0 {
-		c.Batch = 1000
-	}
-	if c.PollTarget <= 0 {
-		c.PollTarget = 2000
-	}
-	if c.Poll <= 0 {
-		c.Poll = 10 * time.Millisecond
-	}
+	c.Batch, c.PollTarget, c.TrimAt, c.Workers = orDefault(c.Batch, 1000), orDefault(c.PollTarget, 2000), orDefault(c.TrimAt, 1000), orDefault(c.Workers, 1)
+	c.Poll, c.TrimEvery, c.Lease = orDefault(c.Poll, 10*time.Millisecond), orDefault(c.TrimEvery, time.Second), orDefault(c.Lease, 5*time.Second)
+	c.ShutdownGrace = orDefault(c.ShutdownGrace, 10*time.Second)
 	if c.IdlePoll < c.Poll {
 		c.IdlePoll = max(100*time.Millisecond, c.Poll)
-	}
-	if c.TrimEvery <= 0 {
-		c.TrimEvery = time.Second
-	}
-	if c.TrimAt <= 0 {
-		c.TrimAt = 1000
-	}
-	if c.Lease <= 0 {
-		c.Lease = 5 * time.Second
-	}
-	if c.Workers <= 0 {
-		c.Workers = 1
-	}
-	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -120,18 +84,24 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	return c
 }
 
-// Relay moves outbox entries from Redis to Kafka: at-least-once, never dropping one, removing
-// entries only after Kafka acknowledged them. Several replicas may run at once; they share the
-// outboxes by leases (lease.go), each reading its share.
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Relay moves outbox entries from Redis to Kafka at-least-once, removing them only after Kafka
+// acknowledged them. Several replicas share the outboxes by leases (lease.go).
 type Relay struct {
 	rdb redis.Cmdable
 	pub Publisher
 	cfg RelayConfig
 }
 
-// NewRelay builds a relay reading rdb's outboxes and writing to pub. rdb may be a
-// *redis.Client or a *redis.ClusterClient: every command names one key, and each poll is one
-// pipeline per node.
+// NewRelay builds a relay reading rdb's outboxes (a *redis.Client or *redis.ClusterClient:
+// every command names one key) and writing to pub.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
@@ -177,9 +147,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, stopLoop)
 	defer stopAfter()
 
-	// Load the relay's scripts (on every master of a cluster) before the first poll; a node that
-	// lacks one later (a new or restarted master) gets it when a call finds it missing
-	// (runScripts). A failure here only leaves the loading to that.
+	// Load the scripts before the first poll; a node that lacks one later gets it when a call
+	// finds it missing (runScripts).
 	for _, sc := range []*redisscript.Script{trimScript, acquireScript, releaseScript} {
 		_ = sc.Load(ops, r.rdb)
 	}
@@ -345,10 +314,8 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 	return b, full, nil
 }
 
-// deliver publishes a batch and records its entries as published in their outboxes' states
-// (removed by trim, later). A failed Kafka write is retried with backoff until it succeeds or
-// ops ends (then errAbandoned: the entries stay in the outbox and are published again later,
-// which the sink's dedup absorbs).
+// deliver publishes a batch, retrying until it succeeds or ops ends (errAbandoned: the entries
+// stay in the outbox), and records its entries as published in their outboxes' states.
 func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxState, log *slog.Logger) error {
 	bo := newBackOff()
 	if len(b.msgs) > 0 {
@@ -395,10 +362,9 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 	return nil
 }
 
-// trim removes the published prefixes that are due (all of them when all is set) from their
-// outboxes, in one pipeline. A refused trim (the outbox changed under another relay) forgets
-// the prefix: the next poll reads from the head again. A Redis error keeps the states for the
-// next round and is returned.
+// trim removes the published prefixes that are due (all with all set), in one pipeline. A
+// refused trim (the outbox changed under another relay) forgets the prefix, so the next poll
+// reads from the head again; a Redis error keeps the states and is returned.
 func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool, log *slog.Logger) error {
 	now := time.Now()
 	var due []int

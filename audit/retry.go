@@ -14,10 +14,9 @@ const (
 	retryMax = 5 * time.Second
 )
 
-// newBackOff is the delay policy between retries of one operation: from about retryMin,
-// doubling, jittered by ±50% so replicas retrying the same outage do not do it in lockstep.
-// The jitter applies on top of MaxInterval, so MaxInterval is two thirds of retryMax: no delay
-// exceeds retryMax. Reset it after a success.
+// newBackOff is the delay policy between retries: from about retryMin, doubling, jittered by
+// ±50% so replicas do not retry in lockstep; the jitter applies on top of MaxInterval, so no
+// delay exceeds retryMax. Reset it after a success.
 func newBackOff() *backoff.ExponentialBackOff {
 	return &backoff.ExponentialBackOff{
 		InitialInterval:     retryMin,

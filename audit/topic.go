@@ -11,9 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// EnsureTopic creates topic with the given partitions when it does not exist yet, so a fresh
-// deployment needs no manual Kafka setup. An existing topic is left as it is. The replication
-// factor is 3, or the number of brokers when fewer. Brokers are tried in turn.
+// EnsureTopic creates topic with the given partitions (replication 3, or the number of
+// brokers when fewer) unless it exists, trying the brokers in turn.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
 	if len(brokers) == 0 {
 		return fmt.Errorf("ensure topic %s: no broker address", topic)

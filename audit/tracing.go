@@ -40,11 +40,9 @@ func (h headerCarrier) Keys() []string {
 	return out
 }
 
-// startSpans opens one span per message that carries a trace context, as a child of the
-// request that produced the event, and rewrites the header to the new span so the next hop
-// hangs under it. Messages without trace context get none: a batch is not a trace of its own.
-// Nor do messages of a trace not sampled (an older API replica sent those too): their spans
-// would record nothing, and the header passes on unchanged.
+// startSpans opens one span per message carrying a sampled trace context, as a child of the
+// request that produced the event, and with rewrite points the header at the new span so the
+// next hop hangs under it. Other messages get none: a batch is not a trace of its own.
 func startSpans(tp trace.TracerProvider, name string, kind trace.SpanKind, msgs []kafka.Message, rewrite bool) []trace.Span {
 	if tp == nil {
 		return nil
