@@ -146,27 +146,20 @@ func (s *Store) AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contr
 		args  params
 	)
 	arg := args.bind
-	if f.AdminUsername != "" {
-		where = append(where, "admin_username = "+arg(f.AdminUsername))
+	if f.ProjectID != "" && !contract.ValidID(f.ProjectID) {
+		return []contract.AuditRecord{}, nil
 	}
-	if f.Action != "" {
-		if strings.HasSuffix(f.Action, ".") {
-			where = append(where, "starts_with(action, "+arg(f.Action)+")")
-		} else {
-			where = append(where, "action = "+arg(f.Action))
+	for _, eq := range []struct{ col, v string }{
+		{"admin_username", f.AdminUsername}, {"target_kind", f.TargetKind}, {"target_id", f.TargetID}, {"project_id", f.ProjectID},
+	} {
+		if eq.v != "" {
+			where = append(where, eq.col+" = "+arg(eq.v))
 		}
 	}
-	if f.TargetKind != "" {
-		where = append(where, "target_kind = "+arg(f.TargetKind))
-	}
-	if f.TargetID != "" {
-		where = append(where, "target_id = "+arg(f.TargetID))
-	}
-	if f.ProjectID != "" {
-		if !contract.ValidID(f.ProjectID) {
-			return []contract.AuditRecord{}, nil
-		}
-		where = append(where, "project_id = "+arg(f.ProjectID))
+	if strings.HasSuffix(f.Action, ".") {
+		where = append(where, "starts_with(action, "+arg(f.Action)+")")
+	} else if f.Action != "" {
+		where = append(where, "action = "+arg(f.Action))
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "at >= "+arg(f.Since))
@@ -185,10 +178,9 @@ func (s *Store) AdminAudit(ctx context.Context, f contract.AuditFilter) ([]contr
 	return collect(ctx, s.pool, "select admin audit", scanAudit, q, args...)
 }
 
-// WalkAdminAudit reads the anchor, then every row of the admin audit log, oldest first, in one
-// consistent snapshot (a retention run beside it does not tear the chain): it calls fn with the
-// anchor and the first row, then with the same anchor and each further row. An error of fn
-// stops the walk and is returned. It returns the anchor, also when there is no row.
+// WalkAdminAudit calls fn with the anchor and each row of the admin audit log, oldest first, in
+// one snapshot (a retention run beside it does not tear the chain); an error of fn stops it. It
+// returns the anchor, also when there is no row.
 func (s *Store) WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor, contract.AuditRecord) error) (contract.AuditAnchor, error) {
 	var a contract.AuditAnchor
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -200,11 +192,9 @@ func (s *Store) WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor
 	return a, err
 }
 
-// PruneAdminAudit is the retention of the admin audit log: it deletes the oldest rows, up to
-// (not including) the first row at or after before, and moves the anchor to the hash of the
-// last row deleted, in one transaction, so the rows kept still verify from the anchor. Rows
-// are removed as a prefix of the chain only: a row older than before that follows a newer one
-// (a clock step back) waits for the next run. It returns how many rows it deleted.
+// PruneAdminAudit deletes the prefix of the admin audit chain before the first row at or after
+// before, moving the anchor to the last deleted row's hash in the same transaction, so the rows
+// kept still verify. It returns how many rows it deleted.
 func (s *Store) PruneAdminAudit(ctx context.Context, before time.Time) (int64, error) {
 	var deleted int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

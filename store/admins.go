@@ -63,10 +63,8 @@ func (s *Store) AdminAccounts(ctx context.Context) ([]contract.AdminAccount, err
 	return collect(ctx, s.pool, "select admins", scanAdmin, `SELECT `+accountColumns+` FROM admins a ORDER BY username`)
 }
 
-// SetAdminPassword replaces an account's password hash and, in the same transaction, revokes
-// every session of the account: whoever held one must log in with the new password. It sets
-// must_change_password as given (false after the holder chose a password, true after an admin
-// reset it to a one-time one).
+// SetAdminPassword replaces an account's password hash and must_change_password and, in the
+// same transaction, revokes every session of the account.
 func (s *Store) SetAdminPassword(ctx context.Context, id, passwordHash string, mustChange bool, now time.Time) error {
 	if err := checkID("admin", id); err != nil {
 		return err

@@ -77,12 +77,9 @@ func (s *Store) AdminTokens(ctx context.Context, adminID string) ([]contract.Adm
 
 // TouchAdminToken moves a token's last_used_at to now, at most once a minute.
 func (s *Store) TouchAdminToken(ctx context.Context, id string, now time.Time) error {
-	if _, err := s.pool.Exec(ctx,
+	return exec(ctx, s.pool, "touch admin token "+id,
 		`UPDATE admin_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`,
-		id, now); err != nil {
-		return fmt.Errorf("touch admin token %s: %w", id, translate(err))
-	}
-	return nil
+		id, now)
 }
 
 // RevokeAdminToken ends a token. Revoking one already revoked changes nothing;

@@ -137,11 +137,9 @@ func (s *Store) RequestBatchCancel(ctx context.Context, projectID, id string) (c
 
 // MarkBatchRevoked records that a batch's codes were disabled, and by whom.
 func (s *Store) MarkBatchRevoked(ctx context.Context, id, by string) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE code_batches SET revoked_at = now(), revoked_by = $2 WHERE id = $1`,
-		id, by); err != nil {
-		return fmt.Errorf("mark batch %s revoked: %w", id, err)
-	}
-	return nil
+	return exec(ctx, s.pool, "mark batch "+id+" revoked",
+		`UPDATE code_batches SET revoked_at = now(), revoked_by = $2 WHERE id = $1`,
+		id, by)
 }
 
 // FailStaleBatches marks failed every queued or running batch of the project whose heartbeat

@@ -43,22 +43,17 @@ func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
 	return r, nil
 }
 
-// InsertCodes inserts codes of one project in bulk (copied into a temporary table, then one
-// INSERT ... SELECT) and returns, in input order, the rows actually inserted: a value the
-// project already holds (or that repeats earlier in codes) is skipped, so a generator can retry
-// the values that collided.
-//
-// Under a lock on the project row the inserted codes get the project's next sequence numbers
-// in input order and one created_at, later than every earlier code's; their ids are
-// time-ordered and drawn in input order, so "created_at desc, id desc" is exactly "seq desc",
-// which ListCodes pages by. contract.ErrNotFound when the project does not exist.
+// InsertCodes inserts codes of one project in bulk and returns, in input order, the rows
+// inserted: a value the project holds (or that repeats in codes) is skipped, so a generator can
+// retry it. Under a lock on the project row the codes get the next sequence numbers in input
+// order and one created_at, later than every earlier code's, so "created_at desc, id desc" is
+// exactly "seq desc". contract.ErrNotFound when the project does not exist.
 func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	return s.insertCodes(ctx, projectID, "", codes)
 }
 
-// InsertBatchCodes is InsertCodes for a round of a generation batch: in the same transaction
-// it records the range of sequence numbers the inserted codes took as the batch's, so the
-// batch can later find (and revoke) every code it made.
+// InsertBatchCodes is InsertCodes for a generation batch, recording the sequence numbers the
+// codes took as the batch's, so it can later find (and revoke) every code it made.
 func (s *Store) InsertBatchCodes(ctx context.Context, projectID, batchID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	if err := checkID("batch", batchID); err != nil {
 		return nil, err
@@ -226,9 +221,7 @@ func (s *Store) CodeByID(ctx context.Context, projectID, id string) (contract.Co
 	return r, nil
 }
 
-// ExportCodes streams a project's codes in creation order (created_at, then id, ascending:
-// the order of seq) to fn without holding them all in memory; an error from fn stops the
-// export and is returned.
+// ExportCodes streams a project's codes in creation order to fn; an error of fn stops it.
 func (s *Store) ExportCodes(ctx context.Context, projectID string, fn func(contract.CodeRecord) error) error {
 	if err := checkID("project", projectID); err != nil {
 		return err

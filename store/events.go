@@ -47,15 +47,10 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 }
 
 // ApplyEvents is the audit pipeline's sink. In one transaction it inserts a verification log per
-// event, keyed by the event id and its time (a redelivered event lands in the same partition and
-// writes nothing), and applies the state snapshot of every event with Changed set to its code
-// when newer than the stored version (of several events of one code, the highest version wins).
-// It returns how many log rows were newly inserted; the rest were duplicates.
-//
-// Rows are locked in one order as far as the plans allow (log rows by event id, hourly counts by
-// key, then codes by id), without a separate SELECT … FOR UPDATE pass; a transaction aborted by
-// a deadlock or serialization failure is retried, so concurrent consumers need no coordination.
-// An event whose ids are not well-formed fails the whole call, since no row could hold it.
+// event, keyed by event id and time (a redelivery writes nothing), and applies the state
+// snapshot of each Changed event to its code when newer (the highest version wins). It returns
+// how many log rows were new. Rows are locked in one order as far as the plans allow, and a
+// deadlocked transaction is retried, so concurrent consumers need no coordination.
 func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil

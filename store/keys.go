@@ -132,11 +132,9 @@ func optBurst(b int) *int32 {
 	return &v
 }
 
-// TouchAPIKeys records that each key ids[i] authenticated a request at at[i], moving its
-// last_used_at only forward: a late flush from a replica never hides a newer use another one
-// flushed. One statement for every key of a batch (api/httpapi.KeyUses), in the order given
-// (sorted by the caller, so concurrent flushes lock rows alike); ids of keys since deleted are
-// skipped.
+// TouchAPIKeys records that each key ids[i] authenticated a request at at[i], moving
+// last_used_at only forward, in one statement and the order given (sorted by the caller, so
+// concurrent flushes lock rows alike); keys since deleted are skipped.
 func (s *Store) TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) error {
 	if len(ids) != len(at) {
 		return fmt.Errorf("touch api keys: %d ids, %d times", len(ids), len(at))
@@ -149,11 +147,8 @@ func (s *Store) TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) 
 			return err
 		}
 	}
-	if _, err := s.pool.Exec(ctx,
+	return exec(ctx, s.pool, fmt.Sprintf("touch %d api keys", len(ids)),
 		`UPDATE api_keys k SET last_used_at = u.at
 		 FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at)
-		 WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, at); err != nil {
-		return fmt.Errorf("touch %d api keys: %w", len(ids), translate(err))
-	}
-	return nil
+		 WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, at)
 }

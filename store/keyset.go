@@ -11,11 +11,9 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// ListCodesAfter reads the codes of a project that come after q.After in the list's order
-// (seq descending, which is creation order, newest first), with the same state and search
-// filters as ListCodes. The predicate seq < After lets every plan seek on (project_id, seq):
-// codes_project_seq_key, codes_seq_disabled_idx or code_used's key. contract.ErrNotFound when
-// the project does not exist.
+// ListCodesAfter reads the codes of a project after q.After in the list's order (seq
+// descending), with ListCodes' filters; seq < After lets every plan seek on (project_id, seq).
+// contract.ErrNotFound when the project does not exist.
 func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (contract.KeysetPage, error) {
 	query, args, q, err := s.keysetSQL(ctx, projectID, q, now)
 	if err != nil {

@@ -12,19 +12,14 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// The login throttle of the operator console: login attempts counted per subject (a username,
-// a client IP, a username from one client IP), in PostgreSQL so every console instance sees
-// the same counts and a restart forgets none. An attempt is counted before its password is
-// checked (ReserveLoginAttempt) and given back when the password was right
-// (RefundLoginAttempt): parallel guesses cannot all pass a check that only counts failures
-// after the fact.
+// The console's login throttle counts attempts per subject (username, client IP, both) in
+// PostgreSQL, shared by every console instance. An attempt is counted before its password is
+// checked and given back when it was right, so parallel guesses cannot all pass.
 
-// ReserveLoginAttempt counts one login attempt at now against every limit's subject, in one
-// transaction holding their rows: when a subject is locked at now, nothing is counted and ok
-// is false, with the latest lock of them in until. Otherwise each subject's count goes up by
-// one (restarting from 1 when its previous attempt is older than window) and a subject whose
-// LockFor is positive is locked from now on, before the caller checks the password: of
-// concurrent attempts, on any number of console instances, no more pass than the limits let.
+// ReserveLoginAttempt counts one attempt at now against every limit's subject, in one
+// transaction holding their rows. When a subject is locked, nothing is counted and ok is false,
+// with the latest lock in until; otherwise each count goes up (from 1 after window) and a
+// subject whose LockFor is positive is locked from now on, before the password is checked.
 func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.LoginLimit, now time.Time, window time.Duration) (
 	r contract.LoginReservation, until time.Time, ok bool, err error) {
 	// Rows are created and locked in subject order, so two attempts never wait on each other
@@ -116,20 +111,15 @@ func (s *Store) RefundLoginAttempt(ctx context.Context, r contract.LoginReservat
 	if len(r.Subjects) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx,
+	return exec(ctx, s.pool, "refund login attempt",
 		`UPDATE admin_login_throttle AS t SET failures = greatest(t.failures - 1, 0),
 		     locked_until = CASE WHEN t.locked_until = a.set THEN a.prev ELSE t.locked_until END
 		 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS a(subject, set, prev)
-		 WHERE t.subject = a.subject`, r.Subjects, r.Set, r.Prev); err != nil {
-		return fmt.Errorf("refund login attempt: %w", translate(err))
-	}
-	return nil
+		 WHERE t.subject = a.subject`, r.Subjects, r.Set, r.Prev)
 }
 
 // ClearLoginFailures forgets a subject's failures and lock, after a successful login.
 func (s *Store) ClearLoginFailures(ctx context.Context, subject string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM admin_login_throttle WHERE subject = $1`, subject); err != nil {
-		return fmt.Errorf("clear login failures: %w", translate(err))
-	}
-	return nil
+	return exec(ctx, s.pool, "clear login failures",
+		`DELETE FROM admin_login_throttle WHERE subject = $1`, subject)
 }

@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// codeHistorySQL reads a code's logs newest first ($1 the code id, $2 the limit or NULL). It has
-// no time bound, so it reads every partition, but each with one seek of
-// verification_logs_code_idx, merged in order (TestLogHistoryPlans checks the plan at 10M rows).
+// codeHistorySQL reads a code's logs newest first ($1 the code id, $2 the limit or NULL): one
+// seek of verification_logs_code_idx per partition, merged in order.
 const codeHistorySQL = `SELECT id, verified_at, verified_by, ip_address, result, action, reason
 	FROM verification_logs WHERE code_id = $1
 	ORDER BY verified_at DESC, id DESC LIMIT $2`

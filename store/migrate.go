@@ -32,11 +32,8 @@ func Migrate(ctx context.Context, databaseURL string) error {
 }
 
 // CheckSchema tells whether the database at databaseURL holds every migration this binary
-// carries. A server started on an older schema would answer 500 from whatever reads a table or
-// column it lacks, long after it reported ready; refused at start, the operator reads at once
-// that `acv migrate` has to run first. A newer schema (a newer binary migrated already, during
-// a rolling deploy) is fine: migrations only add to what older binaries use (CHANGELOG.md,
-// Upgrading).
+// carries, so a server on an older schema is refused at start rather than answer 500 later. A
+// newer schema (a rolling deploy) is fine: migrations only add to what older binaries use.
 func CheckSchema(ctx context.Context, databaseURL string) error {
 	// Without the migration lock: every replica reads this at start, at once, and goose retries
 	// a lock it did not get only seconds later.

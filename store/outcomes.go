@@ -9,9 +9,7 @@ import (
 )
 
 // OutcomesByHour counts the verifies of one project (every project when projectID is "") per
-// UTC hour in [from, to) by outcome, every hour of the range present (zeros when none), from
-// redemptions_hourly: a row per project and hour whatever the traffic, for the console's
-// charts.
+// UTC hour in [from, to) by outcome, every hour present, from redemptions_hourly.
 func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
 	return collect(ctx, s.pool, "count verify outcomes by hour", func(r pgx.Row) (contract.HourOutcomes, error) {

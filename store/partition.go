@@ -79,12 +79,10 @@ func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, err
 	return out, nil
 }
 
-// MaintainLogPartitions makes verification_logs match policy at now: every day from today to
-// policy.Ahead days after, and every day the default partition holds rows of (moved into it),
-// has its partition; partitions wholly older than the retention are dropped, and the default
-// partition's rows that old deleted. A run that finds another's advisory lock held reports
-// Busy. Each partition changes in its own short transaction, so a run that fails part-way
-// leaves a consistent table for the next to finish.
+// MaintainLogPartitions makes verification_logs match policy at now: the days ahead, and the
+// days the default partition holds rows of (moved into them), get their partition; those past
+// the retention are dropped. A run that finds another's lock held reports Busy; each partition
+// changes in its own short transaction, so a failed run leaves a consistent table.
 func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy contract.LogPolicy) (contract.LogMaintenance, error) {
 	var res contract.LogMaintenance
 	conn, err := s.pool.Acquire(ctx)

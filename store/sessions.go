@@ -42,28 +42,19 @@ func (s *Store) AdminSession(ctx context.Context, id []byte) (contract.AdminSess
 
 // TouchAdminSession moves a session's last_seen_at to now, which keeps it from idling out.
 func (s *Store) TouchAdminSession(ctx context.Context, id []byte, now time.Time) error {
-	if _, err := s.pool.Exec(ctx,
-		`UPDATE admin_sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $2`, id, now); err != nil {
-		return fmt.Errorf("touch admin session: %w", translate(err))
-	}
-	return nil
+	return exec(ctx, s.pool, "touch admin session",
+		`UPDATE admin_sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $2`, id, now)
 }
 
 // RevokeAdminSession ends one session (logout). Revoking one already revoked changes nothing.
 func (s *Store) RevokeAdminSession(ctx context.Context, id []byte, now time.Time) error {
-	if _, err := s.pool.Exec(ctx,
-		`UPDATE admin_sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, now); err != nil {
-		return fmt.Errorf("revoke admin session: %w", translate(err))
-	}
-	return nil
+	return exec(ctx, s.pool, "revoke admin session",
+		`UPDATE admin_sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, now)
 }
 
 func revokeAdminSessions(ctx context.Context, q execer, adminID string, now time.Time) error {
-	if _, err := q.Exec(ctx,
-		`UPDATE admin_sessions SET revoked_at = $2 WHERE admin_id = $1 AND revoked_at IS NULL`, adminID, now); err != nil {
-		return fmt.Errorf("revoke sessions of admin %s: %w", adminID, translate(err))
-	}
-	return nil
+	return exec(ctx, q, "revoke sessions of admin "+adminID,
+		`UPDATE admin_sessions SET revoked_at = $2 WHERE admin_id = $1 AND revoked_at IS NULL`, adminID, now)
 }
 
 // DeleteStaleAdminSessions removes sessions that expired or were revoked before cutoff: they

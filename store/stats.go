@@ -9,19 +9,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Statistics counts a project's codes by derived state at now. It reads the few code_counts
-// rows the triggers maintain (one per kind, and per distinct expiry among open codes), never
-// the codes themselves, and is exact at any instant: whether an open code is unused or
-// expired is decided here from its own expiry or, when it has none, the project's.
-// contract.ErrNotFound when the project does not exist.
+// Statistics counts a project's codes by derived state at now, exactly, from the few
+// code_counts rows the triggers maintain, never the codes themselves. contract.ErrNotFound when
+// the project does not exist.
 func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error) {
 	return statistics(ctx, s.pool, projectID, now)
 }
 
-// ProjectStatistics reads a project's counts by derived state at now and its up to limit most
-// recent verifications from one snapshot (a read-only repeatable-read transaction), so the
-// two agree: read apart, a consumer's commit between them could show a code among the recent
-// verifications that the counts do not count as used yet.
+// ProjectStatistics reads a project's counts and its up to limit most recent verifications
+// from one snapshot, so a consumer's commit between them cannot make the two disagree.
 func (s *Store) ProjectStatistics(ctx context.Context, projectID string, now int64, limit int) (contract.Statistics, []contract.RecentVerification, error) {
 	var (
 		st     contract.Statistics
@@ -80,10 +76,8 @@ func countOf(st contract.Statistics, state contract.State) int64 {
 	return st.TotalCodes
 }
 
-// recentVerificationsSQL lists up to $2 codes of project $1 currently used (verified and not
-// disabled), newest verified_at first (then seq, so the order is total). It walks
-// code_used_recent_idx, which holds exactly those codes in that order: the cost is $2 rows,
-// whatever the project's size.
+// recentVerificationsSQL lists up to $2 codes of project $1 currently used, newest verified_at
+// first (then seq), walking code_used_recent_idx: $2 rows, whatever the project's size.
 const recentVerificationsSQL = `SELECT c.code, u.verified_at, c.verified_by
 	FROM ` + usedCodes + `
 	WHERE u.project_id = $1

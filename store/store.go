@@ -270,3 +270,11 @@ func rowTo[T any](row pgx.Row) (T, error) {
 	err := row.Scan(&v)
 	return v, err
 }
+
+// exec runs a statement; what names it in an error.
+func exec(ctx context.Context, q execer, what, sql string, args ...any) error {
+	if _, err := q.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("%s: %w", what, translate(err))
+	}
+	return nil
+}

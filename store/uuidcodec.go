@@ -7,10 +7,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// hexUUIDCodec is pgx's uuid codec, taught to send an id given as a string (32 hex characters,
-// or the dashed form) in the binary format. pgx's own plans know none: each such parameter
-// failed the binary plan, built an error and was sent as text on a second try, which the
-// consumer, passing thousands of ids a batch, paid for heavily.
+// hexUUIDCodec is pgx's uuid codec, taught to send an id given as a string in the binary
+// format: pgx's own plans fail on it first and retry as text, costly for the consumer's ids.
 type hexUUIDCodec struct{ pgtype.UUIDCodec }
 
 func (c hexUUIDCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
