@@ -23,9 +23,8 @@ import (
 // variable and default are in internal/settings.
 type Config struct {
 	HTTPAddr string
-	// DebugAddr is where /metrics, /healthz, /readyz and the profiles are served
-	// (ACV_DEBUG_ADDR); empty serves none. DebugListener, when set, is used instead (acv dev
-	// opens it first, so it can print the address and fall back to a free port).
+	// DebugAddr is where /metrics, /healthz, /readyz and the profiles are served; empty serves
+	// none. DebugListener, when set, is used instead (acv dev opens it first).
 	DebugAddr      string
 	DebugListener  net.Listener
 	RedisURL       string
@@ -44,8 +43,8 @@ type Config struct {
 	// RedisCoalesce is how many senders share concurrent hot-path calls in pipelines; 0 sends
 	// each call on its own.
 	RedisCoalesce int
-	// RedisWaitReplicas, when above 0, makes every hot-path write wait (WAIT) until that many
-	// Redis replicas hold it, for at most RedisWaitTimeout; a shortfall is answered 503.
+	// RedisWaitReplicas, when above 0, makes every hot-path write wait until that many Redis
+	// replicas hold it, for at most RedisWaitTimeout; a shortfall is answered 503.
 	RedisWaitReplicas int
 	RedisWaitTimeout  time.Duration
 	PGMaxConns        int
@@ -54,38 +53,27 @@ type Config struct {
 	Tracing telemetry.Tracing
 	// Tracer makes the spans of every part; none when nil.
 	Tracer trace.TracerProvider
-	// MasterKeys seal and open the API keys' secrets (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE);
-	// the API role and the admin commands need them, the pipeline does not.
+	// MasterKeys seal and open the API keys' secrets; the API role needs them.
 	MasterKeys *secrets.Keyring
-
-	// RelayLease is how long a relay holds its share of the outboxes without renewing it, and
-	// so how long a dead relay's outboxes wait before the other relays take them over
-	// (ACV_RELAY_LEASE). Zero takes the relay's own default.
+	// RelayLease is how long a dead relay's outboxes wait before the others take them over;
+	// zero takes the relay's default.
 	RelayLease time.Duration
-
-	// KafkaSessionTimeout is how long the group coordinator waits for a consumer that stopped
-	// heartbeating (a killed process) before it gives that consumer's partitions to the others
-	// (ACV_KAFKA_SESSION_TIMEOUT); the consumer then heartbeats every third of it, at most every
-	// 3s. Zero takes kafka-go's default.
+	// KafkaSessionTimeout is how long a silent consumer keeps its partitions; zero takes
+	// kafka-go's default.
 	KafkaSessionTimeout time.Duration
-	// LogRetentionDays is how many days of verification logs the relay and consumer processes
-	// keep (whole day partitions past it are dropped); 0 keeps every day.
+	// LogRetentionDays is how many days of verification logs are kept; 0 keeps every day.
 	LogRetentionDays int
-
-	// Pipeline is how the relay delivers log events: PipelineKafka (to KafkaBrokers, written to
-	// PostgreSQL by the consumer role) or PipelineDirect (straight into PostgreSQL, no consumer).
-	// Empty picks kafka when KafkaBrokers is set, else direct (see UsesKafka).
+	// Pipeline is how the relay delivers log events: PipelineKafka or PipelineDirect; empty
+	// picks kafka when KafkaBrokers is set (see UsesKafka).
 	Pipeline string
-
-	// AdminAddr is where the operator console (internal/console) listens when the process
-	// has the API role (ACV_ADMIN_ADDR); empty runs no console. AdminListener, when set, is
-	// used instead (tests serve on :0). AdminTrustedProxies are the proxies whose forwarding
-	// headers the console believes (ACV_ADMIN_TRUSTED_PROXIES).
+	// AdminAddr is where the operator console listens with the API role; empty runs none.
+	// AdminListener, when set, is used instead. AdminTrustedProxies are the proxies whose
+	// forwarding headers the console believes.
 	AdminAddr           string
 	AdminListener       net.Listener
 	AdminTrustedProxies []string
-	// AdminAuditRetentionDays is how many days of the admin audit log the console keeps
-	// (ACV_ADMIN_AUDIT_RETENTION); each console process applies it hourly. 0 keeps every row.
+	// AdminAuditRetentionDays is how many days of the admin audit log the console keeps; 0
+	// keeps every row.
 	AdminAuditRetentionDays int
 }
 
@@ -127,8 +115,7 @@ const (
 )
 
 // UsesKafka tells whether the log events go through Kafka: ACV_PIPELINE=kafka, or
-// ACV_PIPELINE unset and KAFKA_BROKERS set. Otherwise the relay writes them to PostgreSQL
-// itself, the consumer role has nothing to do, and neither readiness nor metrics ask Kafka.
+// ACV_PIPELINE unset and KAFKA_BROKERS set. Otherwise the relay writes them to PostgreSQL.
 func (c Config) UsesKafka() bool {
 	return c.Pipeline == PipelineKafka || c.Pipeline == "" && len(c.KafkaBrokers) > 0
 }
@@ -221,10 +208,7 @@ func FromEnv() (Config, error) {
 	if c.MasterKeys, err = masterKeys(get("ACV_MASTER_KEY"), get("ACV_MASTER_KEY_FILE")); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	return c, nil
+	return c, errors.Join(errs...)
 }
 
 func list(s string) []string {

@@ -12,10 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveDebug serves /metrics, /healthz, /readyz and the pprof profiles on a separate address:
-// operators profile a replica under load without exposing profiles on the public port, and
-// processes that run no API role (the pipeline workers) can still be scraped and probed. It
-// serves on ln, or, when ln is nil, on a listener of addr.
+// serveDebug serves /metrics, /healthz, /readyz and the pprof profiles on ln (else a listener
+// of addr), apart from the public port, so pipeline-only processes can be scraped too.
 func serveDebug(ctx context.Context, addr string, ln net.Listener, d *Deps) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))

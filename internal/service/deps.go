@@ -38,8 +38,7 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	pool := cfg.RedisPoolSize
-	rdb, err := NewRedisClient(cfg.RedisURL, pool)
+	rdb, err := NewRedisClient(cfg.RedisURL, cfg.RedisPoolSize)
 	if err != nil {
 		return nil, err
 	}
@@ -78,18 +77,10 @@ func Open(ctx context.Context, cfg Config) (*Deps, error) {
 // it bounds how long calls still go to a master that died after its replica took over.
 const clusterStateReload = time.Second
 
-// NewRedisClient connects to the Redis that rawURL names (ACV_REDIS_URL):
-//
-//   - redis://[user:password@]host:port[/db][?option=value…], rediss:// with TLS: one Redis
-//     (go-redis's ParseURL and its options);
-//   - redis-cluster://[user:password@]host:port[?addr=host:port&addr=…&option=value…],
-//     rediss-cluster:// with TLS: a Redis Cluster, found from any of the nodes named (name
-//     several, so a client starts while one is down); the options are go-redis's
-//     ParseClusterURL's;
-//   - redis://host:port?addr=host:port…, go-redis's own cluster form: with an addr option, a
-//     redis:// URL names a cluster too.
-//
-// poolSize, when above 0, is the most connections of the client (on a cluster: to each node).
+// NewRedisClient connects to the Redis that rawURL names (ACV_REDIS_URL): redis:// or
+// rediss:// one Redis (go-redis's ParseURL); redis-cluster:// or rediss-cluster://, or a
+// redis:// URL with addr options, a Redis Cluster found from any of the nodes named
+// (ParseClusterURL). poolSize, when above 0, caps the connections (on a cluster, per node).
 func NewRedisClient(rawURL string, poolSize int) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -108,10 +99,8 @@ func NewRedisClient(rawURL string, poolSize int) (redis.UniversalClient, error) 
 		if poolSize > 0 {
 			opt.PoolSize = poolSize
 		}
-		// The slot map is read again when a node answers MOVED or ASK, and otherwise once it is
-		// older than this. A master that died never answers MOVED: until the map is read again
-		// every call for its slots goes to its address, also long after its replica took over
-		// (go-redis's default is a minute). Reading CLUSTER SLOTS once a second costs little.
+		// A master that died never answers MOVED: until the slot map is read again, calls for
+		// its slots go to its address (go-redis reads it every minute by default).
 		opt.ClusterStateReloadInterval = clusterStateReload
 		return redis.NewClusterClient(opt), nil
 	}

@@ -23,3 +23,11 @@ func RunWithHooks(ctx context.Context, cfg Config, ln net.Listener, h Hooks) err
 		keyUseFlush:          h.KeyUseFlush,
 	})
 }
+
+// RequireMasterKeys fails unless c has master keys, with the message that says how to set them.
+func (c Config) RequireMasterKeys() error {
+	if c.MasterKeys == nil {
+		return errMasterKeyRequired
+	}
+	return nil
+}

@@ -13,8 +13,7 @@ import (
 // LogRetentionEnv names the setting of how many days of verification logs are kept.
 const LogRetentionEnv = "ACV_LOG_RETENTION"
 
-// LogMaintenanceEvery is how often a relay or consumer process keeps the log partitions: the
-// days ahead are created 7 days early, so hourly runs leave a wide margin for failed ones.
+// LogMaintenanceEvery is how often a relay or consumer process keeps the log partitions.
 const LogMaintenanceEvery = time.Hour
 
 // ParseLogRetention reads a retention in whole days: "400", "400d", or "0" to keep every day.
@@ -37,10 +36,9 @@ func LogPolicy(cfg Config) contract.LogPolicy {
 	return p
 }
 
-// RunLogMaintenance keeps the partitions of verification_logs (days ahead created, days past
-// the retention dropped) every LogMaintenanceEvery until ctx ends. Every relay and consumer
-// process runs it; an advisory lock in Postgres makes them take turns, and a failed run (a lock
-// not obtained within its timeout, Postgres down) is logged and retried at the next tick.
+// RunLogMaintenance keeps the partitions of verification_logs every LogMaintenanceEvery until
+// ctx ends; an advisory lock makes the processes take turns, and a failed run is retried at
+// the next tick.
 func RunLogMaintenance(ctx context.Context, d *Deps) error {
 	log := d.Config.Logger
 	policy := LogPolicy(d.Config)

@@ -8,21 +8,18 @@ import (
 	"time"
 )
 
-// probe is one readiness check of a dependency. A gating probe that fails makes the process
-// unready (503); a failing probe that does not gate only marks it degraded (200), because
-// taking the process out of the load balancer would not help: the dependency is shared.
+// probe is one readiness check of a dependency; gates says whether its failure makes the
+// process unready rather than degraded (see ReadinessGates).
 type probe struct {
 	check func(ctx context.Context) error
 	gates bool
 }
 
-// ReadinessGates tells, for each dependency a process reports on /readyz ("redis", "postgres",
-// "kafka"), whether losing it makes a process with c's roles unready (503) rather than degraded
-// (200). An API replica needs Redis alone for verify and reactivate; with PostgreSQL or Kafka down
-// its lists and history fail, but every replica shares them, so a 503 would only make the load
-// balancer pull the replicas that still redeem codes. The relay needs Redis and Kafka (or
-// PostgreSQL, writing the logs itself in the direct pipeline); the consumer needs Kafka and
-// PostgreSQL, and runs nothing in the direct pipeline, so there it gates nothing.
+// ReadinessGates tells, for each dependency a process reports on /readyz, whether losing it
+// makes a process with c's roles unready (503) rather than degraded (200). An API replica needs
+// Redis alone to redeem codes: PostgreSQL and Kafka are shared, so a 503 would only pull the
+// replicas that still can. The relay needs Redis and its destination; the consumer Kafka and
+// PostgreSQL, and nothing in the direct pipeline.
 func (c Config) ReadinessGates() map[string]bool {
 	r, kafka := c.Roles, c.UsesKafka()
 	return map[string]bool{
@@ -46,10 +43,8 @@ func readyChecks(d *Deps) map[string]probe {
 	return ready
 }
 
-// readyHandler answers /readyz, on the API port and on the debug listener alike: 200 when
-// every dependency the process's roles need answers its probe ("status": "degraded" when one
-// it can work without does not), 503 naming the ones that did not, so a load balancer stops
-// sending the replica traffic only when the replica cannot serve it.
+// readyHandler answers /readyz: 200 when every dependency the roles need answers its probe
+// ("degraded" when one it can work without does not), else 503 naming those that did not.
 func readyHandler(d *Deps) http.Handler {
 	checks := readyChecks(d)
 	names := make([]string, 0, len(checks))

@@ -54,9 +54,30 @@ func NewAPI(d *Deps) (*httpapi.Server, error) {
 	})
 }
 
-// runRelay moves outbox entries to Kafka (the kafka pipeline) or straight into Postgres (the
-// direct pipeline) until ctx ends, then flushes its in-flight batches. Either way an entry is
-// removed from the outbox only after its destination acknowledged it.
+// NewConsole builds the operator console over deps: internal/admin's actions, and verify and
+// reactivate through the client API's hot path.
+func NewConsole(d *Deps) (*console.Server, error) {
+	svc, err := console.NewService(console.Config{
+		Store:     d.Store,
+		Admin:     &admin.Admin{Store: d.Store, Cache: d.Cache, Keys: d.Config.MasterKeys},
+		HotPath:   d.Cache,
+		Logger:    d.Config.Logger,
+		LogPolicy: LogPolicy(d.Config),
+		Outbox: func(ctx context.Context) (int64, time.Duration, error) {
+			return audit.OutboxLen(ctx, d.Redis, cache.Outboxes())
+		},
+		Relays: func(ctx context.Context) (int64, error) {
+			return audit.LiveRelays(ctx, d.Redis, cache.Outboxes(), time.Now())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	return console.NewServer(svc, console.ServerConfig{TrustedProxies: d.Config.AdminTrustedProxies, Logger: d.Config.Logger})
+}
+
+// runRelay moves outbox entries to Kafka or, in the direct pipeline, straight into Postgres
+// until ctx ends, then flushes its in-flight batches.
 func runRelay(ctx context.Context, d *Deps, o runOptions) error {
 	cfg := audit.RelayConfig{
 		Outboxes: cache.Outboxes(),
@@ -70,8 +91,7 @@ func runRelay(ctx context.Context, d *Deps, o runOptions) error {
 		pub = w
 	} else {
 		pub = &audit.SinkPublisher{Sink: d.Store, Logger: d.Config.Logger, Metrics: d.Audit, Tracer: d.Config.Tracer}
-		// One worker keeps Kafka's produce requests few; writing to PostgreSQL directly there
-		// are none, and two workers overlap one's transaction with the other's poll.
+		// No produce requests to keep few: two workers overlap one's transaction with a poll.
 		cfg.Workers = 2
 	}
 	r := audit.NewRelay(d.Redis, pub, cfg)
@@ -89,10 +109,9 @@ func runConsumer(ctx context.Context, d *Deps, o runOptions) error {
 	return c.Run(ctx)
 }
 
-// Run runs the configured roles until ctx ends or one of them fails. Everything that can fail
-// at start (the API's construction, its listener, the topic) is prepared before any part
-// starts, so a failed start leaves nothing running. Shutdown order: stop accepting and drain
-// requests, then let the relay flush what it read, then close Kafka, Redis and Postgres.
+// Run runs the configured roles until ctx ends or one of them fails. What can fail at start is
+// prepared before any part starts, so a failed start leaves nothing running. Shutdown order:
+// drain requests, let the relay flush what it read, then close Kafka, Redis and Postgres.
 func Run(ctx context.Context, cfg Config, ln net.Listener) error {
 	return run(ctx, cfg, ln, runOptions{})
 }
@@ -120,8 +139,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, o runOptions) error {
 			return fmt.Errorf("build api: %w", err)
 		}
 		reportSecrets(ctx, d, cfg.Logger)
-		// Keys issued before the mirror existed, or lost with Redis's data, are mirrored before
-		// the first request, so no valid key depends on a Postgres query to authenticate.
+		// Keys missing from the mirror (lost with Redis's data) are mirrored before the first request.
 		a := admin.Admin{Store: d.Store, Cache: d.Cache}
 		if n, err := a.SyncKeys(ctx); err != nil {
 			cfg.Logger.Warn("mirror api keys to redis", "keys", n, "err", err)
@@ -146,9 +164,8 @@ func run(ctx context.Context, cfg Config, ln net.Listener, o runOptions) error {
 		}
 	}
 
-	// The pipeline outlives the API: it stops only after the last request drained, so every
-	// acknowledged event is relayed before the process exits. Both groups are always waited
-	// for before the deferred Close, so no part runs on closed clients.
+	// The pipeline stops only after the last request drained, so every acknowledged event is
+	// relayed before exit; both groups end before the deferred Close.
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	var apiWG, pipeWG sync.WaitGroup

@@ -11,21 +11,14 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/api/httpapi"
+	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/secrets"
+	"github.com/acv/acv/store"
 )
 
 // errMasterKeyRequired is what a process that must open API-key secrets says without a key.
 var errMasterKeyRequired = errors.New("no master key: set ACV_MASTER_KEY (64 hex characters, or kid:hex entries) " +
 	"or ACV_MASTER_KEY_FILE; the api role and the admin commands need it to seal and open API-key secrets")
-
-// RequireMasterKeys fails unless c has master keys, with the message that says how to set them.
-// The admin commands call it before anything else.
-func (c Config) RequireMasterKeys() error {
-	if c.MasterKeys == nil {
-		return errMasterKeyRequired
-	}
-	return nil
-}
 
 // masterKeys reads the keyring from ACV_MASTER_KEY's value inline or from the file
 // ACV_MASTER_KEY_FILE names (not both); nil when neither is set. Its errors never quote key
@@ -53,10 +46,9 @@ func masterKeys(inline, file string) (*secrets.Keyring, error) {
 // clearSecret is the form of a secret issued before secrets were sealed: 64 lowercase hex.
 var clearSecret = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// openedSecrets is the Records the HTTP layer reads: r's, with each API key's secret opened by
-// the keyring, so the HTTP layer sees the secret clients sign with and no store holds it in
-// clear. A secret still in clear (a key issued before sealing, until `acv key rewrap`) is used
-// as it is; anything else that does not open is an error, never a secret.
+// openedSecrets is the Records the HTTP layer reads, with each API key's secret opened by the
+// keyring, so no store holds it in clear. A secret still in clear (issued before sealing) is
+// used as it is; anything else that does not open is an error, never a secret.
 type openedSecrets struct {
 	httpapi.Records
 	keys *secrets.Keyring
@@ -120,9 +112,8 @@ func takeCensus(rows []contract.StoredSecret, keys *secrets.Keyring) secretCensu
 	return c
 }
 
-// reportSecrets logs once, as an API replica starts, what an operator must act on: secrets
-// still in clear, secrets under a master key that is not configured. It counts, never shows a
-// secret; a failure to count is logged and does not stop the replica.
+// reportSecrets logs once, as an API replica starts, what an operator must act on: secrets in
+// clear, or under a master key that is not configured. It counts, never shows a secret.
 func reportSecrets(ctx context.Context, d *Deps, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -143,4 +134,16 @@ func reportSecrets(ctx context.Context, d *Deps, log *slog.Logger) {
 		log.Info("api key secrets are sealed by an older master key; `acv key rewrap` moves them to the active one",
 			"count", c.Older, "active_master_key", d.Config.MasterKeys.ActiveID())
 	}
+}
+
+// mirroredKeys is the HTTP layer's Records with API keys read from the key mirror in Redis, so
+// authentication costs no Postgres query; the rest is read from Postgres, secrets still sealed.
+type mirroredKeys struct {
+	*store.Store
+	mirror *cache.Cache
+}
+
+// APIKey reads the key from the mirror.
+func (m mirroredKeys) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
+	return m.mirror.APIKey(ctx, id)
 }
