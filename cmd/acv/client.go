@@ -19,10 +19,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The acv commands that change or read projects, keys, codes, batches, accounts and tokens are
-// clients of the admin API: the server checks each call against the token's role and records
-// each change in the admin audit log, and an operator's machine holds a token, never the
-// database's address or the master key.
+// The acv commands that read or change projects, keys, codes, batches, accounts and tokens are
+// clients of the admin API, which checks each call against the token's role and audits it: an
+// operator's machine holds a token, never the database's address or the master key.
 
 // credentials is what acv login keeps: the admin API's address and a token.
 type credentials struct {

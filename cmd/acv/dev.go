@@ -357,15 +357,9 @@ func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (
 	if err != nil {
 		return "", "", err
 	}
-	accounts, err := st.AdminAccounts(ctx)
-	if err != nil {
+	if acc, err := firstAccount(ctx, st, svc, "acv dev", "admin"); err != nil {
 		return "", "", err
-	}
-	if len(accounts) == 0 {
-		acc, err := svc.CreateAccount(ctx, console.SystemActor("acv dev"), "admin", console.RoleAdmin)
-		if err != nil {
-			return "", "", err
-		}
+	} else if acc != nil {
 		bootstrap = fmt.Sprintf("console account %q, one-time password %s (shown once; the first login must change it)",
 			acc.Username, acc.OneTimePassword)
 	}

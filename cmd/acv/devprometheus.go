@@ -24,8 +24,7 @@ const (
 )
 
 // devPrometheusSetup is what acv dev takes from the deployment's Prometheus configuration: its
-// intervals and its rule files, resolved to the files they match now, so the local Prometheus
-// evaluates the very rules and alerts a deployment runs.
+// intervals and rule files, so the local Prometheus evaluates the rules a deployment runs.
 type devPrometheusSetup struct {
 	global    map[string]any
 	ruleFiles []string
@@ -111,9 +110,7 @@ func countRules(path string) (int, error) {
 	return n, nil
 }
 
-// config renders the configuration of acv dev's Prometheus serving on addr: the deployment's
-// intervals and rule files; the dev process's metrics listener; the load generators of
-// targetsDir; itself.
+// config renders the configuration of acv dev's Prometheus serving on addr.
 func (s devPrometheusSetup) config(addr, metricsAddr, targetsDir string) ([]byte, error) {
 	static := func(job, target string) map[string]any {
 		return map[string]any{"job_name": job, "static_configs": []any{map[string]any{"targets": []string{target}}}}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
-
-	"github.com/acv/acv/internal/plural"
-
-	"github.com/spf13/cobra"
+	"os"
 
 	"github.com/acv/acv/api/adminclient"
+	"github.com/acv/acv/internal/plural"
 	"github.com/acv/acv/internal/service"
+	"github.com/spf13/cobra"
 )
 
 // logsCmd groups the commands of the verification-log partitions, run by the server through
@@ -26,11 +24,10 @@ func logsCmd() *cobra.Command {
 // logsMaintainCmd runs one partition maintenance on the server, as the relay and consumer
 // processes do hourly.
 func logsMaintainCmd() *cobra.Command {
-	var (
-		retention string
-		ahead     int
-	)
-	cmd := &cobra.Command{
+	var retention string
+	var ahead int
+	body := map[string]any{}
+	cmd := apiCmd(&cobra.Command{
 		Use:   "maintain",
 		Short: "Create the log partitions of the days ahead and drop those past the server's retention (admin)",
 		Long: "Has the server create verification_logs' day partitions from today to --ahead days after, move\n" +
@@ -39,8 +36,7 @@ func logsMaintainCmd() *cobra.Command {
 			"day). The relay and consumer processes run the same every hour; an advisory lock makes concurrent\n" +
 			"runs take turns.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{}
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("retention") {
 				days, err := service.ParseLogRetention(retention)
 				if err != nil {
@@ -51,27 +47,26 @@ func logsMaintainCmd() *cobra.Command {
 			if cmd.Flags().Changed("ahead") {
 				body["ahead"] = ahead
 			}
-			return withAPI(cmd, "maintain the log partitions", func(ctx context.Context, c *adminclient.Client) error {
-				var res struct {
-					Busy             bool
-					Created, Dropped []string
-					Moved, Purged    int64
-				}
-				if err := c.Do(ctx, http.MethodPost, "/logs/maintain", body, &res); err != nil {
-					return err
-				}
-				out := cmd.OutOrStdout()
-				if res.Busy {
-					fmt.Fprintln(out, "another process is maintaining the log partitions; nothing done")
-					return nil
-				}
-				fmt.Fprintf(out, "created %s %v, dropped %d %v; moved %s out of the default partition, purged %d\n",
-					plural.N(len(res.Created), "partition", "partitions"), res.Created, len(res.Dropped), res.Dropped,
-					plural.N(res.Moved, "row", "rows"), res.Purged)
-				return nil
-			})
+			return nil
 		},
-	}
+	}, "maintain the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		var res struct {
+			Busy             bool
+			Created, Dropped []string
+			Moved, Purged    int64
+		}
+		if err := c.Do(ctx, http.MethodPost, "/logs/maintain", body, &res); err != nil {
+			return err
+		}
+		if res.Busy {
+			fmt.Println("another process is maintaining the log partitions; nothing done")
+			return nil
+		}
+		fmt.Printf("created %s %v, dropped %d %v; moved %s out of the default partition, purged %d\n",
+			plural.N(len(res.Created), "partition", "partitions"), res.Created, len(res.Dropped), res.Dropped,
+			plural.N(res.Moved, "row", "rows"), res.Purged)
+		return nil
+	})
 	cmd.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides the server's ACV_LOG_RETENTION; 0 keeps every day)")
 	cmd.Flags().IntVar(&ahead, "ahead", 0, "days after today that get their partition (default the server's)")
 	return cmd
@@ -79,32 +74,29 @@ func logsMaintainCmd() *cobra.Command {
 
 // logsPartitionsCmd lists the partitions of verification_logs.
 func logsPartitionsCmd() *cobra.Command {
-	return &cobra.Command{
+	return apiCmd(&cobra.Command{
 		Use:   "partitions",
 		Short: "List the verification-log partitions and their ranges",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd, "read the log partitions", func(ctx context.Context, c *adminclient.Client) error {
-				var body struct {
-					Items []struct {
-						Name     string
-						From, To *int64
-						Default  bool
-					}
-				}
-				if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
-					return err
-				}
-				rows := [][]string{{"PARTITION", "FROM", "TO"}}
-				for _, p := range body.Items {
-					if p.Default {
-						rows = append(rows, []string{p.Name, "(default)", ""})
-						continue
-					}
-					rows = append(rows, []string{p.Name, time.Unix(*p.From, 0).UTC().Format(time.RFC3339), time.Unix(*p.To, 0).UTC().Format(time.RFC3339)})
-				}
-				return printTable(cmd.OutOrStdout(), rows)
-			})
-		},
-	}
+	}, "read the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+		var body struct {
+			Items []struct {
+				Name     string
+				From, To *int64
+				Default  bool
+			}
+		}
+		if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
+			return err
+		}
+		rows := [][]string{{"PARTITION", "FROM", "TO"}}
+		for _, p := range body.Items {
+			if p.Default {
+				rows = append(rows, []string{p.Name, "(default)", ""})
+			} else {
+				rows = append(rows, []string{p.Name, fmtTime(p.From), fmtTime(p.To)})
+			}
+		}
+		return printTable(os.Stdout, rows)
+	})
 }

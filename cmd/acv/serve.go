@@ -63,25 +63,34 @@ func createFirstAdmin(ctx context.Context, databaseURL, username string) error {
 		return err
 	}
 	defer st.Close()
-	accounts, err := st.AdminAccounts(ctx)
-	if err != nil {
-		return err
-	}
-	if len(accounts) > 0 {
-		fmt.Printf("the console has accounts already; no account created (an admin makes more: acv admin create)\n")
-		return nil
-	}
 	svc, err := console.NewService(console.Config{Store: st})
 	if err != nil {
 		return err
 	}
-	acc, err := svc.CreateAccount(ctx, console.SystemActor("acv migrate"), username, console.RoleAdmin)
-	if err != nil {
+	acc, err := firstAccount(ctx, st, svc, "acv migrate", username)
+	if err != nil || acc == nil {
+		if err == nil {
+			fmt.Printf("the console has accounts already; no account created (an admin makes more: acv admin create)\n")
+		}
 		return err
 	}
 	fmt.Printf("account %s (admin) created\none-time password: %s\nit is shown once; the first login, in the console, must replace it (then acv login)\n",
 		acc.Username, acc.OneTimePassword)
 	return nil
+}
+
+// firstAccount creates the console's first account, an admin named username, by the system
+// actor by; nil when the console has accounts already.
+func firstAccount(ctx context.Context, st *store.Store, svc *console.Service, by, username string) (*console.NewAccount, error) {
+	accounts, err := st.AdminAccounts(ctx)
+	if err != nil || len(accounts) > 0 {
+		return nil, err
+	}
+	acc, err := svc.CreateAccount(ctx, console.SystemActor(by), username, console.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	return &acc, nil
 }
 
 // runTraced runs the service with the tracer cfg.Tracing (the OTEL_* variables) asks for, flushing its
