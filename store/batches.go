@@ -97,26 +97,17 @@ func (s *Store) BatchProgress(ctx context.Context, id string, done int) (cancel 
 	return cancel, nil
 }
 
-// BatchHeartbeat is BatchProgress without a count, for the ticker that keeps a batch alive
-// between rounds.
+// BatchHeartbeat is BatchProgress without a count (done never goes down), for the ticker that
+// keeps a batch alive between rounds.
 func (s *Store) BatchHeartbeat(ctx context.Context, id string) (cancel bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE code_batches SET heartbeat_at = now()
-		WHERE id = $1 RETURNING cancel_requested`, id).Scan(&cancel)
-	if err != nil {
-		return false, fmt.Errorf("batch %s heartbeat: %w", id, translate(err))
-	}
-	return cancel, nil
+	return s.BatchProgress(ctx, id, 0)
 }
 
 // FinishBatch ends a batch with status (done, failed or cancelled), its final count and an
 // error text for a failure. A batch already ended is left as it is.
 func (s *Store) FinishBatch(ctx context.Context, id, status string, done int, errText string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE code_batches SET status = $2, done = greatest(done, $3), error = $4,
+	return exec(ctx, s.pool, "finish batch "+id, `UPDATE code_batches SET status = $2, done = greatest(done, $3), error = $4,
 		finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`, id, status, done, errText)
-	if err != nil {
-		return fmt.Errorf("finish batch %s: %w", id, err)
-	}
-	return nil
 }
 
 // RequestBatchCancel asks a queued or running batch to stop: a queued one is cancelled at
@@ -126,11 +117,11 @@ func (s *Store) RequestBatchCancel(ctx context.Context, projectID, id string) (c
 	if _, err := s.Batch(ctx, projectID, id); err != nil {
 		return contract.Batch{}, err
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE code_batches SET cancel_requested = true,
+	if err := exec(ctx, s.pool, "cancel batch "+id, `UPDATE code_batches SET cancel_requested = true,
 		status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
 		finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END
 		WHERE id = $1 AND status IN ('queued', 'running')`, id); err != nil {
-		return contract.Batch{}, fmt.Errorf("cancel batch %s: %w", id, err)
+		return contract.Batch{}, err
 	}
 	return s.Batch(ctx, projectID, id)
 }
