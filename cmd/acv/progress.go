@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -19,7 +18,6 @@ type progress struct {
 	w     io.Writer
 	bar   *progressbar.ProgressBar
 
-	mu      sync.Mutex
 	start   time.Time
 	last    time.Time
 	done    int64
@@ -57,8 +55,6 @@ func newProgress(what string, total int64) *progress {
 
 // Set records that done codes are done.
 func (p *progress) Set(done int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.done = int64(done)
 	if p.bar != nil {
 		_ = p.bar.Set64(p.done)
@@ -72,8 +68,6 @@ func (p *progress) Set(done int) {
 
 // Finish ends the bar, or prints the last plain line.
 func (p *progress) Finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		return
