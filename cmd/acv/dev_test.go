@@ -306,7 +306,12 @@ func (h *devHarness) stop(p *devProcess, sig syscall.Signal) int {
 		out, _ := os.ReadFile(p.log)
 		h.t.Errorf("acv dev did not stop within 60s of %s:\n%s", sig, tail(out))
 	}
-	return p.cmd.ProcessState.ExitCode()
+	code := p.cmd.ProcessState.ExitCode()
+	if code != 0 {
+		out, _ := os.ReadFile(p.log)
+		h.t.Logf("acv dev exited with %d after %s:\n%s", code, sig, tail(out))
+	}
+	return code
 }
 
 // loadUntilSignal drives concurrent signed verifies of distinct codes at dev, sends sig once

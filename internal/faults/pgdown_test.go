@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,13 +28,15 @@ func testPostgresDown(t *testing.T, version string) {
 
 	// AcvPostgresUnreachable's second sign: write errors rising while nothing is written.
 	const written, writeErrs, lag = "acv_consumer_events_written_total", `acv_consumer_errors_total{stage="write"}`, "acv_consumer_lag_messages"
-	stalled := false
+	stalled, seen := false, "no two samples"
 	if len(during) > 1 {
 		a, b := during[0].Metrics, during[len(during)-1].Metrics
 		stalled = b[writeErrs] > a[writeErrs] && b[written] == a[written]
+		seen = fmt.Sprintf("%d samples: write errors %.0f → %.0f, written %.0f → %.0f",
+			len(during), a[writeErrs], b[writeErrs], a[written], b[written])
 	}
 	if !stalled {
-		t.Errorf("the log writer's write errors did not rise with nothing written during the outage")
+		t.Errorf("the log writer's write errors did not rise with nothing written during the outage (%s)", seen)
 	}
 	report(t, "PostgreSQL killed, down %s, started again in %s; %d verifies acknowledged during the outage, none failed; "+
 		"consumer lag peak %.0f messages, outbox peak %d; everything acknowledged before its return logged %s after it, "+
