@@ -54,7 +54,7 @@ func devCmd() *cobra.Command {
 			if o.kafka != "" && o.kafka != "real" {
 				return fmt.Errorf("--kafka (ACV_DEV_KAFKA): unknown broker %q (real, or empty for none)", o.kafka)
 			}
-			return runDev(cmd.Context(), o)
+			return stopped(cmd.Context(), runDev(cmd.Context(), o))
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".acv", "data directory of the local Redis and PostgreSQL")

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,10 +28,6 @@ func main() {
 	defer logs.Close()
 	slog.SetDefault(slog.New(telemetry.LogHandler{Handler: slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: logLevel()})}))
 	if err := rootCmd().ExecuteContext(ctx); err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			// A stop asked for by a signal while the command was still starting is a clean stop.
-			return
-		}
 		logs.Close()
 		fmt.Fprintln(os.Stderr, "acv:", cleanError(err))
 		os.Exit(1)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -22,7 +23,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runTraced(cmd.Context(), cfg, nil)
+			return stopped(cmd.Context(), runTraced(cmd.Context(), cfg, nil))
 		},
 	}
 }
@@ -91,6 +92,15 @@ func firstAccount(ctx context.Context, st *store.Store, svc *console.Service, by
 		return nil, err
 	}
 	return &acc, nil
+}
+
+// stopped is a server command's result: a signal that stops it while it is still starting
+// (connecting to its stores, starting local servers) cancels that work, and is a clean stop.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
 // runTraced runs the service with the tracer cfg.Tracing (the OTEL_* variables) asks for, flushing its
