@@ -454,7 +454,7 @@ func (s *Server) answerChanged(c *gin.Context, se *Session, f contract.CodeFilte
 	if err != nil {
 		return err
 	}
-	status, detail, _ := s.refusal(c, changed)
+	status, detail := s.refusal(c, changed)
 	c.AbortWithStatusJSON(status, gin.H{"detail": detail, "count": n})
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 
 // renderError answers err as a page, with the status and detail the API would answer.
 func (s *Server) renderError(c *gin.Context, se *Session, err error) {
-	status, detail, _ := s.refusal(c, err)
+	status, detail := s.refusal(c, err)
 	if c.Writer.Written() {
 		return
 	}

@@ -114,7 +114,7 @@ func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 		if !refused(err) {
 			return err
 		}
-		status, detail, _ := s.refusal(c, err)
+		status, detail := s.refusal(c, err)
 		v := viewFor(nil, "Log in", "")
 		v.Error, v.Data = detail, map[string]string{"Username": username}
 		s.render(c, status, "login", v)
@@ -159,7 +159,7 @@ func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 		if !refused(err) {
 			return err
 		}
-		status, detail, _ := s.refusal(c, err)
+		status, detail := s.refusal(c, err)
 		v := viewFor(se, "Change password", "")
 		v.Error = detail
 		s.render(c, status, "password", v)

@@ -157,8 +157,9 @@ func (s *Server) Service() *Service { return s.svc }
 
 var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
-// refusal is how the API and the pages answer an error, by contract.Answer's table.
-func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, retryAfter int) {
+// refusal is how the API and the pages answer an error, by contract.Answer's table; it sets
+// Retry-After itself.
+func (s *Server) refusal(c *gin.Context, err error) (status int, detail string) {
 	status, detail, retryAfter, internal := contract.Answer(err)
 	if internal {
 		s.log.ErrorContext(c.Request.Context(), "console: request failed", "err", err, "route", c.FullPath())
@@ -166,7 +167,7 @@ func (s *Server) refusal(c *gin.Context, err error) (status int, detail string, 
 	if retryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(retryAfter))
 	}
-	return status, capitalize(detail), retryAfter
+	return status, capitalize(detail)
 }
 
 // refused tells whether err is a refusal the caller is shown, not a fault of ours.
@@ -177,7 +178,7 @@ func refused(err error) bool {
 
 // writeError answers err with its status and {"detail"} and stops the chain.
 func (s *Server) writeError(c *gin.Context, err error) {
-	status, detail, _ := s.refusal(c, err)
+	status, detail := s.refusal(c, err)
 	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
 }
 
