@@ -345,7 +345,11 @@ func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script,
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, translate(err))
 	}
-	return decodeDone(s, v)
+	ok, err := decodeDone(s, v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	return ok, nil
 }
 
 // decodeDone reads the reply of the scripts that answer a status alone: true for S_OK, false
