@@ -5,12 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/cache/internal/keyslot"
 	"github.com/acv/acv/internal/redisscript"
 )
 
@@ -22,52 +20,20 @@ import (
 const Shards = 256
 
 // A code's keys (its hash, idempotency records, outbox) share its virtual shard's hash tag, so
-// one Lua call touches one slot and a project's codes spread over every master. shardTags[i]
-// is the two-character tag whose slot is nearest the centre of the i-th of Shards equal slices
-// of the slots, on the centre's side of every master boundary redis-cli draws for 1 to
-// maxMasters masters, so each master holds floor or ceil of Shards/masters shards. Stored keys
-// depend on it (shard_test.go pins it).
-var shardTags = chooseShardTags()
-
-// maxMasters is the largest cluster whose masters the tags are placed for.
-const maxMasters = 30
-
-func chooseShardTags() [Shards]string {
-	// Tag characters need no quoting in a key, a Lua string or a redis-benchmark argument.
-	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	const per = keyslot.Slots / Shards
-	var starts [maxMasters][]int
-	for n := range starts {
-		starts[n] = keyslot.MasterStarts(n + 1)
-	}
-	var tags [Shards]string
-	var dist [Shards]int
-	for _, a := range alphabet {
-		for _, b := range alphabet {
-			t := string(a) + string(b)
-			slot := keyslot.Of(t)
-			s := slot / per
-			centre := s*per + per/2
-			if !sameMaster(starts[:], slot, centre) {
-				continue
-			}
-			if d := max(slot-centre, centre-slot); tags[s] == "" || d < dist[s] {
-				tags[s], dist[s] = t, d
-			}
-		}
-	}
-	return tags
-}
-
-// sameMaster tells whether two slots belong to the same master in every cluster of starts.
-func sameMaster(starts [][]int, a, b int) bool {
-	for _, st := range starts {
-		if sort.SearchInts(st, a+1) != sort.SearchInts(st, b+1) {
-			return false
-		}
-	}
-	return true
-}
+// one Lua call touches one slot and a project's codes spread over every master. shardTags holds
+// two characters a shard: shard i's tag is the one whose slot is nearest the centre of the i-th
+// of Shards equal slices of the slots, on the centre's side of every master boundary redis-cli
+// draws for 1 to 30 masters, so each master holds floor or ceil of Shards/masters shards. Stored
+// keys depend on it: shard_test.go chooses the tags again and requires this table.
+const shardTags = "" +
+	"4Lbl4HLD9tAxX7z1BJCP6hNd07CXOv7zOI7EaaCg6WE8BuCoMi5e9KAG4ww6K68Y" + // shards 0..31
+	"3AKMYaeezq2SzuXs1aImECyGs20sxUZSfhDnVB0L1ZgzkTIRdHFNTb2l3zeZitKr" + // shards 32..63
+	"Qh7faBCD6tPzI5k3SH5F9hAd4TRZ4P8zne8EnaLg24owMuosBiNClANGOQmWOUmS" + // shards 64..95
+	"fKDMHcjeks60kwIqdkFmJChEiSeyiWKQ3bUlYBeFo32po7M11BWL1Fgffp0PftDr" + // shards 96..127
+	"bn4NLF4JAz9vz3X5H1BHNf6jCZ057xOt7GOKCeacNY6UCmBw5gMkAE9ILyU2i2K4" + // shards 128..159
+	"KO3CegYcc8zsXqzwIo1cyEEA0qxSZQxWDlfj0NHBgx1XIPkVFLdJ2nJbeX3xKpiv" + // shards 160..191
+	"7dQjCFQnPx6vk1I75DSJAf9jRX4V8x4R8GngLencT826oqMwNABkNElCCyOSmQOW" + // shards 192..223
+	"DOfIjgHa62usIskuFodihGTCKWiQKSiUUnwheDGB2ro1M3o5WNuHgdEb0RfrDpfv" // shards 224..255
 
 // ShardOf is the virtual shard of a code: FNV-1a (64 bits) of the project id's 16 raw bytes
 // and the value, finished with MurmurHash3's mixer (FNV-1a's high bits barely see the last
@@ -106,7 +72,7 @@ func ShardOf(projectID, value string) int {
 func homeShard(projectID string) int { return ShardOf(projectID, "") }
 
 // ShardHashTag is shard s's hash tag, without its braces.
-func ShardHashTag(s int) string { return shardTags[s] }
+func ShardHashTag(s int) string { return shardTags[2*s : 2*s+2] }
 
 // ShardPrefix is the prefix of every key of shard s, hash tag included: "acv:{tag}:".
 func ShardPrefix(s int) string { return "acv:{" + ShardHashTag(s) + "}:" }

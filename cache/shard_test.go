@@ -49,25 +49,53 @@ func TestShardTagsFallInTheirSlice(t *testing.T) {
 	}
 }
 
-// pinnedShardTags is the table every stored key was written with: the tags chosen at start
-// must never change, or every code would move to another key.
-const pinnedShardTags = "" +
-	"4Lbl4HLD9tAxX7z1BJCP6hNd07CXOv7zOI7EaaCg6WE8BuCoMi5e9KAG4ww6K68Y" + // shards 0..31
-	"3AKMYaeezq2SzuXs1aImECyGs20sxUZSfhDnVB0L1ZgzkTIRdHFNTb2l3zeZitKr" + // shards 32..63
-	"Qh7faBCD6tPzI5k3SH5F9hAd4TRZ4P8zne8EnaLg24owMuosBiNClANGOQmWOUmS" + // shards 64..95
-	"fKDMHcjeks60kwIqdkFmJChEiSeyiWKQ3bUlYBeFo32po7M11BWL1Fgffp0PftDr" + // shards 96..127
-	"bn4NLF4JAz9vz3X5H1BHNf6jCZ057xOt7GOKCeacNY6UCmBw5gMkAE9ILyU2i2K4" + // shards 128..159
-	"KO3CegYcc8zsXqzwIo1cyEEA0qxSZQxWDlfj0NHBgx1XIPkVFLdJ2nJbeX3xKpiv" + // shards 160..191
-	"7dQjCFQnPx6vk1I75DSJAf9jRX4V8x4R8GngLencT826oqMwNABkNElCCyOSmQOW" + // shards 192..223
-	"DOfIjgHa62usIskuFodihGTCKWiQKSiUUnwheDGB2ro1M3o5WNuHgdEb0RfrDpfv" // shards 224..255
+// maxMasters is the largest cluster whose masters the tags are placed for.
+const maxMasters = 30
 
-func TestShardTagsArePinned(t *testing.T) {
-	if cache.Shards*2 != len(pinnedShardTags) {
-		t.Fatalf("%d shards, pinned table has %d", cache.Shards, len(pinnedShardTags)/2)
+// chooseShardTags picks each shard's tag as layout.go describes it: of the two-character tags
+// that need no quoting, the one whose slot is nearest its slice's centre and on the centre's
+// side of every master boundary of 1 to maxMasters masters.
+func chooseShardTags() [cache.Shards]string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	const per = keyslot.Slots / cache.Shards
+	var starts [maxMasters][]int
+	for n := range starts {
+		starts[n] = keyslot.MasterStarts(n + 1)
 	}
-	for s := 0; s < cache.Shards; s++ {
-		if got, want := cache.ShardHashTag(s), pinnedShardTags[2*s:2*s+2]; got != want {
-			t.Errorf("shard %d: tag %q, stored keys use %q", s, got, want)
+	var tags [cache.Shards]string
+	var dist [cache.Shards]int
+	for _, a := range alphabet {
+		for _, b := range alphabet {
+			t := string(a) + string(b)
+			slot := keyslot.Of(t)
+			s := slot / per
+			centre := s*per + per/2
+			if !sameMaster(starts[:], slot, centre) {
+				continue
+			}
+			if d := max(slot-centre, centre-slot); tags[s] == "" || d < dist[s] {
+				tags[s], dist[s] = t, d
+			}
+		}
+	}
+	return tags
+}
+
+// sameMaster tells whether two slots belong to the same master in every cluster of starts.
+func sameMaster(starts [][]int, a, b int) bool {
+	for _, st := range starts {
+		if sort.SearchInts(st, a+1) != sort.SearchInts(st, b+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// The table every stored key was written with is the one the placement rule chooses.
+func TestShardTagsArePinned(t *testing.T) {
+	for s, want := range chooseShardTags() {
+		if got := cache.ShardHashTag(s); got != want {
+			t.Errorf("shard %d: tag %q, the placement rule chooses %q", s, got, want)
 		}
 	}
 }
