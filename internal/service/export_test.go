@@ -23,11 +23,3 @@ func RunWithHooks(ctx context.Context, cfg Config, ln net.Listener, h Hooks) err
 		keyUseFlush:          h.KeyUseFlush,
 	})
 }
-
-// RequireMasterKeys fails unless c has master keys, with the message that says how to set them.
-func (c Config) RequireMasterKeys() error {
-	if c.MasterKeys == nil {
-		return errMasterKeyRequired
-	}
-	return nil
-}
