@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/loadtest/loadgen"
 )
 
 // serveCeiling is the HTTP ceiling: a bare Gin handler on the verify route that parses the
@@ -58,24 +60,23 @@ func (b *bench) httpCeiling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-ceiling-server", addr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	p, err := localenv.Launch("ceiling", exec.Command(self, "-ceiling-server", addr), os.Stderr)
+	if err != nil {
 		return err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer p.Kill()
 	if err := waitHTTP(ctx, "http://"+addr+"/api/v1/projects/x/codes/verify", http.MethodPost); err != nil {
 		return err
 	}
 	// The ceiling changes no state, so it may reuse every code.
-	m := meter{partAPI: func() float64 { return pidCPU(cmd.Process.Pid) }, partLoadgen: selfCPU}
-	cpu0, busy0 := m.sample(), machineBusy()
-	rep := b.loadCodes(ctx, "http://"+addr, 0, b.pool)
-	cpu, busy := m.sample().since(cpu0), machineBusy()-busy0
-	b.costs = append(b.costs, newCostRow(costCeiling, rep, cpu, busy, "the handler process in the API column; answers success:true without any store"))
+	var rep loadgen.Report
+	cpu := meter{partAPI: func() float64 { return pidCPU(p.Pid()) }, partLoadgen: selfCPU}.during(func() {
+		rep = b.loadCodes(ctx, "http://"+addr, 0, b.pool)
+	})
+	b.costs = append(b.costs, newCostRow(costCeiling, rep, cpu, "the handler process in the API column; answers success:true without any store"))
 	r := loadRow("HTTP ceiling: bare Gin handler, verify route shape", rep,
 		fmt.Sprintf("same load generator, signing included; CPU of the machine: handler %.0f%%, all %.0f%%",
-			machineShare(cpu[partAPI], rep), machineShare(busy, rep)))
+			machineShare(cpu[partAPI], rep), machineShare(cpu[partMachine], rep)))
 	r.isCeiling = true
 	b.rows = append(b.rows, r)
 	return nil
@@ -138,13 +139,12 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 func settleRedis(ctx context.Context, rdb *redis.Client) {
 	_ = rdb.FlushDB(ctx).Err()
 	_ = rdb.BgRewriteAOF(ctx).Err()
-	for i := 0; i < 600; i++ {
-		p, err := info(ctx, rdb, "persistence")
-		if err != nil || (p["aof_rewrite_in_progress"] != "1" && p["aof_rewrite_scheduled"] != "1") {
-			return
+	_ = localenv.Poll(ctx, time.Minute, 100*time.Millisecond, func() error {
+		if p, err := info(ctx, rdb, "persistence"); err == nil && (p["aof_rewrite_in_progress"] == "1" || p["aof_rewrite_scheduled"] == "1") {
+			return errors.New("AOF rewrite running")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // benchmarkRPS reads the requests per second from redis-benchmark's CSV output, from the end
@@ -194,7 +194,8 @@ END;
 		return err
 	}
 	// CPU: pgbench's own rusage (it forks nothing) and the whole PostgreSQL server's.
-	pg0, busy0 := pgServerCPU(b.pg.Pid()), machineBusy()
+	m := meter{partPostgres: func() float64 { return pgServerCPU(b.pg.Pid()) }}
+	cpu0 := m.sample()
 	cmd := exec.CommandContext(ctx, filepath.Join(localenv.PGBin, "pgbench"), "-n", "-M", "prepared",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(b.pg.Port), "-U", "postgres",
 		"-c", strconv.Itoa(b.conc), "-j", "2", "-T", strconv.Itoa(int(b.dur.Seconds())), "-f", script, "pgbench")
@@ -203,8 +204,8 @@ END;
 		return fmt.Errorf("pgbench: %w: %s", err, out)
 	}
 	time.Sleep(200 * time.Millisecond) // the postmaster reaps the ended backends, adding their CPU to its children's
-	pgCPU, busy := pgServerCPU(b.pg.Pid())-pg0, machineBusy()-busy0
-	genCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	cpu := m.sample().since(cpu0)
+	cpu[partLoadgen] = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	figure := func(re string) float64 {
 		m := regexp.MustCompile(re + ` ([0-9.]+)`).FindSubmatch(out)
 		if m == nil {
@@ -218,7 +219,7 @@ END;
 		return fmt.Errorf("no tps in pgbench output: %s", out)
 	}
 	b.costs = append(b.costs, costRow{name: costPlainPG, verifies: int64(figure(`number of transactions actually processed:`)), rps: tps,
-		cpu: cpuSample{partPostgres: pgCPU, partLoadgen: genCPU}, machine: busy,
+		cpu:  cpu,
 		note: fmt.Sprintf("pgbench in the load generator column; mean latency %.2f ms", avg)})
 	b.rows = append(b.rows, row{name: "Plain PostgreSQL verify: pgbench, UPDATE + log INSERT per transaction", rps: tps,
 		note: fmt.Sprintf("%d clients, average latency %.2f ms", b.conc, avg), isCeiling: true})

@@ -6,8 +6,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/acv/acv/audit"
-	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/localenv"
 )
 
@@ -22,10 +20,7 @@ func TestMeasureVerifyCPUSeesTheHotPathsCommands(t *testing.T) {
 	t.Cleanup(func() { r.Kill() })
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
 	t.Cleanup(func() { rdb.Close() })
-	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 3000, Concurrency: 8,
-		Relay: func(ctx context.Context) error {
-			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
-		}})
+	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 3000, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +60,7 @@ func TestMeasureVerifyCPUWithTheRelayRunning(t *testing.T) {
 	t.Cleanup(func() { r.Kill() })
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
 	t.Cleanup(func() { rdb.Close() })
-	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 2000, Concurrency: 8, Rate: 4000, Stored: 3000, RelayDuring: true,
-		Relay: func(ctx context.Context) error {
-			return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
-		}})
+	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 2000, Concurrency: 8, Rate: 4000, Stored: 3000, RelayDuring: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,11 +257,10 @@ func (b *bench) take(n int) []string {
 	return out
 }
 
-// load runs the load generator against base with fresh codes; those it did not reach go back.
-func (b *bench) load(ctx context.Context, base string, rate float64, maxCodes int) loadgen.Report {
-	codes := b.take(maxCodes)
-	rep := b.loadCodes(ctx, base, rate, codes)
-	b.pool = append(b.pool, codes[rep.Used:]...)
+// load runs the load generator against base with the unused codes; those it verified are used up.
+func (b *bench) load(ctx context.Context, base string, rate float64) loadgen.Report {
+	rep := b.loadCodes(ctx, base, rate, b.pool)
+	b.pool = b.pool[rep.Used:]
 	return rep
 }
 

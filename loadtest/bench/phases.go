@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/acv/acv/api/client"
 	"github.com/acv/acv/api/contract"
@@ -20,8 +22,6 @@ import (
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/settings"
 	"github.com/acv/acv/loadtest/loadgen"
-	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 )
 
 // hotPath measures signed verify with the audit pipeline paused: the API alone, its events
@@ -32,23 +32,25 @@ func (b *bench) hotPath(ctx context.Context) error {
 		return err
 	}
 	defer p.stop()
-	m := meter{partAPI: p.cpu, partRedis: func() float64 { return pidCPU(b.redis.Pid()) }, partLoadgen: selfCPU}
-	cpu0, busy0 := m.sample(), machineBusy()
-	prof := b.profile(ctx, p, "api-hot")
-	rep := b.load(ctx, p.base, 0, len(b.pool))
-	cpu, busy := m.sample().since(cpu0), machineBusy()-busy0
+	m := meter{partAPI: p.cpu, partRedis: b.redisProcCPU, partLoadgen: selfCPU}
+	prof := b.profile(p, "api-hot")
+	cpu := m.during(func() { b.hot = b.load(ctx, p.base, 0) })
 	prof()
-	b.hot = rep
-	b.costs = append(b.costs, newCostRow(costHot, rep, cpu, busy, "events wait in the outbox; the pipeline's parts are not running"))
+	rep := b.hot
+	b.costs = append(b.costs, newCostRow(costHot, rep, cpu, "events wait in the outbox; the pipeline's parts are not running"))
 	b.rows = append(b.rows, loadRow("acv signed verify, hot path only (relay paused)", rep,
 		fmt.Sprintf("%d successes; CPU of the machine: acv %.0f%%, redis %.0f%%, all %.0f%%; acv peak RSS %.0f MiB", rep.Successes,
-			machineShare(cpu[partAPI], rep), machineShare(cpu[partRedis], rep), machineShare(busy, rep), p.peakRSS())))
-	half := rep.RPS / 2
-	b.halfHot = b.load(ctx, p.base, half, len(b.pool))
-	b.rows = append(b.rows, loadRow(fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), relay paused", half),
-		b.halfHot, "the API and Redis alone"))
+			machineShare(cpu[partAPI], rep), machineShare(cpu[partRedis], rep), machineShare(cpu[partMachine], rep), p.peakRSS())))
+	b.halfHot = b.load(ctx, p.base, rep.RPS/2)
+	b.rows = append(b.rows, loadRow(halfName(rep.RPS/2, "relay paused"), b.halfHot, "the API and Redis alone"))
 	return nil
 }
+
+func halfName(rate float64, what string) string {
+	return fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), %s", rate, what)
+}
+
+func (b *bench) redisProcCPU() float64 { return pidCPU(b.redis.Pid()) }
 
 // sustained measures verify with the pipeline running, at the highest rate at which the
 // events not yet in Postgres stay under one second's worth. API, relay and consumer run as
@@ -71,18 +73,16 @@ func (b *bench) sustained(ctx context.Context) error {
 	api, consumer := procs[0], procs[1]
 	var relay *acvProc
 	m := meter{
-		partAPI: api.cpu, partConsumer: consumer.cpu,
+		partAPI: api.cpu, partConsumer: consumer.cpu, partRedis: b.redisProcCPU, partLoadgen: selfCPU,
 		partRelay: func() float64 {
 			if relay == nil {
 				return 0
 			}
 			return relay.cpu()
 		},
-		partRedis:     func() float64 { return pidCPU(b.redis.Pid()) },
-		partBroker:    b.brokerCPU,
-		partBrokerJIT: b.brokerJIT,
+		partBroker:    func() float64 { return pidCPU(b.kafkaPid()) - jitCPU(b.kafkaPid()) },
+		partBrokerJIT: func() float64 { return jitCPU(b.kafkaPid()) },
 		partPostgres:  func() float64 { return pgServerCPU(b.pg.Pid()) },
-		partLoadgen:   selfCPU,
 	}
 
 	// The earlier phases left their events in the outbox. The relay starts only now, so the
@@ -93,7 +93,7 @@ func (b *bench) sustained(ctx context.Context) error {
 		return err
 	}
 	cons0 := scrape(consumer.debug)
-	cpu0, busy0, t0 := m.sample(), machineBusy(), time.Now()
+	cpu0, t0 := m.sample(), time.Now()
 	if relay, err = b.startACV(ctx, "relay", b.cfg.RedisURL); err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (b *bench) sustained(ctx context.Context) error {
 	if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
 		return err
 	}
-	cpu, busy, drained := m.sample().since(cpu0), machineBusy()-busy0, time.Since(t0).Seconds()
+	cpu, drained := m.sample().since(cpu0), time.Since(t0).Seconds()
 	log1, err := b.logStats(ctx)
 	if err != nil {
 		return err
@@ -112,19 +112,18 @@ func (b *bench) sustained(ctx context.Context) error {
 	if events := log1.rows - log0.rows; events > 0 {
 		delete(cpu, partAPI) // idle: no verify is served while the backlog drains
 		delete(cpu, partLoadgen)
-		b.storage.backlogRelayBatch, b.storage.backlogConsumerBatch, b.storage.backlogTx = pipelineBatches(nil, relay1, cons0, cons1)
-		b.storage.backlogWAL = float64(log1.walLSN-log0.walLSN) / float64(events)
-		b.costs = append(b.costs, costRow{name: costBacklog, verifies: events, rps: float64(events) / drained, cpu: cpu, machine: busy,
+		s := &b.storage
+		s.backlogRelayBatch, s.backlogConsumerBatch, s.backlogTx = pipelineBatches(nil, relay1, cons0, cons1)
+		s.backlogWAL = float64(log1.walLSN-log0.walLSN) / float64(events)
+		b.costs = append(b.costs, costRow{name: costBacklog, verifies: events, rps: float64(events) / drained, cpu: cpu,
 			note: fmt.Sprintf("per log row written, in %.1f s; relay batch %.0f, consumer batch %.0f; the broker's JIT warms up here",
-				drained, b.storage.backlogRelayBatch, b.storage.backlogConsumerBatch)})
+				drained, s.backlogRelayBatch, s.backlogConsumerBatch)})
 	}
 	fmt.Fprintf(os.Stderr, "bench: the pipeline drained the earlier phases' %d events in %.1f s\n", log1.rows-log0.rows, drained)
 
 	// What the parts spend with nothing to do: the relay's polls, the consumer's fetches, the
 	// broker's housekeeping.
-	idle0 := m.sample()
-	time.Sleep(idleWindow)
-	b.idle = m.sample().since(idle0)
+	b.idle = m.during(func() { time.Sleep(idleWindow) })
 
 	// Each attempt is a cost row of its own (the pipeline's fixed costs weigh differently at
 	// each rate); when none keeps the lag under a second, the smallest lag is reported as such.
@@ -137,14 +136,13 @@ func (b *bench) sustained(ctx context.Context) error {
 			return err
 		}
 		relay0, cons0 := scrape(relay.debug), scrape(consumer.debug)
-		cpu0, busy0, w0 := m.sample(), machineBusy(), time.Now()
+		cpu0, w0 := m.sample(), time.Now()
 		mon := b.monitor(ctx)
 		var profiled []func()
 		if attempt == 0 { // the fastest attempt: profile the three processes
-			profiled = []func(){b.profile(ctx, api, "api-sustained"), b.profile(ctx, relay, "relay-sustained"),
-				b.profile(ctx, consumer, "consumer-sustained")}
+			profiled = []func(){b.profile(api, "api-sustained"), b.profile(relay, "relay-sustained"), b.profile(consumer, "consumer-sustained")}
 		}
-		rep := b.load(ctx, api.base, rate, len(b.pool))
+		rep := b.load(ctx, api.base, rate)
 		maxPending := mon()
 		for _, wait := range profiled {
 			wait()
@@ -153,7 +151,7 @@ func (b *bench) sustained(ctx context.Context) error {
 		if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
 			return err
 		}
-		cpu, busy, window := m.sample().since(cpu0), machineBusy()-busy0, time.Since(w0).Seconds()
+		cpu, window := m.sample().since(cpu0), time.Since(w0).Seconds()
 		relay1, cons1 := scrape(relay.debug), scrape(consumer.debug)
 		log1, err := b.logStats(ctx)
 		if err != nil {
@@ -161,12 +159,13 @@ func (b *bench) sustained(ctx context.Context) error {
 		}
 		fmt.Fprintf(os.Stderr, "bench: sustained at %.0f req/s: at most %d events not yet in Postgres (%.2f s); CPU s: %v\n",
 			rep.RPS, maxPending, lagSec, cpu)
-		b.costs = append(b.costs, newCostRow(fmt.Sprintf("sustained attempt at %.0f req/s (not kept)", rep.RPS), rep, cpu, busy,
+		b.costs = append(b.costs, newCostRow(fmt.Sprintf("sustained attempt at %.0f req/s (not kept)", rep.RPS), rep, cpu,
 			fmt.Sprintf("lag at most %.2f s of events; CPU window %.1f s of load + %.1f s until drained", lagSec, rep.Seconds, window-rep.Seconds)))
 		if keptLag < 0 || lagSec < 1 || lagSec < keptLag {
 			kept, keptLag, keptCost = rep, lagSec, len(b.costs)-1
-			b.storage.walBytes, b.storage.walRows = log1.walLSN-log0.walLSN, log1.rows-log0.rows
-			b.storage.relayBatch, b.storage.consumerBatch, b.storage.consumerTxMs = pipelineBatches(relay0, relay1, cons0, cons1)
+			s := &b.storage
+			s.walBytes, s.walRows = log1.walLSN-log0.walLSN, log1.rows-log0.rows
+			s.relayBatch, s.consumerBatch, s.consumerTxMs = pipelineBatches(relay0, relay1, cons0, cons1)
 		}
 		if lagSec < 1 {
 			break
@@ -185,9 +184,8 @@ func (b *bench) sustained(ctx context.Context) error {
 		fmt.Sprintf("%s; API, relay and consumer as 3 processes, real Kafka 4.4.0; API peak RSS %.0f MiB", lagNote, api.peakRSS())))
 
 	half := b.hot.RPS / 2
-	b.halfRate = b.load(ctx, api.base, half, len(b.pool))
-	b.rows = append(b.rows, loadRow(fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), pipeline running", half),
-		b.halfRate, "pipeline running"))
+	b.halfRate = b.load(ctx, api.base, half)
+	b.rows = append(b.rows, loadRow(halfName(half, "pipeline running"), b.halfRate, "pipeline running"))
 	if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
 		return err
 	}
@@ -198,8 +196,8 @@ func (b *bench) sustained(ctx context.Context) error {
 		return err
 	}
 	mon := b.monitor(ctx)
-	rep := b.load(ctx, api.base, half, len(b.pool))
-	lag := float64(mon()) / rep.RPS
+	b.halfRateNice = b.load(ctx, api.base, half)
+	lag := float64(mon()) / b.halfRateNice.RPS
 	err = b.waitDrained(ctx, 5*time.Minute)
 	if rerr := b.renicePipeline(0, relay, consumer); err == nil {
 		err = rerr
@@ -207,9 +205,8 @@ func (b *bench) sustained(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.rows = append(b.rows, loadRow(fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), pipeline running at nice %d", half, pipelineNice),
-		rep, fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, lag)))
-	b.halfRateNice = rep
+	b.rows = append(b.rows, loadRow(halfName(half, fmt.Sprintf("pipeline running at nice %d", pipelineNice)), b.halfRateNice,
+		fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, lag)))
 	return b.measureStorage(ctx)
 }
 
@@ -254,30 +251,26 @@ func (b *bench) pending(ctx context.Context) int64 {
 	if b.kafka == nil {
 		return n
 	}
-	lag, err := audit.GroupLag(ctx, b.kafka.Brokers, b.cfg.KafkaTopic, b.cfg.ConsumerGroup)
-	if err == nil {
-		for _, l := range lag {
-			n += l
-		}
+	lag, _ := audit.GroupLag(ctx, b.kafka.Brokers, b.cfg.KafkaTopic, b.cfg.ConsumerGroup)
+	for _, l := range lag {
+		n += l
 	}
 	return n
 }
 
 func (b *bench) waitDrained(ctx context.Context, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for b.pending(ctx) > 0 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the pipeline did not drain within %s", within)
+	return localenv.Poll(ctx, within, 200*time.Millisecond, func() error {
+		if n := b.pending(ctx); n > 0 {
+			return fmt.Errorf("the pipeline did not drain within %s (%d events left)", within, n)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return nil
+		return nil
+	})
 }
 
 // masterShare is one master's part of the cluster phase: the script calls it ran and its CPU.
 type masterShare struct {
 	addr, slots string
-	calls       int64   // EVALSHA and EVAL calls over the run (INFO commandstats)
+	calls       int64   // EVALSHA, EVAL and FCALL calls over the run (INFO commandstats)
 	cpu         float64 // CPU seconds over the run
 }
 
@@ -331,36 +324,27 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	want = nil
 	if err := cc.PutCodes(ctx, b.projectID, recs); err != nil {
 		return fmt.Errorf("load %d codes into the cluster: %w", len(recs), err)
 	}
-	recs = nil
 
 	api, err := b.startACV(ctx, "api", c.URL())
 	if err != nil {
 		return err
 	}
 	defer api.stop()
+	m := meter{partAPI: api.cpu, partLoadgen: selfCPU}
 	nodes := make([]*redis.Client, len(masters))
-	for i, m := range masters {
-		nodes[i] = redis.NewClient(&redis.Options{Addr: m.Addr})
+	for i, mn := range masters {
+		nodes[i] = redis.NewClient(&redis.Options{Addr: mn.Addr})
 		defer nodes[i].Close()
 		if err := nodes[i].ConfigResetStat(ctx).Err(); err != nil {
 			return err
 		}
+		m[mn.Addr] = func() float64 { return pidCPU(mn.Pid()) }
 	}
-	perMaster := func() []float64 {
-		out := make([]float64, len(masters))
-		for i, m := range masters {
-			out[i] = pidCPU(m.Pid())
-		}
-		return out
-	}
-	m := meter{partAPI: api.cpu, partLoadgen: selfCPU, partRedis: func() float64 { return sum(perMaster()) }}
-	cpu0, busy0, each0 := m.sample(), machineBusy(), perMaster()
-	rep := b.loadCodes(ctx, api.base, 0, codes)
-	cpu, busy, each1 := m.sample().since(cpu0), machineBusy()-busy0, perMaster()
+	var rep loadgen.Report
+	cpu := m.during(func() { rep = b.loadCodes(ctx, api.base, 0, codes) })
 	codes = codes[rep.Used:]
 
 	var total int64
@@ -370,20 +354,21 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ms := masterShare{addr: mn.Addr, slots: strings.Join(slots[i], " "), cpu: each1[i] - each0[i]}
+		ms := masterShare{addr: mn.Addr, slots: strings.Join(slots[i], " "), cpu: cpu[mn.Addr]}
 		for _, s := range stats {
 			if s.Name == "evalsha" || s.Name == "eval" || s.Name == "fcall" {
 				ms.calls += s.Calls
 			}
 		}
 		total += ms.calls
+		cpu[partRedis] += ms.cpu
 		b.masters = append(b.masters, ms)
 	}
 	var shares []string
 	for _, ms := range b.masters {
 		shares = append(shares, fmt.Sprintf("%.1f%%", 100*float64(ms.calls)/float64(max(total, 1))))
 	}
-	b.costs = append(b.costs, newCostRow(costCluster, rep, cpu, busy, "Redis: the 3 masters summed"))
+	b.costs = append(b.costs, newCostRow(costCluster, rep, cpu, "Redis: the 3 masters summed"))
 	b.clusterRep = rep
 	b.rows = append(b.rows, loadRow("acv signed verify, hot path only (relay paused), 3-master Redis Cluster", rep,
 		fmt.Sprintf("%d successes; ÷ 1 Redis (hot path row) %s; script calls per master %s", rep.Successes, ratio(rep.RPS, b.hot.RPS), strings.Join(shares, " / "))))
@@ -418,13 +403,11 @@ func (b *bench) startKafka(ctx context.Context) error {
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: audit.Topic,
 		Configs: []kafka.IncrementalAlterConfigsRequestConfig{{Name: "segment.bytes", Value: strconv.Itoa(kafkaSegmentBytes), ConfigOperation: kafka.ConfigOperationSet}},
 	}}})
+	for i := 0; err == nil && i < len(res.Resources); i++ {
+		err = res.Resources[i].Error
+	}
 	if err != nil {
 		return fmt.Errorf("set segment.bytes of %s: %w", audit.Topic, err)
-	}
-	for _, r := range res.Resources {
-		if r.Error != nil {
-			return fmt.Errorf("set segment.bytes of %s: %w", audit.Topic, r.Error)
-		}
 	}
 	if err := k.WaitGroupCoordinator(ctx, time.Minute); err != nil {
 		return err
@@ -433,21 +416,14 @@ func (b *bench) startKafka(ctx context.Context) error {
 	return nil
 }
 
-// brokerCPU is the broker JVM's CPU seconds but the JIT compilers': their work is the JVM
-// warming up, long done in a broker running for days, and here it lasts the whole run.
-func (b *bench) brokerCPU() float64 {
+// kafkaPid is the broker JVM's pid, 0 without one. Its JIT compilers' CPU is read apart: their
+// work is the JVM warming up, long done in a broker running for days, and here it lasts the
+// whole run.
+func (b *bench) kafkaPid() int {
 	if b.kafka == nil {
 		return 0
 	}
-	pid := b.kafka.Nodes[0].Pid()
-	return pidCPU(pid) - jitCPU(pid)
-}
-
-func (b *bench) brokerJIT() float64 {
-	if b.kafka == nil {
-		return 0
-	}
-	return jitCPU(b.kafka.Nodes[0].Pid())
+	return b.kafka.Nodes[0].Pid()
 }
 
 // scale fills one project with b.scaleN codes and measures what the data-scale targets name:
@@ -463,14 +439,12 @@ func (b *bench) scale(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rdb := b.deps.Redis
-	mem0 := usedMemory(ctx, rdb)
+	mem0 := usedMemory(ctx, b.deps.Redis)
 	past := time.Now().Add(-time.Hour).Unix()
-	const chunk = 1_000_000
 	var firstMillion time.Duration
 	start := time.Now()
 	for done := 0; done < b.scaleN; {
-		n := min(chunk, b.scaleN-done)
+		n := min(1_000_000, b.scaleN-done)
 		spec := contract.GenerateSpec{Count: n, Length: 12}
 		if done == 0 {
 			// One code in a hundred of the first million has expired, for the expired filter.
@@ -489,7 +463,7 @@ func (b *bench) scale(ctx context.Context) error {
 		done += n
 		fmt.Fprintf(os.Stderr, "bench: scale: %d codes (%.1f s for the last %d)\n", done, time.Since(t0).Seconds(), n)
 	}
-	perCode := float64(usedMemory(ctx, rdb)-mem0) / float64(b.scaleN)
+	perCode := float64(usedMemory(ctx, b.deps.Redis)-mem0) / float64(b.scaleN)
 	b.rows = append(b.rows, row{name: fmt.Sprintf("Generate %d codes into Postgres and Redis", b.scaleN), rps: float64(b.scaleN) / time.Since(start).Seconds(),
 		note: fmt.Sprintf("first 1,000,000 in %.1f s; Redis %.0f bytes per code", firstMillion.Seconds(), perCode)})
 
@@ -508,10 +482,11 @@ func (b *bench) scale(ctx context.Context) error {
 	}
 	for i, c := range page.Items {
 		if i%2 == 0 {
-			if _, _, err := cl.Verify(ctx, big.ID, contract.VerifyRequest{Code: c.Code}, client.Options{}); err != nil {
-				return err
-			}
-		} else if err := a.SetCodeDisabled(ctx, big.ID, c.Code, true); err != nil {
+			_, _, err = cl.Verify(ctx, big.ID, contract.VerifyRequest{Code: c.Code}, client.Options{})
+		} else {
+			err = a.SetCodeDisabled(ctx, big.ID, c.Code, true)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -520,25 +495,26 @@ func (b *bench) scale(ctx context.Context) error {
 	}
 
 	// Verify latency, one request at a time, small project against the big one.
-	verifyLat := func(c *client.Client, projectID string, codes []string) []time.Duration {
-		var out []time.Duration
-		for _, v := range codes {
-			t0 := time.Now()
-			_, _, err := c.Verify(ctx, projectID, contract.VerifyRequest{Code: v}, client.Options{})
-			if err == nil {
-				out = append(out, time.Since(t0))
-			}
-		}
-		return out
-	}
 	bigCodes, err := b.sampleCodes(ctx, cl, big.ID, 300)
 	if err != nil {
 		return err
 	}
-	smallLat := verifyLat(small, b.projectID, b.take(300))
-	bigLat := verifyLat(cl, big.ID, bigCodes)
-	b.addLatency(fmt.Sprintf("verify, project with %d codes (sequential)", b.codes), smallLat, "")
-	b.addLatency(fmt.Sprintf("verify, project with %d codes (sequential)", b.scaleN), bigLat, "")
+	smallCodes := b.take(300)
+	for _, v := range []struct {
+		c         *client.Client
+		project   string
+		codes     []string
+		projectOf int
+	}{{small, b.projectID, smallCodes, b.codes}, {cl, big.ID, bigCodes, b.scaleN}} {
+		var lat []time.Duration
+		for _, code := range v.codes {
+			t0 := time.Now()
+			if _, _, err := v.c.Verify(ctx, v.project, contract.VerifyRequest{Code: code}, client.Options{}); err == nil {
+				lat = append(lat, time.Since(t0))
+			}
+		}
+		b.addLatency(fmt.Sprintf("verify, project with %d codes (sequential)", v.projectOf), lat, "")
+	}
 
 	st, err := cl.Project(ctx, big.ID)
 	if err != nil {

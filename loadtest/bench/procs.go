@@ -29,6 +29,9 @@ const (
 	partLoadgen  = "load generator"
 	// partBrokerJIT is the broker JVM's JIT compilers, reported apart from the broker.
 	partBrokerJIT = "broker JIT"
+	// partMachine is the whole machine busy (all processes, the kernel, other work); every
+	// sample holds it.
+	partMachine = "machine"
 )
 
 var partOrder = []string{partAPI, partRedis, partRelay, partConsumer, partBroker, partPostgres, partLoadgen}
@@ -117,15 +120,22 @@ func loadAvg() string {
 // meter reads the CPU seconds of named parts; each reader returns the part's total so far.
 type meter map[string]func() float64
 
-// cpuSample is each part's CPU seconds at one instant.
+// cpuSample is each part's CPU seconds at one instant, or over a window.
 type cpuSample map[string]float64
 
 func (m meter) sample() cpuSample {
-	s := cpuSample{}
+	s := cpuSample{partMachine: machineBusy()}
 	for name, read := range m {
 		s[name] = read()
 	}
 	return s
+}
+
+// during is the CPU seconds each part spent while fn ran.
+func (m meter) during(fn func()) cpuSample {
+	s0 := m.sample()
+	fn()
+	return m.sample().since(s0)
 }
 
 // since is the CPU seconds each part spent from s0 to s.
@@ -153,7 +163,7 @@ func (b *bench) renicePipeline(nice int, procs ...*acvProc) error {
 		pids = append(pids, b.kafka.Nodes[0].Pid())
 	}
 	for _, p := range procs {
-		pids = append(pids, p.cmd.Process.Pid)
+		pids = append(pids, p.Pid())
 	}
 	for _, pid := range pids {
 		threads, err := proc.AllThreads(pid)
@@ -170,15 +180,15 @@ func (b *bench) renicePipeline(nice int, procs ...*acvProc) error {
 	return nil
 }
 
-// acvProc is an acv process under test.
+// acvProc is an acv process under test; base is the API's address (empty without the api
+// role), debug serves /metrics.
 type acvProc struct {
-	cmd *exec.Cmd
-	// base is the API's address (empty without the api role); debug serves /metrics.
+	*localenv.Process
 	base, debug string
 }
 
 // startACV starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
-// and returns once it answers /readyz.
+// logging as deployed (an access line per request) to a file, and returns once it is ready.
 func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc, error) {
 	port, err := localenv.FreePort()
 	if err != nil {
@@ -199,23 +209,20 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	}
 	cmd := exec.Command(b.acv, "serve")
 	cmd.Env = append(os.Environ(),
-		"ACV_HTTP_ADDR="+addr, "ACV_DEBUG_ADDR="+fmt.Sprintf("127.0.0.1:%d", dport), "ACV_ADMIN_ADDR=",
+		"ACV_HTTP_ADDR="+addr, fmt.Sprintf("ACV_DEBUG_ADDR=127.0.0.1:%d", dport), "ACV_ADMIN_ADDR=",
 		"ACV_REDIS_URL="+redisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
 		"KAFKA_BROKERS="+brokers, "ACV_ROLES="+roles,
 		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),
 		"ACV_INSTANCE=bench-"+name)
-	// The service logs as deployed (one access line per request, level info), to a file.
 	logf, err := os.Create(filepath.Join(b.dir, "acv-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", b.acv, err)
+	lp, err := localenv.Launch("acv "+roles, cmd, logf)
+	if err != nil {
+		return nil, err
 	}
-	p := &acvProc{cmd: cmd, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
+	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
 	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr
@@ -228,24 +235,14 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	return p, nil
 }
 
-func (p *acvProc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
+func (p *acvProc) stop() { p.Stop(20 * time.Second) }
 
 // cpu is the process's user+system CPU seconds so far.
-func (p *acvProc) cpu() float64 { return pidCPU(p.cmd.Process.Pid) }
+func (p *acvProc) cpu() float64 { return pidCPU(p.Pid()) }
 
 // peakRSS is the process's high-water resident set, in MiB.
 func (p *acvProc) peakRSS() float64 {
-	pp, err := proc.Proc(p.cmd.Process.Pid)
+	pp, err := proc.Proc(p.Pid())
 	if err != nil {
 		return 0
 	}
@@ -255,68 +252,51 @@ func (p *acvProc) peakRSS() float64 {
 
 // profile starts a CPU profile of p over one measured phase when -profile is set, written to
 // name.pprof; the returned function waits for it. A failure is reported, never fatal.
-func (b *bench) profile(ctx context.Context, p *acvProc, name string) (wait func()) {
+func (b *bench) profile(p *acvProc, name string) (wait func()) {
 	if b.profileDir == "" {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := b.fetchProfile(ctx, p, name); err != nil {
+		if err := b.fetchProfile(p, name); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: profile", name+":", err)
 		}
 	}()
 	return func() { <-done }
 }
 
-func (b *bench) fetchProfile(ctx context.Context, p *acvProc, name string) error {
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second)))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+func (b *bench) fetchProfile(p *acvProc, name string) error {
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second))))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %s", resp.Status)
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s", resp.Status)
 	}
-	if err := os.MkdirAll(b.profileDir, 0o755); err != nil {
-		return err
+	if err == nil {
+		err = os.MkdirAll(b.profileDir, 0o755)
 	}
-	f, err := os.Create(filepath.Join(b.profileDir, name+".pprof"))
-	if err != nil {
-		return err
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.profileDir, name+".pprof"), body, 0o644)
 	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		return fmt.Errorf("write %s: %w", f.Name(), err)
-	}
-	return nil
+	return err
 }
 
+// waitHTTP waits up to a minute for url to answer method with any status.
 func waitHTTP(ctx context.Context, url, method string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	err := localenv.Poll(ctx, time.Minute, 100*time.Millisecond, func() error {
 		req, _ := http.NewRequestWithContext(ctx, method, url, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not answering: %w", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s not answering: %w", url, err)
 	}
-}
-
-func sum(v []float64) float64 {
-	var t float64
-	for _, x := range v {
-		t += x
-	}
-	return t
+	return nil
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,13 +25,12 @@ import (
 
 // CPURun is one measurement of MeasureVerifyCPU.
 type CPURun struct {
-	Codes       int     // codes stored, each verified once; default 100,000
-	Concurrency int     // verifies in flight; default 16
+	Codes       int     // codes stored, each verified once
+	Concurrency int     // verifies in flight
 	Rate        float64 // verifies per second over all connections; 0: unpaced
 	Stored      int     // codes stored beside the verified ones and never verified
-	// Relay runs the outbox relay until its context ends: after the verifies, or beside them
-	// when RelayDuring is set (as the service runs it), and until the outbox is empty.
-	Relay       func(ctx context.Context) error
+	// RelayDuring runs the outbox relay beside the verifies, as the service runs it; it always
+	// runs afterwards until the outbox is empty.
 	RelayDuring bool
 }
 
@@ -101,15 +101,6 @@ var (
 // the top-level commands (nested ones are listed, not added) and redis-server's own CPU time,
 // which also holds the sockets and the AOF. rdb is flushed first.
 func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
-	if run.Codes <= 0 {
-		run.Codes = 100_000
-	}
-	if run.Concurrency <= 0 {
-		run.Concurrency = 16
-	}
-	if run.Relay == nil {
-		return VerifyCPU{}, errors.New("measure verify cpu: no relay")
-	}
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		return VerifyCPU{}, fmt.Errorf("measure verify cpu: flush: %w", err)
 	}
@@ -125,52 +116,45 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	for i := range codes {
 		codes[i] = contract.CodeRecord{ID: contract.NewID(), ProjectID: pid, Code: fmt.Sprintf("CPU-%09d", i)}
 	}
-	for i := 0; i < len(codes); i += 10_000 {
-		if err := c.PutCodes(ctx, pid, codes[i:min(i+10_000, len(codes))]); err != nil {
+	for chunk := range slices.Chunk(codes, 10_000) {
+		if err := c.PutCodes(ctx, pid, chunk); err != nil {
 			return VerifyCPU{}, err
 		}
 	}
 	codes = codes[:run.Codes]
 
 	cpu0, err := redisCPUTime(ctx, rdb)
+	if err == nil {
+		err = rdb.ConfigResetStat(ctx).Err()
+	}
 	if err != nil {
 		return VerifyCPU{}, err
 	}
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		return VerifyCPU{}, err
-	}
-	verify := func(<-chan struct{}) error { return verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate) }
+	verify := func(ctx context.Context) error { return verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate) }
 	if run.RelayDuring {
-		err = whileRelaying(ctx, run.Relay, verify)
+		err = whileRelaying(ctx, rdb, verify)
 	} else {
-		err = verify(nil)
+		err = verify(ctx)
 	}
 	if err != nil {
 		return VerifyCPU{}, err
 	}
 	verifyStats, err := commandStats(ctx, rdb, "verify")
-	if err != nil {
-		return VerifyCPU{}, err
+	if err == nil {
+		err = rdb.ConfigResetStat(ctx).Err()
 	}
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		return VerifyCPU{}, err
-	}
-	if err := whileRelaying(ctx, run.Relay, func(ended <-chan struct{}) error {
-		for deadline := time.Now().Add(5 * time.Minute); ; {
-			select {
-			case <-ended:
-				return nil
-			case <-time.After(20 * time.Millisecond):
-			}
-			n, err := outboxLen(ctx, rdb)
-			if err != nil || n == 0 {
+	if err == nil {
+		err = whileRelaying(ctx, rdb, func(ctx context.Context) error {
+			return localenv.Poll(ctx, 5*time.Minute, 20*time.Millisecond, func() error {
+				n, err := outboxLen(ctx, rdb)
+				if err == nil && n > 0 {
+					err = fmt.Errorf("outbox still holds %d entries", n)
+				}
 				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("outbox still holds %d entries", n)
-			}
-		}
-	}); err != nil {
+			})
+		})
+	}
+	if err != nil {
 		return VerifyCPU{}, err
 	}
 	relay, err := commandStats(ctx, rdb, "relay")
@@ -271,25 +255,29 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 	return <-errs
 }
 
-// whileRelaying runs relay beside fn, whose channel closes if the relay ends, and stops it once
-// fn returned; a relay that ended before is an error.
-func whileRelaying(ctx context.Context, relay func(context.Context) error, fn func(ended <-chan struct{}) error) error {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ended := make(chan struct{})
+// whileRelaying runs the outbox relay (publishing to a discarding writer: the measurement is
+// Redis's share, not Kafka's) beside fn, whose context ends if the relay does, and stops it
+// once fn returned; a relay that ended before is an error.
+func whileRelaying(ctx context.Context, rdb *redis.Client, fn func(context.Context) error) error {
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fctx, ended := context.WithCancel(ctx)
+	defer ended()
 	var relayErr error
+	done := make(chan struct{})
 	go func() {
-		relayErr = relay(rctx)
-		close(ended)
+		relayErr = audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(rctx)
+		ended()
+		close(done)
 	}()
-	err := fn(ended)
+	err := fn(fctx)
 	select {
-	case <-ended:
+	case <-done:
 		return fmt.Errorf("relay ended early: %v", relayErr)
 	default:
 	}
-	cancel()
-	<-ended
+	stop()
+	<-done
 	return err
 }
 
@@ -333,31 +321,15 @@ func commandStats(ctx context.Context, rdb redis.UniversalClient, phase string) 
 	}
 	var out []CommandCPU
 	for k, line := range stats {
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		if !ok {
-			continue
-		}
-		s := CommandCPU{Phase: phase, Name: name}
-		for _, kv := range strings.Split(line, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "calls":
-				s.Calls, err = strconv.ParseInt(v, 10, 64)
-			case "usec":
-				s.Usec, err = strconv.ParseInt(v, 10, 64)
-			}
-			if err != nil {
+		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
+			s := CommandCPU{Phase: phase, Name: name}
+			if _, err := fmt.Sscanf(line, "calls=%d,usec=%d", &s.Calls, &s.Usec); err != nil {
 				return nil, fmt.Errorf("commandstats %s: %w", line, err)
 			}
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Usec != out[j].Usec {
-			return out[i].Usec > out[j].Usec
-		}
-		return out[i].Name < out[j].Name
-	})
+	slices.SortFunc(out, func(a, b CommandCPU) int { return cmp.Or(cmp.Compare(b.Usec, a.Usec), strings.Compare(a.Name, b.Name)) })
 	return out, nil
 }
 
@@ -367,15 +339,12 @@ func redisCPUTime(ctx context.Context, rdb *redis.Client) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var total float64
-	for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
-		f, err := strconv.ParseFloat(cpu[k], 64)
-		if err != nil {
-			return 0, fmt.Errorf("info cpu %s: %w", k, err)
-		}
-		total += f
+	sys, err1 := strconv.ParseFloat(cpu["used_cpu_sys"], 64)
+	user, err2 := strconv.ParseFloat(cpu["used_cpu_user"], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("info cpu: %w", err)
 	}
-	return total, nil
+	return sys + user, nil
 }
 
 // Each Redis CPU figure is the least of cpuRounds measurements of cpuVerifies verifies.
@@ -479,15 +448,10 @@ func measureRedisCPU(ctx context.Context, dir string, s redisSetup) (VerifyCPU, 
 	defer r.Stop(10 * time.Second)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, Password: s.redis.Password, PoolSize: s.run.Concurrency + 300})
 	defer rdb.Close()
-	run := s.run
-	run.Relay = func(ctx context.Context) error {
-		return audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
-	}
-	return MeasureVerifyCPU(ctx, rdb, run)
+	return MeasureVerifyCPU(ctx, rdb, s.run)
 }
 
-// discard is a publisher that acknowledges every message at once: the measurement is Redis's
-// share, not Kafka's.
+// discard is a publisher that acknowledges every message at once.
 type discard struct{}
 
 func (discard) WriteMessages(context.Context, ...kafka.Message) error { return nil }

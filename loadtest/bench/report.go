@@ -26,13 +26,11 @@ type costRow struct {
 	rps      float64
 	p50, p99 float64   // ms; 0 = not measured
 	cpu      cpuSample // CPU seconds per part over the window; a part absent ran no work of this phase
-	machine  float64   // CPU seconds the whole machine was busy over the window (all processes, the kernel, other work)
 	note     string
 }
 
-func newCostRow(name string, rep loadgen.Report, cpu cpuSample, machine float64, note string) costRow {
-	return costRow{name: name, verifies: rep.Successes, rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms,
-		cpu: cpu, machine: machine, note: note}
+func newCostRow(name string, rep loadgen.Report, cpu cpuSample, note string) costRow {
+	return costRow{name: name, verifies: rep.Successes, rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms, cpu: cpu, note: note}
 }
 
 // us is a part's CPU µs per verify, and whether the part ran in this phase.
@@ -50,13 +48,12 @@ func (c costRow) at(part string) float64 {
 	return v
 }
 
-// total is the CPU µs per verify of every measured process together.
-func (c costRow) total() float64 {
-	var t float64
-	for _, p := range partOrder {
-		t += c.at(p)
+// usCell is a part's CPU µs per verify as a table cell, – when it did not run.
+func (c costRow) usCell(part string) string {
+	if v, ok := c.us(part); ok {
+		return fmt.Sprintf("%.1f", v)
 	}
-	return t
+	return "–"
 }
 
 // cost is the row of the given name, if the run measured it.
@@ -90,22 +87,16 @@ func (b *bench) costTable() string {
 		strings.Join(partOrder, " | "), strings.Repeat("---:|", len(partOrder)))
 	for _, c := range b.costs {
 		fmt.Fprintf(&sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
+		var total float64
 		for _, p := range partOrder {
-			if v, ok := c.us(p); ok {
-				fmt.Fprintf(&sb, " %.1f |", v)
-			} else {
-				fmt.Fprintf(&sb, " – |")
-			}
-		}
-		machine := "–"
-		if c.machine > 0 && c.verifies > 0 {
-			machine = fmt.Sprintf("%.1f", 1e6*c.machine/float64(c.verifies))
+			fmt.Fprintf(&sb, " %s |", c.usCell(p))
+			total += c.at(p)
 		}
 		note := c.note
 		if v, ok := c.us(partBrokerJIT); ok {
 			note += fmt.Sprintf("; broker JIT compilers apart (JVM warm-up): %.1f µs", v)
 		}
-		fmt.Fprintf(&sb, " %.1f | %s | %s |\n", c.total(), machine, note)
+		fmt.Fprintf(&sb, " %.1f | %s | %s |\n", total, c.usCell(partMachine), note)
 	}
 
 	if len(b.idle) > 0 {
