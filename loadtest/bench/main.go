@@ -101,7 +101,8 @@ type bench struct {
 	clusterRep          loadgen.Report
 	masters             []masterShare
 	storage             storageFigures
-	loadAvg             [2]string // at the start and the end of the run
+	backlog, sustWin    pipeWindow // the pipeline draining the earlier phases' events; the kept sustained attempt
+	loadAvg             [2]string  // at the start and the end of the run
 }
 
 // row is one line of the table.

@@ -85,41 +85,37 @@ func (b *bench) sustained(ctx context.Context) error {
 		partPostgres:  func() float64 { return pgServerCPU(b.pg.Pid()) },
 	}
 
+	relayMetrics := func() map[string]float64 {
+		if relay == nil {
+			return nil
+		}
+		return scrape(relay.debug)
+	}
+	defer func() { b.relayDebug = "" }()
+
 	// The earlier phases left their events in the outbox. The relay starts only now, so the
 	// pipeline's cost per event with full batches is measured on that backlog (which also
 	// warms the broker's JIT): from the relay's start until every event is in Postgres.
-	log0, err := b.logStats(ctx)
+	bl, err := b.window(ctx, m, relayMetrics, consumer, func() (err error) {
+		if relay, err = b.startACV(ctx, "relay", b.cfg.RedisURL); err != nil {
+			return err
+		}
+		procs = append(procs, relay)
+		b.relayDebug = relay.debug
+		return b.waitDrained(ctx, 5*time.Minute)
+	})
 	if err != nil {
 		return err
 	}
-	cons0 := scrape(consumer.debug)
-	cpu0, t0 := m.sample(), time.Now()
-	if relay, err = b.startACV(ctx, "relay", b.cfg.RedisURL); err != nil {
-		return err
-	}
-	procs = append(procs, relay)
-	b.relayDebug = relay.debug
-	defer func() { b.relayDebug = "" }()
-	if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
-		return err
-	}
-	cpu, drained := m.sample().since(cpu0), time.Since(t0).Seconds()
-	log1, err := b.logStats(ctx)
-	if err != nil {
-		return err
-	}
-	relay1, cons1 := scrape(relay.debug), scrape(consumer.debug)
-	if events := log1.rows - log0.rows; events > 0 {
-		delete(cpu, partAPI) // idle: no verify is served while the backlog drains
-		delete(cpu, partLoadgen)
-		s := &b.storage
-		s.backlogRelayBatch, s.backlogConsumerBatch, s.backlogTx = pipelineBatches(nil, relay1, cons0, cons1)
-		s.backlogWAL = float64(log1.walLSN-log0.walLSN) / float64(events)
-		b.costs = append(b.costs, costRow{name: costBacklog, verifies: events, rps: float64(events) / drained, cpu: cpu,
+	if bl.rows > 0 {
+		b.backlog = bl
+		delete(bl.cpu, partAPI) // idle: no verify is served while the backlog drains
+		delete(bl.cpu, partLoadgen)
+		b.costs = append(b.costs, costRow{name: costBacklog, verifies: bl.rows, rps: float64(bl.rows) / bl.seconds, cpu: bl.cpu,
 			note: fmt.Sprintf("per log row written, in %.1f s; relay batch %.0f, consumer batch %.0f; the broker's JIT warms up here",
-				drained, s.backlogRelayBatch, s.backlogConsumerBatch)})
+				bl.seconds, bl.relayBatch, bl.consumerBatch)})
 	}
-	fmt.Fprintf(os.Stderr, "bench: the pipeline drained the earlier phases' %d events in %.1f s\n", log1.rows-log0.rows, drained)
+	fmt.Fprintf(os.Stderr, "bench: the pipeline drained the earlier phases' %d events in %.1f s\n", bl.rows, bl.seconds)
 
 	// What the parts spend with nothing to do: the relay's polls, the consumer's fetches, the
 	// broker's housekeeping.
@@ -131,41 +127,31 @@ func (b *bench) sustained(ctx context.Context) error {
 	var kept loadgen.Report
 	keptLag, keptCost := -1.0, -1
 	for attempt := 0; attempt < 4; attempt++ {
-		log0, err := b.logStats(ctx)
+		var rep loadgen.Report
+		var maxPending int64
+		w, err := b.window(ctx, m, relayMetrics, consumer, func() error {
+			mon := b.monitor(ctx)
+			var profiled []func()
+			if attempt == 0 { // the fastest attempt: profile the three processes
+				profiled = []func(){b.profile(api, "api-sustained"), b.profile(relay, "relay-sustained"), b.profile(consumer, "consumer-sustained")}
+			}
+			rep = b.load(ctx, api.base, rate)
+			maxPending = mon()
+			for _, wait := range profiled {
+				wait()
+			}
+			return b.waitDrained(ctx, 5*time.Minute)
+		})
 		if err != nil {
 			return err
-		}
-		relay0, cons0 := scrape(relay.debug), scrape(consumer.debug)
-		cpu0, w0 := m.sample(), time.Now()
-		mon := b.monitor(ctx)
-		var profiled []func()
-		if attempt == 0 { // the fastest attempt: profile the three processes
-			profiled = []func(){b.profile(api, "api-sustained"), b.profile(relay, "relay-sustained"), b.profile(consumer, "consumer-sustained")}
-		}
-		rep := b.load(ctx, api.base, rate)
-		maxPending := mon()
-		for _, wait := range profiled {
-			wait()
 		}
 		lagSec := float64(maxPending) / rep.RPS
-		if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
-			return err
-		}
-		cpu, window := m.sample().since(cpu0), time.Since(w0).Seconds()
-		relay1, cons1 := scrape(relay.debug), scrape(consumer.debug)
-		log1, err := b.logStats(ctx)
-		if err != nil {
-			return err
-		}
 		fmt.Fprintf(os.Stderr, "bench: sustained at %.0f req/s: at most %d events not yet in Postgres (%.2f s); CPU s: %v\n",
-			rep.RPS, maxPending, lagSec, cpu)
-		b.costs = append(b.costs, newCostRow(fmt.Sprintf("sustained attempt at %.0f req/s (not kept)", rep.RPS), rep, cpu,
-			fmt.Sprintf("lag at most %.2f s of events; CPU window %.1f s of load + %.1f s until drained", lagSec, rep.Seconds, window-rep.Seconds)))
+			rep.RPS, maxPending, lagSec, w.cpu)
+		b.costs = append(b.costs, newCostRow(fmt.Sprintf("sustained attempt at %.0f req/s (not kept)", rep.RPS), rep, w.cpu,
+			fmt.Sprintf("lag at most %.2f s of events; CPU window %.1f s of load + %.1f s until drained", lagSec, rep.Seconds, w.seconds-rep.Seconds)))
 		if keptLag < 0 || lagSec < 1 || lagSec < keptLag {
-			kept, keptLag, keptCost = rep, lagSec, len(b.costs)-1
-			s := &b.storage
-			s.walBytes, s.walRows = log1.walLSN-log0.walLSN, log1.rows-log0.rows
-			s.relayBatch, s.consumerBatch, s.consumerTxMs = pipelineBatches(relay0, relay1, cons0, cons1)
+			kept, keptLag, keptCost, b.sustWin = rep, lagSec, len(b.costs)-1, w
 		}
 		if lagSec < 1 {
 			break
@@ -208,6 +194,38 @@ func (b *bench) sustained(ctx context.Context) error {
 	b.rows = append(b.rows, loadRow(halfName(half, fmt.Sprintf("pipeline running at nice %d", pipelineNice)), b.halfRateNice,
 		fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, lag)))
 	return b.measureStorage(ctx)
+}
+
+// pipeWindow is what the pipeline did over a window: each part's CPU, the log rows and WAL
+// written, and the mean relay batch, consumer batch and consumer transaction.
+type pipeWindow struct {
+	cpu                       cpuSample
+	seconds                   float64
+	rows, wal                 int64
+	relayBatch, consumerBatch float64
+	txMs                      float64
+}
+
+// window runs fn and reads what the pipeline did meanwhile. The log table is read outside the
+// CPU window: a connection costs PostgreSQL CPU.
+func (b *bench) window(ctx context.Context, m meter, relay func() map[string]float64, consumer *acvProc, fn func() error) (pipeWindow, error) {
+	log0, err := b.logStats(ctx)
+	if err != nil {
+		return pipeWindow{}, err
+	}
+	relay0, cons0 := relay(), scrape(consumer.debug)
+	cpu0, t0 := m.sample(), time.Now()
+	if err := fn(); err != nil {
+		return pipeWindow{}, err
+	}
+	w := pipeWindow{cpu: m.sample().since(cpu0), seconds: time.Since(t0).Seconds()}
+	relay1, cons1 := relay(), scrape(consumer.debug)
+	log1, err := b.logStats(ctx)
+	w.rows, w.wal = log1.rows-log0.rows, log1.walLSN-log0.walLSN
+	w.relayBatch = ratioOf(relay1, relay0, "acv_relay_batch_size_sum", "acv_relay_batch_size_count")
+	w.consumerBatch = ratioOf(cons1, cons0, "acv_consumer_events_written_total", "acv_consumer_batch_write_duration_seconds_count")
+	w.txMs = 1e3 * ratioOf(cons1, cons0, "acv_consumer_batch_write_duration_seconds_sum", "acv_consumer_batch_write_duration_seconds_count")
+	return w, err
 }
 
 // monitor samples the events not yet in Postgres until the returned function is called, which

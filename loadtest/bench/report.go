@@ -179,18 +179,12 @@ func (b *bench) clusterTable() string {
 	return sb.String()
 }
 
-// storageFigures are what the log store and the pipeline cost per event, the capacity
-// model's inputs besides CPU. The plain fields are over the kept sustained window, the
-// backlog ones while the pipeline drained the earlier phases' events.
+// storageFigures are what the log store costs per event, the capacity model's inputs besides
+// CPU, read once the sustained phase drained.
 type storageFigures struct {
-	walBytes, walRows         int64   // WAL written, log rows inserted
 	logOnlyWAL                float64 // WAL per log row of inserting log rows alone
 	logBytes, logRows         int64   // verification_logs on disk (indexes, TOAST) and its rows
 	kafkaBytes, kafkaMessages int64   // the log topic's segments on disk, messages produced
-	relayBatch, consumerBatch float64 // outbox entries per Kafka write, events per transaction
-	consumerTxMs              float64 // a consumer batch's PostgreSQL transaction
-
-	backlogRelayBatch, backlogConsumerBatch, backlogTx, backlogWAL float64
 }
 
 // logStat is the log table's row count and PostgreSQL's WAL position (bytes since 0/0).
@@ -309,14 +303,6 @@ func scrape(debug string) map[string]float64 {
 	return out
 }
 
-// pipelineBatches is the mean relay batch, consumer batch and consumer transaction (ms)
-// between two scrapes of the relay and of the consumer.
-func pipelineBatches(relay0, relay1, cons0, cons1 map[string]float64) (relay, consumer, txMs float64) {
-	return ratioOf(relay1, relay0, "acv_relay_batch_size_sum", "acv_relay_batch_size_count"),
-		ratioOf(cons1, cons0, "acv_consumer_events_written_total", "acv_consumer_batch_write_duration_seconds_count"),
-		1e3 * ratioOf(cons1, cons0, "acv_consumer_batch_write_duration_seconds_sum", "acv_consumer_batch_write_duration_seconds_count")
-}
-
 // ratioOf is the growth of metric num over the growth of metric den between two scrapes.
 func ratioOf(after, before map[string]float64, num, den string) float64 {
 	d := after[den] - before[den]
@@ -326,46 +312,42 @@ func ratioOf(after, before map[string]float64, num, den string) float64 {
 	return (after[num] - before[num]) / d
 }
 
-// storageText renders the storage figures, and what they come to at 100,000 verifies a second.
+// storageText renders the storage and batching figures, and what they come to at 100,000
+// verifies a second.
 func (b *bench) storageText() string {
-	s := b.storage
-	if s.logRows == 0 && s.walRows == 0 {
+	s, w, bl := b.storage, b.sustWin, b.backlog
+	if s.logRows == 0 && w.rows == 0 {
 		return ""
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n### Storage and batching per verify (same run)\n\n| measurement | value | at 100,000 verifies/s |\n|---|---:|---:|\n")
 	const perDay = 100_000 * 86_400
-	wal := func(what string, w float64) {
-		if w > 0 {
-			fmt.Fprintf(&sb, "| %s | %.0f bytes | %.1f MB/s, %.1f TB/day |\n", what, w, w*100_000/1e6, w*perDay/1e12)
+	line := func(cond bool, format string, args ...any) {
+		if cond {
+			fmt.Fprintf(&sb, format+"\n", args...)
 		}
 	}
-	if s.walRows > 0 {
-		wal(fmt.Sprintf("PostgreSQL WAL per verify (log row, code row update, statistics; pg_current_wal_lsn() over the sustained window ÷ %d rows)", s.walRows),
-			float64(s.walBytes)/float64(s.walRows))
+	wal := func(what string, w float64) {
+		line(w > 0, "| %s | %.0f bytes | %.1f MB/s, %.1f TB/day |", what, w, w*100_000/1e6, w*perDay/1e12)
 	}
-	wal("PostgreSQL WAL per verify while the backlog drained (batches of about 1,000)", s.backlogWAL)
+	if w.rows > 0 {
+		wal(fmt.Sprintf("PostgreSQL WAL per verify (log row, code row update, statistics; pg_current_wal_lsn() over the sustained window ÷ %d rows)", w.rows),
+			float64(w.wal)/float64(w.rows))
+	}
+	if bl.rows > 0 {
+		wal("PostgreSQL WAL per verify while the backlog drained (batches of about 1,000)", float64(bl.wal)/float64(bl.rows))
+	}
 	wal("of which the log row alone (50,000 copies of the run's rows inserted 1,000 a transaction)", s.logOnlyWAL)
-	if s.logRows > 0 {
-		r := float64(s.logBytes) / float64(s.logRows)
-		fmt.Fprintf(&sb, "| verification_logs on disk per row, indexes included (pg_total_relation_size of every partition ÷ %d rows) | %.0f bytes | %.2f TB/day |\n",
-			s.logRows, r, r*perDay/1e12)
-	}
-	if s.kafkaMessages > 0 {
-		k := float64(s.kafkaBytes) / float64(s.kafkaMessages)
-		fmt.Fprintf(&sb, "| Kafka log per message (lz4 batches, one replica; topic segments ÷ %d messages) | %.0f bytes | %.1f MB/s per replica |\n",
-			s.kafkaMessages, k, k*100_000/1e6)
-	}
-	if s.relayBatch > 0 {
-		fmt.Fprintf(&sb, "| relay batch (outbox entries per Kafka write, mean over the sustained window) | %.1f | – |\n", s.relayBatch)
-	}
-	if s.consumerBatch > 0 {
-		fmt.Fprintf(&sb, "| consumer batch (events per PostgreSQL transaction, mean over the sustained window) | %.1f | – |\n", s.consumerBatch)
-		fmt.Fprintf(&sb, "| consumer batch's PostgreSQL transaction (mean over the sustained window) | %.1f ms | – |\n", s.consumerTxMs)
-	}
-	if s.backlogConsumerBatch > 0 {
-		fmt.Fprintf(&sb, "| draining the backlog: relay batch, consumer batch, its transaction (means) | %.0f, %.0f, %.1f ms | – |\n",
-			s.backlogRelayBatch, s.backlogConsumerBatch, s.backlogTx)
-	}
+	r := float64(s.logBytes) / float64(max(s.logRows, 1))
+	line(s.logRows > 0, "| verification_logs on disk per row, indexes included (pg_total_relation_size of every partition ÷ %d rows) | %.0f bytes | %.2f TB/day |",
+		s.logRows, r, r*perDay/1e12)
+	k := float64(s.kafkaBytes) / float64(max(s.kafkaMessages, 1))
+	line(s.kafkaMessages > 0, "| Kafka log per message (lz4 batches, one replica; topic segments ÷ %d messages) | %.0f bytes | %.1f MB/s per replica |",
+		s.kafkaMessages, k, k*100_000/1e6)
+	line(w.relayBatch > 0, "| relay batch (outbox entries per Kafka write, mean over the sustained window) | %.1f | – |", w.relayBatch)
+	line(w.consumerBatch > 0, "| consumer batch (events per PostgreSQL transaction, mean over the sustained window) | %.1f | – |", w.consumerBatch)
+	line(w.consumerBatch > 0, "| consumer batch's PostgreSQL transaction (mean over the sustained window) | %.1f ms | – |", w.txMs)
+	line(bl.consumerBatch > 0, "| draining the backlog: relay batch, consumer batch, its transaction (means) | %.0f, %.0f, %.1f ms | – |",
+		bl.relayBatch, bl.consumerBatch, bl.txMs)
 	return sb.String()
 }

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/acv/acv/api/client"
 )
@@ -62,16 +64,14 @@ func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
 		return Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	res := x.result()
-	if m := r.Metrics; m != nil {
-		pass := 0
-		for _, t := range res.Thresholds {
-			if t.Pass {
-				pass++
-			}
+	pass := 0
+	for _, t := range res.Thresholds {
+		if t.Pass {
+			pass++
 		}
-		m.thresholds.WithLabelValues(name, "pass").Set(float64(pass))
-		m.thresholds.WithLabelValues(name, "fail").Set(float64(len(res.Thresholds) - pass))
 	}
+	x.m.thresholds.WithLabelValues(name, "pass").Set(float64(pass))
+	x.m.thresholds.WithLabelValues(name, "fail").Set(float64(len(res.Thresholds) - pass))
 	x.logf("%s", res.Summary())
 	return res, nil
 }
@@ -144,7 +144,7 @@ const (
 type run struct {
 	scenario string
 	r        *Runner
-	m        *Metrics // nil: no metrics
+	m        *Metrics
 	cl       *client.Client
 	warned   atomic.Int64
 
@@ -175,8 +175,12 @@ func (r *Runner) newRun(name string) *run {
 			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
 		}}
 	}
+	m := r.Metrics
+	if m == nil {
+		m = NewMetrics(prometheus.NewRegistry())
+	}
 	t := r.Target
-	return &run{scenario: name, r: r, m: r.Metrics,
+	return &run{scenario: name, r: r, m: m,
 		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
 		latBy:   map[string][]time.Duration{},
 		failing: map[string]int64{}, counters: map[string]float64{}}
@@ -234,10 +238,8 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 		a.interrupted = true
 		return a
 	}
-	if x.m != nil {
-		x.m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
-		x.m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
-	}
+	x.m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
+	x.m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
 	if phase == phaseLoad {
 		x.mu.Lock()
 		x.lat = append(x.lat, d)
@@ -268,9 +270,7 @@ func (x *run) checkAll(checks ...namedCheck) bool {
 			x.failing[c.name]++
 		}
 		x.mu.Unlock()
-		if x.m != nil {
-			x.m.checks.WithLabelValues(x.scenario, passFail(c.ok)).Inc()
-		}
+		x.m.checks.WithLabelValues(x.scenario, passFail(c.ok)).Inc()
 		all = all && c.ok
 	}
 	return all
@@ -288,7 +288,7 @@ func (x *run) add(name string, v float64) {
 	x.mu.Lock()
 	x.counters[name] += v
 	x.mu.Unlock()
-	if name == "unexpected_failures" && x.m != nil {
+	if name == "unexpected_failures" {
 		x.m.unexpected.WithLabelValues(x.scenario).Add(v)
 	}
 }
@@ -321,17 +321,13 @@ func (x *run) load(rate float64) (done func()) {
 	x.mu.Lock()
 	x.loadStart = time.Now()
 	x.mu.Unlock()
-	if x.m != nil {
-		x.m.running.WithLabelValues(x.scenario).Set(1)
-		x.m.rate.WithLabelValues(x.scenario).Set(rate)
-	}
+	x.m.running.WithLabelValues(x.scenario).Set(1)
+	x.m.rate.WithLabelValues(x.scenario).Set(rate)
 	return func() {
 		x.mu.Lock()
 		x.loadEnd = time.Now()
 		x.mu.Unlock()
-		if x.m != nil {
-			x.m.running.WithLabelValues(x.scenario).Set(0)
-		}
+		x.m.running.WithLabelValues(x.scenario).Set(0)
 	}
 }
 
@@ -341,9 +337,7 @@ func (x *run) open(ctx context.Context, rate float64, d time.Duration, maxVUs in
 	n := float64(openModel(ctx, rate, d, maxVUs, fn))
 	done()
 	x.add("dropped_iterations", n)
-	if x.m != nil {
-		x.m.dropped.WithLabelValues(x.scenario).Add(n)
-	}
+	x.m.dropped.WithLabelValues(x.scenario).Add(n)
 }
 
 func (x *run) judge(metric, condition, actual string, pass bool) {
@@ -413,12 +407,7 @@ func (x *run) result() Result {
 	if res.Seconds > 0 {
 		res.RPS = float64(res.Requests) / res.Seconds
 	}
-	names := make([]string, 0, len(x.failing))
-	for n := range x.failing {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(x.failing)) {
 		res.Notes = append(res.Notes, fmt.Sprintf("check %q failed %d times", n, x.failing[n]))
 	}
 	return res
@@ -430,8 +419,7 @@ func PercentileMs(d []time.Duration, p float64) float64 {
 	if len(d) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	s := slices.Sorted(slices.Values(d))
 	pos := p / 100 * float64(len(s)-1)
 	lo := int(pos)
 	if lo >= len(s)-1 {
@@ -454,24 +442,19 @@ type Metrics struct {
 
 // NewMetrics registers the series on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(v)
-		return v
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(v)
-		return v
+		return f.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
-	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "acv_loadtest_request_duration_seconds",
-		Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
-		Buckets: latencyBuckets,
-	}, []string{"scenario", "endpoint", "phase"})
-	reg.MustRegister(duration)
 	return &Metrics{
-		duration: duration,
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "acv_loadtest_request_duration_seconds",
+			Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
+			Buckets: latencyBuckets,
+		}, []string{"scenario", "endpoint", "phase"}),
 		requests: counter("acv_loadtest_requests_total",
 			"Requests the load generator sent, by scenario, endpoint, phase (setup, load, teardown) and outcome: the HTTP status class (2xx, 4xx, 5xx) or error when no answer came.",
 			"scenario", "endpoint", "phase", "outcome"),

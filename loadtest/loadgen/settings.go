@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -110,12 +111,8 @@ func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 		Attempts: e.integer("ATTEMPTS", 2), VerifyPhase: e.seconds("VERIFY_SECS", 2*time.Second),
 		ReactivatePhase: e.seconds("REACTIVATE_SECS", time.Second), Prefix: lookup("CONTENTION_PREFIX"),
 		Limits: limits(1000, 2000)}
-	// As many rounds as fit in DURATION.
-	rounds := 1
-	if round := c.VerifyPhase + c.ReactivatePhase; round > 0 {
-		rounds = max(1, int(dur/round))
-	}
-	c.Rounds = e.integer("ROUNDS", rounds)
+	round := max(c.VerifyPhase+c.ReactivatePhase, 1) // as many rounds as fit in DURATION
+	c.Rounds = e.integer("ROUNDS", max(1, int(dur/round)))
 	s.Contention = c
 
 	s.Reactivate = ReactivateSettings{VUs: e.integer("REACTIVATE_VUS", 10), CodesPerVU: e.integer("REACTIVATE_PER_VU", 5),
@@ -125,12 +122,8 @@ func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 	vus = e.integer("READMIX_VUS", 20)
 	s.ReadMix = ReadMixSettings{Rate: e.float("READMIX_RATE", 50), Duration: dur, VUs: vus,
 		MaxVUs: e.integer("READMIX_MAX_VUS", 5*vus), MaxDroppedRate: dropped, Limits: limits(300, 800)}
-	mix := lookup("MIX")
-	if mix == "" {
-		mix = DefaultMix
-	}
 	var err error
-	if s.ReadMix.Mix, err = ParseMix(mix); err != nil {
+	if s.ReadMix.Mix, err = ParseMix(cmp.Or(lookup("MIX"), DefaultMix)); err != nil {
 		e.errs = append(e.errs, err.Error())
 	}
 	if len(e.errs) > 0 {
@@ -164,67 +157,66 @@ type envReader struct {
 	errs   []string
 }
 
-// get is the variable name read by parse, or def when it is unset or malformed.
-func get[T any](e *envReader, name string, def T, parse func(string) (T, error)) T {
+// get is the variable name read by parse, or def when it is unset; a value parse refuses is
+// recorded as not being what.
+func get[T any](e *envReader, name, what string, def T, parse func(string) (T, error)) T {
 	v := strings.TrimSpace(e.lookup(name))
 	if v == "" {
 		return def
 	}
 	n, err := parse(v)
 	if err != nil {
-		e.errs = append(e.errs, fmt.Sprintf("%s=%s: %v", name, v, err))
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s: not %s", name, v, what))
 		return def
 	}
 	return n
 }
 
 func (e *envReader) integer(name string, def int) int {
-	return get(e, name, def, func(v string) (int, error) {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, errors.New("not an integer")
-		}
-		return n, nil
-	})
+	return get(e, name, "an integer", def, strconv.Atoi)
 }
 
-func (e *envReader) float(name string, def float64) float64 { return get(e, name, def, number) }
+func (e *envReader) float(name string, def float64) float64 {
+	return get(e, name, "a number", def, number)
+}
 
 // seconds reads a number of seconds (VERIFY_SECS=1.5).
 func (e *envReader) seconds(name string, def time.Duration) time.Duration {
-	return get(e, name, def, func(v string) (time.Duration, error) {
-		n, err := number(v)
-		if err != nil || n < 0 {
-			return 0, errors.New("not a number of seconds")
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	})
+	return get(e, name, "a number of seconds", def, seconds)
 }
 
 func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	return get(e, name, def, ParseDuration)
+	return get(e, name, "a duration such as 30s, 2m, 1m30s", def, parseDuration)
 }
 
 // number is a finite float.
 func number(v string) (float64, error) {
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-		return 0, errors.New("not a number")
+	if err == nil && (math.IsNaN(n) || math.IsInf(n, 0)) {
+		err = errors.New("not finite")
 	}
-	return n, nil
+	return n, err
 }
 
-// ParseDuration reads a duration as k6 writes them: a number of seconds, or units such as
+func seconds(v string) (time.Duration, error) {
+	n, err := number(v)
+	if err == nil && n < 0 {
+		err = errors.New("negative")
+	}
+	return time.Duration(n * float64(time.Second)), err
+}
+
+// parseDuration reads a duration as k6 writes them: a number of seconds, or units such as
 // 15s, 2m, 1m30s, 1h, 500ms.
-func ParseDuration(v string) (time.Duration, error) {
-	if n, err := number(v); err == nil && n >= 0 {
-		return time.Duration(n * float64(time.Second)), nil
+func parseDuration(v string) (time.Duration, error) {
+	if d, err := seconds(v); err == nil {
+		return d, nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, errors.New("use forms like 30s, 2m, 1m30s")
+	if err == nil && d < 0 {
+		err = errors.New("negative")
 	}
-	return d, nil
+	return d, err
 }
 
 // Code is one row of the CSV `acv codes export` writes (id,code,state,...).
