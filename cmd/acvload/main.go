@@ -217,13 +217,7 @@ func printTable(w io.Writer, names []string, results []loadgen.Result, errs []st
 		r := results[i]
 		verdict := "pass"
 		if !r.Passed() {
-			var failing []string
-			for _, t := range r.Thresholds {
-				if !t.Pass {
-					failing = append(failing, t.Metric)
-				}
-			}
-			verdict = "FAIL (thresholds: " + strings.Join(failing, ", ") + ")"
+			verdict = "FAIL (thresholds: " + strings.Join(r.Failing(), ", ") + ")"
 		}
 		fmt.Fprintf(w, "%-11s %9d %9.1f %9.1f %9.1f  %s\n", n, r.Requests, r.RPS, r.P95Ms, r.P99Ms, verdict)
 	}

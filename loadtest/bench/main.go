@@ -34,7 +34,6 @@ func main() {
 	dur := flag.Duration("d", 10*time.Second, "length of each measured phase")
 	conc := flag.Int("c", 64, "connections of the load generator")
 	codes := flag.Int("codes", 800_000, "codes generated for the run")
-	out := flag.String("o", "", "also write the markdown table to this file")
 	scaleN := flag.Int("scale", 10_000_000, "codes in the big project of the scale phase (-only scale)")
 	profile := flag.String("profile", "", "write CPU profiles of the API (hot path and sustained phases), the relay and the consumer (sustained) into this directory")
 	only := flag.String("only", "", "comma-separated phases to run (http, redis, rediscpu, factors, pg, hot, cluster, sustained, scale); all but factors and scale when empty")
@@ -61,14 +60,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	table := b.table()
-	fmt.Print(table)
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	}
+	fmt.Print(b.table())
 }
 
 // bench holds the servers of one run and what each phase measured.

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,14 +65,9 @@ func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
 		return Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	res := x.result()
-	pass := 0
-	for _, t := range res.Thresholds {
-		if t.Pass {
-			pass++
-		}
-	}
-	x.m.thresholds.WithLabelValues(name, "pass").Set(float64(pass))
-	x.m.thresholds.WithLabelValues(name, "fail").Set(float64(len(res.Thresholds) - pass))
+	failed := len(res.Failing())
+	x.m.thresholds.WithLabelValues(name, "pass").Set(float64(len(res.Thresholds) - failed))
+	x.m.thresholds.WithLabelValues(name, "fail").Set(float64(failed))
 	x.logf("%s", res.Summary())
 	return res, nil
 }
@@ -105,13 +101,17 @@ type Threshold struct {
 }
 
 // Passed tells whether every threshold held.
-func (r Result) Passed() bool {
+func (r Result) Passed() bool { return len(r.Thresholds) > 0 && len(r.Failing()) == 0 }
+
+// Failing is the metrics of the thresholds that did not hold.
+func (r Result) Failing() []string {
+	var out []string
 	for _, t := range r.Thresholds {
 		if !t.Pass {
-			return false
+			out = append(out, t.Metric)
 		}
 	}
-	return len(r.Thresholds) > 0
+	return out
 }
 
 // Summary is the result as k6's summary shows thresholds: one line each, ✓ or ✗, with the
@@ -165,13 +165,8 @@ type run struct {
 
 func (r *Runner) newRun(name string) *run {
 	hc := r.HTTP
-	if hc == nil {
-		timeout := r.Settings.Timeout
-		if timeout <= 0 {
-			timeout = 10 * time.Second
-		}
-		// No proxy: the load goes straight to the target.
-		hc = &http.Client{Timeout: timeout, Transport: &http.Transport{
+	if hc == nil { // no proxy: the load goes straight to the target
+		hc = &http.Client{Timeout: cmp.Or(r.Settings.Timeout, 10*time.Second), Transport: &http.Transport{
 			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
 		}}
 	}
@@ -270,17 +265,10 @@ func (x *run) checkAll(checks ...namedCheck) bool {
 			x.failing[c.name]++
 		}
 		x.mu.Unlock()
-		x.m.checks.WithLabelValues(x.scenario, passFail(c.ok)).Inc()
+		x.m.checks.WithLabelValues(x.scenario, map[bool]string{true: "pass", false: "fail"}[c.ok]).Inc()
 		all = all && c.ok
 	}
 	return all
-}
-
-func passFail(ok bool) string {
-	if ok {
-		return "pass"
-	}
-	return "fail"
 }
 
 // add adds v to the scenario's counter name (with its tags, k6-style).
@@ -348,10 +336,9 @@ func (x *run) judge(metric, condition, actual string, pass bool) {
 
 // standard adds the latency, failure and check thresholds of the load phase.
 func (x *run) standard(l Limits) {
-	x.mu.Lock()
-	p95, p99 := PercentileMs(x.lat, 95), PercentileMs(x.lat, 99)
-	reqs, failed, pass, fail := x.requests, x.failed, x.checksPass, x.checksFail
-	x.mu.Unlock()
+	r := x.result()
+	p95, p99, reqs, failed := r.P95Ms, r.P99Ms, r.Requests, r.FailedRequests
+	fail, pass := r.ChecksFailed, r.Checks-r.ChecksFailed
 	const lat = "http_req_duration{phase:load}"
 	x.judge(lat, fmt.Sprintf("p(95)<%g", l.P95Ms), fmt.Sprintf("p(95)=%.2fms", p95), p95 < l.P95Ms)
 	x.judge(lat, fmt.Sprintf("p(99)<%g", l.P99Ms), fmt.Sprintf("p(99)=%.2fms", p99), p99 < l.P99Ms)
