@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,15 +301,13 @@ func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 
 // info reads an INFO section as its key:value pairs.
 func info(ctx context.Context, rdb redis.UniversalClient, section string) (map[string]string, error) {
-	s, err := rdb.Info(ctx, section).Result()
+	m, err := rdb.InfoMap(ctx, section).Result()
+	out := map[string]string{}
+	for _, kv := range m {
+		maps.Copy(out, kv)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("info %s: %w", section, err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			out[k] = v
-		}
 	}
 	return out, nil
 }

@@ -8,13 +8,9 @@ import (
 	"time"
 )
 
-// contention is loadtest/k6/contention.js: s.VUs VUs race for s.Codes codes in s.Rounds
-// rounds on a fixed timetable. In a round's verify phase every VU sends s.Attempts batches of
-// one concurrent verify per code: exactly one verify of each code may succeed
-// (redeem_success{round:R,code:C} == 1), every other must be refused with CODE_ALREADY_USED.
-// Its reactivate phase has one VU reactivate every code. An answer after its phase ended counts
-// in phase_overrun, a verifier cut short in verifier_iterations_completed: either makes the
-// round counts no evidence of a product bug. The codes end unused.
+// contention is loadtest/k6/contention.js (loadtest/README.md): VUs race for few codes, round
+// after round; exactly one verify of each code may succeed in a round. An answer after its
+// phase ended (phase_overrun) or a verifier cut short makes the round counts no evidence.
 func (x *run) contention(ctx context.Context, s ContentionSettings) error {
 	if s.VerifyPhase < time.Second || s.ReactivatePhase < time.Second {
 		return errors.New("VERIFY_SECS and REACTIVATE_SECS must be at least 1")

@@ -7,9 +7,7 @@ import (
 )
 
 // reactivate is loadtest/k6/reactivate.js: each VU cycles verify → reactivate through codes of
-// its own, both must succeed; with probability s.ReadBack a cycle reads the code back after
-// each step and must see the acknowledged state (read your writes). A closed model, or with
-// s.Rate an open one. The codes end unused.
+// its own, reading back (read your writes) with probability s.ReadBack. The codes end unused.
 func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
 	if s.VUs < 1 || s.CodesPerVU < 1 {
 		return fmt.Errorf("VUs (%d) and codes per VU (%d) must be at least 1", s.VUs, s.CodesPerVU)

@@ -47,7 +47,7 @@ func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
 	}
 	needed := iterations(s.Rate, s.Duration)
 	maxDropped := math.Floor(s.MaxDroppedRate * s.Rate * s.Duration.Seconds())
-	x.logf("readmix: %g reads/s for %s, mix %s, %d known codes", s.Rate, s.Duration, mixString(s.Mix), len(codes))
+	x.logf("readmix: %g reads/s for %s, mix %v, %d known codes", s.Rate, s.Duration, s.Mix, len(codes))
 
 	x.open(ctx, s.Rate, s.Duration, max(s.VUs, s.MaxVUs), func(int, int64) {
 		pick := rand.Float64() * total
@@ -82,14 +82,6 @@ func (x *run) readMix(ctx context.Context, s ReadMixSettings) error {
 		x.endpointP95(e.Name, s.Limits.P95Ms)
 	}
 	return nil
-}
-
-func mixString(mix []MixEntry) string {
-	parts := make([]string, len(mix))
-	for i, e := range mix {
-		parts[i] = e.Name + ":" + strconv.FormatFloat(e.Weight, 'g', -1, 64)
-	}
-	return strings.Join(parts, ",")
 }
 
 func randomCode(codes []Code) Code { return codes[rand.IntN(len(codes))] }

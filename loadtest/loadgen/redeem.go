@@ -11,10 +11,8 @@ import (
 // redeemBy is the verified_by of redeem's verifies; the audit check looks for it in the logs.
 const redeemBy = "acvload-redeem"
 
-// redeem is loadtest/k6/redeem.js: an open model of s.Rate verifies per second, each of a
-// different unused code, each answered success=true with the code's id and a verified_at.
-// Afterwards the audit reads the verified codes back (or a sample of s.AuditSample) and waits
-// up to s.AuditWait for each to show exactly its verify's log. It uses up its codes.
+// redeem is loadtest/k6/redeem.js: an open model of verifies, each of a different unused code,
+// then the audit of their logs. It uses up its codes.
 func (x *run) redeem(ctx context.Context, s RedeemSettings) error {
 	codes := SelectCodes(x.r.Codes, s.Prefix, "unused")
 	needed := iterations(s.Rate, s.Duration)

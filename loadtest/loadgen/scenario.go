@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -43,9 +44,8 @@ type Runner struct {
 	HTTP *http.Client
 }
 
-// Run runs the scenario name (one of Scenarios). A scenario that cannot start (too few codes,
-// a code disabled, a setup request refused) returns an error, as a k6 script's setup throws;
-// one that ran returns its Result, whose thresholds say whether it passed.
+// Run runs the scenario name (one of Scenarios). A scenario that cannot start returns an
+// error, as a k6 script's setup throws; one that ran returns its Result.
 func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
 	x := r.newRun(name)
 	var err error
@@ -419,8 +419,7 @@ func PercentileMs(d []time.Duration, p float64) float64 {
 // latencyBuckets are the service's request-duration bounds (api/httpapi), for comparison.
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// Metrics are the load generator's own series (what it sent, how long each request took as the
-// client saw it, how each scenario is judged), for the Prometheus of the service it loads.
+// Metrics are the load generator's own series, for the Prometheus of the service it loads.
 type Metrics struct {
 	requests, checks, dropped, unexpected *prometheus.CounterVec
 	duration                              *prometheus.HistogramVec
@@ -474,10 +473,9 @@ func iterations(rate float64, d time.Duration) int {
 	return int(math.Ceil(rate*d.Seconds() - 1e-9))
 }
 
-// openModel runs fn at a fixed arrival rate, as k6's constant-arrival-rate executor does: the
-// iterations start on a timetable whatever the latency, each on a free VU (1 … maxVUs), and
-// one due while every VU is busy is dropped. iter counts the iterations started. It returns
-// once every started iteration finished, with the number dropped.
+// openModel runs fn at a fixed arrival rate, as k6's constant-arrival-rate executor does: an
+// iteration due while every VU (1 … maxVUs) is busy is dropped. It returns once every started
+// iteration finished, with the number dropped.
 func openModel(ctx context.Context, rate float64, d time.Duration, maxVUs int, fn func(vu int, iter int64)) (dropped int64) {
 	free := make(chan int, max(1, maxVUs))
 	for vu := 1; vu <= cap(free); vu++ {
@@ -536,4 +534,134 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// The requests of the scenarios, as loadtest/k6/lib/sign.js sends them; endpoint names the
+// request in the metrics and thresholds.
+func (x *run) projectPath() string {
+	return "/api/v1/projects/" + escape(x.r.Target.ProjectID)
+}
+
+// escape percent-encodes a path segment or query component strictly: RFC 3986's unreserved
+// characters stay, everything else is encoded, so what is signed is exactly what is sent.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+func (x *run) verify(ctx context.Context, phase, code, by string) answer {
+	return x.send(ctx, phase, "verify", http.MethodPost, x.projectPath()+"/codes/verify",
+		map[string]string{"code": code, "verified_by": by})
+}
+
+func (x *run) reactivateCode(ctx context.Context, phase, code, by, reason string) answer {
+	return x.send(ctx, phase, "reactivate", http.MethodPost, x.projectPath()+"/codes/reactivate",
+		map[string]string{"code": code, "reactivated_by": by, "reason": reason})
+}
+
+func (x *run) codeByValue(ctx context.Context, phase, endpoint, value string) answer {
+	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/by-code/"+escape(value), nil)
+}
+
+func (x *run) codeByID(ctx context.Context, phase, endpoint, id string) answer {
+	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/"+escape(id), nil)
+}
+
+func (x *run) project(ctx context.Context, phase, endpoint string) answer {
+	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath(), nil)
+}
+
+// listCodes lists codes with the query's pairs, in their order (status, search, page,
+// page_size; empty values left out).
+func (x *run) listCodes(ctx context.Context, phase, endpoint string, pairs ...[2]string) answer {
+	var q []string
+	for _, p := range pairs {
+		if p[1] != "" {
+			q = append(q, escape(p[0])+"="+escape(p[1]))
+		}
+	}
+	path := x.projectPath() + "/codes"
+	if len(q) > 0 {
+		path += "?" + strings.Join(q, "&")
+	}
+	return x.send(ctx, phase, endpoint, http.MethodGet, path, nil)
+}
+
+// object is a JSON object of an answer, read with its numbers as written, so a check can tell
+// an integer from a fraction and a null from a missing field, as the k6 scripts' checks do.
+type object map[string]any
+
+// decode reads the answer's body as a JSON object; nil when it is not one.
+func (a answer) decode() object {
+	d := json.NewDecoder(bytes.NewReader(a.body))
+	d.UseNumber()
+	var o map[string]any
+	if d.Decode(&o) != nil {
+		return nil
+	}
+	return o
+}
+
+func (o object) has(k string) bool { _, ok := o[k]; return ok }
+
+// str is the field as a string; "" when it is not one.
+func (o object) str(k string) string {
+	s, _ := o[k].(string)
+	return s
+}
+
+// isTrue is k6's `o.k === true`.
+func (o object) isTrue(k string) bool { return o[k] == true }
+
+// isFalse is k6's `o.k === false`.
+func (o object) isFalse(k string) bool { return o[k] == false }
+
+func (o object) isNull(k string) bool {
+	v, ok := o[k]
+	return ok && v == nil
+}
+
+// integer is the field as an integer, when it is one.
+func (o object) integer(k string) (int64, bool) {
+	n, ok := o[k].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(n.String(), 10, 64)
+	return i, err == nil
+}
+
+func (o object) isInt(k string) bool { _, ok := o.integer(k); return ok }
+
+func (o object) isNullOrInt(k string) bool { return o.isNull(k) || o.isInt(k) }
+
+// is tells whether the field is a T.
+func is[T any](o object, k string) bool {
+	_, ok := o[k].(T)
+	return ok
+}
+
+func (o object) object(k string) object {
+	m, _ := o[k].(map[string]any)
+	return m
+}
+
+func (o object) array(k string) ([]any, bool) {
+	a, ok := o[k].([]any)
+	return a, ok
+}
+
+// codeShape is the contract's code resource: every field of its type.
+func codeShape(c object) bool {
+	return c != nil && is[string](c, "id") && is[string](c, "code") && is[bool](c, "status") &&
+		is[bool](c, "is_disabled") && is[bool](c, "is_expired") && c.isNullOrInt("expires_at") &&
+		c.isNullOrInt("verified_at") && c.isInt("created_at") && (c.isNull("verified_by") || is[string](c, "verified_by"))
 }

@@ -16,9 +16,8 @@ import (
 	"github.com/acv/acv/internal/safecsv"
 )
 
-// Limits are the latency, failure and check thresholds every scenario sets on its load phase,
-// as the k6 scripts' standardThresholds do (P95_MS, P99_MS, MAX_FAILED_RATE, MIN_CHECKS_RATE):
-// setup and teardown requests are left out.
+// Limits are the thresholds every scenario sets on its load phase, as the k6 scripts'
+// standardThresholds do (P95_MS, P99_MS, MAX_FAILED_RATE, MIN_CHECKS_RATE).
 type Limits struct {
 	P95Ms, P99Ms  float64 // request duration p(95) and p(99) must stay below these
 	MaxFailedRate float64 // share of requests answered outside 2xx/3xx, or not at all, at most
@@ -87,9 +86,7 @@ type Settings struct {
 const DefaultMix = "project:1,list_unused:2,list_used:2,list_page:1,search:2,by_id:2,by_code:3"
 
 // SettingsFromEnv reads the settings from the environment variables of loadtest/run.sh and
-// run-k6.sh (lookup is os.Getenv), with the k6 scripts' defaults, so one environment drives
-// either load generator (but AUDIT_SAMPLE's default, 0, checks every verify). DURATION and the
-// P95_MS, P99_MS, MAX_FAILED_RATE and MIN_CHECKS_RATE thresholds apply to every scenario.
+// run-k6.sh (loadtest/README.md) with the k6 scripts' defaults, so one environment drives both.
 func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 	e := envReader{lookup: lookup}
 	var s Settings
