@@ -290,15 +290,12 @@ func ratio(v, of float64) string {
 
 // table renders the run as markdown, each row with its ratios to the ceilings of the same run.
 func (b *bench) table() string {
-	var httpCeil, redisCeil, plainPG float64
+	var ceil [3]float64 // HTTP, Redis, plain PostgreSQL
 	for _, r := range b.rows {
-		switch {
-		case strings.HasPrefix(r.name, "HTTP ceiling"):
-			httpCeil = r.rps
-		case strings.HasPrefix(r.name, "Redis ceiling"):
-			redisCeil = r.rps
-		case strings.HasPrefix(r.name, "Plain PostgreSQL"):
-			plainPG = r.rps
+		for i, prefix := range []string{"HTTP ceiling", "Redis ceiling", "Plain PostgreSQL"} {
+			if strings.HasPrefix(r.name, prefix) {
+				ceil[i] = r.rps
+			}
 		}
 	}
 	rows := append([]row(nil), b.rows...)
@@ -308,10 +305,10 @@ func (b *bench) table() string {
 	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", r.name, dash("%.0f", r.rps), dash("%.2f", r.p50), dash("%.2f", r.p99), r.errors,
-			ratio(r.rps, httpCeil), ratio(r.rps, redisCeil), ratio(r.rps, plainPG), dash("%.0f%%", 100*r.genCPU), r.note)
+			ratio(r.rps, ceil[0]), ratio(r.rps, ceil[1]), ratio(r.rps, ceil[2]), dash("%.0f%%", 100*r.genCPU), r.note)
 	}
 	fmt.Fprintf(&sb, "\nTargets (same run): hot path ≥ 0.45 × HTTP ceiling → %s; sustained ≥ 3 × plain PostgreSQL → %s; p99 ≤ 5 ms at half the max rate → %s ms (relay paused), %s ms (pipeline running), %s ms (pipeline running at nice %d).\n",
-		ratio(b.hot.RPS, httpCeil), ratio(b.sust.RPS, plainPG), dash("%.2f", b.halfHot.P99Ms), dash("%.2f", b.halfRate.P99Ms), dash("%.2f", b.halfRateNice.P99Ms), pipelineNice)
+		ratio(b.hot.RPS, ceil[0]), ratio(b.sust.RPS, ceil[2]), dash("%.2f", b.halfHot.P99Ms), dash("%.2f", b.halfRate.P99Ms), dash("%.2f", b.halfRateNice.P99Ms), pipelineNice)
 	fmt.Fprintf(&sb, "Machine: %d CPUs shared by the load generator, acv, Redis, PostgreSQL and the Kafka broker; load average (1, 5, 15 min) %s at the start, %s at the end.\n",
 		runtime.NumCPU(), b.loadAvg[0], b.loadAvg[1])
 	sb.WriteString(b.costTable())

@@ -52,10 +52,9 @@ func halfName(rate float64, what string) string {
 
 func (b *bench) redisProcCPU() float64 { return pidCPU(b.redis.Pid()) }
 
-// sustained measures verify with the pipeline running, at the highest rate at which the
-// events not yet in Postgres stay under one second's worth. API, relay and consumer run as
-// three `acv serve` processes, so each one's CPU is read apart; each attempt's CPU window runs
-// from a drained pipeline to a drained pipeline.
+// sustained measures verify with the pipeline running (API, relay and consumer as three
+// processes, each one's CPU read apart), at the highest rate at which the events not yet in
+// Postgres stay under one second's worth; each CPU window runs from drained to drained.
 func (b *bench) sustained(ctx context.Context) error {
 	var procs []*acvProc
 	defer func() {
@@ -255,8 +254,7 @@ func (b *bench) monitor(ctx context.Context) func() int64 {
 
 // pending is the verification-log events not yet written: the outbox entries not yet
 // published, plus the Kafka lag. The relay removes published entries in bulk, so its published
-// less removed count is subtracted, read after the outbox so that an entry is never counted
-// out before the lag counts it in.
+// less removed count is subtracted, read after the outbox so no entry is counted out early.
 func (b *bench) pending(ctx context.Context) int64 {
 	n, _, err := audit.OutboxLen(ctx, b.deps.Redis, cache.Outboxes())
 	if err != nil {

@@ -96,10 +96,9 @@ var (
 		"ping": true, "client|setinfo": true}
 )
 
-// MeasureVerifyCPU measures what Redis spends on each verify: it stores codes, verifies each
-// through cache.Verify (the replay marker's SET NX and the script's FCALL), lets the relay move
-// the events, and reads INFO commandstats after each phase. Per verify it reports the time of
-// the top-level commands (nested ones are listed, not added) and redis-server's own CPU time,
+// MeasureVerifyCPU measures what Redis spends on each verify through cache.Verify (the replay
+// marker's SET NX and the FCALL) and the relay's moving its event, from INFO commandstats
+// (top-level commands; nested ones are listed, not added) and redis-server's own CPU time,
 // which also holds the sockets and the AOF. rdb is flushed first.
 func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
@@ -359,10 +358,9 @@ type redisSetup struct {
 	run   CPURun
 }
 
-// redisSetups are the setups the Redis CPU row reports. The script costs Redis more on a
-// server that holds a project's state, beside a running relay, at a paced rate
-// (loadtest/RESULTS.md, "Why FCALL costs more under make run"), so the row's figure is taken as
-// deployed; make run's Redis adds appendfsync always; bare is the earlier tables' setup.
+// redisSetups are the setups the Redis CPU row reports: the script costs Redis more as
+// deployed (loadtest/RESULTS.md, "Why FCALL costs more under make run"); make run's Redis adds
+// appendfsync always; bare is the earlier tables' setup.
 func redisSetups(conns int) (deployed, makeRun, bare redisSetup) {
 	bare = redisSetup{name: "bare", redis: localenv.RedisOptions{AOF: true},
 		run: CPURun{Codes: cpuVerifies, Concurrency: conns}}

@@ -151,9 +151,7 @@ type run struct {
 	mu         sync.Mutex
 	loadStart  time.Time
 	loadEnd    time.Time
-	lat        []time.Duration
 	latBy      map[string][]time.Duration
-	requests   int64
 	failed     int64
 	checksPass int64
 	checksFail int64
@@ -237,9 +235,7 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 	x.m.duration.WithLabelValues(x.scenario, endpoint, phase).Observe(d.Seconds())
 	if phase == phaseLoad {
 		x.mu.Lock()
-		x.lat = append(x.lat, d)
 		x.latBy[endpoint] = append(x.latBy[endpoint], d)
-		x.requests++
 		if !a.ok() {
 			x.failed++
 		}
@@ -384,9 +380,10 @@ func (x *run) endpointP95(endpoint string, limit float64) {
 func (x *run) result() Result {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	res := Result{Scenario: x.scenario, Requests: x.requests, FailedRequests: x.failed,
+	lat := slices.Concat(slices.Collect(maps.Values(x.latBy))...)
+	res := Result{Scenario: x.scenario, Requests: int64(len(lat)), FailedRequests: x.failed,
 		Checks: x.checksPass + x.checksFail, ChecksFailed: x.checksFail,
-		P95Ms: PercentileMs(x.lat, 95), P99Ms: PercentileMs(x.lat, 99),
+		P95Ms: PercentileMs(lat, 95), P99Ms: PercentileMs(lat, 99),
 		Thresholds: x.thresholds, Counters: x.counters, Notes: x.notes}
 	if !x.loadEnd.IsZero() {
 		res.Seconds = x.loadEnd.Sub(x.loadStart).Seconds()
