@@ -89,11 +89,7 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: 1})
 	defer rdb.Close()
 	defer settleRedis(ctx, rdb)
-	// Keys hold the project id as 16 raw bytes; redis-benchmark's arguments cannot hold a NUL.
-	pid := contract.NewID()
-	for strings.Contains(contract.RawID(pid), "\x00") {
-		pid = contract.NewID()
-	}
+	pid := nulFreeID() // keys hold the project id as 16 raw bytes
 	c := cache.New(rdb)
 	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return err
@@ -255,12 +251,8 @@ func verifyCall(ctx context.Context, rdb *redis.Client, projectID, valuePattern 
 		cache.ShardPrefix(s) + "p:" + projectID,
 		cache.OutboxOf(projectID, valuePattern),
 	}
-	eventID := contract.NewID()
-	for strings.Contains(contract.RawID(eventID), "\x00") {
-		eventID = contract.NewID()
-	}
 	head, err := contract.AppendEventHead(nil, contract.Operation{Action: contract.ActionVerify, ProjectID: projectID,
-		EventID: eventID, By: "bench", IP: "127.0.0.1", Now: now})
+		EventID: nulFreeID(), By: "bench", IP: "127.0.0.1", Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("verify call: %w", err)
 	}
@@ -269,6 +261,15 @@ func verifyCall(ctx context.Context, rdb *redis.Client, projectID, valuePattern 
 	}
 	call := append([]string{"FCALL", libs[0].Functions[0].Name, fmt.Sprint(len(keys))}, keys...)
 	return append(call, string(head)), nil
+}
+
+// nulFreeID is a new id whose raw bytes hold no NUL, which redis-benchmark's arguments cannot.
+func nulFreeID() string {
+	for {
+		if id := contract.NewID(); !strings.Contains(contract.RawID(id), "\x00") {
+			return id
+		}
+	}
 }
 
 // putPatternCodes stores codes (Cache.PutCodes) and renames each to its key in the value

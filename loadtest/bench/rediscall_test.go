@@ -26,10 +26,7 @@ func TestVerifyCallRedeems(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	pid := contract.NewID()
-	for strings.Contains(contract.RawID(pid), "\x00") {
-		pid = contract.NewID()
-	}
+	pid := nulFreeID()
 	if err := cache.New(rdb).PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		t.Fatal(err)
 	}

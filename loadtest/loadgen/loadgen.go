@@ -87,12 +87,8 @@ func Run(ctx context.Context, cfg Config) Report {
 			due := time.Now().Add(time.Duration(w) * interval / time.Duration(cfg.Concurrency))
 			for ctx.Err() == nil {
 				if interval > 0 {
-					if d := time.Until(due); d > 0 {
-						select {
-						case <-time.After(d):
-						case <-ctx.Done():
-							return
-						}
+					if !sleepUntil(ctx, due) {
+						return
 					}
 					due = due.Add(interval)
 				}
@@ -106,10 +102,9 @@ func Run(ctx context.Context, cfg Config) Report {
 				t0 := time.Now()
 				req = sg.verifyRequest(req, body, t0)
 				if c == nil {
-					if c, err = dial(u.Host); err != nil {
+					if c = dial(u.Host); c == nil {
 						errs.Add(1)
 						reqs.Add(1)
-						c = nil
 						continue
 					}
 				}
@@ -161,12 +156,13 @@ type conn struct {
 	body []byte
 }
 
-func dial(addr string) (*conn, error) {
+// dial connects to addr; nil when it cannot.
+func dial(addr string) *conn {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return nil, err
+		return nil
 	}
-	return &conn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
+	return &conn{c: c, r: bufio.NewReaderSize(c, 16<<10)}
 }
 
 func (c *conn) close() { c.c.Close() }
