@@ -541,29 +541,26 @@ func (b *bench) scale(ctx context.Context) error {
 		name string
 		fn   func(i int) error
 	}
-	list := func(name string, page func() int, status string) query {
-		return query{name, func(int) error {
-			_, err := cl.ListCodes(ctx, big.ID, client.ListParams{Page: page(), Status: status})
-			return err
-		}}
+	list := func(name string, params func(i int) client.ListParams) query {
+		return query{name, func(i int) error { _, err := cl.ListCodes(ctx, big.ID, params(i)); return err }}
 	}
-	at := func(page int) func() int { return func() int { return page } }
+	atPage := func(p int, status string) func(int) client.ListParams {
+		return func(int) client.ListParams { return client.ListParams{Page: p, Status: status} }
+	}
 	queries := []query{
 		{"project with statistics", func(int) error { _, err := cl.Project(ctx, big.ID); return err }},
-		list("list, first page", at(1), ""),
-		list("list, middle page", at(last/2), ""),
-		list("list, last page", at(last), ""),
-		list("list, random deep page", func() int { return 1 + rand.IntN(last) }, ""),
+		list("list, first page", atPage(1, "")),
+		list("list, middle page", atPage(last/2, "")),
+		list("list, last page", atPage(last, "")),
+		list("list, random deep page", func(int) client.ListParams { return client.ListParams{Page: 1 + rand.IntN(last)} }),
 	}
 	for _, s := range []string{"unused", "used", "disabled", "expired"} {
-		queries = append(queries, list("list, status="+s+", first page", at(1), s))
+		queries = append(queries, list("list, status="+s+", first page", atPage(1, s)))
 	}
 	for _, n := range []int{3, 4, 6} {
-		queries = append(queries, query{"search, " + strconv.Itoa(n) + " characters", func(i int) error {
-			v := bigCodes[i%len(bigCodes)]
-			_, err := cl.ListCodes(ctx, big.ID, client.ListParams{Page: 1, Search: strings.ToLower(v[3 : 3+n])})
-			return err
-		}})
+		queries = append(queries, list("search, "+strconv.Itoa(n)+" characters", func(i int) client.ListParams {
+			return client.ListParams{Page: 1, Search: strings.ToLower(bigCodes[i%len(bigCodes)][3 : 3+n])}
+		}))
 	}
 	queries = append(queries, query{"code by value, with history", func(i int) error {
 		_, err := cl.CodeByValue(ctx, big.ID, bigCodes[i%len(bigCodes)])

@@ -18,12 +18,7 @@ func (x *run) contention(ctx context.Context, s ContentionSettings) error {
 	if s.VUs < 1 || s.Codes < 1 || s.Attempts < 1 || s.Rounds < 1 {
 		return fmt.Errorf("VUs (%d), codes (%d), attempts (%d) and rounds (%d) must be at least 1", s.VUs, s.Codes, s.Attempts, s.Rounds)
 	}
-	pool := SelectCodes(x.r.Codes, s.Prefix, "unused", "used")
-	if len(pool) < s.Codes {
-		return fmt.Errorf("contention needs %d unused or used codes of prefix %q in the export; it has %d", s.Codes, s.Prefix, len(pool))
-	}
-	codes := pool[:s.Codes]
-	reset, err := x.resetToUnused(ctx, codes)
+	codes, reset, err := x.ownCodes(ctx, s.Prefix, s.Codes)
 	if err != nil {
 		return err
 	}
@@ -151,26 +146,30 @@ func (x *run) reactivateRound(ctx context.Context, s ContentionSettings, codes [
 	}
 }
 
-// resetToUnused reactivates the codes an interrupted run left used, and returns how many; a
-// code missing, disabled or expired is an error.
-func (x *run) resetToUnused(ctx context.Context, codes []Code) (int, error) {
-	n := 0
+// ownCodes takes the first n unused or used codes of prefix and reactivates those an
+// interrupted run left used (reset counts them); a code missing, disabled or expired is an error.
+func (x *run) ownCodes(ctx context.Context, prefix string, n int) (codes []Code, reset int, err error) {
+	codes = SelectCodes(x.r.Codes, prefix, "unused", "used")
+	if len(codes) < n {
+		return nil, 0, fmt.Errorf("%s needs %d unused or used codes of prefix %q in the export; it has %d", x.scenario, n, prefix, len(codes))
+	}
+	codes = codes[:n]
 	for _, row := range codes {
 		a := x.codeByValue(ctx, phaseSetup, "by_code", row.Value)
 		c := a.decode()
 		if a.status != 200 || c == nil {
-			return n, fmt.Errorf("setup: GET code %s: %s", row.Value, a)
+			return nil, reset, fmt.Errorf("setup: GET code %s: %s", row.Value, a)
 		}
 		if c.isTrue("is_disabled") || c.isTrue("is_expired") {
-			return n, fmt.Errorf("setup: code %s is disabled or expired; export fresh codes", row.Value)
+			return nil, reset, fmt.Errorf("setup: code %s is disabled or expired; export fresh codes", row.Value)
 		}
 		if c.isTrue("status") {
 			r := x.reactivateCode(ctx, phaseSetup, row.Value, "acvload-setup", "reset before load test")
 			if r.status != 200 || !r.decode().isTrue("success") {
-				return n, fmt.Errorf("setup: reactivate %s: %s", row.Value, r)
+				return nil, reset, fmt.Errorf("setup: reactivate %s: %s", row.Value, r)
 			}
-			n++
+			reset++
 		}
 	}
-	return n, nil
+	return codes, reset, nil
 }

@@ -12,13 +12,7 @@ func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
 	if s.VUs < 1 || s.CodesPerVU < 1 {
 		return fmt.Errorf("VUs (%d) and codes per VU (%d) must be at least 1", s.VUs, s.CodesPerVU)
 	}
-	pool := SelectCodes(x.r.Codes, s.Prefix, "unused", "used")
-	if len(pool) < s.VUs*s.CodesPerVU {
-		return fmt.Errorf("reactivate needs %d unused or used codes of prefix %q (VUs %d x codes per VU %d); the export has %d",
-			s.VUs*s.CodesPerVU, s.Prefix, s.VUs, s.CodesPerVU, len(pool))
-	}
-	pool = pool[:s.VUs*s.CodesPerVU]
-	reset, err := x.resetToUnused(ctx, pool)
+	pool, reset, err := x.ownCodes(ctx, s.Prefix, s.VUs*s.CodesPerVU) // VUs x codes per VU
 	if err != nil {
 		return err
 	}
