@@ -185,6 +185,7 @@ func (b *bench) renicePipeline(nice int, procs ...*acvProc) error {
 type acvProc struct {
 	*localenv.Process
 	base, debug string
+	log         *os.File
 }
 
 // startACV starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
@@ -222,7 +223,7 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	if err != nil {
 		return nil, err
 	}
-	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
+	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport), log: logf}
 	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr
@@ -235,7 +236,10 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	return p, nil
 }
 
-func (p *acvProc) stop() { p.Stop(20 * time.Second) }
+func (p *acvProc) stop() {
+	p.Stop(20 * time.Second)
+	p.log.Close()
+}
 
 // cpu is the process's user+system CPU seconds so far.
 func (p *acvProc) cpu() float64 { return pidCPU(p.Pid()) }
