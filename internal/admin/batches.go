@@ -128,7 +128,8 @@ func (a *Admin) Batch(ctx context.Context, projectID, batchID string) (contract.
 	return b, notFound(err, "batch", batchID)
 }
 
-// Batches lists a project's batches, newest first, at most limit, marking stale ones failed first.
+// Batches lists a project's batches, newest first, at most limit ([] when none), marking stale
+// ones failed first.
 func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]contract.Batch, error) {
 	if _, err := a.Store.Project(ctx, projectID); err != nil {
 		return nil, notFound(err, "project", projectID)
@@ -136,7 +137,11 @@ func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]con
 	if _, err := a.Store.FailStaleBatches(ctx, projectID, BatchStaleAfter); err != nil {
 		return nil, err
 	}
-	return a.Store.Batches(ctx, projectID, limit)
+	bs, err := a.Store.Batches(ctx, projectID, limit)
+	if bs == nil && err == nil {
+		bs = []contract.Batch{}
+	}
+	return bs, err
 }
 
 // CancelBatch asks a batch to stop; the codes it made stay (RevokeBatch disables them).

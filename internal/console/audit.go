@@ -34,18 +34,6 @@ func (s *Service) record(ctx context.Context, a Actor, action, targetKind, targe
 	return nil
 }
 
-// AuditLog reads the admin audit log, newest first (viewer and above).
-func (s *Service) AuditLog(ctx context.Context, a Actor, f contract.AuditFilter) ([]contract.AuditRecord, error) {
-	if err := a.require(RoleViewer); err != nil {
-		return nil, err
-	}
-	rs, err := s.store.AdminAudit(ctx, f)
-	if rs == nil && err == nil {
-		rs = []contract.AuditRecord{}
-	}
-	return rs, err
-}
-
 // ChainReport is what VerifyChain found; when not OK, BrokenSeq is the first bad row.
 type ChainReport struct {
 	OK        bool   `json:"ok"`

@@ -50,14 +50,14 @@ func (c *client) waitBatches(projectID string) {
 	}
 }
 
-// waitBatchesDone waits, through the Service, until every batch of the project has ended
+// waitBatchesDone waits, through the admin service, until every batch of the project has ended
 // done.
 func waitBatchesDone(t *testing.T, e *env, projectID string) {
 	t.Helper()
-	ctx, op := context.Background(), console.SystemActor("test")
+	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		bs, err := e.svc.Batches(ctx, op, projectID)
+		bs, err := e.admin.Batches(ctx, projectID, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestConsoleBatchProgress(t *testing.T) {
 			t.Errorf("progress went %v: rounds are 5,000 codes and never go back", seen)
 		}
 	}
-	st, err := e.svc.Statistics(context.Background(), console.SystemActor("test"), p.ID)
+	st, err := e.admin.Statistics(context.Background(), p.ID, e.clock.Now().Unix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestConsoleBatchCancel(t *testing.T) {
 	if end.Status != contract.BatchCancelled || end.Done == 0 || end.Done >= console.MaxGenerate || end.FinishedAt == nil {
 		t.Fatalf("cancelled batch %+v", end)
 	}
-	st, err := e.svc.Statistics(context.Background(), console.SystemActor("test"), p.ID)
+	st, err := e.admin.Statistics(context.Background(), p.ID, e.clock.Now().Unix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if b, err = e.svc.Batch(ctx, op, p.ID, b.ID); err != nil {
+		if b, err = e.admin.Batch(ctx, p.ID, b.ID); err != nil {
 			t.Fatal(err)
 		}
 		if b.Done > 0 || time.Now().After(deadline) {
@@ -257,7 +257,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 		}
 	}
 	svc2.Close()
-	if b, err = e.svc.Batch(ctx, op, p.ID, b.ID); err != nil {
+	if b, err = e.admin.Batch(ctx, p.ID, b.ID); err != nil {
 		t.Fatal(err)
 	}
 	if b.Status != contract.BatchFailed || !strings.Contains(b.Error, "interrupted") || b.Done == 0 || b.FinishedAt == nil {
@@ -267,7 +267,7 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	if _, err := svc2.StartGenerate(ctx, op, p.ID, "too late", contract.GenerateSpec{Count: 5, Length: 8}); contract.KindOf(err) != contract.KindUnavailable {
 		t.Fatalf("generate on a stopped instance: %v", err)
 	}
-	all, err := e.svc.Batches(ctx, op, p.ID)
+	all, err := e.admin.Batches(ctx, p.ID, 100)
 	if err != nil || len(all) != 2 || all[0].Name != "too late" || all[0].Status != contract.BatchCancelled {
 		t.Fatalf("batches after a refused start: %+v %v", all, err)
 	}
@@ -279,13 +279,13 @@ func TestConsoleBatchInterrupted(t *testing.T) {
 	if ok, err := e.store.StartBatch(ctx, lost.ID); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if lost, err = e.svc.Batch(ctx, op, p.ID, lost.ID); err != nil || lost.Status != contract.BatchRunning {
+	if lost, err = e.admin.Batch(ctx, p.ID, lost.ID); err != nil || lost.Status != contract.BatchRunning {
 		t.Fatalf("a live batch was marked: %+v %v", lost, err)
 	}
 	if _, err := e.store.Pool().Exec(ctx, `UPDATE code_batches SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, lost.ID); err != nil {
 		t.Fatal(err)
 	}
-	if lost, err = e.svc.Batch(ctx, op, p.ID, lost.ID); err != nil {
+	if lost, err = e.admin.Batch(ctx, p.ID, lost.ID); err != nil {
 		t.Fatal(err)
 	}
 	if lost.Status != contract.BatchFailed || !strings.Contains(lost.Error, "interrupted") {
@@ -308,7 +308,7 @@ func TestConsoleBatchRevoke(t *testing.T) {
 
 	// A code of A verified before the revoke stays used, and is disabled too.
 	codesOf := func(prefix string) []contract.Code {
-		page, err := e.svc.ListCodes(ctx, console.SystemActor("test"), p.ID, contract.ListQuery{Search: prefix, PageSize: contract.MaxPageSize, Page: 1})
+		page, err := e.admin.ListCodes(ctx, p.ID, contract.ListQuery{Search: prefix, PageSize: contract.MaxPageSize, Page: 1}, e.clock.Now().Unix())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestConsoleBatchRevoke(t *testing.T) {
 			t.Fatalf("code %s of the other batch disabled: %+v %v", c.Code, live, err)
 		}
 	}
-	st, err := e.svc.Statistics(ctx, console.SystemActor("test"), p.ID)
+	st, err := e.admin.Statistics(ctx, p.ID, e.clock.Now().Unix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestConsoleBulkDisable(t *testing.T) {
 		t.Fatalf("count %d, want 400", n)
 	}
 	// Someone disables one of them meanwhile.
-	page, err := e.svc.ListCodes(context.Background(), console.SystemActor("test"), p.ID, contract.ListQuery{Search: "X-", PageSize: 1, Page: 1})
+	page, err := e.admin.ListCodes(context.Background(), p.ID, contract.ListQuery{Search: "X-", PageSize: 1, Page: 1}, e.clock.Now().Unix())
 	if err != nil {
 		t.Fatal(err)
 	}

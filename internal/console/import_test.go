@@ -58,7 +58,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 	check("dry run", rep, true)
 	res, body = op.do("GET", "/projects/"+p.ID+"/codes/NEW-1", nil)
 	expect(t, "code after the dry run", res, body, http.StatusNotFound)
-	recs, err := e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err := e.store.AdminAudit(ctx, contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 1 { // the fixture's import only
 		t.Fatalf("audit after the dry run: %d rows, %v", len(recs), err)
 	}
@@ -72,7 +72,7 @@ func TestConsoleImportDryRunAndRowErrors(t *testing.T) {
 		res, body = op.do("GET", "/projects/"+p.ID+"/codes/"+v, nil)
 		expect(t, "imported "+v, res, body, http.StatusOK)
 	}
-	recs, err = e.svc.AuditLog(ctx, console.SystemActor("test"), contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
+	recs, err = e.store.AdminAudit(ctx, contract.AuditFilter{Action: "codes.import", ProjectID: p.ID})
 	if err != nil || len(recs) != 2 || recs[0].AdminUsername != "ivy" {
 		t.Fatalf("audit after the import: %+v, %v", recs, err)
 	}
@@ -270,7 +270,7 @@ func TestConsoleProjectPageImportExpiryAndPaging(t *testing.T) {
 	if !strings.Contains(body, "The project does not expire.") {
 		t.Errorf("project page after clearing the expiry: %.3000s", body)
 	}
-	recs, err := e.svc.AuditLog(context.Background(), console.SystemActor("test"), contract.AuditFilter{ProjectID: p.ID, Action: "project."})
+	recs, err := e.store.AdminAudit(context.Background(), contract.AuditFilter{ProjectID: p.ID, Action: "project."})
 	if err != nil || len(recs) < 2 {
 		t.Fatalf("expiry changes not in the audit log: %+v, %v", recs, err)
 	}

@@ -170,14 +170,6 @@ func writeCSV(w io.Writer, columns []string, rows func(row func(...string) error
 	return n, err
 }
 
-// LogPartitions lists verification_logs' day partitions (viewer and above).
-func (s *Service) LogPartitions(ctx context.Context, a Actor) ([]contract.LogPartition, error) {
-	if err := a.require(RoleViewer); err != nil {
-		return nil, err
-	}
-	return s.store.LogPartitions(ctx)
-}
-
 // MaintainLogs runs one partition maintenance now (admin only), recording a run that did something.
 func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (contract.LogMaintenance, error) {
 	if err := a.require(RoleAdmin); err != nil {

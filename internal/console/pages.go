@@ -290,7 +290,7 @@ var failedFlashes = map[string]bool{"verify_failed": true, "reactivate_failed": 
 
 // projectNames maps every project's id to its name, and lists the projects, for the filters.
 func (s *Server) projectNames(c *gin.Context, se *Session) (map[string]string, []contract.Project, error) {
-	ps, err := s.svc.Projects(c.Request.Context(), s.actor(c, se))
+	ps, err := s.ops.Projects(c.Request.Context())
 	if err != nil {
 		return nil, nil, err
 	}

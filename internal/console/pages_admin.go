@@ -23,13 +23,13 @@ type auditRow struct {
 
 // auditPage shows the audit log, newest first, filtered, with the chain's verification.
 func (s *Server) auditPage(c *gin.Context, se *Session) error {
-	ctx, a := c.Request.Context(), s.actor(c, se)
+	ctx := c.Request.Context()
 	f, err := auditFilterQuery(c)
 	if err != nil {
 		return err
 	}
 	f.Limit = 100
-	rows, err := s.svc.AuditLog(ctx, a, f)
+	rows, err := s.st.AdminAudit(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *Server) accountsPage(c *gin.Context, se *Session) error {
 
 // renderAccounts shows the accounts, and shown's one-time password this once.
 func (s *Server) renderAccounts(c *gin.Context, se *Session, shown *NewAccount) error {
-	accs, err := s.svc.Accounts(c.Request.Context(), s.actor(c, se))
+	accs, err := s.accounts(c.Request.Context())
 	if err != nil {
 		return err
 	}

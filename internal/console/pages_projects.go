@@ -22,14 +22,14 @@ type projectTotals struct {
 
 func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 	ctx, a := c.Request.Context(), s.actor(c, se)
-	ps, err := s.svc.Projects(ctx, a)
+	ps, err := s.ops.Projects(ctx)
 	if err != nil {
 		return err
 	}
 	rows := make([]projectTotals, 0, len(ps))
 	var sum contract.Statistics
 	for _, p := range ps {
-		st, err := s.svc.Statistics(ctx, a, p.ID)
+		st, err := s.ops.Statistics(ctx, p.ID, s.now())
 		if err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (s *Server) dashboardPage(c *gin.Context, se *Session) error {
 }
 
 func (s *Server) projectsPage(c *gin.Context, se *Session) error {
-	ps, err := s.svc.Projects(c.Request.Context(), s.actor(c, se))
+	ps, err := s.ops.Projects(c.Request.Context())
 	if err != nil {
 		return err
 	}
@@ -125,20 +125,20 @@ func (s *Server) projectPage(c *gin.Context, se *Session) error {
 
 // renderProject writes the project page, the codes table as a GET's query asks.
 func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) error {
-	ctx, a, id := c.Request.Context(), s.actor(c, se), c.Param("project_id")
-	p, err := s.svc.Project(ctx, a, id)
+	ctx, id := c.Request.Context(), c.Param("project_id")
+	p, err := s.ops.Project(ctx, id, s.now())
 	if err != nil {
 		return err
 	}
-	st, err := s.svc.Statistics(ctx, a, id)
+	st, err := s.ops.Statistics(ctx, id, s.now())
 	if err != nil {
 		return err
 	}
-	keys, err := s.svc.APIKeys(ctx, a, id)
+	keys, err := s.ops.APIKeys(ctx, id)
 	if err != nil {
 		return err
 	}
-	batches, err := s.svc.Batches(ctx, a, id)
+	batches, err := s.ops.Batches(ctx, id, batchesShown)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 		}
 		q.Cursor = c.Query("cursor")
 	}
-	if pv.Codes, err = s.svc.ListCodesAfter(ctx, a, id, q); err != nil {
+	if pv.Codes, err = s.ops.ListCodesAfter(ctx, id, q, s.now()); err != nil {
 		return err
 	}
 	pv.Status, pv.Search, pv.Cursor = string(q.State), q.Search, q.Cursor
@@ -272,12 +272,12 @@ func projectTabOf(c *gin.Context, extra projectExtra) string {
 
 // codePage shows one code (?value=…), its history and its actions.
 func (s *Server) codePage(c *gin.Context, se *Session) error {
-	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
-	p, err := s.svc.Project(ctx, a, pid)
+	ctx, pid := c.Request.Context(), c.Param("project_id")
+	p, err := s.ops.Project(ctx, pid, s.now())
 	if err != nil {
 		return err
 	}
-	code, err := s.svc.Code(ctx, a, pid, c.Query("value"))
+	code, err := s.ops.Code(ctx, pid, c.Query("value"), s.now())
 	if err != nil {
 		return err
 	}
@@ -379,8 +379,8 @@ func (s *Server) bulkDisablePage(c *gin.Context, se *Session) error {
 }
 
 func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed bool) error {
-	ctx, a, pid := c.Request.Context(), s.actor(c, se), c.Param("project_id")
-	p, err := s.svc.Project(ctx, a, pid)
+	ctx, pid := c.Request.Context(), c.Param("project_id")
+	p, err := s.ops.Project(ctx, pid, s.now())
 	if err != nil {
 		return err
 	}
@@ -390,13 +390,13 @@ func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed b
 	}
 	bv := bulkView{Project: p, Filter: f, Changed: changed}
 	if f.BatchID != "" {
-		b, err := s.svc.Batch(ctx, a, pid, f.BatchID)
+		b, err := s.ops.Batch(ctx, pid, f.BatchID)
 		if err != nil {
 			return err
 		}
 		bv.Batch = &b
 	}
-	if bv.Count, err = s.svc.BulkCount(ctx, a, pid, cf); err != nil {
+	if bv.Count, err = s.ops.CountMatching(ctx, pid, cf, s.now()); err != nil {
 		return err
 	}
 	title := "Disable codes in bulk"
@@ -466,14 +466,14 @@ type projectBatch struct {
 
 // batchesPage lists every project's latest generation batches, newest first.
 func (s *Server) batchesPage(c *gin.Context, se *Session) error {
-	ctx, a := c.Request.Context(), s.actor(c, se)
-	ps, err := s.svc.Projects(ctx, a)
+	ctx := c.Request.Context()
+	ps, err := s.ops.Projects(ctx)
 	if err != nil {
 		return err
 	}
 	var rows []projectBatch
 	for _, p := range ps {
-		bs, err := s.svc.Batches(ctx, a, p.ID)
+		bs, err := s.ops.Batches(ctx, p.ID, batchesShown)
 		if err != nil {
 			return err
 		}
@@ -493,7 +493,7 @@ var errWrongName = contract.Errorf(contract.KindInvalid,
 // batch, disabling codes in bulk) unless the form's confirm_name is the project's name as
 // typed by the operator: a click alone never stops codes from verifying.
 func (s *Server) confirmProjectName(c *gin.Context, se *Session, pid string) error {
-	p, err := s.svc.Project(c.Request.Context(), s.actor(c, se), pid)
+	p, err := s.ops.Project(c.Request.Context(), pid, s.now())
 	if err != nil {
 		return err
 	}

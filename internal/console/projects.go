@@ -13,16 +13,6 @@ import (
 // the actor's role, runs internal/admin's action (Operations) and records a change in the
 // audit log.
 
-// read runs a read of the admin service for an actor of at least role need.
-func read[T any](s *Service, a Actor, need Role, f func(o Operations, now int64) (T, error)) (T, error) {
-	o, err := s.operator(a, need)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return f(o, s.now().Unix())
-}
-
 // change runs an admin action for an actor of at least role need and records it.
 func (s *Service) change(ctx context.Context, a Actor, need Role, action, kind, id, projectID string,
 	detail map[string]any, f func(o Operations) error) error {
@@ -65,23 +55,6 @@ func checkExpiry(expiresAt *int64) error {
 	return nil
 }
 
-// Projects lists every project (viewer and above).
-func (s *Service) Projects(ctx context.Context, a Actor) ([]contract.Project, error) {
-	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.Project, error) { return o.Projects(ctx) })
-}
-
-// Project reads one project with its statistics (viewer and above).
-func (s *Service) Project(ctx context.Context, a Actor, id string) (contract.Project, error) {
-	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.Project, error) { return o.Project(ctx, id, now) })
-}
-
-// Statistics reads a project's statistics (viewer and above).
-func (s *Service) Statistics(ctx context.Context, a Actor, id string) (contract.ProjectStatistics, error) {
-	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.ProjectStatistics, error) {
-		return o.Statistics(ctx, id, now)
-	})
-}
-
 // CreateProject creates a project (operator and above).
 func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
 	o, err := s.operator(a, RoleOperator)
@@ -110,11 +83,6 @@ func (s *Service) SetProjectExpiry(ctx context.Context, a Actor, id string, expi
 			}
 			return o.SetProjectExpiry(ctx, id, expiresAt)
 		})
-}
-
-// APIKeys lists a project's API keys, never a secret (viewer and above).
-func (s *Service) APIKeys(ctx context.Context, a Actor, projectID string) ([]contract.KeyInfo, error) {
-	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.KeyInfo, error) { return o.APIKeys(ctx, projectID) })
 }
 
 // checkLimit refuses a token bucket no key can have; 0 leaves a limit unset.
@@ -197,27 +165,6 @@ func (s *Service) RewrapKeys(ctx context.Context, a Actor) (contract.RewrapResul
 	return res, o.ActiveKeyID(), err
 }
 
-// ListCodes reads one page of a project's codes with the client API's filters (viewer+).
-func (s *Service) ListCodes(ctx context.Context, a Actor, projectID string, q contract.ListQuery) (contract.CodePage, error) {
-	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodePage, error) {
-		return o.ListCodes(ctx, projectID, q, now)
-	})
-}
-
-// ListCodesAfter reads one keyset page of a project's codes (viewer and above).
-func (s *Service) ListCodesAfter(ctx context.Context, a Actor, projectID string, q contract.CursorQuery) (contract.CursorPage, error) {
-	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CursorPage, error) {
-		return o.ListCodesAfter(ctx, projectID, q, now)
-	})
-}
-
-// Code reads one code with its live state and history (viewer and above).
-func (s *Service) Code(ctx context.Context, a Actor, projectID, value string) (contract.CodeWithHistory, error) {
-	return read(s, a, RoleViewer, func(o Operations, now int64) (contract.CodeWithHistory, error) {
-		return o.Code(ctx, projectID, value, now)
-	})
-}
-
 // SetCodeDisabled disables or enables one code, at once on the hot path (support and above).
 func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value string, disabled bool) error {
 	return s.change(ctx, a, RoleSupport, pick(disabled, "code.disable", "code.enable"), "code", value, projectID, nil,
@@ -245,7 +192,7 @@ func (s *Service) Export(ctx context.Context, a Actor, projectID string) (func(i
 	if err := a.require(RoleOperator); err != nil {
 		return nil, err
 	}
-	if _, err := s.Project(ctx, a, projectID); err != nil {
+	if _, err := s.admin.Project(ctx, projectID, s.now().Unix()); err != nil {
 		return nil, err
 	}
 	if err := s.record(ctx, a, "codes.export", "project", projectID, projectID, map[string]any{"format": "csv"}); err != nil {
@@ -253,6 +200,9 @@ func (s *Service) Export(ctx context.Context, a Actor, projectID string) (func(i
 	}
 	return func(w io.Writer) (int, error) { return s.admin.ExportCSV(ctx, projectID, s.now().Unix(), w) }, nil
 }
+
+// batchesShown is how many of a project's latest batches the API and the pages list.
+const batchesShown = 100
 
 // MaxGenerate bounds one generation batch.
 const MaxGenerate = 1_000_000
@@ -293,22 +243,6 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 	return b, nil
 }
 
-// Batch reads one generation batch with its progress (viewer and above).
-func (s *Service) Batch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
-	return read(s, a, RoleViewer, func(o Operations, _ int64) (contract.Batch, error) { return o.Batch(ctx, projectID, batchID) })
-}
-
-// Batches lists a project's latest generation batches, newest first (viewer and above).
-func (s *Service) Batches(ctx context.Context, a Actor, projectID string) ([]contract.Batch, error) {
-	return read(s, a, RoleViewer, func(o Operations, _ int64) ([]contract.Batch, error) {
-		bs, err := o.Batches(ctx, projectID, 100)
-		if bs == nil && err == nil {
-			bs = []contract.Batch{}
-		}
-		return bs, err
-	})
-}
-
 // CancelBatch stops a queued or running batch (operator and above); the codes it made stay.
 func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
 	o, err := s.operator(a, RoleOperator)
@@ -335,11 +269,6 @@ func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID s
 	}
 	// Codes were disabled, maybe not all: the log says how many, whatever followed.
 	return n, s.recordPartial(ctx, a, "batch.revoke", "batch", batchID, projectID, map[string]any{"disabled": n}, err)
-}
-
-// BulkCount counts the codes a bulk disable with f would disable (operator and above).
-func (s *Service) BulkCount(ctx context.Context, a Actor, projectID string, f contract.CodeFilter) (int64, error) {
-	return read(s, a, RoleOperator, func(o Operations, now int64) (int64, error) { return o.CountMatching(ctx, projectID, f, now) })
 }
 
 // BulkDisable disables the codes filter f selects (operator and above), only when expected is

@@ -32,9 +32,13 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-// Server is the console's HTTP adapter over a Service: the admin API and the pages.
+// Server is the console's HTTP adapter over a Service: the admin API and the pages. A read
+// that the route's role already allows goes to the admin service (ops) or the record (st)
+// directly; a change goes through the Service, which records it.
 type Server struct {
 	svc     *Service
+	ops     Operations
+	st      Store
 	cfg     ServerConfig
 	proxies proxies
 	log     *slog.Logger
@@ -54,6 +58,9 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 	if cfg.MaxImportBytes <= 0 {
 		cfg.MaxImportBytes = 64 << 20
 	}
+	if svc.admin == nil {
+		return nil, errNoOperatorActions
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = svc.log
 	}
@@ -62,7 +69,7 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: svc, cfg: cfg, proxies: ps, log: cfg.Logger, pages: pg}
+	s := &Server{svc: svc, ops: svc.admin, st: svc.store, cfg: cfg, proxies: ps, log: cfg.Logger, pages: pg}
 	e := gin.New()
 	// A code value may hold '/', '%' or '+': route on the path as sent and decode a value with
 	// path rules (pathValue).
@@ -151,6 +158,9 @@ func (s *Server) recovery(c *gin.Context) {
 	}()
 	c.Next()
 }
+
+// now is the Service's clock in Unix seconds, as the admin service's reads take it.
+func (s *Server) now() int64 { return s.svc.now().Unix() }
 
 // Service is the Service the Server answers over (for RunAuditRetention).
 func (s *Server) Service() *Service { return s.svc }
