@@ -153,7 +153,7 @@ var templateFuncs = template.FuncMap{
 	"mod":   func(a, b int) int { return a % b },
 	"dur":   humanDuration,
 	"hex":   hexOf,
-	"roles": func() []Role { return []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin} },
+	"roles": func() []Role { return roles },
 	"add1":  func(a, b float64) float64 { return a + b },
 	"neg":   func(a float64) float64 { return -a },
 	"short": shortID,
@@ -209,7 +209,7 @@ func securityHeaders(c *gin.Context) {
 // render writes page name with v, buffered so a template error is a 500, not half a page.
 func (s *Server) render(c *gin.Context, status int, name string, v view) {
 	t := s.pages[name]
-	if failedFlashes[c.Query("done")] && v.Flash != "" {
+	if strings.HasSuffix(c.Query("done"), "_failed") && v.Flash != "" {
 		// What a refused action reports is an error, never a green banner.
 		v.Error, v.Flash = v.Flash, ""
 	}
@@ -284,9 +284,6 @@ func queryWith(kv ...string) string {
 	}
 	return q.Encode()
 }
-
-// failedFlashes are the flashes that report a failed action, shown as errors.
-var failedFlashes = map[string]bool{"verify_failed": true, "reactivate_failed": true, "batch_failed": true}
 
 // projectNames maps every project's id to its name, and lists the projects, for the filters.
 func (s *Server) projectNames(c *gin.Context, se *Session) (map[string]string, []contract.Project, error) {

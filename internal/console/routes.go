@@ -33,150 +33,125 @@ type Route struct {
 	// MaxBody is the most its body may hold (413 past it); ServerConfig.MaxBodyBytes when 0.
 	MaxBody int64
 
-	handler func(*gin.Context, *Session) error
+	// api answers the route under APIPrefix, page at Path itself; either may be nil.
+	api, page func(*gin.Context, *Session) error
 }
 
 // Routes lists the API's endpoints with the role each needs, for its reference and tests.
 func (s *Server) Routes() []Route {
-	rs := s.routes()
-	for i := range rs {
-		rs[i].handler = nil
+	var rs []Route
+	for _, r := range s.routes() {
+		if r.api != nil {
+			r.api, r.page = nil, nil
+			rs = append(rs, r)
+		}
 	}
 	return rs
 }
 
 const get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
 
+// routes are the API's endpoints and the console's pages, one entry for a path both serve; a
+// page's form posts its CSRF token as csrf_token.
 func (s *Server) routes() []Route {
 	return []Route{
-		{Method: get, Path: "/openapi.yaml", Anonymous: true, handler: s.openAPIDoc},
-		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, handler: s.login},
-		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, handler: s.logout},
-		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, handler: s.me},
-		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.changePassword},
+		{Method: get, Path: "/openapi.yaml", Anonymous: true, api: s.openAPIDoc},
+		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, api: s.login},
+		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, api: s.logout},
+		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, api: s.me},
+		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, api: s.changePassword},
+		{Method: get, Path: "/login", Anonymous: true, page: s.loginPage},
+		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, page: s.loginSubmit},
+		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, page: s.logoutSubmit},
+		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, page: s.passwordPage},
+		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, page: s.passwordSubmit},
 
-		{Method: get, Path: "/projects", Need: RoleViewer, handler: s.listProjects},
-		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.createProject},
-		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.getProject},
-		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, handler: s.getStatistics},
-		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.setEnabled(true)},
-		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.setEnabled(false)},
-		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.setExpiry},
-		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.clearExpiry},
+		{Method: get, Path: "/", Need: RoleViewer, page: s.dashboardPage},
+		{Method: get, Path: "/projects", Need: RoleViewer, api: s.listProjects, page: s.projectsPage},
+		{Method: post, Path: "/projects", Need: RoleOperator, api: s.createProject, page: s.projectCreateSubmit},
+		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, api: s.getProject, page: s.projectPage},
+		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, api: s.getStatistics},
+		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, api: s.setEnabled(true), page: s.projectEnabledSubmit(true)},
+		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, api: s.setEnabled(false), page: s.projectEnabledSubmit(false)},
+		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: s.setExpiry},
+		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: s.clearExpiry},
+		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, page: s.expirySubmit},
+		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, page: s.expiryClearSubmit},
 
-		{Method: get, Path: "/projects/:project_id/keys", Need: RoleViewer, handler: s.listKeys},
-		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.createKey},
-		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, handler: s.revokeKey},
-		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, handler: s.limitKey},
-		{Method: post, Path: "/keys/rewrap", Need: RoleAdmin, handler: s.rewrapKeys},
+		{Method: get, Path: "/projects/:project_id/keys", Need: RoleViewer, api: s.listKeys},
+		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, api: s.createKey, page: s.keyCreateSubmit},
+		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, page: s.keyRevokeSubmit},
+		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, api: s.revokeKey},
+		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, api: s.limitKey},
+		{Method: post, Path: "/keys/rewrap", Need: RoleAdmin, api: s.rewrapKeys},
 
-		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, handler: s.listCodes},
-		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, handler: s.getCode},
-		{Method: post, Path: "/projects/:project_id/codes/:code/disable", Need: RoleSupport, handler: s.setCodeDisabled(true)},
-		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, handler: s.setCodeDisabled(false)},
-		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, handler: s.manual(contract.ActionVerify)},
-		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, handler: s.manual(contract.ActionReactivate)},
-		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkCount},
-		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisable},
-		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generate},
-		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, handler: s.listBatches},
-		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, handler: s.getBatch},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.cancelBatch},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.revokeBatch},
-		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, handler: s.importCodes},
-		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
-
-		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.listLogs},
-		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
-		{Method: get, Path: "/logs/partitions", Need: RoleViewer, handler: s.listLogPartitions},
-		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, handler: s.maintainLogs},
-
-		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.listAudit},
-		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
-		{Method: get, Path: "/audit/verify", Need: RoleViewer, handler: s.verifyAudit},
-		{Method: post, Path: "/audit/prune", Need: RoleAdmin, handler: s.pruneAudit},
-
-		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.listAccounts},
-		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.createAccount},
-		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.setAccountDisabled(true)},
-		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.setAccountDisabled(false)},
-		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.setAccountRole},
-		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.resetPassword},
-
-		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.listTokens},
-		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.createToken},
-		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.revokeToken},
-	}
-}
-
-// pageRoutes are the console's pages; a form posts its CSRF token as csrf_token.
-func (s *Server) pageRoutes() []Route {
-	return []Route{
-		{Method: get, Path: "/login", Anonymous: true, handler: s.loginPage},
-		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, handler: s.loginSubmit},
-		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, handler: s.logoutSubmit},
-		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordPage},
-		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, handler: s.passwordSubmit},
-
-		{Method: get, Path: "/", Need: RoleViewer, handler: s.dashboardPage},
-		{Method: get, Path: "/projects", Need: RoleViewer, handler: s.projectsPage},
-		{Method: post, Path: "/projects", Need: RoleOperator, handler: s.projectCreateSubmit},
-		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, handler: s.projectPage},
-		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, handler: s.projectEnabledSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, handler: s.projectEnabledSubmit(false)},
-		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, handler: s.generateSubmit},
+		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, api: s.listCodes},
+		{Method: get, Path: "/projects/:project_id/codes/:code", Need: RoleViewer, api: s.getCode},
+		{Method: post, Path: "/projects/:project_id/codes/:code/disable", Need: RoleSupport, api: s.setCodeDisabled(true)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/enable", Need: RoleSupport, api: s.setCodeDisabled(false)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/verify", Need: RoleSupport, api: s.manual(contract.ActionVerify)},
+		{Method: post, Path: "/projects/:project_id/codes/:code/reactivate", Need: RoleSupport, api: s.manual(contract.ActionReactivate)},
+		{Method: get, Path: "/projects/:project_id/code", Need: RoleViewer, page: s.codePage},
+		{Method: post, Path: "/projects/:project_id/code/disable", Need: RoleSupport, page: s.codeDisabledSubmit(true)},
+		{Method: post, Path: "/projects/:project_id/code/enable", Need: RoleSupport, page: s.codeDisabledSubmit(false)},
+		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, page: s.manualSubmit(contract.ActionVerify)},
+		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, page: s.manualSubmit(contract.ActionReactivate)},
+		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, api: s.bulkCount, page: s.bulkDisablePage},
+		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, api: s.bulkDisable, page: s.bulkDisableSubmit},
+		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, api: s.generate, page: s.generateSubmit},
+		{Method: get, Path: "/batches", Need: RoleViewer, page: s.batchesPage},
+		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, api: s.listBatches},
+		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, api: s.getBatch},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, api: s.cancelBatch, page: s.batchCancelSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: s.revokeBatch, page: s.batchRevokeSubmit},
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, api: s.importCodes},
 		// The CSV, and the form's other fields and framing beside it.
-		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, handler: s.importSubmit},
-		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, handler: s.expirySubmit},
-		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, handler: s.expiryClearSubmit},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, handler: s.batchCancelSubmit},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, handler: s.batchRevokeSubmit},
-		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisablePage},
-		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, handler: s.bulkDisableSubmit},
-		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, handler: s.export},
-		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, handler: s.keyCreateSubmit},
-		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, handler: s.keyRevokeSubmit},
+		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, page: s.importSubmit},
+		{Method: get, Path: "/projects/:project_id/export", Need: RoleOperator, api: s.export, page: s.export},
 
-		{Method: get, Path: "/projects/:project_id/code", Need: RoleViewer, handler: s.codePage},
-		{Method: post, Path: "/projects/:project_id/code/disable", Need: RoleSupport, handler: s.codeDisabledSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/code/enable", Need: RoleSupport, handler: s.codeDisabledSubmit(false)},
-		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, handler: s.manualSubmit(contract.ActionVerify)},
-		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, handler: s.manualSubmit(contract.ActionReactivate)},
+		{Method: get, Path: "/logs", Need: RoleViewer, api: s.listLogs, page: s.logsPage},
+		{Method: get, Path: "/logs.csv", Need: RoleOperator, api: s.exportLogs, page: s.exportLogs},
+		{Method: get, Path: "/logs/partitions", Need: RoleViewer, api: s.listLogPartitions},
+		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, api: s.maintainLogs},
 
-		{Method: get, Path: "/batches", Need: RoleViewer, handler: s.batchesPage},
-		{Method: get, Path: "/logs", Need: RoleViewer, handler: s.logsPage},
-		{Method: get, Path: "/logs.csv", Need: RoleOperator, handler: s.exportLogs},
-		{Method: get, Path: "/audit", Need: RoleViewer, handler: s.auditPage},
-		{Method: get, Path: "/audit.csv", Need: RoleOperator, handler: s.exportAudit},
+		{Method: get, Path: "/audit", Need: RoleViewer, api: s.listAudit, page: s.auditPage},
+		{Method: get, Path: "/audit.csv", Need: RoleOperator, api: s.exportAudit, page: s.exportAudit},
+		{Method: get, Path: "/audit/verify", Need: RoleViewer, api: s.verifyAudit},
+		{Method: post, Path: "/audit/prune", Need: RoleAdmin, api: s.pruneAudit},
 
-		{Method: get, Path: "/docs", Need: RoleViewer, handler: s.docsPage},
-		{Method: get, Path: "/docs/api", Need: RoleViewer, handler: s.apiGuidePage},
-		{Method: get, Path: "/docs/api.md", Need: RoleViewer, handler: s.apiGuideMarkdown},
-		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, handler: s.clientOpenAPI},
+		{Method: get, Path: "/docs", Need: RoleViewer, page: s.docsPage},
+		{Method: get, Path: "/docs/api", Need: RoleViewer, page: s.apiGuidePage},
+		{Method: get, Path: "/docs/api.md", Need: RoleViewer, page: s.apiGuideMarkdown},
+		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, page: s.clientOpenAPI},
 
-		{Method: get, Path: "/accounts", Need: RoleAdmin, handler: s.accountsPage},
-		{Method: post, Path: "/accounts", Need: RoleAdmin, handler: s.accountCreateSubmit},
-		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, handler: s.accountDisabledSubmit(true)},
-		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, handler: s.accountDisabledSubmit(false)},
-		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, handler: s.accountRoleSubmit},
-		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, handler: s.accountResetSubmit},
+		{Method: get, Path: "/accounts", Need: RoleAdmin, api: s.listAccounts, page: s.accountsPage},
+		{Method: post, Path: "/accounts", Need: RoleAdmin, api: s.createAccount, page: s.accountCreateSubmit},
+		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, api: s.setAccountDisabled(true), page: s.accountDisabledSubmit(true)},
+		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, api: s.setAccountDisabled(false), page: s.accountDisabledSubmit(false)},
+		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, api: s.setAccountRole},
+		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, page: s.accountRoleSubmit},
+		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, api: s.resetPassword, page: s.accountResetSubmit},
 
-		{Method: get, Path: "/tokens", Need: RoleViewer, handler: s.tokensPage},
-		{Method: post, Path: "/tokens", Need: RoleViewer, handler: s.tokenCreateSubmit},
-		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, handler: s.tokenRevokeSubmit},
+		{Method: get, Path: "/tokens", Need: RoleViewer, api: s.listTokens, page: s.tokensPage},
+		{Method: post, Path: "/tokens", Need: RoleViewer, api: s.createToken, page: s.tokenCreateSubmit},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, api: s.revokeToken, page: s.tokenRevokeSubmit},
 	}
 }
 
 // errRedirected: the gate answered with a redirect; nothing is left to answer.
 var errRedirected = errors.New("redirected")
 
-// gate runs a route's handler once admitted, answering a refusal as JSON or as a page.
+// gate runs a route's API or page handler once admitted, answering a refusal as JSON or as a page.
 func (s *Server) gate(r Route, page bool) gin.HandlerFunc {
 	limit := cmp.Or(r.MaxBody, s.cfg.MaxBodyBytes)
+	handler := r.api
+	if page {
+		handler = r.page
+	}
 	return func(c *gin.Context) {
 		se, err := s.admit(c, r, page, limit)
 		if err == nil {
-			err = r.handler(c, se)
+			err = handler(c, se)
 		}
 		switch {
 		case err == nil, errors.Is(err, errRedirected):

@@ -93,13 +93,15 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 		s.renderError(c, se, err)
 	})
 	e.NoMethod(func(c *gin.Context) { s.writeError(c, errMethodNotAllowed) })
-	for _, r := range s.routes() {
-		e.Handle(r.Method, APIPrefix+r.Path, s.gate(r, false))
-	}
 	// The web pages, on the same listener and over the same Service.
 	e.StaticFS("/static", staticFS())
-	for _, r := range s.pageRoutes() {
-		e.Handle(r.Method, r.Path, s.gate(r, true))
+	for _, r := range s.routes() {
+		if r.api != nil {
+			e.Handle(r.Method, APIPrefix+r.Path, s.gate(r, false))
+		}
+		if r.page != nil {
+			e.Handle(r.Method, r.Path, s.gate(r, true))
+		}
 	}
 	s.engine = e
 	return s, nil

@@ -3,10 +3,11 @@
 // listener of its own (ACV_ADMIN_ADDR). Its operator actions are internal/admin's; the console
 // adds who may do them, and the record of who did. The acv command is a client of its API.
 //
-// Service performs an action for an Actor: it checks the actor's role and records the action
-// in the audit log. Server is the HTTP adapter (cookies, CSRF, bodies, statuses) for the API
-// and the pages alike. The record, the admin service and the hot path are the Store,
-// Operations and HotPath interfaces declared here, which the wiring fills.
+// Service performs a change for an Actor: it checks the actor's role and records the change in
+// the audit log. Server is the HTTP adapter (cookies, CSRF, bodies, statuses) for the API and
+// the pages alike; it reads through the admin service and the record directly, once the route
+// has checked the role. They are the Operations, Store and HotPath interfaces declared here,
+// which the wiring fills.
 package console
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -209,20 +211,10 @@ const (
 	RoleAdmin    Role = "admin"
 )
 
-// rank orders the roles, a role allowing what every role of a lower rank allows; 0 is no role.
-func (r Role) rank() int {
-	switch r {
-	case RoleViewer:
-		return 1
-	case RoleSupport:
-		return 2
-	case RoleOperator:
-		return 3
-	case RoleAdmin:
-		return 4
-	}
-	return 0
-}
+// roles are the roles from least to most; a role's rank is its place (0: no role).
+var roles = []Role{RoleViewer, RoleSupport, RoleOperator, RoleAdmin}
+
+func (r Role) rank() int { return slices.Index(roles, r) + 1 }
 
 // ParseRole reads a role's name.
 func ParseRole(s string) (Role, error) {
