@@ -115,17 +115,6 @@ func (s *Server) listProjects(c *gin.Context, se *Session) error {
 	return items(c)(s.ops.Projects(c.Request.Context()))
 }
 
-// checkProjectText refuses a project's name or description the record cannot hold.
-func checkProjectText(name, description string) error {
-	if err := contract.ValidateText("name", name, 200); err != nil {
-		return invalid(err)
-	}
-	if err := contract.ValidateText("description", description, 2000); err != nil {
-		return invalid(err)
-	}
-	return nil
-}
-
 func (s *Server) createProject(c *gin.Context, se *Session) error {
 	var b struct {
 		Name        string `json:"name"`
@@ -137,12 +126,6 @@ func (s *Server) createProject(c *gin.Context, se *Session) error {
 	}
 	if b.Name == "" {
 		return contract.Errorf(contract.KindInvalid, "Field name is required")
-	}
-	if err := checkProjectText(b.Name, b.Description); err != nil {
-		return err
-	}
-	if err := checkExpiry(b.ExpiresAt); err != nil {
-		return err
 	}
 	return reply(c, http.StatusCreated)(s.svc.CreateProject(c.Request.Context(), s.actor(c, se),
 		contract.NewProject{Name: b.Name, Description: b.Description, ExpiresAt: b.ExpiresAt}))

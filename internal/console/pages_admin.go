@@ -111,14 +111,7 @@ func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 	se, token, err := s.svc.Login(c.Request.Context(), username, c.PostForm("password"), c.Request.UserAgent(),
 		s.proxies.clientIP(c.Request))
 	if err != nil {
-		if !refused(err) {
-			return err
-		}
-		status, detail := s.refusal(c, err)
-		v := viewFor(nil, "Log in", "")
-		v.Error, v.Data = detail, map[string]string{"Username": username}
-		s.render(c, status, "login", v)
-		return nil
+		return s.showRefusal(c, nil, "login", "Log in", map[string]string{"Username": username}, err)
 	}
 	s.setSessionCookie(c, token, false)
 	if se.Account.MustChangePassword {
@@ -126,6 +119,18 @@ func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 		return nil
 	}
 	c.Redirect(http.StatusSeeOther, "/")
+	return nil
+}
+
+// showRefusal shows form page name again with err's detail, or returns err when it is a fault.
+func (s *Server) showRefusal(c *gin.Context, se *Session, name, title string, data any, err error) error {
+	if !refused(err) {
+		return err
+	}
+	status, detail := s.refusal(c, err)
+	v := viewFor(se, title, "")
+	v.Error, v.Data = detail, data
+	s.render(c, status, name, v)
 	return nil
 }
 
@@ -156,14 +161,7 @@ func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 			c.Request.UserAgent(), s.proxies.clientIP(c.Request))
 	}
 	if err != nil {
-		if !refused(err) {
-			return err
-		}
-		status, detail := s.refusal(c, err)
-		v := viewFor(se, "Change password", "")
-		v.Error = detail
-		s.render(c, status, "password", v)
-		return nil
+		return s.showRefusal(c, se, "password", "Change password", nil, err)
 	}
 	s.setSessionCookie(c, token, false)
 	return redirectDone(c, nil, "/", "password", "")

@@ -82,9 +82,6 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 	if name == "" {
 		return contract.Errorf(contract.KindInvalid, "A project needs a name")
 	}
-	if err := checkProjectText(name, desc); err != nil {
-		return err
-	}
 	exp, err := formExpiry(c, "expires_on")
 	if err != nil {
 		return err
@@ -102,21 +99,20 @@ type projectView struct {
 	Codes                  contract.CursorPage
 	Cursor, Status, Search string
 	States                 []contract.State
-	NewKey                 *contract.APIKey       // just created: its secret is shown this once
-	Import                 *contract.ImportReport // an import or dry run just made
-	ExpiresInput           string                 // the expiry as the date-time field shows it
-	Batches                []contract.Batch
-	Running                bool // a batch is still queued or running
-	Tab                    string
-	Tabs                   []projectTab
-	Pager                  pager
-	Chart                  activityChart
+	projectExtra
+	ExpiresInput string // the expiry as the date-time field shows it
+	Batches      []contract.Batch
+	Running      bool // a batch is still queued or running
+	Tab          string
+	Tabs         []projectTab
+	Pager        pager
+	Chart        activityChart
 }
 
 // projectExtra is what a form's answer shows on the project page besides its usual content.
 type projectExtra struct {
-	NewKey *contract.APIKey
-	Import *contract.ImportReport
+	NewKey *contract.APIKey       // just created: its secret is shown this once
+	Import *contract.ImportReport // an import or dry run just made
 }
 
 func (s *Server) projectPage(c *gin.Context, se *Session) error {
@@ -142,7 +138,7 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	if err != nil {
 		return err
 	}
-	pv := projectView{Project: p, Stats: st, Keys: keys, NewKey: extra.NewKey, Import: extra.Import, Batches: batches,
+	pv := projectView{Project: p, Stats: st, Keys: keys, projectExtra: extra, Batches: batches,
 		States: []contract.State{contract.StateUnused, contract.StateUsed, contract.StateDisabled, contract.StateExpired},
 		Tab:    projectTabOf(c, extra), Tabs: projectTabs}
 	if pv.Chart, err = s.chartFor(c, se, id, projectPath(id)+"?tab=overview&"); err != nil {

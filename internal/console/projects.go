@@ -47,6 +47,17 @@ func pick(cond bool, yes, no string) string {
 // comfortably (the year 9999).
 const maxUnix = 253402300799
 
+// checkProjectText refuses a project's name or description the record cannot hold.
+func checkProjectText(name, description string) error {
+	if err := contract.ValidateText("name", name, 200); err != nil {
+		return invalid(err)
+	}
+	if err := contract.ValidateText("description", description, 2000); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
 // checkExpiry refuses an expiry outside [0, maxUnix]; nil is none.
 func checkExpiry(expiresAt *int64) error {
 	if expiresAt != nil && (*expiresAt < 0 || *expiresAt > maxUnix) {
@@ -55,9 +66,15 @@ func checkExpiry(expiresAt *int64) error {
 	return nil
 }
 
-// CreateProject creates a project (operator and above).
+// CreateProject creates a project (operator and above) whose text and expiry the record holds.
 func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
 	o, err := s.operator(a, RoleOperator)
+	if err == nil {
+		err = checkProjectText(p.Name, p.Description)
+	}
+	if err == nil {
+		err = checkExpiry(p.ExpiresAt)
+	}
 	if err != nil {
 		return contract.Project{}, err
 	}
