@@ -1,7 +1,6 @@
-// Package cache is the hot path: Redis holds the live state of every code, and each verify or
-// reactivate is one Lua call (scripts/*.lua, run as Redis Functions) that checks, transitions
-// and appends its log event to the outbox atomically, loading what Redis misses through a
-// Loader. layout.go is the data format.
+// Package cache is the hot path: Redis holds every code's live state, and each verify or
+// reactivate is one Lua call (scripts/*.lua) that checks, transitions and appends its log
+// event to the outbox atomically. layout.go is the data format.
 package cache
 
 import (
@@ -20,12 +19,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptFiles holds scripts/: one Lua file a script, with its KEYS, ARGV and reply.
-//
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// scriptSrc is the file of scripts/ named file.
 func scriptSrc(file string) string {
 	b, err := scriptFiles.ReadFile("scripts/" + file)
 	if err != nil {
@@ -75,9 +71,8 @@ type cluster interface {
 	ReloadState(ctx context.Context)
 }
 
-// Loader reads from the system of record (the Postgres store) what Redis does not hold yet.
-// Each method returns contract.ErrNotFound (wrapped) when nothing has the id or value;
-// ProjectState also returns the row's version, and APIKey's Secret is sealed, as stored.
+// Loader reads from Postgres what Redis does not hold yet; contract.ErrNotFound (wrapped) when
+// nothing has the id or value. APIKey's Secret is sealed, as stored.
 type Loader interface {
 	CodeByValue(ctx context.Context, projectID, value string) (contract.CodeRecord, error)
 	ProjectState(ctx context.Context, id string) (p contract.Project, version int64, err error)
@@ -93,7 +88,7 @@ type Cache struct {
 	wait       replicaWait   // WAIT after hot-path writes; none by default
 	coWorkers  int           // coalescing senders (WithCoalescing)
 	coBatch    int           // calls a coalesced pipeline holds at most
-	limits     *limiter      // this replica's token leases (lease.go)
+	limits     *limiter      // this replica's token leases
 }
 
 // Option tunes a Cache.
@@ -111,7 +106,7 @@ func WithCoalescing(workers, maxBatch int) Option {
 // New returns a Cache over rdb.
 func New(rdb Redis, opts ...Option) *Cache {
 	c := &Cache{rdb: rdb, unknownTTL: 5 * time.Minute}
-	c.limits = newLimiter(c)
+	c.limits = &limiter{c: c, leases: make(map[string]*lease)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -129,10 +124,9 @@ func (c *Cache) Close() {
 }
 
 // call runs a hot-path script, through the coalescer when there is one; an unavailable Redis
-// is a contract.KindUnavailable error. While a cluster moves slots a script is refused (MOVED,
-// ASK, TRYAGAIN) and did not run; go-redis follows such answers only briefly and never inside
-// a batch, so call sends it again, reloading the slot map on MOVED, with growing pauses for up
-// to slotMotionWait (or the caller's deadline) before it is a 503.
+// is a contract.KindUnavailable error. A script refused while a cluster moves slots (MOVED,
+// ASK, TRYAGAIN) did not run, and go-redis never follows those inside a batch, so call resends
+// it with growing pauses for up to slotMotionWait before it is a 503.
 func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -154,14 +148,13 @@ func (c *Cache) call(ctx context.Context, s *redisscript.Script, keys []string, 
 	}
 }
 
-// How long call waits for a slot in motion: the first pause (each next doubles, up to 16
-// times it) and the longest wait in all.
+// How long call waits for a slot in motion: the first pause (doubling, up to 16 times) and
+// the longest wait in all.
 const (
 	slotMotionPause = 5 * time.Millisecond
 	slotMotionWait  = 5 * time.Second
 )
 
-// callOnce sends a script call once.
 func (c *Cache) callOnce(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	if c.co != nil {
 		return c.co.run(ctx, s, keys, args...)
@@ -184,7 +177,7 @@ func (c *Cache) Preload(ctx context.Context) error {
 	return nil
 }
 
-// Ping checks that Redis answers: on a cluster, every master (each holds a share of every
+// Ping checks that Redis answers: on a cluster, every master (each holds some of every
 // project's codes).
 func (c *Cache) Ping(ctx context.Context) error {
 	if cl, ok := c.rdb.(cluster); ok {
@@ -234,8 +227,8 @@ func newCoalescer(rdb Redis, wait replicaWait, workers, maxBatch int) *coalescer
 	return c
 }
 
-// run queues one call and waits for its reply or the caller's context. A call whose caller gave
-// up may still run: like a command already on the wire, its effect stands.
+// run queues one call and waits for its reply. A call whose caller gave up may still run:
+// like a command already on the wire, its effect stands.
 func (c *coalescer) run(ctx context.Context, s *redisscript.Script, keys []string, args ...interface{}) (interface{}, error) {
 	call := &queuedCall{Call: redisscript.Call{Script: s, Keys: keys, Args: args}, done: make(chan struct{})}
 	select {
@@ -306,7 +299,7 @@ var unavailablePrefixes = []string{
 }
 
 // translate turns an error meaning Redis is unavailable into a contract.KindUnavailable (503)
-// with the cause in its chain; any other error is returned as it is.
+// with the cause in its chain.
 func translate(err error) error {
 	if err == nil || !redisUnavailable(err) {
 		return err
@@ -328,8 +321,7 @@ func slotInMotion(err error) (moved, inMotion bool) {
 	return false, false
 }
 
-// redisUnavailable tells whether err says Redis cannot answer now: a reply above, no
-// connection to be had, or the network failing.
+// redisUnavailable tells whether err says Redis cannot answer now.
 func redisUnavailable(err error) bool {
 	for _, p := range unavailablePrefixes {
 		if redis.HasErrorPrefix(err, p) {
@@ -355,8 +347,7 @@ type replicaWait struct {
 }
 
 // WithReplicaWait makes Verify, Reactivate and Admit answer only once replicas replicas hold
-// their writes (WAIT), waiting at most timeout; fewer in time is a contract.KindUnavailable
-// error (a retry with the same Idempotency-Key learns the outcome).
+// their writes (WAIT), for at most timeout; fewer is a contract.KindUnavailable error.
 func WithReplicaWait(replicas int, timeout time.Duration) Option {
 	return func(c *Cache) {
 		if replicas > 0 {
@@ -365,15 +356,9 @@ func WithReplicaWait(replicas int, timeout time.Duration) Option {
 	}
 }
 
-// errNotReplicated is the shortfall of a WAIT.
-func errNotReplicated(got, want int64) error {
-	return contract.Unavailable(fmt.Errorf("write acknowledged by %d of %d redis replicas in time", got, want))
-}
-
-// sendBatch runs calls in one pipeline, with a WAIT after them on the same connection when w
-// asks for replicas; each call gets its own reply or error. On a cluster each master gets its
-// calls in a pipeline of its own: WAIT counts the replicas of its node over its connection,
-// and go-redis's cluster pipeline would resend a node's whole batch on TRYAGAIN, running
+// sendBatch runs calls in one pipeline, followed by a WAIT on the same connection when w asks
+// for replicas. On a cluster each master gets a pipeline of its own: WAIT counts its node's
+// replicas, and go-redis's cluster pipeline would resend a whole batch on TRYAGAIN, running
 // scripts twice. A call refused with MOVED, ASK or TRYAGAIN did not run; Cache.call resends it.
 func sendBatch(ctx context.Context, rdb Redis, batch []*redisscript.Call, w replicaWait) {
 	if cl, ok := rdb.(cluster); ok {
@@ -413,8 +398,9 @@ func (w replicaWait) tail() redisscript.Tail {
 				return fmt.Errorf("wait for replicas: %w", err)
 			}
 			if n < int64(w.replicas) {
-				return errNotReplicated(n, int64(w.replicas))
+				return contract.Unavailable(fmt.Errorf("write acknowledged by %d of %d redis replicas in time", n, w.replicas))
 			}
+
 			return nil
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // PutCode stores a code unless Redis already holds a state for it (Redis is always the newer
 // one). It reports whether it stored.
 func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRecord) (bool, error) {
-	if err := checkCodeID(r); err != nil {
+	if err := checkCodeIDs(r); err != nil {
 		return false, err
 	}
 	return c.runDone(ctx, "put code", putCodeScript, []string{codeKey(projectID, r.Code)}, putCodeArgs(r)...)
@@ -22,10 +22,8 @@ func (c *Cache) PutCode(ctx context.Context, projectID string, r contract.CodeRe
 
 // PutCodes stores many new codes of one project in pipelined batches, with PutCode's rule.
 func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract.CodeRecord) error {
-	for _, r := range codes {
-		if err := checkCodeID(r); err != nil {
-			return err
-		}
+	if err := checkCodeIDs(codes...); err != nil {
+		return err
 	}
 	const batch = 2000
 	for start := 0; start < len(codes); start += batch {
@@ -48,27 +46,23 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract
 	return nil
 }
 
-// checkCodeID refuses a code whose id is not 32 lowercase hex characters: Redis holds it as
+// checkCodeIDs refuses a code whose id is not 32 lowercase hex characters: Redis holds it as
 // its 16 raw bytes, which apply.lua replies and logs.
-func checkCodeID(r contract.CodeRecord) error {
-	if !contract.ValidID(r.ID) {
-		return fmt.Errorf("put code %q: id %q is not 32 lowercase hex characters", r.Code, r.ID)
+func checkCodeIDs(codes ...contract.CodeRecord) error {
+	for _, r := range codes {
+		if !contract.ValidID(r.ID) {
+			return fmt.Errorf("put code %q: id %q is not 32 lowercase hex characters", r.Code, r.ID)
+		}
 	}
 	return nil
 }
 
 func putCodeArgs(r contract.CodeRecord) []interface{} {
-	exp, vat, dis := "", "", "0"
-	if r.ExpiresAt != nil {
-		exp = strconv.FormatInt(*r.ExpiresAt, 10)
-	}
+	vat := ""
 	if r.VerifiedAtMs > 0 {
 		vat = strconv.FormatInt(r.VerifiedAtMs, 10)
 	}
-	if r.Disabled {
-		dis = "1"
-	}
-	return []interface{}{contract.RawID(r.ID), exp, vat, r.VerifiedBy, dis, r.Version}
+	return []interface{}{contract.RawID(r.ID), unixOrEmpty(r.ExpiresAt), vat, r.VerifiedBy, flag(r.Disabled), r.Version}
 }
 
 // MarkUnknown remembers for ttl (whole seconds, at least one: Redis would delete a key given
@@ -114,12 +108,8 @@ func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contra
 // SetDisabled sets or clears a code's disable flag as a new version, loading the code first
 // when Redis lacks it, and returns the resulting state for the caller to write to Postgres.
 func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabled bool) (contract.CodeRecord, error) {
-	flag := "0"
-	if disabled {
-		flag = "1"
-	}
 	for attempt := 0; attempt < maxLoads; attempt++ {
-		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag)
+		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag(disabled))
 		if err != nil {
 			return contract.CodeRecord{}, fmt.Errorf("set code disabled: %w", err)
 		}
@@ -152,14 +142,8 @@ func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabl
 // pipelined; a code Redis lacks is stored from its record first (PutCode's rule). It returns
 // every code's resulting state for the caller to write to Postgres (store.ApplySnapshots).
 func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []contract.CodeRecord, disabled bool) ([]contract.CodeRecord, error) {
-	for _, r := range codes {
-		if err := checkCodeID(r); err != nil {
-			return nil, err
-		}
-	}
-	flag := "0"
-	if disabled {
-		flag = "1"
+	if err := checkCodeIDs(codes...); err != nil {
+		return nil, err
 	}
 	out := make([]contract.CodeRecord, len(codes))
 	pending := make([]int, len(codes)) // indexes into codes still to change
@@ -178,7 +162,8 @@ func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []c
 		}
 		calls := make([]*redisscript.Call, len(pending))
 		for j, i := range pending {
-			calls[j] = &redisscript.Call{Script: disableScript, Keys: []string{codeKey(projectID, codes[i].Code)}, Args: []interface{}{flag}}
+			calls[j] = &redisscript.Call{Script: disableScript, Keys: []string{codeKey(projectID, codes[i].Code)}, Args: []interface{}{flag(disabled)}}
+
 		}
 		redisscript.Send(ctx, c.rdb, calls, nil)
 		var missed []int

@@ -38,12 +38,11 @@ func (c *Cache) Reactivate(ctx context.Context, op contract.Operation) (contract
 	return c.Apply(ctx, op)
 }
 
-// Apply runs one verify or reactivate, in the contract's order (a replay is 401 before a 429,
-// a 429 before a 409): the pre-call spends the replay marker and claims the Idempotency-Key;
-// a rate-limited key takes a token; then one apply.lua call in the code's shard does the
-// checks, the transition and the log event atomically, loading through the Loader what it
-// found missing and calling again. A business outcome is no error. A request refused or
-// failed gets its token back, and its marker and claim too when it surely changed nothing.
+// Apply runs one verify or reactivate in the contract's order (replay 401, then 429, then
+// 409): spend the replay marker and claim the Idempotency-Key, take a token, then one
+// apply.lua call in the code's shard checks, transitions and logs atomically. A business
+// outcome is no error. A refused or failed request gets its token back, and its marker and
+// claim too when it surely changed nothing.
 func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.OperationResult, error) {
 	// Refuse before any Redis call what the event's head cannot carry, and a request hash with
 	// a space, which ends it in the idempotency record apply.lua writes.
@@ -85,8 +84,7 @@ func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.Oper
 }
 
 // applyLoading runs apply.lua, loading what it misses, until it answers. unchanged is true
-// when the call surely changed nothing: a refusal, or a failure to load what the script missed
-// (a script call that failed may have run).
+// when nothing surely changed: a refusal or a failed load (a failed script call may have run).
 func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operation, head []byte) (res contract.OperationResult, unchanged bool, err error) {
 	for attempt := 0; attempt < maxLoads; attempt++ {
 		r, err := c.applyOnce(ctx, shard, op, head)
@@ -109,9 +107,7 @@ func (c *Cache) applyLoading(ctx context.Context, shard int, op contract.Operati
 	return contract.OperationResult{}, true, errors.New("code state did not settle in redis after loading")
 }
 
-// applyOnce sends apply.lua once: the code's, project copy's and outbox's keys, and the
-// idempotency record's when the request has a key; one argument, the event's head, and the
-// request hash with a key.
+// applyOnce sends apply.lua once (see its header for KEYS and ARGV).
 func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation, head []byte) (applyReply, error) {
 	keys := make([]string, 3, 4)
 	keys[0] = codeKeyIn(shard, op.ProjectID, op.Code)
@@ -193,28 +189,22 @@ func (c *Cache) admit(ctx context.Context, keyID string, limit contract.RateLimi
 	if err != nil {
 		return contract.RateState{}, fmt.Errorf("run admit script: %w", err)
 	}
-	r, err := decodeAdmit(v)
+	r, err := decodeBucket(admitScript, v)
 	if err != nil {
 		return contract.RateState{}, err
 	}
 	rs := contract.RateState{Remaining: int(r.rlRemaining), Wait: time.Duration(r.rlWaitMs) * time.Millisecond}
-	switch r.status {
-	case statusOK:
-		return rs, nil
-	case statusRateLimited:
+	if r.status == statusRateLimited {
 		return rs, contract.ErrRateLimited
 	}
-	return rs, fmt.Errorf("admit script replied unknown status %d", r.status)
+	return rs, nil
 }
 
-// Every replay-checked request has one replay marker, acv:rp:{<key id>:<replay identity>}
-// (contract.ReplayIdentity), set by one SET NX in spendReplay and nowhere else, in a slot of
-// its own: nothing a client can vary without breaking the signature picks another marker, so a
-// captured request is accepted once, whatever code, shard or method it is sent with again.
-//
-// An Idempotency-Key is claimed in the same round trip with SET NX GET in a slot of its own:
-// the outcome is stored in the code's shard, so a key reused with another code would not find
-// it there. nil is a first use, the same hash a retry, another hash a 409.
+// Every replay-checked request has one replay marker, set by one SET NX in spendReplay, in a
+// slot of its own keyed by the replay identity alone: nothing a client can vary without
+// breaking the signature picks another marker, so a captured request is accepted once,
+// whatever code, shard or method it is resent with. The Idempotency-Key claim (SET NX GET) is
+// in its own slot too, since a key reused with another code would not find the code's shard.
 
 // claimState is what the claim of an Idempotency-Key found.
 type claimState int
@@ -233,16 +223,13 @@ type precall struct {
 	replayed bool // the marker was there: the request is a replay
 }
 
-// replayMarkerKey names the replay marker of (key id, replay key), in a slot of its own.
+// replayMarkerKey and claimKey name a replay marker and an Idempotency-Key claim.
 func replayMarkerKey(keyID, replay string) string { return "acv:rp:{" + keyID + ":" + replay + "}" }
 
-// claimKey names an Idempotency-Key's claim. The hash tag holds the key id and the
-// idempotency key, so each claim lands in a slot of its own.
 func claimKey(keyID, idem string) string { return "acv:ik:{" + keyID + ":" + idem + "}" }
 
-// spendReplay sets the replay marker of (keyID, replay) and, when op has an Idempotency-Key,
-// claims it, in one round trip. A marker already there makes the request a replay; the claim
-// is then given back (nothing ran).
+// spendReplay sets the replay marker and, when op has an Idempotency-Key, claims it, in one
+// round trip. A marker already there makes the request a replay.
 func (c *Cache) spendReplay(ctx context.Context, keyID, replay string, op *contract.Operation) (precall, error) {
 	if replay == "" {
 		return precall{}, errors.New("replay check: the request has no replay identity")
@@ -275,9 +262,8 @@ func (c *Cache) spendReplay(ctx context.Context, keyID, replay string, op *contr
 	return p, nil
 }
 
-// release undoes what the pre-call wrote for a request that did not run: its own replay marker
-// and its own claim, on its own deadline. A failed release only leaves them to expire:
-// stricter than needed, never looser.
+// release undoes what the pre-call wrote for a request that did not run, on its own deadline.
+// A failed release only leaves them to expire: stricter than needed, never looser.
 func (c *Cache) release(ctx context.Context, keyID, replay string, op *contract.Operation, p precall) {
 	if !p.marked && p.claim != claimFresh {
 		return
@@ -288,7 +274,6 @@ func (c *Cache) release(ctx context.Context, keyID, replay string, op *contract.
 		_ = c.rdb.Del(ctx, replayMarkerKey(keyID, replay)).Err()
 		return
 	}
-	// The claim's release, and the marker's DEL in the same round trip.
 	var delMarker redisscript.Tail
 	if p.marked {
 		delMarker = func(ctx context.Context, pipe redis.Pipeliner) func() error {
@@ -300,12 +285,11 @@ func (c *Cache) release(ctx context.Context, keyID, replay string, op *contract.
 	redisscript.Send(ctx, c.rdb, []*redisscript.Call{call}, delMarker)
 }
 
-// A rate-limited key's bucket lives in the key's own slot. Rather than a round trip per
-// request, each replica leases a few whole tokens at a time (lease.lua) and admits requests
-// from the lease; every admitted request still spent a token the bucket handed out, and a
-// lapsed lease's tokens go back (refund.lua). A lease is refilled in the background when low; a
+// Rather than a round trip per request, each replica leases a few tokens at a time from the
+// key's bucket (lease.lua): every admitted request still spent a token the bucket handed out,
+// and a lapsed lease's tokens go back (refund.lua). A low lease refills in the background; a
 // request finding none waits for at most one lease call. After a short answer the lease does
-// not ask again before the bucket can have refilled (at most half the burst's refill time).
+// not ask again before the bucket can have refilled.
 const (
 	leaseShare       = 20 // a lease holds at most 1/leaseShare of a second of the key's rate
 	minLease         = 2  // a key allowing less takes each token from the bucket (admit.lua)
@@ -326,8 +310,7 @@ type limiter struct {
 	leases map[string]*lease
 }
 
-// lease is one key's local allowance. Times are the requests' own clocks (Operation.Now), as
-// the bucket's are.
+// lease is one key's local allowance, timed by the requests' own clocks (Operation.Now).
 type lease struct {
 	mu        sync.Mutex
 	limit     contract.RateLimit
@@ -347,8 +330,6 @@ type refill struct {
 	err  error
 }
 
-func newLimiter(c *Cache) *limiter { return &limiter{c: c, leases: make(map[string]*lease)} }
-
 func (m *limiter) lease(keyID string, l contract.RateLimit) *lease {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -360,8 +341,8 @@ func (m *limiter) lease(keyID string, l contract.RateLimit) *lease {
 	return ls
 }
 
-// take admits one request of keyID from the local lease: nil and the rate state, or
-// contract.ErrRateLimited with the wait, or the lease call's failure.
+// take admits one request of keyID from the local lease, or answers contract.ErrRateLimited
+// with the wait, or the lease call's failure.
 func (m *limiter) take(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
 	ls := m.lease(keyID, l)
 	ls.mu.Lock()
@@ -435,8 +416,7 @@ func (ls *lease) observe(now time.Time) {
 	ls.winCount++
 }
 
-// want is the size of the next lease: a twentieth of a second of this replica's demand, at
-// least minLease, at most leaseMax; ls.mu held.
+// want is the size of the next lease, from this replica's demand; ls.mu held.
 func (ls *lease) want() int {
 	demand := max(ls.winCount, ls.winPrior)
 	return max(minLease, min(leaseMax(ls.limit), demand/leaseShare))
@@ -466,9 +446,9 @@ func (m *limiter) start(keyID string, ls *lease, now time.Time) *refill {
 		defer cancel()
 		v, err := m.c.call(ctx, leaseScript, []string{bucketKey(keyID)}, now.UnixMilli(),
 			strconv.FormatFloat(l.Rate, 'f', -1, 64), l.Burst, want)
-		var a leaseReply
+		var a bucketReply
 		if err == nil {
-			a, err = decodeLease(v)
+			a, err = decodeBucket(leaseScript, v)
 		}
 		ls.mu.Lock()
 		ls.refill = nil
@@ -484,7 +464,7 @@ func (m *limiter) start(keyID string, ls *lease, now time.Time) *refill {
 }
 
 // record puts a lease call's answer into the lease; ls.mu held.
-func (ls *lease) record(a leaseReply, want int, now time.Time) {
+func (ls *lease) record(a bucketReply, want int, now time.Time) {
 	ls.bucket = int(a.rlRemaining)
 	if a.granted > 0 {
 		ls.tokens += int(a.granted)
@@ -502,28 +482,8 @@ func (ls *lease) record(a leaseReply, want int, now time.Time) {
 	ls.shortTill = now.Add(back)
 }
 
-// leaseReply is lease.lua's reply.
-type leaseReply struct {
-	status      status
-	granted     int64
-	rlRemaining int64
-	rlWaitMs    int64
-}
-
-func decodeLease(v interface{}) (leaseReply, error) {
-	st, r, err := leaseScript.Decode(v, 3)
-	if err != nil {
-		return leaseReply{}, err
-	}
-	a := leaseReply{status: status(st), granted: r.Int(0), rlRemaining: r.Int(1), rlWaitMs: r.Int(2)}
-	if r.Err() == nil && a.status != statusOK && a.status != statusRateLimited {
-		return a, leaseScript.Errorf("unknown status %d", a.status)
-	}
-	return a, r.Err()
-}
-
-// takeToken takes the token of one rate-limited request: from the local lease when the key's
-// rate is high enough to lease, else from the bucket (admit.lua).
+// takeToken takes one request's token from the local lease, or from the bucket (admit.lua)
+// when the key's rate is too low to lease.
 func (c *Cache) takeToken(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
 	if leaseMax(l) >= minLease {
 		return c.limits.take(ctx, keyID, l, now)
@@ -531,9 +491,9 @@ func (c *Cache) takeToken(ctx context.Context, keyID string, l contract.RateLimi
 	return c.admit(ctx, keyID, l, now)
 }
 
-// returnToken gives back the token takeToken took for a request then refused or failed: to the
-// lease, or to the bucket (refund.lua, on its own deadline: the caller's may be what ended the
-// request). The bucket is off by one token at most either way. A no-op for an unlimited key.
+// returnToken gives back takeToken's token for a request refused or failed: to the lease, or
+// to the bucket on its own deadline (the caller's may be what ended the request).
+
 func (c *Cache) returnToken(ctx context.Context, keyID string, l contract.RateLimit) {
 	if l.Rate <= 0 {
 		return

@@ -17,12 +17,9 @@ const unknownKeyTTL = 5 * time.Minute
 // PutKey mirrors an API key (its secret sealed) into Redis unless Redis holds a newer version;
 // it reports whether it stored.
 func (c *Cache) PutKey(ctx context.Context, k contract.APIKey) (bool, error) {
-	revoked := "0"
-	if k.Revoked {
-		revoked = "1"
-	}
 	return c.runDone(ctx, "put api key", putKeyScript, []string{apiKeyKey(k.ID)}, k.ProjectID, k.Secret,
-		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, revoked, k.Version)
+		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, flag(k.Revoked), k.Version)
+
 }
 
 // RevokeKey marks a key revoked in the mirror, before Postgres hears of it, so a revocation

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,19 +13,18 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// This file is the whole Redis data format: key names, hash fields, script statuses and
-// replies. The scripts get field names and statuses from luaPrelude, so each is written once.
+// This file is the whole Redis data format; the scripts get field names and statuses from
+// luaPrelude, so each is written once.
 
-// Shards is the number of virtual shards a project's codes are spread over. It is part of
-// the data format: changing it moves every code to another key.
+// Shards is the number of virtual shards a project's codes are spread over; changing it moves
+// every code to another key.
 const Shards = 256
 
-// A code's keys (its hash, idempotency records, outbox) share its virtual shard's hash tag, so
-// one Lua call touches one slot and a project's codes spread over every master. shardTags holds
-// two characters a shard: shard i's tag is the one whose slot is nearest the centre of the i-th
-// of Shards equal slices of the slots, on the centre's side of every master boundary redis-cli
-// draws for 1 to 30 masters, so each master holds floor or ceil of Shards/masters shards. Stored
-// keys depend on it: shard_test.go chooses the tags again and requires this table.
+// A code's keys share its shard's hash tag, so one Lua call touches one slot and a project's
+// codes spread over every master. Shard i's two-character tag hashes nearest the centre of
+// the i-th of Shards equal slices of the slots, so each of 1 to 30 masters as redis-cli
+// splits them holds floor or ceil of Shards/masters shards. Stored keys depend on it:
+// shard_test.go derives the table again.
 const shardTags = "" +
 	"4Lbl4HLD9tAxX7z1BJCP6hNd07CXOv7zOI7EaaCg6WE8BuCoMi5e9KAG4ww6K68Y" + // shards 0..31
 	"3AKMYaeezq2SzuXs1aImECyGs20sxUZSfhDnVB0L1ZgzkTIRdHFNTb2l3zeZitKr" + // shards 32..63
@@ -35,10 +35,9 @@ const shardTags = "" +
 	"7dQjCFQnPx6vk1I75DSJAf9jRX4V8x4R8GngLencT826oqMwNABkNElCCyOSmQOW" + // shards 192..223
 	"DOfIjgHa62usIskuFodihGTCKWiQKSiUUnwheDGB2ro1M3o5WNuHgdEb0RfrDpfv" // shards 224..255
 
-// ShardOf is the virtual shard of a code: FNV-1a (64 bits) of the project id's 16 raw bytes
-// and the value, finished with MurmurHash3's mixer (FNV-1a's high bits barely see the last
-// bytes, where code values differ), mapped onto [0, Shards) by its high 32 bits. It runs on
-// every verify, so it allocates nothing.
+// ShardOf is the virtual shard of a code: FNV-1a of the project id's 16 raw bytes and the
+// value, finished with MurmurHash3's mixer (FNV-1a's high bits barely see the last bytes,
+// where code values differ). It runs on every verify, so it allocates nothing.
 func ShardOf(projectID, value string) int {
 	const (
 		offset = 14695981039346656037
@@ -92,8 +91,8 @@ func Outboxes() []string {
 	return out
 }
 
-// codeKey names a code's hash, in the code's shard. The project id is its 16 raw bytes (the
-// key is most of what a code costs Redis); the fixed width needs no separator.
+// codeKey names a code's hash, with the project id as 16 raw bytes (the key is most of what a
+// code costs Redis; the fixed width needs no separator).
 func codeKey(projectID, value string) string {
 	return codeKeyIn(ShardOf(projectID, value), projectID, value)
 }
@@ -106,14 +105,11 @@ func codeKeyIn(s int, projectID, value string) string {
 func projectKey(s int, projectID string) string { return ShardPrefix(s) + "p:" + projectID }
 
 // idemKey names an idempotency record, in the shard of the code the request names.
-func idemKey(s int, keyID, idem string) string {
-	return ShardPrefix(s) + "ik:" + keyID + ":" + idem
-}
+func idemKey(s int, keyID, idem string) string { return ShardPrefix(s) + "ik:" + keyID + ":" + idem }
 
-// apiKeyKey names an API key's mirror, in a slot of its own.
+// apiKeyKey and bucketKey name an API key's mirror and token bucket, each in a slot of its own.
 func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 
-// bucketKey names an API key's token bucket, in the key's own slot.
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
 
 // Hash fields. One letter each: a code's hash is paid for millions of times.
@@ -126,11 +122,10 @@ const (
 	fDisabled   = "d" // "1" when disabled
 	fVersion    = "n" // incremented by every state change (a project copy: its row's version)
 	fUnknown    = "z" // "1" on a negative entry
-	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion, the version of
-	// the projects row it was copied from (0: written without one).
-	fEnabled = "en" // "1" / "0"
-	// fProjectState holds fEnabled and fExpiresAt in one value, "1"/"0" followed by the expiry
-	// if any, so apply.lua reads the copy with one HGET: no reply array to build.
+	// A shard's copy of a project's state: fEnabled, fExpiresAt and fVersion (its row's, 0
+	// for none), and fProjectState, both in one value ("1"/"0" then the expiry) so apply.lua
+	// reads the copy with one HGET.
+	fEnabled      = "en" // "1" / "0"
 	fProjectState = "s"
 	// A key's token bucket.
 	fTokens   = "tk" // tokens left, a decimal
@@ -143,8 +138,24 @@ const (
 	fKeyRevoked = "kx" // "1" once revoked, for good
 )
 
-// status is the explicit status number every script replies first (redisscript.Decode); success
-// is never inferred from the other reply fields.
+// flag is a boolean as the hashes and scripts hold it.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// unixOrEmpty is an optional unix time as the hashes and scripts hold it: "" for none.
+func unixOrEmpty(t *int64) string {
+	if t == nil {
+		return ""
+	}
+	return strconv.FormatInt(*t, 10)
+}
+
+// status is the explicit status number every script replies first; success is never inferred
+// from the other reply fields.
 type status int64
 
 // Script statuses.
@@ -158,8 +169,8 @@ const (
 	statusIdemReplayed status = 6
 )
 
-// luaPrelude is what every script's library runs once when it loads: the field names,
-// statuses and TTLs above as Lua locals (luaConstants), then scripts/prelude.lua.
+// luaPrelude is what every script's library runs once when it loads: the constants above as
+// Lua locals, then scripts/prelude.lua.
 func luaPrelude() string { return luaConstants() + preludeSrc }
 
 func luaConstants() string {
@@ -271,19 +282,29 @@ func decodeStoredOutcome(s string) (applyReply, error) {
 	return a, nil
 }
 
-// admitReply is admit.lua's reply.
-type admitReply struct {
-	status      status
-	rlRemaining int64
-	rlWaitMs    int64
+// bucketReply is admit.lua's reply (status, remaining, wait ms) or lease.lua's, which puts the
+// tokens granted before the remaining.
+type bucketReply struct {
+	status                         status
+	granted, rlRemaining, rlWaitMs int64
 }
 
-func decodeAdmit(v interface{}) (admitReply, error) {
-	st, r, err := admitScript.Decode(v, 2)
-	if err != nil {
-		return admitReply{}, err
+func decodeBucket(s *redisscript.Script, v interface{}) (bucketReply, error) {
+	n := 2
+	if s == leaseScript {
+		n = 3
 	}
-	a := admitReply{status: status(st), rlRemaining: r.Int(0), rlWaitMs: r.Int(1)}
+	st, r, err := s.Decode(v, n)
+	if err != nil {
+		return bucketReply{}, err
+	}
+	a := bucketReply{status: status(st), rlRemaining: r.Int(n - 2), rlWaitMs: r.Int(n - 1)}
+	if n == 3 {
+		a.granted = r.Int(0)
+	}
+	if r.Err() == nil && a.status != statusOK && a.status != statusRateLimited {
+		return a, s.Errorf("unknown status %d", a.status)
+	}
 	return a, r.Err()
 }
 
@@ -304,8 +325,7 @@ func decodeDisable(v interface{}) (disableReply, error) {
 	return d, r.Err()
 }
 
-// runDone runs a script that answers a status alone (decodeDone), as what: an unavailable Redis
-// is a contract.KindUnavailable error.
+// runDone runs a script that answers a status alone (decodeDone), errors naming what.
 func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script, keys []string, args ...interface{}) (bool, error) {
 	v, err := s.Run(ctx, c.rdb, keys, args...)
 	if err != nil {
@@ -318,8 +338,9 @@ func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script,
 	return ok, nil
 }
 
-// decodeDone reads the reply of the scripts that answer a status alone: true for S_OK, false
-// for S_UNCHANGED (an entry was there already, or newer; nothing to give back).
+// decodeDone reads a status-alone reply: true for S_OK, false for S_UNCHANGED (an entry was
+// there already, or newer).
+
 func decodeDone(s *redisscript.Script, v interface{}) (bool, error) {
 	st, _, err := s.Decode(v, 0)
 	if err != nil {

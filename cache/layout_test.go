@@ -28,9 +28,9 @@ func TestReplyDecodersAreStrict(t *testing.T) {
 	decoders := []decoder{
 		{
 			name:   "admit.lua",
-			decode: func(v interface{}) (interface{}, error) { return decodeAdmit(v) },
+			decode: func(v interface{}) (interface{}, error) { return decodeBucket(admitScript, v) },
 			good:   []interface{}{int64(3), int64(0), int64(999)},
-			want:   admitReply{status: statusRateLimited, rlRemaining: 0, rlWaitMs: 999},
+			want:   bucketReply{status: statusRateLimited, rlRemaining: 0, rlWaitMs: 999},
 			kinds:  "iii",
 		},
 		{

@@ -1,9 +1,8 @@
 // Package redisscript is the one way acv calls Redis scripts: each Lua file runs as a Redis
-// Function (FCALL) whose reply is an array led by an explicit status number. A loaded library
-// is part of the dataset (saved and replicated) and its prelude runs once. A cluster does not
-// copy libraries between masters, so Load loads on every master, and a call answered
-// "Function not found" loads it there and is sent again, once. Names carry a digest of the
-// source, so during a rolling deploy each replica calls the version it was built with.
+// Function (FCALL) whose reply is an array led by an explicit status number. A cluster does not
+// copy libraries between masters, so Load loads on every master, and a call answered "Function
+// not found" loads it there and is sent again, once. Names carry a digest of the source, so
+// during a rolling deploy each replica calls the version it was built with.
 package redisscript
 
 import (
@@ -32,7 +31,7 @@ func New(base, prelude, body string) *Script {
 		"redis.register_function('" + name + "', function(KEYS, ARGV)\n" + body + "\nend)\n"}
 }
 
-// Name is the function's name, as FCALL takes it.
+// Name is the function's name.
 func (s *Script) Name() string { return s.name }
 
 // Client is what calls scripts: *redis.Client or *redis.ClusterClient.
@@ -47,8 +46,7 @@ type cluster interface {
 	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
 }
 
-// Load loads the library on every master of a cluster, or on the one Redis; one already
-// there is fine.
+// Load loads the library on every master of a cluster, or on the one Redis.
 func (s *Script) Load(ctx context.Context, c Client) error {
 	load := func(ctx context.Context, c Client) error {
 		if err := c.FunctionLoad(ctx, s.lib).Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -78,13 +76,13 @@ func (s *Script) Run(ctx context.Context, c Client, keys []string, args ...inter
 	return call.Reply, call.Err
 }
 
-// Tail queues commands after a pipeline's calls (a WAIT for replicas) and returns the check of
-// their replies, which becomes the error of every call of that pipeline that succeeded.
+// Tail queues commands after a pipeline's calls (a WAIT) and returns the check of their
+// replies, which becomes the error of every call of that pipeline that succeeded.
 type Tail func(ctx context.Context, p redis.Pipeliner) (check func() error)
 
 // Send sends calls in one pipeline, followed by tail's commands, and gives each call its reply
 // or error. Calls answered "Function not found" did not run: their libraries are loaded and
-// they are sent again, with tail. This is the only place a missing script is loaded.
+// they are sent again, with tail.
 func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	if len(calls) == 0 {
 		return
@@ -93,7 +91,7 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	var again []*Call
 	var loaded map[*Script]error // allocated only when a library is missing
 	for _, call := range calls {
-		if !missing(call.Err) {
+		if call.Err == nil || !strings.Contains(call.Err.Error(), "Function not found") {
 			continue
 		}
 		err, done := loaded[call.Script]
@@ -113,7 +111,7 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	}
 }
 
-// send sends calls once: a single call without tail as one command, else one pipeline.
+// send sends calls once: one command, or one pipeline.
 func send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	if len(calls) == 1 && tail == nil {
 		call := calls[0]
@@ -136,11 +134,6 @@ func send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 			call.Err = check()
 		}
 	}
-}
-
-// missing tells whether err says the node lacks the function called.
-func missing(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "Function not found")
 }
 
 // Reply is a script's reply read strictly: a missing field or one of another type is an
@@ -167,7 +160,7 @@ func (s *Script) Decode(v interface{}, fields int) (status int64, r *Reply, err 
 	return st, &Reply{script: s.base, v: arr[1:]}, nil
 }
 
-// Int is field i (from 0, after the status), which must be an integer.
+// Int is field i (from 0, after the status), which must be an integer; see Err.
 func (r *Reply) Int(i int) int64 {
 	n, ok := r.v[i].(int64)
 	if !ok && r.err == nil {
@@ -176,7 +169,7 @@ func (r *Reply) Int(i int) int64 {
 	return n
 }
 
-// Str is field i (from 0, after the status), which must be a string.
+// Str is field i, which must be a string.
 func (r *Reply) Str(i int) string {
 	s, ok := r.v[i].(string)
 	if !ok && r.err == nil {
@@ -188,7 +181,8 @@ func (r *Reply) Str(i int) string {
 // Err is the first field read with the wrong type, if any.
 func (r *Reply) Err() error { return r.err }
 
-// Errorf is an error about s's reply, naming the script.
+// Errorf is an error naming the script.
+
 func (s *Script) Errorf(format string, args ...interface{}) error {
 	return fmt.Errorf(s.base+": "+format, args...)
 }
