@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// AdminAccount is an operator console account as the store holds it. PasswordHash is the
-// argon2id PHC string; it never leaves the console package's login and change-password code.
+// AdminAccount is a console account as stored; PasswordHash (argon2id PHC) never leaves the
+// console's login and change-password code.
 type AdminAccount struct {
 	ID                 string
 	Username           string
@@ -28,8 +28,8 @@ type NewAdminAccount struct {
 	Now                time.Time // created_at and password_changed_at
 }
 
-// AdminSession is an operator console session with the account that holds it, as one lookup
-// returns them: every request reads the account's role, state and password time afresh.
+// AdminSession is a console session with its account, read in one lookup so every request sees
+// the account's role, state and password time afresh.
 type AdminSession struct {
 	// ID is the SHA-256 of the session token (the token is never stored).
 	ID         []byte
@@ -55,23 +55,18 @@ type NewAdminSession struct {
 // LoginLimit is one subject an attempt is counted against and how its count locks it.
 type LoginLimit struct {
 	Subject string
-	// LockFor is how long the subject is locked once it has failures attempts within the
-	// window (this one included), from the attempt on; 0 for no lock.
-	LockFor func(failures int) time.Duration
+	LockFor func(failures int) time.Duration // lock after failures in the window, 0 for none
 }
 
-// LoginReservation is an attempt the login throttle counted: what a refund gives back. The
-// caller holds it and hands it back unchanged.
+// LoginReservation is an attempt the login throttle counted, handed back unchanged to refund
+// it. Set is the lock it set on each subject (nil for none), Prev the lock it replaced.
 type LoginReservation struct {
-	Subjects []string
-	// Set is the lock this attempt set on each subject, nil where it set none; Prev the lock
-	// it replaced.
+	Subjects  []string
 	Set, Prev []*time.Time
 }
 
-// AdminToken is an admin API token as the store holds it: never its secret, only the secret's
-// hash. Admin is the owner's account, read with the token so that a disabled owner or a lower
-// role applies to the token's next request.
+// AdminToken is an admin API token as stored: only its secret's hash. Admin is the owner's
+// account, read with it so a disabled owner or a lower role applies at once.
 type AdminToken struct {
 	ID         string
 	Hash       []byte
@@ -113,8 +108,8 @@ type NewAPIToken struct {
 	Secret string `json:"secret"`
 }
 
-// AuditEntry is what one action of the operator console records in the admin audit log. Detail
-// must hold no secret and no token: the log is read by every console role.
+// AuditEntry is one console action for the admin audit log. Detail must hold no secret and no
+// token: every console role reads the log.
 type AuditEntry struct {
 	At            time.Time
 	AdminID       string // "" when no account is known (a failed login of an unknown name)
@@ -157,20 +152,18 @@ type AuditFilter struct {
 	Limit     int // 1..1000; default 100
 }
 
-// AuditAnchor is where the chain starts: the prev_hash its oldest row must carry and the seq of
-// the last row a retention run removed (0 and 32 zero bytes before any run).
+// AuditAnchor is where the chain starts: the prev_hash its oldest row carries and the seq of
+// the last row retention removed (0 and 32 zero bytes before any run).
 type AuditAnchor struct {
 	Seq  int64
 	Hash []byte
 }
 
-// auditFormat starts the canonical bytes of every row; a later format would change it, and a
-// verifier would know which rows use which.
+// auditFormat starts the canonical bytes of every row, naming their format.
 const auditFormat = "acv-admin-audit-v1\n"
 
-// CanonicalBytes is the row as its hash covers it: a fixed prefix and a JSON array of every
-// column but the hashes, in a fixed order (the time as Unix microseconds, which PostgreSQL
-// keeps exactly). Any change to any column changes these bytes.
+// CanonicalBytes is the row as its hash covers it: a prefix and a JSON array of every column
+// but the hashes, in a fixed order (the time in microseconds, as PostgreSQL keeps it exactly).
 func (r AuditRecord) CanonicalBytes() []byte {
 	detail := r.Detail
 	if len(detail) == 0 {
@@ -180,8 +173,7 @@ func (r AuditRecord) CanonicalBytes() []byte {
 		r.ProjectID, detail, r.ClientIP}
 	b, err := json.Marshal(fields)
 	if err != nil {
-		// Only a Detail that is not JSON fails here; it is made by canonicalJSON, or read
-		// from a jsonb column, so it always is. Hash something that cannot match instead.
+		// Only a Detail that is not JSON fails; hash something that cannot match instead.
 		return []byte(auditFormat + "invalid detail: " + err.Error())
 	}
 	return append([]byte(auditFormat), b...)
@@ -195,9 +187,8 @@ func (r AuditRecord) ComputeHash() []byte {
 	return h.Sum(nil)
 }
 
-// NewAPIKey is a key to record. The caller (internal/admin) makes its id and secret and seals
-// the secret: the store keeps Secret as given, an opaque string, and never sees it in clear.
-// RatePerSec <= 0 or Burst <= 0 leaves that limit unset.
+// NewAPIKey is a key to record, its Secret already sealed by the caller: the store never sees
+// it in clear. RatePerSec <= 0 or Burst <= 0 leaves that limit unset.
 type NewAPIKey struct {
 	ID, ProjectID string
 	Secret        string
@@ -214,9 +205,7 @@ type KeyInfo struct {
 	RatePerSec float64 `json:"rate_per_sec"`
 	Burst      int     `json:"burst"`
 	CreatedAt  int64   `json:"created_at"`
-	// LastUsedAt is when the key last authenticated a request, as the API processes flush it
-	// (every few seconds, TouchAPIKeys); nil when never.
-	LastUsedAt *int64 `json:"last_used_at"`
+	LastUsedAt *int64  `json:"last_used_at"` // as flushed every few seconds; nil when never
 }
 
 // StoredSecret is one API key's secret as the table holds it: sealed, or in clear for a key
@@ -226,15 +215,11 @@ type StoredSecret struct {
 	Secret string
 }
 
-// RewrapResult counts what re-sealing every API key's secret did with each API key's secret.
+// RewrapResult counts what re-sealing every API key's secret did. Failed secrets do not open
+// (master key missing, or not authentic) and are left alone; RewrapKeys then returns an error.
 type RewrapResult struct {
-	// Sealed: secrets kept in clear (keys issued before sealing), now sealed.
-	Sealed int `json:"sealed"`
-	// Rewrapped: secrets sealed by an older master key, now sealed by the active one.
-	Rewrapped int `json:"rewrapped"`
-	// Current: secrets already sealed by the active master key, which opened; left alone.
-	Current int `json:"current"`
-	// Failed: secrets that do not open (their master key is not configured, or they are not
-	// authentic); left alone. RewrapKeys then returns an error.
-	Failed int `json:"failed"`
+	Sealed    int `json:"sealed"`    // were in clear, now sealed
+	Rewrapped int `json:"rewrapped"` // sealed by an older master key, now by the active one
+	Current   int `json:"current"`   // already sealed by the active master key
+	Failed    int `json:"failed"`
 }

@@ -25,10 +25,9 @@ type CodeFilter struct {
 	Search string `json:"search,omitempty"`
 }
 
-// KeysetQuery is one page of a project's codes read by keyset: the codes after a cursor (the
-// sort key of the previous page's last row) instead of after OFFSET rows, so the thousandth
-// page costs what the first does and a code created or removed meanwhile shifts no page. The
-// admin API and the console page this way; the client API keeps its page numbers.
+// KeysetQuery is one page of a project's codes after a cursor instead of OFFSET rows, so a
+// deep page costs what the first does and no concurrent change shifts a page (admin API and
+// console; the client API keeps its page numbers).
 type KeysetQuery struct {
 	State  State  // "" = any state
 	Search string // case-insensitive substring of the code value; "" = no search
@@ -52,9 +51,7 @@ type GenerateSpec struct {
 	Prefix    string
 	Suffix    string
 	ExpiresAt *int64 // unix s; nil: the project's expiry applies
-	// Step is how many codes a round inserts (50,000 when 0); progress is told after each
-	// round, so a job shown live uses smaller ones.
-	Step int
+	Step      int    // codes a round inserts, progress told after each (50,000 when 0)
 }
 
 // CursorPage is one page of codes read by keyset: the codes, the number of codes matching the
@@ -75,16 +72,14 @@ type CursorQuery struct {
 	PageSize int
 }
 
-// CodeWithHistory is a code with its derived state and its verification history, which it
-// always shows, even empty.
+// CodeWithHistory is a code with its derived state and its verification history (always shown).
 type CodeWithHistory struct {
 	Code
 	State            State      `json:"state"`
 	VerificationLogs []LogEntry `json:"verification_logs"`
 }
 
-// RowError is one problem row of an import: where it is, what it holds and why it is not
-// imported.
+// RowError is one problem row of an import and why it is not imported.
 type RowError struct {
 	Line   int    `json:"line"`   // line of the file, from 1
 	Value  string `json:"value"`  // the row's code cell ("" when it has none)
@@ -94,16 +89,14 @@ type RowError struct {
 
 // ImportOptions says how to import.
 type ImportOptions struct {
-	// DryRun reads and checks every row, the project's existing codes included, and writes
-	// nothing: the report says what a real import would do.
+	// DryRun checks every row, against the existing codes too, and writes nothing.
 	DryRun bool
 	// Progress, when not nil, is told the number of rows read after each batch.
 	Progress func(done int)
 }
 
-// ImportReport is what an import did (or, in a dry run, would do). An import imports the good
-// rows: a row that is invalid, repeats an earlier row or names a code the project holds is
-// skipped and listed, and every other row's code is created. Read = Inserted + Duplicates +
+// ImportReport is what an import did (or would do): a row invalid, repeated or naming an
+// existing code is skipped and listed, every other is created. Read = Inserted + Duplicates +
 // Existing + Invalid.
 type ImportReport struct {
 	DryRun     bool `json:"dry_run"`
@@ -112,15 +105,13 @@ type ImportReport struct {
 	Duplicates int  `json:"duplicates"` // rows repeating an earlier row's code
 	Existing   int  `json:"existing"`   // rows whose code the project already holds
 	Invalid    int  `json:"invalid"`    // rows that cannot be imported
-	// Errors lists MaxRowErrors problem rows at most, by line; Truncated tells that there were
-	// more. (Invalid rows and repeats are found as they are read, codes already present a batch
-	// later, so a truncated list holds the first ones found.)
+	// Errors lists at most MaxRowErrors problem rows, the first found, by line; Truncated
+	// tells there were more.
 	Errors    []RowError `json:"errors"`
 	Truncated bool       `json:"errors_truncated"`
 }
 
-// Batch statuses: a batch is queued when created, running while an instance generates its
-// codes, and ends done, failed or cancelled.
+// Batch statuses, in the order a batch goes through them.
 const (
 	BatchQueued    = "queued"
 	BatchRunning   = "running"
@@ -129,8 +120,8 @@ const (
 	BatchCancelled = "cancelled"
 )
 
-// BatchSpec is how a batch's codes are drawn, kept with the batch so its page and the audit
-// log can say what was asked for.
+// BatchSpec is how a batch's codes are drawn, kept to show what was asked for.
+
 type BatchSpec struct {
 	Length    int    `json:"length"`
 	Charset   string `json:"charset,omitempty"`

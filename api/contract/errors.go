@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// Kind classifies an error by what the caller can do about it. Each kind is answered with one
-// HTTP status (HTTPStatus, the one table); every other adapter only picks the kind.
+// Kind classifies an error by what the caller can do about it; HTTPStatus is its one table.
 type Kind string
 
 // The kinds of the contract's refusals.
@@ -25,10 +24,8 @@ const (
 	KindUnavailable  Kind = "unavailable"  // a dependency is down or slow: 503
 	KindInternal     Kind = "internal"     // a fault of ours: 500
 
-	// KindMethodNotAllowed is a request of a method the path does not serve: 405.
-	KindMethodNotAllowed Kind = "method_not_allowed"
-	// KindUnsupportedMediaType is a body of a type the route does not read: 415.
-	KindUnsupportedMediaType Kind = "unsupported_media_type"
+	KindMethodNotAllowed     Kind = "method_not_allowed"     // 405
+	KindUnsupportedMediaType Kind = "unsupported_media_type" // 415
 )
 
 // Kinds lists every kind, for the tests that check each has its status.
@@ -36,8 +33,8 @@ var Kinds = []Kind{KindInvalid, KindUnauthorized, KindForbidden, KindNotFound, K
 	KindRateLimited, KindUnavailable, KindInternal, KindMethodNotAllowed, KindUnsupportedMediaType}
 
 // Error is a refusal with a kind and a message safe to show the caller; errors without one in
-// their chain are internal, logged and never shown. Err is the cause an adapter translated,
-// kept in the chain and never shown; Wait, when set, is the Retry-After.
+// their chain are internal, logged and never shown. Err, the cause, is never shown; Wait, when
+// set, is the Retry-After.
 type Error struct {
 	Kind    Kind
 	Message string
@@ -45,8 +42,7 @@ type Error struct {
 	Wait    time.Duration
 }
 
-// Error is the message, followed by the cause unless the cause is itself a refusal (a
-// sentinel such as ErrNotFound that this one names more precisely).
+// Error is the message, followed by the cause unless the cause is itself a refusal.
 func (e *Error) Error() string {
 	var ce *Error
 	if e.Err != nil && !errors.As(e.Err, &ce) {
@@ -58,8 +54,8 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Unavailable wraps the error of a dependency that is down, starting, overloaded or
-// unreachable into a KindUnavailable refusal: the caller may retry later.
+// Unavailable wraps the error of a dependency that is down or unreachable into a
+// KindUnavailable refusal: the caller may retry later.
 func Unavailable(cause error) *Error {
 	return &Error{Kind: KindUnavailable, Message: "Service temporarily unavailable", Err: cause}
 }
@@ -69,8 +65,7 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
-// HTTPStatus is the status a refusal of kind k is answered with, the one table every HTTP
-// adapter uses; an unknown kind is a 500.
+// HTTPStatus is the status a refusal of kind k is answered with; an unknown kind is a 500.
 func (k Kind) HTTPStatus() int {
 	if s, ok := httpStatus[k]; ok {
 		return s
@@ -101,8 +96,7 @@ func NotFound(format string, args ...any) *Error {
 }
 
 // Answer is how an HTTP adapter answers err: status, detail, Retry-After seconds (0: none). A
-// refusal shows its own message; anything else is internal (to be logged) and shows nothing:
-// a 503 when a dependency is down or slow, else a 500.
+// refusal shows its own message; anything else is internal (to be logged) and shows nothing.
 func Answer(err error) (status int, detail string, retryAfter int, internal bool) {
 	var ce *Error
 	if errors.As(err, &ce) && ce.Kind != KindInternal && ce.Kind != KindUnavailable {
@@ -113,16 +107,14 @@ func Answer(err error) (status int, detail string, retryAfter int, internal bool
 		return ce.Kind.HTTPStatus(), ce.Message, wait, false
 	}
 	if KindOf(err) == KindUnavailable || looksUnavailable(err) {
-		// A dependency down or slow is usually back within moments (a failover, a restart):
-		// clients that honour Retry-After retry after a second rather than at once, all
-		// together.
+		// Usually back within moments (a failover): Retry-After spreads the clients' retries.
 		return KindUnavailable.HTTPStatus(), "Service temporarily unavailable", 1, true
 	}
 	return KindInternal.HTTPStatus(), "Internal server error", 0, true
 }
 
 // looksUnavailable tells whether err looks like a dependency being down or slow rather than a
-// bug: a deadline, a cancellation, a network timeout or a temporary failure.
+// bug: a deadline, a cancellation, a timeout or a temporary failure.
 func looksUnavailable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
@@ -145,8 +137,7 @@ var (
 	ErrCountChanged = &Error{Kind: KindConflict, Message: "The count changed"}
 	// ErrReplayed: the request's replay identity was seen within the signature window.
 	ErrReplayed = &Error{Kind: KindUnauthorized, Message: "Request replayed"}
-	// ErrReplayedWithoutNonce is ErrReplayed for a request without X-Nonce, telling how to
-	// repeat a request on purpose.
+	// ErrReplayedWithoutNonce is ErrReplayed telling how to repeat a request on purpose.
 	ErrReplayedWithoutNonce = &Error{Kind: KindUnauthorized, Err: ErrReplayed,
 		Message: "Request replayed: to repeat a request within 300 seconds, send each one with its own X-Nonce"}
 	// ErrRateLimited: the key's token bucket is empty; RateState.Wait says for how long.

@@ -13,8 +13,7 @@ import (
 )
 
 // Event is one verification-log record on its way from the Redis outbox through Kafka to
-// Postgres, with the code's state after the operation so the consumer can bring its row up to
-// date in version order.
+// Postgres, with the code's state after it so the consumer updates the row in version order.
 type Event struct {
 	ID         string `json:"id"`
 	CodeID     string `json:"code_id"`        // "" for an attempt on a value no code has
@@ -36,8 +35,7 @@ type Event struct {
 // Unknown tells whether e is an attempt on a value no code of the project has.
 func (e *Event) Unknown() bool { return e.CodeID == "" && e.Code != "" }
 
-// WellFormedIDs tells whether e's ids are 32 lowercase hex digits, as the log's uuid columns
-// take them (an attempt on an unknown value has no code id).
+// WellFormedIDs tells whether e's ids are 32 lowercase hex digits, as the uuid columns take them.
 func (e *Event) WellFormedIDs() bool {
 	return ValidID(e.ID) && ValidID(e.ProjectID) && (e.Unknown() || ValidID(e.CodeID))
 }
@@ -61,26 +59,17 @@ func (e *Event) WellFormedIDs() bool {
 //	        the value                    the rest of the entry
 //
 // Each text of the head is its length plus one as a uvarint (never a NUL byte), then its
-// bytes; verified_by's length takes one or two bytes. In the tail, the error code is empty
-// when the state changed, version is the one before the operation (a change adds one),
-// verified_at is decimal unix ms or empty, and the state's verified_by is the rest.
-const outboxFormat = 0x01
-
-// unknownMark stands for the disabled byte of an attempt on an unknown value, after zeroID.
+// bytes. In the tail, the error code is empty when the state changed, version is the one
+// before the operation, verified_at is decimal unix ms or empty.
 const (
-	unknownMark = '!'
-	zeroID      = "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+	outboxFormat = 0x01
+	unknownMark  = '!' // the disabled byte of an attempt on an unknown value, after zeroID
+	zeroID       = "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+	tsDigits     = 13 // ts's exact width: unix ms from 2001-09-09 to 2286-11-20
+	minTS        = 1_000_000_000_000
+	maxTS        = 9_999_999_999_999
+	maxByLen     = 1<<14 - 2 // verified_by's length plus one fits two uvarint bytes
 )
-
-// ts is written with exactly this many digits: unix ms from 2001-09-09 to 2286-11-20.
-const (
-	tsDigits = 13
-	minTS    = 1_000_000_000_000
-	maxTS    = 9_999_999_999_999
-)
-
-// maxByLen bounds verified_by in the head: its length plus one fits two uvarint bytes.
-const maxByLen = 1<<14 - 2
 
 // EventHeadSize is the length of op's event head.
 func EventHeadSize(op Operation) int {
@@ -100,8 +89,7 @@ func uvarintLen(v uint64) int {
 }
 
 // AppendEventHead appends the head of op's outbox entry, refusing what the script or the
-// reader would misread: another action, malformed ids, a time outside 13 digits, a verified_by
-// over maxByLen bytes.
+// reader would misread.
 func AppendEventHead(dst []byte, op Operation) ([]byte, error) {
 	var a byte
 	switch op.Action {
@@ -150,8 +138,8 @@ func readText(rest string) (text, after string, ok bool) {
 // errEntry is the cause of every malformed compact entry.
 var errEntry = errors.New("malformed outbox entry")
 
-// DecodeOutboxEntry reads an outbox entry (a Kafka message's value is one) and the trace
-// context it carries. It reads strictly: anything out of place is an error.
+// DecodeOutboxEntry reads an outbox entry (a Kafka message's value) and its trace context,
+// strictly: anything out of place is an error.
 func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
 	const fixed = 1 + 1 + tsDigits
 	if len(raw) < fixed || raw[0] != outboxFormat {
@@ -229,8 +217,7 @@ func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
 	return ev, traceParent, nil
 }
 
-// ParseDigits reads a non-negative decimal of digits only (no sign, no space), as the outbox
-// entries and the scripts write them.
+// ParseDigits reads a non-negative decimal of digits only (no sign, no space).
 func ParseDigits(s string) (int64, error) {
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 		return 0, fmt.Errorf("%q is not a decimal", s)
@@ -263,8 +250,8 @@ func HexDigit(c byte) byte {
 	return 255
 }
 
-// RawID is an id as its 16 raw bytes, as Redis keys and outbox entries hold it; anything but
-// 32 hex digits is returned as it is (it names nothing, so it only has to stay distinct).
+// RawID is an id as its 16 raw bytes, as Redis and the outbox hold it; anything but 32 hex
+// digits is returned as it is (it names nothing, so it only has to stay distinct).
 func RawID(id string) string {
 	if len(id) != 32 {
 		return id
@@ -284,16 +271,13 @@ func HexID(raw string) string {
 	return hex.EncodeToString([]byte(raw))
 }
 
-// NewKeyID returns a fresh API key id: a UUIDv7's first 12 bytes (ids sort by creation) and a
-// CRC-32 of them, so a made-up key id is refused without asking any store. Ids issued before
-// the checksum fail it; they stay valid while the key mirror holds them.
+// NewKeyID returns a fresh API key id: a UUIDv7's first 12 bytes and a CRC-32 of them, so a
+// made-up key id is refused without asking any store. Older ids fail the checksum; they stay
+// valid while the key mirror holds them.
 func NewKeyID() string {
-	var b [16]byte
-	if _, err := hex.Decode(b[:], []byte(NewID())); err != nil {
-		panic(err) // NewID is always 32 hex characters
-	}
+	b := []byte(RawID(NewID()))
 	binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[:12]))
-	return hex.EncodeToString(b[:])
+	return hex.EncodeToString(b)
 }
 
 // KeyIDChecksumOK tells whether id is a key id with a valid checksum.

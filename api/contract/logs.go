@@ -5,12 +5,11 @@ import (
 	"time"
 )
 
+// The default log policy: days after today partitioned in advance (maintenance stopped for
+// less leaves no day without one) and days of logs kept (ACV_LOG_RETENTION).
 const (
-	// DefaultLogPartitionsAhead is how many days after today get their partition in advance: a
-	// maintenance run that stops for less than that leaves no day without one.
 	DefaultLogPartitionsAhead = 7
-	// DefaultLogRetentionDays is how many days of logs the retention keeps (ACV_LOG_RETENTION).
-	DefaultLogRetentionDays = 400
+	DefaultLogRetentionDays   = 400
 )
 
 // DefaultLogPolicy is the policy of the service unless configured otherwise.
@@ -18,28 +17,25 @@ func DefaultLogPolicy() LogPolicy {
 	return LogPolicy{Ahead: DefaultLogPartitionsAhead, RetentionDays: DefaultLogRetentionDays}
 }
 
-// LogFilter selects verification logs for the console's search. From and To are required:
-// verification_logs is partitioned by day of verified_at, and a bounded range is what keeps a
-// search to the partitions it covers instead of every day kept. Empty fields do not filter.
+// LogFilter selects verification logs for the console's search. From and To are required: the
+// logs are partitioned by day, and a bounded range keeps a search to the partitions it covers.
+// Empty fields do not filter.
 type LogFilter struct {
-	From, To  time.Time // verified_at >= From, verified_at < To
-	ProjectID string
-	CodeID    string
-	// Code is a value no code has: the attempts on it (rows without a code id).
-	Code       string
+	From, To   time.Time // verified_at >= From, verified_at < To
+	ProjectID  string
+	CodeID     string
+	Code       string // a value no code has: the attempts on it
 	Action     string // verify or reactivate
 	Result     string // success, failed or reactivated
-	Reason     string // an error code (CODE_ALREADY_USED) or a reactivation's reason
+	Reason     string // an error code or a reactivation's reason
 	VerifiedBy string
 	IP         string
-	// After pages: only rows older than this cursor (LogCursor of the last row shown).
-	After string
-	// Limit bounds a page (1..1000, 100 when 0); SearchLogs ignores it in ExportLogs.
-	Limit int
+	After      string // only rows older than this Cursor
+	Limit      int    // a page's size (1..1000, 100 when 0); not used by ExportLogs
 }
 
-// LogRecord is one verification log as the console shows it, with the code's value when the
-// code still exists, or the value an attempt named when no code had it (CodeID "").
+// LogRecord is one verification log as the console shows it, with the code's value (or the
+// value an attempt named when no code had it, CodeID "").
 type LogRecord struct {
 	ID         string    `json:"id"`
 	VerifiedAt time.Time `json:"-"`
@@ -55,11 +51,8 @@ type LogRecord struct {
 
 // LogPolicy says which partitions a maintenance run keeps.
 type LogPolicy struct {
-	// Ahead is how many days after today's get a partition (negative: none; today's always does).
-	Ahead int
-	// RetentionDays drops a day's partition once all of it is older than that many days; 0
-	// keeps every day.
-	RetentionDays int
+	Ahead         int // days after today partitioned in advance (negative: none)
+	RetentionDays int // a day's partition is dropped once all older than that; 0 keeps all
 }
 
 // LogPartition is one partition of verification_logs and its range [From, To); the default
@@ -72,12 +65,10 @@ type LogPartition struct {
 
 // LogMaintenance is what one run did.
 type LogMaintenance struct {
-	// Busy is true when another process held the maintenance lock: this run did nothing.
-	Busy bool
-	// Created and Dropped name the partitions made and removed.
+	Busy             bool // another process held the lock: this run did nothing
 	Created, Dropped []string
-	// Moved counts the rows taken out of the default partition into new day partitions; Purged
-	// those deleted from it because they were older than the retention.
+	// Moved counts rows taken out of the default partition into day partitions; Purged those
+	// deleted from it for being older than the retention.
 	Moved, Purged int64
 }
 
@@ -86,8 +77,8 @@ func (r LogRecord) Cursor() string {
 	return strconv.FormatInt(r.VerifiedAt.UnixMicro(), 10) + "_" + r.ID
 }
 
-// HourOutcomes is how many verifies started in the hour From succeeded and how many were
-// refused (any error code, an unknown code too).
+// HourOutcomes counts the verifies of the hour From that succeeded and that were refused.
+
 type HourOutcomes struct {
 	From    time.Time
 	Success int64

@@ -19,8 +19,7 @@ type RateState struct {
 	Wait      time.Duration // until the next token, when the request was refused for the limit
 }
 
-// Operation is one verify or reactivate as the hot path receives it, after authentication and
-// validation.
+// Operation is one verify or reactivate as the hot path receives it, validated.
 type Operation struct {
 	Action         Action
 	ProjectID      string
@@ -119,39 +118,6 @@ type Outcome struct {
 // Success tells whether the operation changed the code.
 func (o Outcome) Success() bool { return o.Error == "" }
 
-// VerifyResponse is the outcome of a verify as its result body.
-func (o Outcome) VerifyResponse() VerifyResponse {
-	r := VerifyResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionVerify, o.Error), ErrorCode: o.errorCode()}
-	if at, ok := o.at(); ok {
-		r.VerifiedAt = &at
-	}
-	return r
-}
-
-// ReactivateResponse is the outcome of a reactivate as its result body.
-func (o Outcome) ReactivateResponse() ReactivateResponse {
-	r := ReactivateResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionReactivate, o.Error), ErrorCode: o.errorCode()}
-	if at, ok := o.at(); ok {
-		r.ReactivatedAt = &at
-	}
-	return r
-}
-
-func (o Outcome) codeID() *string {
-	if o.CodeID == "" {
-		return nil
-	}
-	return &o.CodeID
-}
-
-func (o Outcome) errorCode() *string {
-	if o.Error == "" {
-		return nil
-	}
-	e := string(o.Error)
-	return &e
-}
-
 // at is the body's time in unix seconds: a verify's verified_at, a successful reactivate's
 // reactivated_at; ok is false for null.
 func (o Outcome) at() (int64, bool) {
@@ -162,8 +128,8 @@ func (o Outcome) at() (int64, bool) {
 }
 
 // AppendBody appends the outcome's result body (VerifyResponse or ReactivateResponse by its
-// Action) to b, byte for byte what encoding/json writes for it: the verify path's whole answer,
-// written without reflection.
+// Action), byte for byte what encoding/json writes, without reflection: the verify path's
+// whole answer.
 func (o Outcome) AppendBody(b []byte) []byte {
 	b = append(b, `{"success":`...)
 	b = strconv.AppendBool(b, o.Success())
@@ -231,21 +197,17 @@ func appendJSONString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
 			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
@@ -256,9 +218,8 @@ func appendJSONString(b []byte, s string) []byte {
 type APIKey struct {
 	ID        string
 	ProjectID string
-	// Secret is the HMAC key, in clear wherever the HTTP layer sees it; at rest it is sealed
-	// (internal/secrets), and the wiring opens it before the HTTP layer gets the key.
-	Secret  string
+	Secret    string // the HMAC key: sealed at rest, opened by the wiring before the HTTP layer
+
 	Revoked bool
 	// RatePerSec and Burst configure the key's token bucket; both 0 means unlimited.
 	RatePerSec       float64

@@ -69,3 +69,37 @@ func TestAppendBodyMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// VerifyResponse and ReactivateResponse are the result bodies encoding/json writes, which
+// AppendBody must match byte for byte.
+func (o Outcome) VerifyResponse() VerifyResponse {
+	r := VerifyResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionVerify, o.Error), ErrorCode: o.errorCode()}
+	if at, ok := o.at(); ok {
+		r.VerifiedAt = &at
+	}
+	return r
+}
+
+// ReactivateResponse is the outcome of a reactivate as its result body.
+func (o Outcome) ReactivateResponse() ReactivateResponse {
+	r := ReactivateResponse{Success: o.Success(), CodeID: o.codeID(), Code: o.Code, Message: Message(ActionReactivate, o.Error), ErrorCode: o.errorCode()}
+	if at, ok := o.at(); ok {
+		r.ReactivatedAt = &at
+	}
+	return r
+}
+
+func (o Outcome) codeID() *string {
+	if o.CodeID == "" {
+		return nil
+	}
+	return &o.CodeID
+}
+
+func (o Outcome) errorCode() *string {
+	if o.Error == "" {
+		return nil
+	}
+	e := string(o.Error)
+	return &e
+}

@@ -2,10 +2,8 @@ package contract
 
 import "fmt"
 
-// CodeRecord is a code as the stores hold it: the resource's stored fields plus what the hot
-// path needs, the millisecond verification time and the version of the last state change.
-// Postgres and Redis both speak it, so a code loaded from one into the other is copied, not
-// translated.
+// CodeRecord is a code as both stores hold it: the resource's stored fields plus the
+// millisecond verification time and the version of the last state change.
 type CodeRecord struct {
 	ID           string
 	ProjectID    string
@@ -21,13 +19,7 @@ type CodeRecord struct {
 // Resource renders the record as the code resource, deriving status and is_expired at now with
 // the project's expiry as the fallback, so every endpoint derives state the same way.
 func (r CodeRecord) Resource(projectExpiresAt *int64, now int64) Code {
-	c := Code{
-		ID:         r.ID,
-		Code:       r.Code,
-		IsDisabled: r.Disabled,
-		ExpiresAt:  r.ExpiresAt,
-		CreatedAt:  r.CreatedAt,
-	}
+	c := Code{ID: r.ID, Code: r.Code, IsDisabled: r.Disabled, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt}
 	if r.VerifiedAtMs > 0 {
 		sec := r.VerifiedAtMs / 1000
 		c.VerifiedAt = &sec
@@ -40,8 +32,7 @@ func (r CodeRecord) Resource(projectExpiresAt *int64, now int64) Code {
 	return c
 }
 
-// WithLiveState returns r with the use and disable state of live, a newer copy of the same code
-// (Redis's), keeping r's other fields.
+// WithLiveState returns r with the use and disable state of live, Redis's newer copy.
 func (r CodeRecord) WithLiveState(live CodeRecord) CodeRecord {
 	r.Disabled, r.VerifiedAtMs, r.VerifiedBy, r.Version = live.Disabled, live.VerifiedAtMs, live.VerifiedBy, live.Version
 	return r
@@ -66,8 +57,7 @@ const (
 	StateExpired  State = "expired"
 )
 
-// ParseState accepts exactly the four state names; anything else is an error the HTTP layer
-// turns into a 400.
+// ParseState accepts exactly the four state names.
 func ParseState(s string) (State, error) {
 	switch State(s) {
 	case StateUnused, StateUsed, StateDisabled, StateExpired:
@@ -76,8 +66,7 @@ func ParseState(s string) (State, error) {
 	return "", fmt.Errorf("unknown status %q: use unused, used, disabled or expired", s)
 }
 
-// EffectiveExpiry is the code's own expiry, or its project's when the code has none; nil when
-// neither expires.
+// EffectiveExpiry is the code's own expiry, or its project's when the code has none.
 func EffectiveExpiry(codeExpiresAt, projectExpiresAt *int64) *int64 {
 	if codeExpiresAt != nil {
 		return codeExpiresAt
@@ -85,7 +74,7 @@ func EffectiveExpiry(codeExpiresAt, projectExpiresAt *int64) *int64 {
 	return projectExpiresAt
 }
 
-// Expired tells whether an expiry (unix seconds) has passed at now: "passed" means now >= expiry.
+// Expired tells whether an expiry (unix seconds) has passed: now >= expiry.
 func Expired(expiry *int64, nowUnix int64) bool {
 	return expiry != nil && nowUnix >= *expiry
 }
@@ -103,8 +92,9 @@ func DeriveState(disabled, used bool, effectiveExpiry *int64, nowUnix int64) Sta
 	return StateUnused
 }
 
-// Fill sets the derived fields of c (Status, IsExpired) from its stored fields. Field values
-// follow the state, so a disabled code that was once verified shows status false.
+// Fill sets Status and IsExpired from the derived state, so a disabled code once verified
+// shows status false.
+
 func (c *Code) Fill(projectExpiresAt *int64, nowUnix int64) {
 	st := DeriveState(c.IsDisabled, c.VerifiedAt != nil, EffectiveExpiry(c.ExpiresAt, projectExpiresAt), nowUnix)
 	c.Status = st == StateUsed

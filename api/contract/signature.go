@@ -16,8 +16,8 @@ import (
 const EmptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // StringToSign builds the contract's string to sign: METHOD, PATH (still percent-encoded),
-// QUERY (pairs as sent, sorted by key), BODY_SHA256_HEX and TIMESTAMP on five lines, and a sixth
-// line with the nonce when one is sent. rawQuery is the query exactly as sent, without '?'.
+// QUERY (pairs as sent, sorted by key), BODY_SHA256_HEX and TIMESTAMP on five lines, and the
+// nonce on a sixth when one is sent. rawQuery is the query as sent, without '?'.
 func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, nonce string) string {
 	q := CanonicalQuery(rawQuery)
 	b := make([]byte, 0, len(method)+len(rawPath)+len(q)+len(bodySHA256Hex)+len(timestamp)+len(nonce)+6)
@@ -52,9 +52,8 @@ func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P
 // maxExplained bounds how many bytes of PATH and of QUERY ExplainSignature shows.
 const maxExplained = 2048
 
-// ExplainSignature says, for the detail of a refused signature, what X-Signature must be: the
-// HMAC of the quoted string to sign the server built from the request, and which lines it
-// holds. It comes from the request alone (no secret, no MAC, not the signature sent), so it
+// ExplainSignature says, for the detail of a refused signature, what X-Signature must be the
+// HMAC of. It comes from the request alone (no secret, no MAC, not the signature sent), so it
 // reads the same for an unknown key id and a wrong signature.
 func ExplainSignature(method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) string {
 	query := CanonicalQuery(rawQuery)
@@ -85,7 +84,7 @@ func CanonicalQuery(rawQuery string) string {
 	return string(appendSortedRaw(nil, rawQuery, splitSpans(spans, rawQuery)))
 }
 
-// span is one key=value pair of a query: the key is s[k0:k1], the value s[v0:v1].
+// span is one key=value pair of a query: key s[k0:k1], value s[v0:v1].
 type span struct{ k0, k1, v0, v1 int32 }
 
 // splitSpans cuts rawQuery at '&' into pairs (empty ones dropped), appending them to dst.
@@ -110,8 +109,7 @@ func splitSpans(dst []span, rawQuery string) []span {
 	return dst
 }
 
-// appendSortedRaw appends the pairs of rawQuery, sorted by key then value and still encoded as
-// sent, joined by '&'. It sorts spans in place.
+// appendSortedRaw appends the pairs, sorted in place by key then value, still encoded as sent.
 func appendSortedRaw(dst []byte, rawQuery string, spans []span) []byte {
 	slices.SortStableFunc(spans, func(a, b span) int {
 		if c := strings.Compare(rawQuery[a.k0:a.k1], rawQuery[b.k0:b.k1]); c != 0 {
@@ -122,8 +120,8 @@ func appendSortedRaw(dst []byte, rawQuery string, spans []span) []byte {
 	return appendJoined(dst, rawQuery, spans)
 }
 
-// appendPlainSorted appends the pairs sorted as whole "k=v" strings, as some original clients
-// sort them. It sorts spans in place.
+// appendPlainSorted appends the pairs sorted in place as whole "k=v" strings, as some
+// original clients sort them.
 func appendPlainSorted(dst []byte, rawQuery string, spans []span) []byte {
 	slices.SortStableFunc(spans, func(a, b span) int {
 		return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
@@ -163,14 +161,10 @@ func appendUnescaped(dst []byte, s string, form bool) ([]byte, bool) {
 
 func isHex(c byte) bool { return HexDigit(c) < 16 }
 
-// The two component encodings of the original SDKs. Both write UTF-8 bytes as upper-case %XX.
+// The two component encodings of the original SDKs, both writing other bytes as upper-case %XX.
 const (
-	// encPython is Python's urllib.parse.quote_plus (what urlencode uses): letters, digits and
-	// _.-~ as they are, a space as '+'.
-	encPython = iota
-	// encJS is JavaScript's encodeURIComponent: letters, digits and -_.!~*'() as they are, a
-	// space as %20.
-	encJS
+	encPython = iota // Python's quote_plus: letters, digits and _.-~ as they are, a space as '+'
+	encJS            // JavaScript's encodeURIComponent: letters, digits and -_.!~*'() as they are
 )
 
 func appendEncoded(dst []byte, s []byte, enc int) []byte {
@@ -190,8 +184,7 @@ func appendEncoded(dst []byte, s []byte, enc int) []byte {
 	return dst
 }
 
-// appendEncodedPairs appends the decoded pairs (spans into dec, already in their order) in the
-// given encoding, joined by '&'.
+// appendEncodedPairs appends the decoded pairs (spans into dec) in an encoding, joined by '&'.
 func appendEncodedPairs(dst, dec []byte, spans []span, enc int) []byte {
 	for i, sp := range spans {
 		if i > 0 {
@@ -222,7 +215,7 @@ func BodySHA256(body []byte) string {
 }
 
 // Verifier checks signatures made with one secret, reusing its HMAC state and buffers so it
-// allocates nothing once grown; not safe for concurrent use (pool it).
+// allocates nothing once grown; pool it, it is not safe for concurrent use.
 type Verifier struct {
 	mac   hash.Hash
 	buf   []byte // the string to sign
@@ -240,13 +233,12 @@ func NewVerifier(secret string) *Verifier {
 	return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), buf: make([]byte, 0, 256), sum: make([]byte, 0, sha256.Size)}
 }
 
-// Verify checks a signature, comparing MACs in constant time. The contract accepts a signature
-// over the path as sent with QUERY as sent sorted by key (then value), or sorted as whole
-// "k=v" strings, or rebuilt from the decoded pairs in Python's quote_plus or JavaScript's
-// encodeURIComponent; or the original server's form: the path decoded and QUERY as Python's
-// urlencode of the decoded pairs, keeping a repeated key's last value, accepted only when a
-// repeated key's values are equal (the handlers read the first). All name the same decoded
-// request, and the replay identity is the signature itself, which has one spelling.
+// Verify checks a signature, comparing MACs in constant time. The contract accepts QUERY as
+// sent sorted by key (then value), or sorted as whole "k=v" strings, or rebuilt from the
+// decoded pairs in Python's or JavaScript's encoding; or the original server's form: the path
+// decoded and QUERY as Python's urlencode keeping a repeated key's last value, accepted only
+// when a repeated key's values are equal (the handlers read the first). All name the same
+// decoded request, and the replay identity is the signature, which has one spelling.
 func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
 	if !ValidSignature(signature) {
 		return false
@@ -374,22 +366,23 @@ func ValidNonce(n string) bool {
 	return true
 }
 
-// The authentication headers have exactly one accepted spelling each, so a captured request
+// The authentication headers have one accepted spelling each, so a captured request
 // re-spelled (signature in upper case, a leading zero, a padded nonce) cannot vary its replay
 // identity.
 
-// ValidSignature tells whether s is in the contract's encoding of an X-Signature: exactly 64
-// lowercase hex characters.
+// ValidSignature tells whether s is an X-Signature: exactly 64 lowercase hex characters.
+
 func ValidSignature(s string) bool { return len(s) == 64 && lowerHex(s) }
 
 // ParseTimestamp reads an X-Timestamp: Unix seconds in canonical decimal, with no sign, no
 // leading zero and at most 12 digits (until the year 33658).
 func ParseTimestamp(s string) (int64, error) {
-	n, err := ParseDigits(s)
-	if err != nil || len(s) > 12 || (len(s) > 1 && s[0] == '0') {
-		return 0, errors.New("X-Timestamp must be Unix seconds")
+	if len(s) <= 12 && (len(s) < 2 || s[0] != '0') {
+		if n, err := ParseDigits(s); err == nil {
+			return n, nil
+		}
 	}
-	return n, nil
+	return 0, errors.New("X-Timestamp must be Unix seconds")
 }
 
 // ReplayIdentity is what the server remembers of an accepted request to refuse it a second

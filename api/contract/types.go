@@ -104,8 +104,8 @@ type ProjectStatistics struct {
 	RecentVerifications []RecentVerification `json:"recent_verifications"`
 }
 
-// NewProjectStatistics assembles the statistics endpoint's body from a project's counts and its
-// most recently used codes (none: an empty list, never null).
+// NewProjectStatistics assembles the statistics body (recent is never null).
+
 func NewProjectStatistics(projectID string, st Statistics, recent []RecentVerification) ProjectStatistics {
 	if recent == nil {
 		recent = []RecentVerification{}
