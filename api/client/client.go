@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -24,20 +25,17 @@ type Client struct {
 	BaseURL string // e.g. http://127.0.0.1:8080
 	KeyID   string
 	Secret  string
-	// HTTP is the transport; http.DefaultClient when nil.
-	HTTP *http.Client
+	HTTP    *http.Client     // http.DefaultClient when nil
+	Now     func() time.Time // the clock of X-Timestamp; time.Now when nil
 	// NoNonce leaves out X-Nonce and signs the original five-line string; two identical
 	// requests within a second are then a replay (401).
 	NoNonce bool
-	// Now is the clock used for X-Timestamp; time.Now when nil.
-	Now func() time.Time
 	// Retries is how many times a call is sent again, signed afresh, after a transport error or
 	// a 502, 503 or 504, waiting RetryBackoff doubled each time (or a longer Retry-After). A
 	// POST always carries an Idempotency-Key then (drawn when Options names none), so a retry
 	// of a request that ran answers its stored outcome.
-	Retries int
-	// RetryBackoff is the wait before the first retry; 100 ms when zero.
-	RetryBackoff time.Duration
+	Retries      int
+	RetryBackoff time.Duration // the wait before the first retry; 100 ms when zero
 	// OnRetry, when set, is told of every retry (attempt from 1) and what the previous one got.
 	OnRetry func(method, path string, attempt int, err error)
 }
@@ -154,14 +152,10 @@ type ListParams struct {
 // ListCodes reads a page of codes.
 func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) (contract.CodePage, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"status": p.Status, "search": p.Search} {
+	nonZero := func(n int) string { return strings.TrimPrefix(strconv.Itoa(n), "0") } // 0 is ""
+	for k, v := range map[string]string{"status": p.Status, "search": p.Search, "page": nonZero(p.Page), "page_size": nonZero(p.PageSize)} {
 		if v != "" {
 			q.Set(k, v)
-		}
-	}
-	for k, v := range map[string]int{"page": p.Page, "page_size": p.PageSize} {
-		if v != 0 {
-			q.Set(k, strconv.Itoa(v))
 		}
 	}
 	path := projectPath(projectID) + "/codes"
@@ -218,11 +212,8 @@ func randomHex() string {
 // retryable tells whether an attempt may be sent again while the caller still waits: it got
 // no answer, or a 502, 503 or 504 (briefly unavailable).
 func retryable(ctx context.Context, resp *http.Response, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	return err != nil || resp.StatusCode == http.StatusBadGateway ||
-		resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout
+	return ctx.Err() == nil && (err != nil || resp.StatusCode == http.StatusBadGateway ||
+		resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout)
 }
 
 // answerError is what an attempt got, as the error a caller sees.

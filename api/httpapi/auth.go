@@ -60,18 +60,11 @@ type authFailure struct {
 func (e *authFailure) Error() string { return e.err.Message }
 func (e *authFailure) Unwrap() error { return e.err }
 
-// badCredentials starts the one answer to an unknown key id and to a bad signature: telling
-// them apart would tell an attacker which key ids exist (metrics and the access log keep the
-// difference). Clients match the sentence's start, so it stays.
-const badCredentials = "Invalid API key or signature"
-
-// refuseCredentials answers an unknown key id and a bad signature alike, showing the string to
-// sign the server built from the request alone (contract.ExplainSignature), so it reads the
-// same whether the key exists or not.
-func refuseCredentials(why AuthFailure, r *http.Request, body []byte, ts, nonce string) error {
-	rawPath, rawQuery := splitRequestURI(r)
-	explained := contract.ExplainSignature(r.Method, rawPath, rawQuery, contract.BodySHA256(body), ts, nonce)
-	return unauthorized(why, badCredentials+": "+explained)
+// refuseCredentials answers an unknown key id and a bad signature alike, from the request
+// alone: telling them apart would tell an attacker which key ids exist (metrics and the access
+// log keep the difference). Clients match the sentence's start, so it stays.
+func refuseCredentials(why AuthFailure, method, rawPath, rawQuery, bodyHash, ts, nonce string) error {
+	return unauthorized(why, "Invalid API key or signature: "+contract.ExplainSignature(method, rawPath, rawQuery, bodyHash, ts, nonce))
 }
 
 func unauthorized(why AuthFailure, detail string) error {
@@ -107,21 +100,21 @@ func (s *Server) authenticate(c *gin.Context) error {
 	if _, present := h["X-Nonce"]; present && !contract.ValidNonce(nonce) {
 		return unauthorized(AuthMalformed, "X-Nonce must be 16 to 64 characters of A-Z, a-z, 0-9, _ and -")
 	}
-	if !contract.ValidID(keyID) {
-		return refuseCredentials(AuthUnknownKey, c.Request, body, ts, nonce)
-	}
-	entry, err := s.keys.get(c.Request.Context(), keyID)
-	if err != nil {
-		return err
-	}
-	if !entry.found {
-		return refuseCredentials(AuthUnknownKey, c.Request, body, ts, nonce)
-	}
-	key := entry.key
+	method := c.Request.Method
 	rawPath, rawQuery := splitRequestURI(c.Request)
 	bodyHash := contract.BodySHA256(body)
-	if !entry.verify(sig, c.Request.Method, rawPath, rawQuery, bodyHash, ts, nonce) {
-		return refuseCredentials(AuthBadSignature, c.Request, body, ts, nonce)
+	var entry *keyEntry
+	if contract.ValidID(keyID) {
+		if entry, err = s.keys.get(c.Request.Context(), keyID); err != nil {
+			return err
+		}
+	}
+	if entry == nil || !entry.found {
+		return refuseCredentials(AuthUnknownKey, method, rawPath, rawQuery, bodyHash, ts, nonce)
+	}
+	key := entry.key
+	if !entry.verify(sig, method, rawPath, rawQuery, bodyHash, ts, nonce) {
+		return refuseCredentials(AuthBadSignature, method, rawPath, rawQuery, bodyHash, ts, nonce)
 	}
 	if key.Revoked {
 		return unauthorized(AuthRevoked, "API key has been revoked")
@@ -139,7 +132,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 	c.Set(ctxBodyH, bodyHash)
 	c.Set(ctxReplay, replay)
 
-	isPost := c.Request.Method == http.MethodPost
+	isPost := method == http.MethodPost
 	if pid, err := pathValue(c, "project_id"); err != nil || pid != key.ProjectID {
 		// Still refuse a replay with 401 before telling the caller it has the wrong project.
 		if err := s.admit(c, key, isPost || nonce != ""); err != nil {
@@ -147,8 +140,7 @@ func (s *Server) authenticate(c *gin.Context) error {
 		}
 		return &contract.Error{Kind: contract.KindForbidden, Message: "API key is not valid for this project"}
 	}
-	// Verify and reactivate run the replay check and the token bucket in the hot path; the
-	// reads once validated (admitRead).
+	// Verify and reactivate are admitted in the hot path; the reads once validated (admitRead).
 	if !isPost && !key.ProjectEnabled {
 		return unauthorized(AuthProjectDisabled, "Project is disabled")
 	}
@@ -179,7 +171,7 @@ func (s *Server) admit(c *gin.Context, key contract.APIKey, checkReplay bool) er
 }
 
 // bucketAnswered sets the rate-limit headers after the hot path consulted the key's bucket and
-// turns its refusals into the contract's answers (401, 429 with Retry-After, 409).
+// turns its refusals into the contract's answers.
 func (s *Server) bucketAnswered(c *gin.Context, key contract.APIKey, rs contract.RateState, err error) error {
 	refused := errors.Is(err, contract.ErrReplayed) || errors.Is(err, contract.ErrRateLimited) ||
 		errors.Is(err, contract.ErrIdempotencyConflict)
@@ -208,15 +200,11 @@ func (s *Server) bucketAnswered(c *gin.Context, key contract.APIKey, rs contract
 // setRateHeaders writes X-RateLimit-*: Limit is the bucket size, Remaining the whole tokens
 // left, Reset the seconds until the bucket is full. An unlimited key shows 0 for all three.
 func setRateHeaders(c *gin.Context, key contract.APIKey, rs contract.RateState) {
-	l := key.Limit()
-	if l.Rate <= 0 {
-		c.Header("X-RateLimit-Limit", "0")
-		c.Header("X-RateLimit-Remaining", "0")
-		c.Header("X-RateLimit-Reset", "0")
-		return
+	l, remaining, reset := key.Limit(), 0, 0
+	if l.Rate > 0 {
+		remaining = max(rs.Remaining, 0)
+		reset = int(math.Ceil(float64(l.Burst-remaining) / l.Rate))
 	}
-	remaining := max(rs.Remaining, 0)
-	reset := int(math.Ceil(float64(l.Burst-remaining) / l.Rate))
 	c.Header("X-RateLimit-Limit", strconv.Itoa(l.Burst))
 	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	c.Header("X-RateLimit-Reset", strconv.Itoa(reset))
@@ -240,8 +228,7 @@ func readBody(c *gin.Context) ([]byte, error) {
 	}
 	var body []byte
 	var err error
-	if n := c.Request.ContentLength; n > 0 {
-		// One buffer of the announced size (net/http cuts a longer body there).
+	if n := c.Request.ContentLength; n > 0 { // one buffer of the announced size
 		body = make([]byte, n)
 		_, err = io.ReadFull(c.Request.Body, body)
 	} else {
@@ -266,13 +253,12 @@ func splitRequestURI(r *http.Request) (string, string) {
 	return path, query
 }
 
-// maxCachedKeys bounds each half of the key cache. Keys that exist and ids that name no key
-// are kept apart, so a flood of made-up ids evicts only other made-up ids.
+// maxCachedKeys bounds each half of the key cache: ids that name no key are kept apart, so a
+// flood of made-up ids evicts only other made-up ids.
 const maxCachedKeys = 100_000
 
-// keyCache keeps API-key lookups in process for ttl, so authentication costs no store query
-// per request while revocation still takes effect within ttl. When a refresh fails, a lookup
-// up to staleFor old is served instead.
+// keyCache keeps API-key lookups for ttl, so authentication costs no store query per request
+// while revocation takes effect within ttl; a lookup up to staleFor old covers a failed refresh.
 type keyCache struct {
 	records interface {
 		APIKey(ctx context.Context, id string) (contract.APIKey, error)
@@ -332,13 +318,12 @@ func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
 			return nil, fmt.Errorf("look up api key: %w", err)
 		}
 		e := &keyEntry{key: key, found: err == nil, fetched: k.now()}
-		if e.found {
-			k.known.Add(id, e)
-			k.unknown.Remove(id)
-		} else {
-			k.unknown.Add(id, e)
-			k.known.Remove(id)
+		in, out := k.known, k.unknown
+		if !e.found {
+			in, out = out, in
 		}
+		in.Add(id, e)
+		out.Remove(id)
 		return e, nil
 	})
 	if err != nil {
@@ -351,21 +336,19 @@ func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
 	return v.(*keyEntry), nil
 }
 
-// KeyUseSink is where the last use of the API keys is kept (store.TouchAPIKeys): for each id,
-// the time it last authenticated a request, moved only forward.
+// KeyUseSink keeps when each API key last authenticated a request (store.TouchAPIKeys).
 type KeyUseSink interface {
 	TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) error
 }
 
-// KeyUses remembers in memory when each API key last authenticated a request, and flushes that
-// to PostgreSQL in one statement every interval (Run): a write per request would put
-// PostgreSQL back on the verify path. The shown time may be one interval old; each replica
-// flushes its own and the UPDATE keeps the newest.
+// KeyUses remembers when each API key last authenticated a request and flushes that to
+// PostgreSQL every interval (Run): a write per request would put PostgreSQL back on the
+// verify path. Each replica flushes its own and the UPDATE keeps the newest.
 type KeyUses struct {
 	sink KeyUseSink
 	log  *slog.Logger
-	// used maps a key id to its last use since the last flush, in unix ns (0: none): a lookup
-	// and a compare-and-swap per request, no lock for every core to queue on.
+	// used maps a key id to its last use since the last flush, in unix ns: a compare-and-swap
+	// per request, no lock for every core to queue on.
 	used sync.Map // string → *atomic.Int64
 }
 
@@ -392,8 +375,7 @@ func (k *KeyUses) Used(id string, t time.Time) {
 	}
 }
 
-// Flush writes the uses noted since the last flush. On failure they are kept for the next
-// one (unless a newer use of the same key came in meanwhile).
+// Flush writes the uses noted since the last flush; on failure they are kept for the next one.
 func (k *KeyUses) Flush(ctx context.Context) error {
 	batch := make(map[string]time.Time)
 	k.used.Range(func(id, v any) bool {
@@ -420,8 +402,7 @@ func (k *KeyUses) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Run flushes every interval until ctx ends, then once more, so a drained process loses no
-// use.
+// Run flushes every interval until ctx ends, then once more, so a drained process loses none.
 func (k *KeyUses) Run(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()

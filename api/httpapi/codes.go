@@ -43,10 +43,9 @@ func (s *Server) listCodes(c *gin.Context) error {
 	return nil
 }
 
-// addressable caps a page so deep that its offset, (page-1) × page_size, would overflow an
-// int64 at the deepest page the store can address: both are past the end of any project, so
-// the store answers the same empty page with the right total, where the overflowed offset
-// was negative and the database refused it (a 500). The answer still names the page asked for.
+// addressable caps a page whose offset, (page-1) × page_size, would overflow an int64 (the
+// database refused the negative offset: a 500). Both are past the end of any project, so the
+// store answers the same empty page with the right total.
 func addressable(q contract.ListQuery) contract.ListQuery {
 	if deepest := math.MaxInt64 / int64(q.PageSize); int64(q.Page) > deepest {
 		q.Page = int(deepest)
@@ -70,8 +69,7 @@ func parseListQuery(c *gin.Context) (contract.ListQuery, string) {
 		}
 		q.PageSize = n
 	}
-	// The contract: "all" and an empty value mean no filter, as the original service's SDK
-	// passes the caller's string through; any other value than the four states is a 400.
+	// "all" and an empty value mean no filter, as the original SDK passes the caller's string.
 	if v := c.Query("status"); v != "" && v != "all" {
 		st, err := contract.ParseState(v)
 		if err != nil {
@@ -100,13 +98,12 @@ func (s *Server) getCodeByValue(c *gin.Context) error {
 	if err := s.admitRead(c); err != nil {
 		return err
 	}
-	key := keyOf(c)
-	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), key.ProjectID, value)
+	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), keyOf(c).ProjectID, value)
 	return s.answerCode(c, row, err)
 }
 
-// pathValue decodes a path parameter with path rules, where '+' is a plus sign. The router
-// leaves parameters encoded (see New) because it would decode them with query rules.
+// pathValue decodes a path parameter with path rules, where '+' is a plus sign (the router
+// would decode it with query rules).
 func pathValue(c *gin.Context, name string) (string, error) {
 	v, err := url.PathUnescape(c.Param(name))
 	if err != nil {
@@ -124,15 +121,14 @@ func (s *Server) getCodeByID(c *gin.Context) error {
 	if err := s.admitRead(c); err != nil {
 		return err
 	}
-	key := keyOf(c)
-	row, err := s.cfg.Records.CodeByID(c.Request.Context(), key.ProjectID, id)
+	row, err := s.cfg.Records.CodeByID(c.Request.Context(), keyOf(c).ProjectID, id)
 	return s.answerCode(c, row, err)
 }
 
 var errCodeNotFound = &contract.Error{Kind: contract.KindNotFound, Message: "Code not found"}
 
 // answerCode renders a single code with its live state from Redis, so it reflects every
-// acknowledged verify and reactivate at once, and its logs from Postgres.
+// acknowledged verify at once, and its logs from Postgres.
 func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) error {
 	if errors.Is(err, contract.ErrNotFound) {
 		return errCodeNotFound
@@ -141,7 +137,6 @@ func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) 
 		return fmt.Errorf("read code: %w", err)
 	}
 	ctx := c.Request.Context()
-	key := keyOf(c)
 	live, found, err := s.cfg.HotPath.LiveCode(ctx, rec.ProjectID, rec.Code)
 	if err != nil {
 		return fmt.Errorf("read live code state: %w", err)
@@ -149,7 +144,7 @@ func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) 
 	if found {
 		rec = rec.WithLiveState(live)
 	}
-	code := rec.Resource(key.ProjectExpiresAt, s.now().Unix())
+	code := rec.Resource(keyOf(c).ProjectExpiresAt, s.now().Unix())
 	logs, err := s.cfg.Records.Logs(ctx, rec.ID, s.cfg.LogsLimit)
 	if err != nil {
 		return fmt.Errorf("read verification logs: %w", err)
@@ -187,8 +182,7 @@ func (s *Server) getProject(c *gin.Context) error {
 	return nil
 }
 
-// getStatistics answers the statistics endpoint: the project's derived-state counts (the same
-// as in the project body), its usage rate and the codes most recently used.
+// getStatistics answers the project's state counts, usage rate and most recently used codes.
 func (s *Server) getStatistics(c *gin.Context) error {
 	if err := s.admitRead(c); err != nil {
 		return err

@@ -47,8 +47,8 @@ func (u *unusedConns) closeAll() {
 }
 
 // listener hands out connections whose write deadline starts with each response and whose
-// canned net/http errors are rewritten as JSON. It closes once: Serve's drain and net/http's
-// Shutdown both close it.
+// canned net/http errors are rewritten as JSON. It closes once, though Serve and Shutdown both
+// close it.
 type listener struct {
 	net.Listener
 	once sync.Once
@@ -68,14 +68,12 @@ func (l *listener) Close() error {
 	return l.err
 }
 
-// responseWriteTimeout bounds how long one response may take to reach the client from its
-// first byte. Not net/http's WriteTimeout: its clock starts when the request is read, so a
-// handler scheduled late would have its answer (a redeemed code's 200) dropped by a silent
-// close. RequestTimeout bounds the work instead.
+// responseWriteTimeout bounds how long one response may take from its first byte. Not
+// net/http's WriteTimeout: its clock starts when the request is read, so a handler scheduled
+// late would have its answer (a redeemed code's 200) dropped by a silent close.
 const responseWriteTimeout = 10 * time.Second
 
-// writeDeadlineConn sets the write deadline at the first write after a read, so each response
-// gets the whole budget from its first byte.
+// writeDeadlineConn sets the write deadline at the first write after a read.
 type writeDeadlineConn struct {
 	net.Conn
 	budget    time.Duration
@@ -99,8 +97,9 @@ func (c *writeDeadlineConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// CloseWrite lets net/http half-close the connection after a 431 (see jsonErrorConn).
+// CloseWrite lets net/http half-close the connection after a 431, so the client reads the answer.
 func (c *writeDeadlineConn) CloseWrite() error { return closeWrite(c.Conn) }
+func (c *jsonErrorConn) CloseWrite() error     { return closeWrite(c.Conn) }
 
 func closeWrite(c net.Conn) error {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
@@ -109,21 +108,18 @@ func closeWrite(c net.Conn) error {
 	return nil
 }
 
-// net/http answers some unreadable requests itself with canned plain-text responses (400, 417,
-// 431, 501, 505) and no hook; the contract wants every error body to be {"detail": …}, so
-// jsonErrorConn recognises such a response in the one Write that carries it and sends the same
-// status with a JSON body. The server test sends each kind over TCP, so a change of net/http's
-// format fails it.
-
-// cannedHeaders follows the status line of every canned error net/http writes itself; no
-// handler's response has it (a handler's headers are sorted and carry a Date).
-const cannedHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
-
-// expectationFailed is net/http's answer to an unknown Expect; no handler answers 417.
-const expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
-
-// jsonErrorConn rewrites net/http's canned error responses (see above) as they are written.
+// jsonErrorConn rewrites net/http's canned plain-text error responses (400, 417, 431, 501,
+// 505, written with no hook) in the one Write that carries each, as the same status with the
+// contract's {"detail": …} body. The server test sends each kind over TCP, so a change of
+// net/http's format fails it.
 type jsonErrorConn struct{ net.Conn }
+
+// cannedHeaders follows the status line of every canned error; no handler's response has it
+// (a handler's headers are sorted and carry a Date). No handler answers 417 either.
+const (
+	cannedHeaders     = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
+)
 
 func (c *jsonErrorConn) Write(p []byte) (int, error) {
 	if out, ok := rewriteCannedError(p); ok {
@@ -135,14 +131,10 @@ func (c *jsonErrorConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// CloseWrite lets net/http half-close the connection after a 431, so the client reads the answer.
-func (c *jsonErrorConn) CloseWrite() error { return closeWrite(c.Conn) }
-
 // rewriteCannedError returns the JSON form of p when p is one of net/http's canned error
-// responses; ok is false for anything else, which is then written as it is.
+// responses; ok is false for anything else.
 func rewriteCannedError(p []byte) (out []byte, ok bool) {
 	const proto = "HTTP/1.1 "
-	// Every response starts so; only a 4xx or 5xx status is looked at further.
 	if len(p) < len(proto)+3 || !bytes.HasPrefix(p, []byte(proto)) || (p[len(proto)] != '4' && p[len(proto)] != '5') {
 		return nil, false
 	}
@@ -189,11 +181,6 @@ func cannedDetail(code int, body string) string {
 // closing the connection as net/http's canned answers do.
 func errorResponse(code int, detail string) []byte {
 	body, _ := json.Marshal(contract.ErrorBody{Detail: detail})
-	var b bytes.Buffer
-	b.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) + "\r\n")
-	b.WriteString("Content-Type: application/json; charset=utf-8\r\n")
-	b.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n")
-	b.WriteString("Connection: close\r\n\r\n")
-	b.Write(body)
-	return b.Bytes()
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, http.StatusText(code), len(body), body)
 }

@@ -25,8 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Records is what the adapter reads from the system of record: keys, projects, statistics,
-// lists and history. None of it is on the verify path.
+// Records is what the adapter reads from the system of record; none of it is on the verify path.
 type Records interface {
 	APIKey(ctx context.Context, id string) (contract.APIKey, error)
 	Project(ctx context.Context, id string) (contract.Project, error)
@@ -51,30 +50,18 @@ type HotPath interface {
 
 // Config wires a server. Records and HotPath are required.
 type Config struct {
-	Records Records
-	HotPath HotPath
-	// Ready answers /readyz; not served when nil. Metrics and profiles are served on the
-	// debug listener, never here.
-	Ready http.Handler
-	// Logger receives access and error logs; slog.Default() when nil.
-	Logger *slog.Logger
-	// KeyCacheTTL bounds how long a key's lookup is reused (revocation takes effect within it).
-	// Default 1 s.
-	KeyCacheTTL time.Duration
-	// KeyCacheStale is how old a lookup may be served while the stores are unreachable. Default 10 min.
-	KeyCacheStale time.Duration
-	// RequestTimeout bounds each request's work. Default 10 s.
-	RequestTimeout time.Duration
-	// TrustedProxies are the proxy addresses whose X-Forwarded-For is believed; none by default.
-	TrustedProxies []string
-	// LogsLimit is how many verification logs a single-code response shows, newest first. Default 100.
-	LogsLimit int
-	// Registerer receives the replica's metrics; a private registry when nil.
-	Registerer prometheus.Registerer
-	// Tracer makes the request and Lua-call spans; no spans when nil.
-	Tracer trace.TracerProvider
-	// KeyUses notes when each key last authenticated a request; not noted when nil.
-	KeyUses *KeyUses
+	Records        Records
+	HotPath        HotPath
+	Ready          http.Handler          // answers /readyz; not served when nil
+	Logger         *slog.Logger          // access and error logs; slog.Default() when nil
+	KeyCacheTTL    time.Duration         // how long a key's lookup is reused (revocation's delay); 1 s
+	KeyCacheStale  time.Duration         // how old a lookup may serve while the stores are down; 10 min
+	RequestTimeout time.Duration         // bounds each request's work; 10 s
+	TrustedProxies []string              // proxies whose X-Forwarded-For is believed; none
+	LogsLimit      int                   // verification logs a single-code response shows; 100
+	Registerer     prometheus.Registerer // the replica's metrics; a private registry when nil
+	Tracer         trace.TracerProvider  // request and Lua-call spans; none when nil
+	KeyUses        *KeyUses              // notes each key's last use; not noted when nil
 }
 
 func (c *Config) defaults() error {
@@ -107,11 +94,9 @@ func (c *Config) defaults() error {
 
 // Server is one API replica.
 type Server struct {
-	cfg Config
-	// now is the clock and newEventID makes verification-log ids: time.Now and contract.NewID,
-	// which tests replace (export_test.go).
-	now        func() time.Time
-	newEventID func() string
+	cfg        Config
+	now        func() time.Time // time.Now, which tests replace (export_test.go)
+	newEventID func() string    // contract.NewID, which tests replace
 	keys       *keyCache
 	engine     *gin.Engine
 	metrics    *metrics
@@ -157,7 +142,7 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 	if cfg.Ready != nil {
 		e.GET("/readyz", gin.WrapH(cfg.Ready))
 	}
-	// Every other method on the POST-only paths is a 405 before authentication, so GET
+	// Other methods on the POST-only paths are a 405 before authentication, so GET
 	// …/codes/verify is not the code-by-id endpoint asked for the id "verify".
 	for _, path := range []string{"/api/v1/projects/:project_id/codes/verify", "/api/v1/projects/:project_id/codes/reactivate"} {
 		for _, m := range notPost {
@@ -239,7 +224,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 
 const ctxAuthFailure = "acv.authfail"
 
-// recovery turns a panic into a 500 with the contract's body and logs it.
+// recovery turns a panic into a 500 with the contract's body.
 func (s *Server) recovery(c *gin.Context) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -285,12 +270,8 @@ func (s *Server) accessLog(c *gin.Context) {
 	if !s.cfg.Logger.Enabled(c.Request.Context(), level) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("method", c.Request.Method),
-		slog.String("route", route),
-		slog.Int("status", c.Writer.Status()),
-		slog.Duration("duration", elapsed),
-	}
+	attrs := []slog.Attr{slog.String("method", c.Request.Method), slog.String("route", route),
+		slog.Int("status", c.Writer.Status()), slog.Duration("duration", elapsed)}
 	if v, ok := c.Get(ctxKey); ok {
 		attrs = append(attrs, slog.String("key_id", v.(contract.APIKey).ID))
 	}
@@ -300,9 +281,9 @@ func (s *Server) accessLog(c *gin.Context) {
 	s.cfg.Logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
 }
 
-// requireUTF8 refuses, with a 400, a query string or body that is not valid UTF-8 before any
-// handler decodes it (encoding/json would turn two byte strings into one value). It runs after
-// authenticate (401 and 403 first) and before the hot path (no nonce or token spent).
+// requireUTF8 refuses (400) a query or body that is not valid UTF-8 before any handler decodes
+// it (encoding/json would turn two byte strings into one value): after authenticate, before
+// the hot path spends a nonce or a token.
 func (s *Server) requireUTF8(c *gin.Context) error {
 	if err := contract.ValidateQueryUTF8(c.Request.URL.RawQuery); err != nil {
 		return err
@@ -314,7 +295,7 @@ func (s *Server) requireUTF8(c *gin.Context) error {
 
 var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
-// handle adapts a handler that returns an error; a non-nil one is answered by writeError.
+// handle adapts a handler that returns an error, answered by writeError.
 func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := h(c); err != nil {
@@ -323,7 +304,7 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// writeError answers err as contract.Answer says and stops the chain, logging an internal one.
+// writeError answers err as contract.Answer says and stops the chain.
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, detail, retryAfter, internal := contract.Answer(err)
 	if internal {
@@ -339,12 +320,10 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
 }
 
-// invalid is a 400 with detail.
 func invalid(detail string) error {
 	return &contract.Error{Kind: contract.KindInvalid, Message: detail}
 }
 
-// healthz answers as long as the process serves HTTP.
 func healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }

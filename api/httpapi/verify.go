@@ -34,8 +34,7 @@ func (s *Server) reactivate(c *gin.Context) error {
 	return s.operate(c, contract.ActionReactivate, s.cfg.HotPath.Reactivate)
 }
 
-// operate runs one verify or reactivate: validate, one hot-path call, the result body (a 200
-// for any outcome of a valid request).
+// operate runs one verify or reactivate: validate, one hot-path call, a 200 with any outcome.
 func (s *Server) operate(c *gin.Context, action contract.Action,
 	run func(context.Context, contract.Operation) (contract.OperationResult, error)) error {
 	key := keyOf(c)
@@ -44,16 +43,11 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 	if detail != "" {
 		return invalid(detail)
 	}
-	op := contract.Operation{
-		Action:    action,
-		ProjectID: key.ProjectID,
-		KeyID:     key.ID,
-		Code:      *req.Code,
-		IP:        c.ClientIP(),
-		ReplayKey: c.GetString(ctxReplay),
-		Limit:     key.Limit(),
-		EventID:   s.newEventID(),
-		Now:       s.now(),
+	op := contract.Operation{Action: action, ProjectID: key.ProjectID, KeyID: key.ID, Code: *req.Code,
+		IP: c.ClientIP(), ReplayKey: c.GetString(ctxReplay), Limit: key.Limit(), EventID: s.newEventID(), Now: s.now(),
+		By: deref(req.VerifiedBy)}
+	if action == contract.ActionReactivate {
+		op.By, op.Reason = deref(req.ReactivatedBy), deref(req.Reason)
 	}
 	if idem, ok := c.Request.Header["Idempotency-Key"]; ok {
 		if err := contract.ValidateIdempotencyKey(idem[0]); err != nil {
@@ -63,13 +57,6 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 		h := sha256.Sum256([]byte(c.Request.Method + "\n" + c.FullPath() + "\n" + c.GetString(ctxBodyH)))
 		op.RequestHash = hex.EncodeToString(h[:])
 	}
-	switch action {
-	case contract.ActionVerify:
-		op.By = deref(req.VerifiedBy)
-	case contract.ActionReactivate:
-		op.By, op.Reason = deref(req.ReactivatedBy), deref(req.Reason)
-	}
-
 	start := time.Now()
 	// A span for the Redis call only when the request's is recorded (else it costs for nothing).
 	ctx, span := c.Request.Context(), trace.Span(nil)
@@ -99,8 +86,7 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 
 const ctxOutcome = "acv.outcome"
 
-// parseOpBody decodes and validates a verify or reactivate body; a non-empty string is the
-// 400 detail.
+// parseOpBody decodes and validates a verify or reactivate body, or says the 400 detail.
 func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	var b opBody
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -109,13 +95,15 @@ func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	// Unmarshal accepts exactly one JSON value: trailing data is a syntax error.
 	if err := json.Unmarshal(body, &b); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "" {
+		switch {
+		case !errors.As(err, &te):
+			return b, "Malformed JSON body"
+		case te.Field == "":
 			return b, "Request body must be a JSON object with a code"
+		case te.Type.String() == "*string" || te.Type.String() == "string":
+			return b, "Field " + te.Field + " must be a string"
 		}
-		if errors.As(err, &te) {
-			return b, fmt.Sprintf("Field %s must be a %s", te.Field, jsonType(te.Type.String()))
-		}
-		return b, "Malformed JSON body"
+		return b, fmt.Sprintf("Field %s must be a %s", te.Field, te.Type)
 	}
 	if b.Code == nil {
 		return b, "Field code is required"
@@ -126,10 +114,7 @@ func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{
-		{"verified_by", b.VerifiedBy},
-		{"reactivated_by", b.ReactivatedBy},
-	} {
+	}{{"verified_by", b.VerifiedBy}, {"reactivated_by", b.ReactivatedBy}} {
 		if f.v == nil {
 			continue
 		}
@@ -143,13 +128,6 @@ func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 		}
 	}
 	return b, ""
-}
-
-func jsonType(goType string) string {
-	if goType == "*string" || goType == "string" {
-		return "string"
-	}
-	return goType
 }
 
 func deref(p *string) string {
