@@ -119,7 +119,8 @@ func New(rdb Redis, opts ...Option) *Cache {
 // Close stops the coalescing senders, if any.
 func (c *Cache) Close() {
 	if c.co != nil {
-		c.co.close()
+		close(c.co.stop)
+		c.co.wg.Wait()
 	}
 }
 
@@ -181,16 +182,12 @@ func (c *Cache) Preload(ctx context.Context) error {
 // project's codes).
 func (c *Cache) Ping(ctx context.Context) error {
 	if cl, ok := c.rdb.(cluster); ok {
-		err := cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			if err := m.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("%s: %w", m.Options().Addr, err)
+				return fmt.Errorf("ping redis cluster: %s: %w", m.Options().Addr, err)
 			}
 			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("ping redis cluster: %w", err)
-		}
-		return nil
 	}
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
@@ -285,11 +282,6 @@ func (c *coalescer) send(batch []*redisscript.Call) {
 		return
 	}
 	sendBatch(ctx, c.rdb, batch, c.wait)
-}
-
-func (c *coalescer) close() {
-	close(c.stop)
-	c.wg.Wait()
 }
 
 // unavailablePrefixes are the Redis error replies that mean "not now" rather than "never"

@@ -12,7 +12,6 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/cache"
-	"github.com/acv/acv/cache/internal/keyslot"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
 )
@@ -20,7 +19,7 @@ import (
 // Shard i's hash tag lies in the i-th equal slice of the 16384 slots, so equal slot ranges
 // hold equal numbers of shards; tags are distinct, two characters, and never hold a brace.
 func TestShardTagsFallInTheirSlice(t *testing.T) {
-	if keyslot.CRC16("123456789") != 0x31c3 {
+	if crc16("123456789") != 0x31c3 {
 		t.Fatal("crc16 is not CRC16-XMODEM")
 	}
 	per := 16384 / cache.Shards
@@ -37,7 +36,7 @@ func TestShardTagsFallInTheirSlice(t *testing.T) {
 			t.Fatalf("shards %d and %d share the tag %q", other, s, tag)
 		}
 		seen[tag] = s
-		if slot := keyslot.Of(tag); slot < s*per || slot >= (s+1)*per {
+		if slot := slotOf(tag); slot < s*per || slot >= (s+1)*per {
 			t.Errorf("shard %d: tag %q is in slot %d, outside [%d, %d)", s, tag, slot, s*per, (s+1)*per)
 		}
 		if p := cache.ShardPrefix(s); p != "acv:{"+tag+"}:" {
@@ -57,17 +56,17 @@ const maxMasters = 30
 // side of every master boundary of 1 to maxMasters masters.
 func chooseShardTags() [cache.Shards]string {
 	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	const per = keyslot.Slots / cache.Shards
+	const per = clusterSlots / cache.Shards
 	var starts [maxMasters][]int
 	for n := range starts {
-		starts[n] = keyslot.MasterStarts(n + 1)
+		starts[n] = masterStarts(n + 1)
 	}
 	var tags [cache.Shards]string
 	var dist [cache.Shards]int
 	for _, a := range alphabet {
 		for _, b := range alphabet {
 			t := string(a) + string(b)
-			slot := keyslot.Of(t)
+			slot := slotOf(t)
 			s := slot / per
 			centre := s*per + per/2
 			if !sameMaster(starts[:], slot, centre) {
@@ -140,10 +139,10 @@ func TestShardOfSpreadsCodesEvenly(t *testing.T) {
 // Shards/masters shards: 85 or 86 of 3, 8 or 9 of 30.
 func TestShardsSpreadEvenlyOverAnyMasterCount(t *testing.T) {
 	for n := 1; n <= 30; n++ {
-		starts := keyslot.MasterStarts(n)
+		starts := masterStarts(n)
 		held := make([]int, n)
 		for s := 0; s < cache.Shards; s++ {
-			slot := keyslot.Of(cache.ShardHashTag(s))
+			slot := slotOf(cache.ShardHashTag(s))
 			m := sort.SearchInts(starts, slot+1) - 1
 			held[m]++
 		}
