@@ -23,14 +23,10 @@ const Prefix = "/admin/api/v1"
 
 // Client calls one admin API with one token.
 type Client struct {
-	// URL is the console's address, e.g. http://127.0.0.1:8081; the API is under Prefix.
-	URL string
-	// Token is the API token sent as "Authorization: Bearer"; empty sends none (a login).
-	Token string
-	// HTTP sends the requests; a client with a one-minute timeout when nil.
-	HTTP *http.Client
-	// Header is sent on every request beside the token: a login's CSRF token.
-	Header http.Header
+	URL    string       // the console's address, e.g. http://127.0.0.1:8081
+	Token  string       // sent as "Authorization: Bearer"; empty sends none (a login)
+	HTTP   *http.Client // a client with a one-minute timeout when nil
+	Header http.Header  // sent on every request: a login's CSRF token
 }
 
 // Error is a refusal of the API: its status and the sentence of its {"detail"} body.
@@ -118,8 +114,7 @@ func (c *Client) Send(ctx context.Context, method, path, contentType string, bod
 	return nil, &Error{Status: resp.StatusCode, Detail: e.Detail}
 }
 
-// Path builds an API path from segments, each escaped (a code value may hold a slash), and an
-// optional query.
+// Path builds an API path from segments, each escaped (a code value may hold a slash), and a query.
 func Path(q url.Values, segments ...string) string {
 	var b strings.Builder
 	for _, s := range segments {
@@ -149,9 +144,8 @@ type NewAccount struct {
 	OneTimePassword string `json:"one_time_password"`
 }
 
-// Login starts a session with a username and password; the session is a cookie, so c.HTTP
-// must have a cookie jar for the calls after it. It answers the session's CSRF token, which
-// every unsafe call of the session must carry in Header.
+// Login starts a session, a cookie (c.HTTP needs a cookie jar), and answers its CSRF token,
+// which every unsafe call of the session must carry in Header.
 func (c *Client) Login(ctx context.Context, username, password string) (Session, error) {
 	var s Session
 	return s, c.Do(ctx, http.MethodPost, "/session", map[string]string{"username": username, "password": password}, &s)

@@ -136,11 +136,16 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out 
 
 func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
 
+// get reads a GET answer into a T.
+func get[T any](ctx context.Context, c *Client, pathAndQuery string) (T, error) {
+	var v T
+	_, err := c.call(ctx, http.MethodGet, pathAndQuery, nil, &v, nil)
+	return v, err
+}
+
 // Project reads the project with its statistics.
 func (c *Client) Project(ctx context.Context, projectID string) (contract.Project, error) {
-	var p contract.Project
-	_, err := c.call(ctx, http.MethodGet, projectPath(projectID), nil, &p, nil)
-	return p, err
+	return get[contract.Project](ctx, c, projectPath(projectID))
 }
 
 // ListParams select a page of codes; zero values are left out of the query.
@@ -162,23 +167,17 @@ func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) 
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var page contract.CodePage
-	_, err := c.call(ctx, http.MethodGet, path, nil, &page, nil)
-	return page, err
+	return get[contract.CodePage](ctx, c, path)
 }
 
 // CodeByValue reads one code by its value, with its verification history.
 func (c *Client) CodeByValue(ctx context.Context, projectID, value string) (contract.Code, error) {
-	var code contract.Code
-	_, err := c.call(ctx, http.MethodGet, projectPath(projectID)+"/codes/by-code/"+url.PathEscape(value), nil, &code, nil)
-	return code, err
+	return get[contract.Code](ctx, c, projectPath(projectID)+"/codes/by-code/"+url.PathEscape(value))
 }
 
 // CodeByID reads one code by its id, with its verification history.
 func (c *Client) CodeByID(ctx context.Context, projectID, id string) (contract.Code, error) {
-	var code contract.Code
-	_, err := c.call(ctx, http.MethodGet, projectPath(projectID)+"/codes/"+url.PathEscape(id), nil, &code, nil)
-	return code, err
+	return get[contract.Code](ctx, c, projectPath(projectID)+"/codes/"+url.PathEscape(id))
 }
 
 // Verify redeems a code. A business refusal is a nil error with Success false.

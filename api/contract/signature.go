@@ -80,8 +80,7 @@ func CanonicalQuery(rawQuery string) string {
 	if rawQuery == "" {
 		return ""
 	}
-	var spans []span
-	return string(appendSortedRaw(nil, rawQuery, splitSpans(spans, rawQuery)))
+	return string(appendSortedRaw(nil, rawQuery, splitSpans(nil, rawQuery)))
 }
 
 // span is one key=value pair of a query: key s[k0:k1], value s[v0:v1].
@@ -299,9 +298,7 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 		if len(v.q[qServer]) > 0 {
 			v.q[qServer] = append(v.q[qServer], '&')
 		}
-		v.q[qServer] = appendEncoded(v.q[qServer], dec[sp.k0:sp.k1], encPython)
-		v.q[qServer] = append(v.q[qServer], '=')
-		v.q[qServer] = appendEncoded(v.q[qServer], dec[sp.v0:sp.v1], encPython)
+		v.q[qServer] = appendEncodedPairs(v.q[qServer], dec, v.dspan[i:i+1], encPython)
 	}
 	slices.SortStableFunc(v.dspan, func(a, b span) int {
 		if c := bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]); c != 0 {

@@ -19,8 +19,8 @@ const (
 	MaxIdempotencyKey = 255
 )
 
-// ConsoleByPrefix begins the verified_by of an operation made in the console
-// ("console:<username>"); the client API refuses it (ValidateBy), so it cannot be forged.
+// ConsoleByPrefix begins the verified_by of a console operation ("console:<username>"); the
+// client API refuses it (ValidateBy), so it cannot be forged.
 const ConsoleByPrefix = "console:"
 
 // ValidateBy checks verified_by or reactivated_by as the client API receives it: free text
@@ -35,19 +35,14 @@ func ValidateBy(field, v string) error {
 	return nil
 }
 
-// hasPrefixFoldASCII tells whether v begins with prefix in any ASCII case (as the OpenAPI
-// document's pattern says; strings.EqualFold would also fold non-ASCII runes).
+// hasPrefixFoldASCII tells whether v begins with prefix in any ASCII case, as the OpenAPI
+// document's pattern says (strings.EqualFold alone would also fold non-ASCII runes).
 func hasPrefixFoldASCII(v, prefix string) bool {
-	return len(v) >= len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) && isASCII(v[:len(prefix)])
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
+	if len(v) < len(prefix) {
+		return false
 	}
-	return true
+	head := v[:len(prefix)]
+	return strings.EqualFold(head, prefix) && !strings.ContainsFunc(head, func(r rune) bool { return r >= utf8.RuneSelf })
 }
 
 // ValidateCode checks a code value: 1 to 100 characters of printable UTF-8, no control characters.
@@ -87,9 +82,9 @@ func ValidateIdempotencyKey(k string) error {
 	return nil
 }
 
-// ValidateBodyUTF8 refuses (400, saying where) a request body that is not valid UTF-8 or whose
-// JSON escapes half a UTF-16 surrogate pair ("\ud800"): encoding/json would turn either into
-// U+FFFD, so two byte strings would name one code.
+// ValidateBodyUTF8 refuses (400, saying where) a body that is not valid UTF-8 or whose JSON
+// escapes half a surrogate pair ("\ud800"): encoding/json would turn either into U+FFFD, so
+// two byte strings would name one code.
 func ValidateBodyUTF8(body []byte) error {
 	if !utf8.Valid(body) {
 		return Errorf(KindInvalid, "Request body must be valid UTF-8 (invalid byte at offset %d)", invalidUTF8At(body))
@@ -103,8 +98,8 @@ func ValidateBodyUTF8(body []byte) error {
 // ErrQueryNotUTF8 refuses a query string whose names or values, percent-decoded, are not UTF-8.
 var ErrQueryNotUTF8 = &Error{Kind: KindInvalid, Message: "Query string must be valid UTF-8 once percent-decoded (%ff and the like are refused)"}
 
-// ValidateQueryUTF8 refuses a raw query string whose bytes, once percent-decoded, are not
-// valid UTF-8. A malformed escape stays as sent, so the whole query is still checked.
+// ValidateQueryUTF8 refuses a raw query whose bytes, percent-decoded, are not valid UTF-8 (a
+// malformed escape stays as sent).
 func ValidateQueryUTF8(rawQuery string) error {
 	if !strings.Contains(rawQuery, "%") {
 		if utf8.ValidString(rawQuery) {
@@ -130,8 +125,7 @@ func ValidateQueryUTF8(rawQuery string) error {
 // ErrFormNotUTF8 refuses a posted form whose field names or values are not UTF-8.
 var ErrFormNotUTF8 = &Error{Kind: KindInvalid, Message: "Form fields must be valid UTF-8"}
 
-// ValidateFormUTF8 refuses a decoded form (url.Values) holding a name or value that is not
-// valid UTF-8, as the API does for JSON.
+// ValidateFormUTF8 refuses a decoded form (url.Values) holding a name or value not in UTF-8.
 func ValidateFormUTF8(form map[string][]string) error {
 	for k, vs := range form {
 		if !utf8.ValidString(k) {
@@ -158,8 +152,8 @@ func invalidUTF8At(b []byte) int {
 	return len(b)
 }
 
-// loneSurrogateAt is the offset of the first \uXXXX escape of b naming an unpaired UTF-16
-// surrogate, -1 when there is none (in valid JSON a backslash occurs only inside strings).
+// loneSurrogateAt is the offset of the first \uXXXX escape of b naming an unpaired surrogate,
+// or -1 (in valid JSON a backslash occurs only inside strings).
 func loneSurrogateAt(b []byte) int {
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' {

@@ -296,17 +296,12 @@ func newKeyCache(r Records, ttl, staleFor time.Duration, now func() time.Time, l
 	return &keyCache{records: r, ttl: ttl, staleFor: staleFor, now: now, lookups: lookups, known: known, unknown: unknown}
 }
 
-// cached is the newest lookup of id held in either half.
-func (k *keyCache) cached(id string) (*keyEntry, bool) {
-	if e, ok := k.known.Get(id); ok {
-		return e, true
-	}
-	return k.unknown.Get(id)
-}
-
 // get returns the lookup of a key id; its found tells whether the key exists.
 func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
-	prev, ok := k.cached(id)
+	prev, ok := k.known.Get(id)
+	if !ok {
+		prev, ok = k.unknown.Get(id)
+	}
 	if ok && k.now().Sub(prev.fetched) < k.ttl {
 		k.lookups.WithLabelValues("hit").Inc()
 		return prev, nil
