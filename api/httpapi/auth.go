@@ -24,12 +24,14 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Context keys set by authenticate for the handlers.
+// Context keys the middleware and handlers set.
 const (
-	ctxKey    = "acv.key"
-	ctxBody   = "acv.body"
-	ctxReplay = "acv.replay"
-	ctxBodyH  = "acv.bodyhash"
+	ctxKey         = "acv.key"
+	ctxBody        = "acv.body"
+	ctxReplay      = "acv.replay"
+	ctxBodyH       = "acv.bodyhash"
+	ctxAuthFailure = "acv.authfail"
+	ctxOutcome     = "acv.outcome"
 )
 
 // AuthFailure names why a request was refused authentication; metrics count by it.
@@ -85,13 +87,10 @@ func (s *Server) authenticate(c *gin.Context) error {
 		}
 	}
 	keyID, ts, sig, nonce := h.Get("X-API-Key"), h.Get("X-Timestamp"), h.Get("X-Signature"), h.Get("X-Nonce")
-	switch {
-	case keyID == "":
-		return unauthorized(AuthMissing, "Missing X-API-Key header")
-	case ts == "":
-		return unauthorized(AuthMissing, "Missing X-Timestamp header")
-	case sig == "":
-		return unauthorized(AuthMissing, "Missing X-Signature header")
+	for _, m := range [...][2]string{{"X-API-Key", keyID}, {"X-Timestamp", ts}, {"X-Signature", sig}} {
+		if m[1] == "" {
+			return unauthorized(AuthMissing, "Missing "+m[0]+" header")
+		}
 	}
 	tsVal, err := contract.ParseTimestamp(ts)
 	if err != nil {

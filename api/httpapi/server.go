@@ -222,8 +222,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	return nil
 }
 
-const ctxAuthFailure = "acv.authfail"
-
 // recovery turns a panic into a 500 with the contract's body.
 func (s *Server) recovery(c *gin.Context) {
 	defer func() {

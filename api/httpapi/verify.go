@@ -84,8 +84,6 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 	return nil
 }
 
-const ctxOutcome = "acv.outcome"
-
 // parseOpBody decodes and validates a verify or reactivate body, or says the 400 detail.
 func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	var b opBody
