@@ -163,14 +163,13 @@ func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateS
 	unlimited := contract.RateState{Remaining: -1}
 	var pre precall
 	if a.CheckReplay {
-		p, err := c.spendReplay(ctx, a.KeyID, a.ReplayKey, nil)
-		if err != nil {
+		var err error
+		if pre, err = c.spendReplay(ctx, a.KeyID, a.ReplayKey, nil); err != nil {
 			return contract.RateState{}, err
 		}
-		if p.replayed {
+		if pre.replayed {
 			return unlimited, contract.ErrReplayed
 		}
-		pre = p
 	}
 	if a.Limit.Rate <= 0 {
 		return unlimited, nil
@@ -330,21 +329,16 @@ type refill struct {
 	err  error
 }
 
-func (m *limiter) lease(keyID string, l contract.RateLimit) *lease {
+// take admits one request of keyID from the local lease, or answers contract.ErrRateLimited
+// with the wait, or the lease call's failure.
+func (m *limiter) take(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	ls, ok := m.leases[keyID]
 	if !ok {
 		ls = &lease{limit: l}
 		m.leases[keyID] = ls
 	}
-	return ls
-}
-
-// take admits one request of keyID from the local lease, or answers contract.ErrRateLimited
-// with the wait, or the lease call's failure.
-func (m *limiter) take(ctx context.Context, keyID string, l contract.RateLimit, now time.Time) (contract.RateState, error) {
-	ls := m.lease(keyID, l)
+	m.mu.Unlock()
 	ls.mu.Lock()
 	if ls.limit != l {
 		// The key's limit changed: what was leased under the old one lapses.
