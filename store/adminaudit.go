@@ -112,7 +112,7 @@ func optUUID(id string) *string {
 const auditSelect = `SELECT seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
 	detail::text, client_ip, prev_hash, hash FROM admin_audit`
 
-func scanAudit(row pgx.Row) (contract.AuditRecord, error) {
+func scanAudit(row pgx.CollectableRow) (contract.AuditRecord, error) {
 	var (
 		r           contract.AuditRecord
 		aid, pid    pgtype.UUID

@@ -13,7 +13,7 @@ import (
 const batchColumns = `b.id, b.project_id, b.name, b.requested, b.done, b.status, b.error, b.spec,
 	b.created_by, b.created_at, b.started_at, b.finished_at, b.revoked_at, b.revoked_by, b.cancel_requested`
 
-func scanBatch(row pgx.Row) (contract.Batch, error) {
+func scanBatch(row pgx.CollectableRow) (contract.Batch, error) {
 	var (
 		b                     contract.Batch
 		spec                  []byte
@@ -41,13 +41,9 @@ func (s *Store) CreateBatch(ctx context.Context, nb contract.NewBatch) (contract
 	if err != nil {
 		return contract.Batch{}, fmt.Errorf("batch spec: %w", err)
 	}
-	b, err := scanBatch(s.pool.QueryRow(ctx, `INSERT INTO code_batches AS b
+	return one(ctx, s.pool, "create batch in project "+nb.ProjectID, scanBatch, `INSERT INTO code_batches AS b
 		(id, project_id, name, requested, spec, created_by) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING `+batchColumns, contract.NewID(), nb.ProjectID, nb.Name, nb.Requested, spec, nb.CreatedBy))
-	if err != nil {
-		return contract.Batch{}, fmt.Errorf("create batch in project %s: %w", nb.ProjectID, translate(err))
-	}
-	return b, nil
+		RETURNING `+batchColumns, contract.NewID(), nb.ProjectID, nb.Name, nb.Requested, spec, nb.CreatedBy)
 }
 
 // Batch reads one batch of a project. contract.ErrNotFound when the project has no such batch.
@@ -58,12 +54,8 @@ func (s *Store) Batch(ctx context.Context, projectID, id string) (contract.Batch
 	if err := checkID("batch", id); err != nil {
 		return contract.Batch{}, err
 	}
-	b, err := scanBatch(s.pool.QueryRow(ctx, `SELECT `+batchColumns+` FROM code_batches b
-		WHERE b.id = $1 AND b.project_id = $2`, id, projectID))
-	if err != nil {
-		return contract.Batch{}, fmt.Errorf("batch %s of project %s: %w", id, projectID, translate(err))
-	}
-	return b, nil
+	return one(ctx, s.pool, "batch "+id+" of project "+projectID, scanBatch, `SELECT `+batchColumns+` FROM code_batches b
+		WHERE b.id = $1 AND b.project_id = $2`, id, projectID)
 }
 
 // Batches lists a project's batches, newest first, at most limit.
@@ -78,23 +70,16 @@ func (s *Store) Batches(ctx context.Context, projectID string, limit int) ([]con
 // StartBatch moves a queued batch to running; false when it was not queued any more (it was
 // cancelled before it started, or another instance took it).
 func (s *Store) StartBatch(ctx context.Context, id string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE code_batches SET status = 'running', started_at = now(),
+	n, err := affected(ctx, s.pool, "start batch "+id, `UPDATE code_batches SET status = 'running', started_at = now(),
 		heartbeat_at = now() WHERE id = $1 AND status = 'queued' AND NOT cancel_requested`, id)
-	if err != nil {
-		return false, fmt.Errorf("start batch %s: %w", id, err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, err
 }
 
 // BatchProgress records how many codes a running batch made, refreshes its heartbeat, and
 // returns whether an operator asked it to stop.
 func (s *Store) BatchProgress(ctx context.Context, id string, done int) (cancel bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE code_batches SET done = greatest(done, $2), heartbeat_at = now()
-		WHERE id = $1 RETURNING cancel_requested`, id, done).Scan(&cancel)
-	if err != nil {
-		return false, fmt.Errorf("batch %s progress: %w", id, translate(err))
-	}
-	return cancel, nil
+	return one(ctx, s.pool, "batch "+id+" progress", pgx.RowTo[bool], `UPDATE code_batches SET done = greatest(done, $2), heartbeat_at = now()
+		WHERE id = $1 RETURNING cancel_requested`, id, done)
 }
 
 // BatchHeartbeat is BatchProgress without a count (done never goes down), for the ticker that
@@ -139,12 +124,8 @@ func (s *Store) FailStaleBatches(ctx context.Context, projectID string, stale ti
 	if err := checkID("project", projectID); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE code_batches SET status = 'failed', finished_at = now(),
+	return affected(ctx, s.pool, "fail stale batches of project "+projectID, `UPDATE code_batches SET status = 'failed', finished_at = now(),
 		error = 'interrupted: the console instance running it stopped'
 		WHERE project_id = $1 AND status IN ('queued', 'running') AND heartbeat_at < now() - make_interval(secs => $2)`,
 		projectID, stale.Seconds())
-	if err != nil {
-		return 0, fmt.Errorf("fail stale batches of project %s: %w", projectID, err)
-	}
-	return tag.RowsAffected(), nil
 }

@@ -71,7 +71,7 @@ func (s *Store) BulkPage(ctx context.Context, projectID string, f contract.CodeF
 	args = append(args, afterSeq, limit)
 	last := afterSeq
 	out, err := collect(ctx, s.pool, "page codes of project "+projectID,
-		func(r pgx.Row) (contract.CodeRecord, error) { return scanCodeSeq(r, &last) }, bulkPageSQL(where, len(args)), args...)
+		func(r pgx.CollectableRow) (contract.CodeRecord, error) { return scanCodeSeq(r, &last) }, bulkPageSQL(where, len(args)), args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -125,4 +125,14 @@ func (s *Store) ApplySnapshots(ctx context.Context, snaps []contract.CodeRecord)
 		return fmt.Errorf("apply %d snapshots: %w", len(snaps), err)
 	}
 	return nil
+}
+
+// AfterBulkLoad readies the codes tables after a large insert: fresh planner statistics, so
+// lists keep their index plans, and an emptied trigram pending list, which searches scan.
+func (s *Store) AfterBulkLoad(ctx context.Context) error {
+	if err := exec(ctx, s.pool, "analyze codes", `ANALYZE codes, code_values, code_used`); err != nil {
+		return err
+	}
+	return exec(ctx, s.pool, "flush the search index",
+		`SELECT gin_clean_pending_list('code_values_trgm_idx'::regclass)`)
 }

@@ -16,10 +16,10 @@ const codeColumns = `c.id, c.project_id, c.code, c.is_disabled, c.expires_at, c.
 	c.verified_by, c.created_at, c.version`
 
 // scanCode reads one row of codeColumns.
-func scanCode(row pgx.Row) (contract.CodeRecord, error) { return scanCodeSeq(row, nil) }
+func scanCode(row pgx.CollectableRow) (contract.CodeRecord, error) { return scanCodeSeq(row, nil) }
 
 // scanCodeSeq reads one row of codeColumns followed, when seq is not nil, by c.seq into seq.
-func scanCodeSeq(row pgx.Row, seq *int64) (contract.CodeRecord, error) {
+func scanCodeSeq(row pgx.CollectableRow, seq *int64) (contract.CodeRecord, error) {
 	var (
 		r                     contract.CodeRecord
 		expiresAt, verifiedAt *time.Time
@@ -183,14 +183,10 @@ func (s *Store) CodeByValue(ctx context.Context, projectID, value string) (contr
 	if err := checkID("project", projectID); err != nil {
 		return contract.CodeRecord{}, err
 	}
-	r, err := scanCode(s.pool.QueryRow(ctx,
+	return one(ctx, s.pool, "select code by value in project "+projectID, scanCode,
 		`SELECT `+codeColumns+` FROM code_values v JOIN codes c ON c.id = v.code_id
 		 WHERE v.project_id = $1 AND v.code = $2`,
-		projectID, value))
-	if err != nil {
-		return contract.CodeRecord{}, fmt.Errorf("select code by value in project %s: %w", projectID, translate(err))
-	}
-	return r, nil
+		projectID, value)
 }
 
 // ExistingValues returns which of values the project already holds, so a generator can draw
@@ -199,7 +195,7 @@ func (s *Store) ExistingValues(ctx context.Context, projectID string, values []s
 	if err := checkID("project", projectID); err != nil {
 		return nil, err
 	}
-	return collect(ctx, s.pool, "look up existing codes in project "+projectID, rowTo[string],
+	return collect(ctx, s.pool, "look up existing codes in project "+projectID, pgx.RowTo[string],
 		`SELECT code FROM code_values WHERE project_id = $1 AND code = ANY($2)`, projectID, values)
 }
 
@@ -212,13 +208,8 @@ func (s *Store) CodeByID(ctx context.Context, projectID, id string) (contract.Co
 	if err := checkID("code", id); err != nil {
 		return contract.CodeRecord{}, err
 	}
-	r, err := scanCode(s.pool.QueryRow(ctx,
-		`SELECT `+codeColumns+` FROM codes c WHERE c.id = $2 AND c.project_id = $1`,
-		projectID, id))
-	if err != nil {
-		return contract.CodeRecord{}, fmt.Errorf("select code %s in project %s: %w", id, projectID, translate(err))
-	}
-	return r, nil
+	return one(ctx, s.pool, "select code "+id+" in project "+projectID, scanCode,
+		`SELECT `+codeColumns+` FROM codes c WHERE c.id = $2 AND c.project_id = $1`, projectID, id)
 }
 
 // ExportCodes streams a project's codes in creation order to fn; an error of fn stops it.

@@ -25,16 +25,13 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 	if err := checkID("code", codeID); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx,
+	n, err := affected(ctx, s.pool, "apply snapshot to code "+codeID,
 		`UPDATE codes SET verified_at = `+msToTimestamptz("$2::bigint")+`,
 		        verified_by = nullif($3, ''), is_disabled = $4, version = $5
 		 WHERE id = $1 AND version < $5`,
 		codeID, snap.VerifiedAtMs, snap.VerifiedBy, snap.Disabled, snap.Version)
-	if err != nil {
-		return fmt.Errorf("apply snapshot to code %s: %w", codeID, err)
-	}
-	if tag.RowsAffected() > 0 {
-		return nil
+	if err != nil || n > 0 {
+		return err
 	}
 	var exists bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM codes WHERE id = $1)`, codeID).Scan(&exists); err != nil {

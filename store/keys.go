@@ -75,7 +75,7 @@ const keySelect = `SELECT k.id, k.project_id, k.secret, k.revoked_at IS NOT NULL
 	        coalesce(k.rate_per_sec, 0), coalesce(k.burst, 0), k.version, p.enabled, p.expires_at
 	 FROM api_keys k JOIN projects p ON p.id = k.project_id`
 
-func scanKey(row pgx.Row) (contract.APIKey, error) {
+func scanKey(row pgx.CollectableRow) (contract.APIKey, error) {
 	var (
 		k         contract.APIKey
 		kid, pid  pgtype.UUID
@@ -93,11 +93,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) 
 	if err := checkID("api key", id); err != nil {
 		return contract.APIKey{}, err
 	}
-	k, err := scanKey(s.pool.QueryRow(ctx, keySelect+` WHERE k.id = $1`, id))
-	if err != nil {
-		return contract.APIKey{}, fmt.Errorf("select api key %s: %w", id, translate(err))
-	}
-	return k, nil
+	return one(ctx, s.pool, "select api key "+id, scanKey, keySelect+` WHERE k.id = $1`, id)
 }
 
 // APIKeys reads every key, in id order, to fill the key mirror in Redis.
@@ -151,4 +147,25 @@ func (s *Store) TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) 
 		`UPDATE api_keys k SET last_used_at = u.at
 		 FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at)
 		 WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, at)
+}
+
+// APIKeySecrets reads every key's stored secret, in id order, for re-sealing them under
+// another master key (`acv key rewrap`) and for counting the ones still in clear.
+func (s *Store) APIKeySecrets(ctx context.Context) ([]contract.StoredSecret, error) {
+	return collect(ctx, s.pool, "select api key secrets", func(r pgx.CollectableRow) (contract.StoredSecret, error) {
+		var k contract.StoredSecret
+		err := r.Scan(hexIDInto(&k.KeyID), &k.Secret)
+		return k, err
+	}, `SELECT id, secret FROM api_keys ORDER BY id`)
+}
+
+// ReplaceAPIKeySecret stores next as the key's secret if the key still holds old, and tells
+// whether it did: a key changed or deleted since old was read is left alone.
+func (s *Store) ReplaceAPIKeySecret(ctx context.Context, keyID, old, next string) (bool, error) {
+	if err := checkID("api key", keyID); err != nil {
+		return false, err
+	}
+	n, err := affected(ctx, s.pool, "replace secret of api key "+keyID,
+		`UPDATE api_keys SET secret = $3, version = version + 1 WHERE id = $1 AND secret = $2`, keyID, old, next)
+	return n == 1, err
 }

@@ -92,7 +92,7 @@ func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now ti
 		return nil, fmt.Errorf("create login throttle rows: %w", translate(err))
 	}
 	states := make(map[string]loginSubjectState, len(subjects))
-	err := each(ctx, tx, "lock login throttle rows", func(r pgx.Row) (loginSubjectState, error) {
+	err := each(ctx, tx, "lock login throttle rows", func(r pgx.CollectableRow) (loginSubjectState, error) {
 		var st loginSubjectState
 		err := r.Scan(&st.subject, &st.failures, &st.last, &st.locked)
 		return st, err

@@ -44,7 +44,7 @@ func (s *Store) LogPartitions(ctx context.Context) ([]contract.LogPartition, err
 
 func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, error) {
 	// pg_get_expr renders the bounds with their offset; cast back, they are exact.
-	out, err := collect(ctx, q, "list log partitions", func(r pgx.Row) (contract.LogPartition, error) {
+	out, err := collect(ctx, q, "list log partitions", func(r pgx.CollectableRow) (contract.LogPartition, error) {
 		var (
 			p        contract.LogPartition
 			from, to *time.Time
@@ -122,9 +122,9 @@ func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy
 		cutoff = today.AddDate(0, 0, -policy.RetentionDays)
 	}
 	// Days the default partition holds rows of get their partition, so it stays nearly empty.
-	strays, err := collect(ctx, conn, "maintain log partitions: days in the default partition", rowTo[time.Time],
+	strays, err := collect(ctx, conn, "maintain log partitions: days in the default partition", pgx.RowTo[time.Time],
 		`SELECT DISTINCT date_trunc('day', verified_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-		 FROM `+logsDefaultPartition+` WHERE $1::timestamptz IS NULL OR verified_at >= $1`, nullTime(cutoff))
+		 FROM `+logsDefaultPartition+` WHERE verified_at >= $1`, cutoff)
 	if err != nil {
 		return res, err
 	}
@@ -161,12 +161,9 @@ func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy
 		}
 		res.Dropped = append(res.Dropped, p.Name)
 	}
-	tag, err := conn.Exec(ctx, `DELETE FROM `+logsDefaultPartition+` WHERE verified_at < $1`, cutoff)
-	if err != nil {
-		return res, fmt.Errorf("maintain log partitions: purge the default partition: %w", translate(err))
-	}
-	res.Purged = tag.RowsAffected()
-	return res, nil
+	res.Purged, err = affected(ctx, conn, "maintain log partitions: purge the default partition",
+		`DELETE FROM `+logsDefaultPartition+` WHERE verified_at < $1`, cutoff)
+	return res, err
 }
 
 // covered tells whether one of parts (the default aside) holds day d.
@@ -230,14 +227,6 @@ func inLockedTx(ctx context.Context, conn txBeginner, fn func(pgx.Tx) error) err
 		return err
 	}
 	return tx.Commit(ctx)
-}
-
-// nullTime is t, or NULL when t is zero.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 // MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,

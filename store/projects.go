@@ -29,7 +29,7 @@ func (s *Store) CreateProject(ctx context.Context, p contract.NewProject) (contr
 
 const projectSelect = `SELECT id, name, description, enabled, expires_at, created_at FROM projects`
 
-func scanProject(row pgx.Row) (contract.Project, error) {
+func scanProject(row pgx.CollectableRow) (contract.Project, error) {
 	var (
 		p         contract.Project
 		pid       pgtype.UUID
@@ -47,11 +47,7 @@ func (s *Store) Project(ctx context.Context, id string) (contract.Project, error
 	if err := checkID("project", id); err != nil {
 		return contract.Project{}, err
 	}
-	p, err := scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE id = $1`, id))
-	if err != nil {
-		return contract.Project{}, fmt.Errorf("select project %s: %w", id, translate(err))
-	}
-	return p, nil
+	return one(ctx, s.pool, "select project "+id, scanProject, projectSelect+` WHERE id = $1`, id)
 }
 
 // Projects reads every project, oldest first, without statistics.
@@ -104,7 +100,7 @@ func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]contrac
 	if _, err := s.Project(ctx, projectID); err != nil {
 		return nil, err
 	}
-	return collect(ctx, s.pool, "select api keys of project "+projectID, func(r pgx.Row) (contract.KeyInfo, error) {
+	return collect(ctx, s.pool, "select api keys of project "+projectID, func(r pgx.CollectableRow) (contract.KeyInfo, error) {
 		var (
 			k                   contract.KeyInfo
 			kid, pid            pgtype.UUID

@@ -82,11 +82,11 @@ type execer interface {
 }
 
 // collect runs a query and returns its rows read by scan; what names the read in an error.
-func collect[T any](ctx context.Context, q querier, what string, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+func collect[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err == nil {
 		var out []T
-		if out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) }); err == nil {
+		if out, err = pgx.CollectRows(rows, scan); err == nil {
 			return out, nil
 		}
 	}
@@ -95,7 +95,7 @@ func collect[T any](ctx context.Context, q querier, what string, scan func(pgx.R
 
 // each runs a query and hands its rows, read by scan, to fn one at a time, so a read of
 // millions of rows holds one in memory; an error of fn stops it and is returned.
-func each[T any](ctx context.Context, q querier, what string, scan func(pgx.Row) (T, error), fn func(T) error, sql string, args ...any) error {
+func each[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], fn func(T) error, sql string, args ...any) error {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, translate(err))
@@ -116,16 +116,42 @@ func each[T any](ctx context.Context, q querier, what string, scan func(pgx.Row)
 	return nil
 }
 
-// update runs a statement on the row kind id: contract.ErrNotFound when it changed no row.
-func update(ctx context.Context, q execer, kind, id, sql string, args ...any) error {
+// one runs a query of one row read by scan; what names the read in an error.
+func one[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	var v T
+	if err == nil {
+		v, err = pgx.CollectExactlyOneRow(rows, scan)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, translate(err))
+	}
+	return v, nil
+}
+
+// affected runs a statement and returns how many rows it changed; what names it in an error.
+func affected(ctx context.Context, q execer, what, sql string, args ...any) (int64, error) {
 	tag, err := q.Exec(ctx, sql, args...)
 	if err != nil {
-		return fmt.Errorf("update %s %s: %w", kind, id, translate(err))
+		return 0, fmt.Errorf("%s: %w", what, translate(err))
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s %s: %w", kind, id, contract.ErrNotFound)
+	return tag.RowsAffected(), nil
+}
+
+// exec runs a statement; what names it in an error.
+func exec(ctx context.Context, q execer, what, sql string, args ...any) error {
+	_, err := affected(ctx, q, what, sql, args...)
+	return err
+}
+
+// update runs a statement on the row kind id: contract.ErrNotFound when it changed no row.
+func update(ctx context.Context, q execer, kind, id, sql string, args ...any) error {
+	n, err := affected(ctx, q, "update "+kind+" "+id, sql, args...)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("%s %s: %w", kind, id, contract.ErrNotFound)
 	}
-	return nil
+	return err
 }
 
 // params are a query's parameters; bind adds one and returns its placeholder.
@@ -264,17 +290,39 @@ func (d hexIDDest) ScanUUID(u pgtype.UUID) error {
 	return nil
 }
 
-// rowTo reads a row of one column.
-func rowTo[T any](row pgx.Row) (T, error) {
-	var v T
-	err := row.Scan(&v)
-	return v, err
+// hexUUIDCodec is pgx's uuid codec, taught to send an id given as a string in the binary
+// format: pgx's own plans fail on it first and retry as text, costly for the consumer's ids.
+type hexUUIDCodec struct{ pgtype.UUIDCodec }
+
+func (c hexUUIDCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
+	if _, ok := value.(string); ok && format == pgtype.BinaryFormatCode {
+		return encodeHexUUID{}
+	}
+	return c.UUIDCodec.PlanEncode(m, oid, format, value)
 }
 
-// exec runs a statement; what names it in an error.
-func exec(ctx context.Context, q execer, what, sql string, args ...any) error {
-	if _, err := q.Exec(ctx, sql, args...); err != nil {
-		return fmt.Errorf("%s: %w", what, translate(err))
+type encodeHexUUID struct{}
+
+// Encode appends the 16 bytes of a uuid written as 32 hex digits, dashed or not. Anything else
+// is an error, on which pgx tries the text format, whose parser words the refusal.
+func (encodeHexUUID) Encode(value any, buf []byte) ([]byte, error) {
+	s := value.(string)
+	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' {
+		s = s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
 	}
-	return nil
+	var id [16]byte
+	if len(s) != 32 {
+		return nil, fmt.Errorf("uuid %q: not 32 hex digits", s)
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return nil, fmt.Errorf("uuid %q: %w", s, err)
+	}
+	return append(buf, id[:]...), nil
+}
+
+// registerHexUUID installs hexUUIDCodec for uuid and uuid[] in a type map.
+func registerHexUUID(m *pgtype.Map) {
+	t := &pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: hexUUIDCodec{}}
+	m.RegisterType(t)
+	m.RegisterType(&pgtype.Type{Name: "_uuid", OID: pgtype.UUIDArrayOID, Codec: &pgtype.ArrayCodec{ElementType: t}})
 }
