@@ -56,7 +56,6 @@ type ConsumerConfig struct {
 	Tracer trace.TracerProvider
 }
 
-// withDefaults fills the zero fields.
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	c.Topic, c.GroupID = cmp.Or(c.Topic, Topic), cmp.Or(c.GroupID, "acv-log-writer")
 	c.BatchSize = orDefault(c.BatchSize, 1000)

@@ -31,10 +31,9 @@ type RelayConfig struct {
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// PollTarget, Poll and IdlePoll pace the polls. A poll that read PollTarget entries or more
-	// (or a whole Batch of one outbox) is followed by the next at once; one that read fewer by
-	// a pause from Poll (nearly PollTarget read) to IdlePoll (nothing read), so each poll and
-	// Kafka request carries about PollTarget events. IdlePoll bounds how long an event waits.
+	// PollTarget, Poll and IdlePoll pace the polls: after one that read PollTarget entries (or a
+	// whole Batch of one outbox) the next comes at once, after fewer a pause from Poll to
+	// IdlePoll (nothing read), so each Kafka request carries about PollTarget events.
 	// Defaults 2000, 10ms and 100ms.
 	PollTarget int
 	Poll       time.Duration
@@ -47,9 +46,8 @@ type RelayConfig struct {
 	// Lease is how long a relay holds an outbox without renewing it (every third of it), and so
 	// how long a dead relay's outboxes wait for the others. Default 5s.
 	Lease time.Duration
-	// Workers is how many outbox groups are polled, published and trimmed concurrently, so one
-	// group's write overlaps another's poll. Default 1: a second worker halves every Kafka
-	// write, doubling the produce requests for the same events.
+	// Workers is how many outbox groups are relayed concurrently, so one group's write overlaps
+	// another's poll. Default 1: a second halves every Kafka write, doubling produce requests.
 	Workers int
 	// ShutdownGrace is how long in-flight batches may still take once Run's context ended;
 	// after it they are left in the outbox, to be published again later. Default 10s.
@@ -66,7 +64,6 @@ type RelayConfig struct {
 	Tracer trace.TracerProvider
 }
 
-// withDefaults fills the zero fields.
 func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Name == "" {
 		c.Name, _ = os.Hostname()
@@ -100,8 +97,8 @@ type Relay struct {
 	cfg RelayConfig
 }
 
-// NewRelay builds a relay reading rdb's outboxes (a *redis.Client or *redis.ClusterClient:
-// every command names one key) and writing to pub.
+// NewRelay builds a relay reading rdb's outboxes (every command names one key, so a cluster
+// client fits) and writing to pub.
 func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
@@ -126,20 +123,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	// hook failure (the simulated death must abort every worker at once), or when Run returns.
 	ops, kill := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer kill(nil)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-ops.Done():
-			return
-		}
-		t := time.NewTimer(r.cfg.ShutdownGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			kill(errAbandoned)
-		case <-ops.Done():
-		}
-	}()
+	stopGrace := context.AfterFunc(ctx, func() {
+		time.AfterFunc(r.cfg.ShutdownGrace, func() { kill(errAbandoned) })
+	})
+	defer stopGrace()
 
 	// loop ends the reading loops: when ctx ends (stop taking new work) or ops does (abort).
 	loop, stopLoop := context.WithCancel(ops)
@@ -182,7 +169,6 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-// keepLeases runs the lease rounds, every third of a lease, until ctx ends.
 func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
 	log := r.cfg.Logger.With("relay", r.cfg.Name)
 	for {
@@ -267,7 +253,7 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 	return nil
 }
 
-// pause is the wait before the next poll after one that read n entries (see PollTarget).
+// pause is the wait after a poll that read n entries (see PollTarget).
 func (r *Relay) pause(n int, full bool) time.Duration {
 	if full || n >= r.cfg.PollTarget {
 		return 0

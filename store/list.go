@@ -238,20 +238,3 @@ func (s *Store) keysetSQL(ctx context.Context, projectID string, q contract.Keys
 	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 }
-
-// ExplainKeyset returns PostgreSQL's plan (EXPLAIN, text format) of ListCodesAfter's query, so
-// a test can hold that a deep page is still an index seek.
-func (s *Store) ExplainKeyset(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (string, error) {
-	query, args, _, err := s.keysetSQL(ctx, projectID, q, now)
-	if err != nil {
-		return "", err
-	}
-	return s.explain(ctx, "keyset list", query, args...)
-}
-
-// explain returns PostgreSQL's plan (EXPLAIN, text format) of query, for the tests that hold a
-// query to an index plan; what names the query in an error.
-func (s *Store) explain(ctx context.Context, what, query string, args ...any) (string, error) {
-	lines, err := collect(ctx, s.pool, "explain "+what, pgx.RowTo[string], "EXPLAIN "+query, args...)
-	return strings.Join(lines, "\n"), err
-}

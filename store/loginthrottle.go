@@ -37,8 +37,8 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.Login
 		}
 		r, until, ok = contract.LoginReservation{}, time.Time{}, false // a retried transaction starts over
 		for _, st := range states {
-			if st.locked != nil && st.locked.After(now) && st.locked.After(until) {
-				until = *st.locked
+			if st.Locked != nil && st.Locked.After(now) && st.Locked.After(until) {
+				until = *st.Locked
 			}
 		}
 		if !until.IsZero() {
@@ -49,12 +49,12 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.Login
 		locks := make([]*time.Time, len(limits))
 		for i, l := range limits {
 			st := states[l.Subject]
-			if st.last.Before(now.Add(-window)) {
-				st.failures = 0
+			if st.Last.Before(now.Add(-window)) {
+				st.Failures = 0
 			}
-			failures[i], locks[i], r.Prev[i] = st.failures+1, st.locked, st.locked
+			failures[i], locks[i], r.Prev[i] = st.Failures+1, st.Locked, st.Locked
 			if d := l.LockFor(failures[i]); d > 0 {
-				if t := now.Add(d); st.locked == nil || t.After(*st.locked) {
+				if t := now.Add(d); st.Locked == nil || t.After(*st.Locked) {
 					locks[i], r.Set[i] = &t, &t
 				}
 			}
@@ -76,10 +76,10 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.Login
 
 // loginSubjectState is a throttle row as ReserveLoginAttempt reads it.
 type loginSubjectState struct {
-	subject  string
-	failures int
-	last     time.Time
-	locked   *time.Time
+	Subject  string
+	Failures int
+	Last     time.Time
+	Locked   *time.Time
 }
 
 // lockLoginSubjects creates the rows of subjects (sorted) that do not exist yet and locks
@@ -92,14 +92,11 @@ func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now ti
 		return nil, fmt.Errorf("create login throttle rows: %w", translate(err))
 	}
 	states := make(map[string]loginSubjectState, len(subjects))
-	err := each(ctx, tx, "lock login throttle rows", func(r pgx.CollectableRow) (loginSubjectState, error) {
-		var st loginSubjectState
-		err := r.Scan(&st.subject, &st.failures, &st.last, &st.locked)
-		return st, err
-	}, func(st loginSubjectState) error {
-		states[st.subject] = st
-		return nil
-	}, `SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
+	err := each(ctx, tx, "lock login throttle rows", pgx.RowToStructByPos[loginSubjectState],
+		func(st loginSubjectState) error {
+			states[st.Subject] = st
+			return nil
+		}, `SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
 		 WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects)
 	return states, err
 }

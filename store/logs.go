@@ -165,13 +165,3 @@ func (s *Store) ExportLogs(ctx context.Context, f contract.LogFilter, fn func(co
 	}
 	return each(ctx, s.pool, "export logs", scanLog, fn, q, args...)
 }
-
-// ExplainLogSearch is the plan PostgreSQL picks for a page of f, for the tests that check a
-// search stays within its partitions and on an index.
-func (s *Store) ExplainLogSearch(ctx context.Context, f contract.LogFilter) (string, error) {
-	q, args, err := logQuery(f)
-	if err != nil {
-		return "", err
-	}
-	return s.explain(ctx, "log search", q+" LIMIT 100", args...)
-}

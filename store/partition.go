@@ -44,7 +44,7 @@ func (s *Store) LogPartitions(ctx context.Context) ([]contract.LogPartition, err
 
 func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, error) {
 	// pg_get_expr renders the bounds with their offset; cast back, they are exact.
-	out, err := collect(ctx, q, "list log partitions", func(r pgx.CollectableRow) (contract.LogPartition, error) {
+	return collect(ctx, q, "list log partitions", func(r pgx.CollectableRow) (contract.LogPartition, error) {
 		var (
 			p        contract.LogPartition
 			from, to *time.Time
@@ -63,20 +63,8 @@ func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, err
 		 FROM pg_inherits i
 		 JOIN pg_class c ON c.oid = i.inhrelid
 		 CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS def) b
-		 WHERE i.inhparent = 'verification_logs'::regclass`)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b contract.LogPartition) int {
-		if a.Default != b.Default {
-			if a.Default {
-				return 1
-			}
-			return -1
-		}
-		return a.From.Compare(b.From)
-	})
-	return out, nil
+		 WHERE i.inhparent = 'verification_logs'::regclass
+		 ORDER BY 2, 3`)
 }
 
 // MaintainLogPartitions makes verification_logs match policy at now: the days ahead, and the

@@ -108,11 +108,7 @@ func recentVerifications(ctx context.Context, q querier, projectID string, limit
 // UTC hour in [from, to) by outcome, every hour present, from redemptions_hourly.
 func (s *Store) OutcomesByHour(ctx context.Context, projectID string, from, to time.Time) ([]contract.HourOutcomes, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC()
-	return collect(ctx, s.pool, "count verify outcomes by hour", func(r pgx.CollectableRow) (contract.HourOutcomes, error) {
-		var h contract.HourOutcomes
-		err := r.Scan(&h.From, &h.Success, &h.Refused)
-		return h, err
-	}, `SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
+	return collect(ctx, s.pool, "count verify outcomes by hour", pgx.RowToStructByPos[contract.HourOutcomes], `SELECT h.at, coalesce(c.n, 0), coalesce(c.refused, 0)
 		 FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 microsecond', interval '1 hour') AS h(at)
 		 LEFT JOIN (
 		     SELECT hour AS at, sum(n)::bigint AS n, sum(refused)::bigint AS refused

@@ -41,11 +41,7 @@ func projectCmd() *cobra.Command {
 			Short: use + " a project (takes effect at once on verify, within seconds on reads)",
 			Args:  cobra.ExactArgs(1),
 		}, use+" projects", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", args[0], use), nil, nil); err != nil {
-				return err
-			}
-			fmt.Printf("project %s %sd\n", args[0], use)
-			return nil
+			return doPrint(ctx, c, http.MethodPost, adminclient.Path(nil, "projects", args[0], use), nil, "project %s %sd\n", args[0], use)
 		})
 	}
 	setExp := apiCmd(&cobra.Command{
@@ -56,17 +52,9 @@ func projectCmd() *cobra.Command {
 	}, "change projects", func(ctx context.Context, c *adminclient.Client, args []string) error {
 		path := adminclient.Path(nil, "projects", args[0], "expiry")
 		if exp == nil {
-			if err := c.Do(ctx, http.MethodDelete, path, nil, nil); err != nil {
-				return err
-			}
-			fmt.Printf("project %s: expiry cleared (never expires)\n", args[0])
-			return nil
+			return doPrint(ctx, c, http.MethodDelete, path, nil, "project %s: expiry cleared (never expires)\n", args[0])
 		}
-		if err := c.Do(ctx, http.MethodPut, path, map[string]any{"expires_at": *exp}, nil); err != nil {
-			return err
-		}
-		fmt.Printf("project %s expires at %s\n", args[0], fmtTime(exp))
-		return nil
+		return doPrint(ctx, c, http.MethodPut, path, map[string]any{"expires_at": *exp}, "project %s expires at %s\n", args[0], fmtTime(exp))
 	})
 	setExp.Flags().StringVar(&expires, "at", "", "expiry (Unix seconds or RFC 3339); empty clears")
 	list := outputCmd(&cobra.Command{Use: "list", Short: "List every project", Args: cobra.NoArgs}, "list projects",
@@ -99,28 +87,26 @@ func projectCmd() *cobra.Command {
 			})
 		})
 	// JSON is the statistics endpoint's body, so a script can read either.
-	stats := outputCmd(&cobra.Command{
-		Use:   "stats PROJECT_ID",
-		Short: "Show a project's code statistics: counts by state, usage rate, recent verifications",
-		Args:  cobra.ExactArgs(1),
-	}, "read projects", func(ctx context.Context, c *adminclient.Client, args []string, table bool) error {
-		var st contract.ProjectStatistics
-		if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0], "statistics"), nil, &st); err != nil {
-			return err
-		}
-		if !table {
-			return printJSON(st)
-		}
-		rows := append([][]string{{"FIELD", "VALUE"}, {"project_id", st.ProjectID}}, statisticsRows(st.Statistics)...)
-		rows = append(rows, []string{"usage_rate", strconv.FormatFloat(st.UsageRate, 'f', -1, 64) +
-			" (" + strconv.FormatFloat(st.UsageRate*100, 'f', 2, 64) + "% used)"})
-		recent := [][]string{{"VERIFIED_AT", "CODE", "VERIFIED_BY"}}
-		for _, v := range st.RecentVerifications {
-			recent = append(recent, []string{fmtUnix(v.VerifiedAt), v.Code, fmtStr(v.VerifiedBy)})
-		}
-		return printTwoTables(rows, fmt.Sprintf("recent verifications (%s currently used, newest first)",
-			plural.N(len(st.RecentVerifications), "code", "codes")), recent)
-	})
+	stats := outputCmd(command("stats PROJECT_ID",
+		"Show a project's code statistics: counts by state, usage rate, recent verifications", cobra.ExactArgs(1)),
+		"read projects", func(ctx context.Context, c *adminclient.Client, args []string, table bool) error {
+			var st contract.ProjectStatistics
+			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0], "statistics"), nil, &st); err != nil {
+				return err
+			}
+			if !table {
+				return printJSON(st)
+			}
+			rows := append([][]string{{"FIELD", "VALUE"}, {"project_id", st.ProjectID}}, statisticsRows(st.Statistics)...)
+			rows = append(rows, []string{"usage_rate", strconv.FormatFloat(st.UsageRate, 'f', -1, 64) +
+				" (" + strconv.FormatFloat(st.UsageRate*100, 'f', 2, 64) + "% used)"})
+			recent := [][]string{{"VERIFIED_AT", "CODE", "VERIFIED_BY"}}
+			for _, v := range st.RecentVerifications {
+				recent = append(recent, []string{fmtUnix(v.VerifiedAt), v.Code, fmtStr(v.VerifiedBy)})
+			}
+			return printTwoTables(rows, fmt.Sprintf("recent verifications (%s currently used, newest first)",
+				plural.N(len(st.RecentVerifications), "code", "codes")), recent)
+		})
 	return group(&cobra.Command{Use: "project", Short: "Create, list, show, disable and enable projects"},
 		create, toggle("disable"), toggle("enable"), setExp, list, show, stats)
 }
@@ -157,89 +143,71 @@ func keyCmd() *cobra.Command {
 			return printJSON(k)
 		})
 	projectFlag(&project, create)
-	revoke := apiCmd(&cobra.Command{
-		Use:   "revoke KEY_ID",
-		Short: "Revoke an API key (takes effect within the key cache TTL)",
-		Args:  cobra.ExactArgs(1),
-	}, "revoke API keys", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "keys", args[0], "revoke"), nil, nil); err != nil {
-			return err
-		}
-		fmt.Printf("api key %s revoked (refused everywhere within the key cache TTL)\n", args[0])
-		return nil
-	})
-	limit := apiCmd(&cobra.Command{
-		Use:   "limit KEY_ID",
-		Short: "Set or clear (--rate 0) a key's rate limit",
-		Args:  cobra.ExactArgs(1),
-	}, "limit API keys", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		b := burstOr(burst, rate)
-		if err := c.Do(ctx, http.MethodPut, adminclient.Path(nil, "keys", args[0], "limit"), map[string]any{"rate_per_sec": rate, "burst": b}, nil); err != nil {
-			return err
-		}
-		if rate <= 0 {
-			fmt.Printf("api key %s: rate limit cleared (unlimited)\n", args[0])
-		} else {
-			fmt.Printf("api key %s limited to %g requests per second, burst %d\n", args[0], rate, b)
-		}
-		return nil
-	})
+	revoke := apiCmd(command("revoke KEY_ID", "Revoke an API key (takes effect within the key cache TTL)", cobra.ExactArgs(1)),
+		"revoke API keys", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			return doPrint(ctx, c, http.MethodPost, adminclient.Path(nil, "keys", args[0], "revoke"), nil,
+				"api key %s revoked (refused everywhere within the key cache TTL)\n", args[0])
+		})
+	limit := apiCmd(command("limit KEY_ID", "Set or clear (--rate 0) a key's rate limit", cobra.ExactArgs(1)),
+		"limit API keys", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			b := burstOr(burst, rate)
+			msg := fmt.Sprintf("api key %s limited to %g requests per second, burst %d", args[0], rate, b)
+			if rate <= 0 {
+				msg = fmt.Sprintf("api key %s: rate limit cleared (unlimited)", args[0])
+			}
+			return doPrint(ctx, c, http.MethodPut, adminclient.Path(nil, "keys", args[0], "limit"), map[string]any{"rate_per_sec": rate, "burst": b}, "%s\n", msg)
+		})
 	for _, c := range []*cobra.Command{create, limit} {
 		c.Flags().Float64Var(&rate, "rate", 0, "requests per second (0: unlimited)")
 		c.Flags().IntVar(&burst, "burst", 0, "bucket size (default: rate rounded up)")
 	}
-	rewrap := apiCmd(&cobra.Command{
-		Use:   "rewrap",
-		Short: "Seal every API key's secret with the server's active master key (secrets in clear, or under an older master key); safe to run again",
-		Args:  cobra.NoArgs,
-	}, "rewrap API keys", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		var res struct {
-			ActiveMasterKey string `json:"active_master_key"`
-			Sealed          int    `json:"sealed"`
-			Rewrapped       int    `json:"rewrapped"`
-			Current         int    `json:"current"`
-			Failed          int    `json:"failed"`
-			Error           string `json:"error,omitempty"`
-		}
-		if err := c.Do(ctx, http.MethodPost, "/keys/rewrap", nil, &res); err != nil {
-			return err
-		}
-		if err := printJSON(res); err != nil {
-			return err
-		}
-		if res.Error != "" {
-			return errors.New(res.Error)
-		}
-		return nil
-	})
-	var listProject string
-	list := outputCmd(&cobra.Command{
-		Use:   "list --project PROJECT_ID",
-		Short: "List a project's API keys (never their secrets)",
-		Args:  cobra.NoArgs,
-	}, "list API keys", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-		var body struct {
-			Items []apiKey `json:"items"`
-		}
-		if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", listProject, "keys"), nil, &body); err != nil {
-			return err
-		}
-		return render(table, body.Items, func() [][]string {
-			rows := [][]string{{"KEY_ID", "STATUS", "RATE_PER_SEC", "BURST", "CREATED_AT", "REVOKED_AT"}}
-			for _, k := range body.Items {
-				st := "active"
-				if k.Revoked {
-					st = "revoked"
-				}
-				rate, burst := "unlimited", "-"
-				if k.RatePerSec > 0 {
-					rate, burst = strconv.FormatFloat(k.RatePerSec, 'g', -1, 64), strconv.Itoa(k.Burst)
-				}
-				rows = append(rows, []string{k.ID, st, rate, burst, fmtUnix(k.CreatedAt), fmtTime(k.RevokedAt)})
+	rewrap := apiCmd(command("rewrap",
+		"Seal every API key's secret with the server's active master key (secrets in clear, or under an older master key); safe to run again", cobra.NoArgs),
+		"rewrap API keys", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+			var res struct {
+				ActiveMasterKey string `json:"active_master_key"`
+				Sealed          int    `json:"sealed"`
+				Rewrapped       int    `json:"rewrapped"`
+				Current         int    `json:"current"`
+				Failed          int    `json:"failed"`
+				Error           string `json:"error,omitempty"`
 			}
-			return rows
+			if err := c.Do(ctx, http.MethodPost, "/keys/rewrap", nil, &res); err != nil {
+				return err
+			}
+			if err := printJSON(res); err != nil {
+				return err
+			}
+			if res.Error != "" {
+				return errors.New(res.Error)
+			}
+			return nil
 		})
-	})
+	var listProject string
+	list := outputCmd(command("list --project PROJECT_ID", "List a project's API keys (never their secrets)", cobra.NoArgs),
+		"list API keys", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+			var body struct {
+				Items []apiKey `json:"items"`
+			}
+			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", listProject, "keys"), nil, &body); err != nil {
+				return err
+			}
+			return render(table, body.Items, func() [][]string {
+				rows := [][]string{{"KEY_ID", "STATUS", "RATE_PER_SEC", "BURST", "CREATED_AT", "REVOKED_AT"}}
+				for _, k := range body.Items {
+					st := "active"
+					if k.Revoked {
+						st = "revoked"
+					}
+					rate, burst := "unlimited", "-"
+					if k.RatePerSec > 0 {
+						rate, burst = strconv.FormatFloat(k.RatePerSec, 'g', -1, 64), strconv.Itoa(k.Burst)
+					}
+					rows = append(rows, []string{k.ID, st, rate, burst, fmtUnix(k.CreatedAt), fmtTime(k.RevokedAt)})
+				}
+				return rows
+			})
+		})
 	projectFlag(&listProject, list)
 	return group(&cobra.Command{Use: "key", Short: "Create, list, revoke and limit API keys; re-seal their secrets"},
 		create, revoke, limit, rewrap, list)
@@ -267,19 +235,17 @@ func burstOr(burst int, rate float64) int {
 // first account is made by acv dev or acv migrate --admin, or by an admin through the console.
 func adminCmd() *cobra.Command {
 	var role string
-	create := apiCmd(&cobra.Command{
-		Use:   "create USERNAME",
-		Short: "Create a console account; prints its one-time password, which the first login must change",
-		Args:  cobra.ExactArgs(1),
-	}, "create accounts", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		var acc adminclient.NewAccount
-		if err := c.Do(ctx, http.MethodPost, "/accounts", map[string]string{"username": args[0], "role": role}, &acc); err != nil {
-			return err
-		}
-		fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
-		fmt.Println("it is shown once; the first login must replace it")
-		return nil
-	})
+	create := apiCmd(command("create USERNAME",
+		"Create a console account; prints its one-time password, which the first login must change", cobra.ExactArgs(1)),
+		"create accounts", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			var acc adminclient.NewAccount
+			if err := c.Do(ctx, http.MethodPost, "/accounts", map[string]string{"username": args[0], "role": role}, &acc); err != nil {
+				return err
+			}
+			fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
+			fmt.Println("it is shown once; the first login must replace it")
+			return nil
+		})
 	create.Flags().StringVar(&role, "role", "admin", "viewer, support, operator or admin")
 	var fromStdin bool
 	var body map[string]string

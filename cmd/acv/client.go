@@ -124,6 +124,11 @@ func explain(ctx context.Context, c *adminclient.Client, doing string, err error
 // apiFunc is what a command does with the admin API and its arguments.
 type apiFunc func(ctx context.Context, c *adminclient.Client, args []string) error
 
+// command is a command of a usage line, a line of help and a rule for its arguments.
+func command(use, short string, args cobra.PositionalArgs) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args}
+}
+
 // apiCmd makes cmd run fn against the admin API (see withAPI for doing).
 func apiCmd(cmd *cobra.Command, doing string, fn apiFunc) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -144,6 +149,15 @@ func outputCmd(cmd *cobra.Command, doing string, fn func(ctx context.Context, c 
 		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error { return fn(ctx, c, args, out == "table") })
 	}
 	return cmd
+}
+
+// doPrint calls the admin API and, once it answered, prints format with a.
+func doPrint(ctx context.Context, c *adminclient.Client, method, path string, body any, format string, a ...any) error {
+	if err := c.Do(ctx, method, path, body, nil); err != nil {
+		return err
+	}
+	fmt.Printf(format, a...)
+	return nil
 }
 
 // projectFlag adds the required --project to each of cmds, all into p.

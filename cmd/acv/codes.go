@@ -119,10 +119,10 @@ func codesCmd() *cobra.Command {
 			Args:  cobra.MinimumNArgs(1),
 		}, use+" codes", func(ctx context.Context, c *adminclient.Client, args []string) error {
 			for _, v := range args {
-				if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "codes", v, use), nil, nil); err != nil {
+				if err := doPrint(ctx, c, http.MethodPost, adminclient.Path(nil, "projects", project, "codes", v, use), nil,
+					"code %s %sd in project %s\n", v, use, project); err != nil {
 					return err
 				}
-				fmt.Printf("code %s %sd in project %s\n", v, use, project)
 			}
 			return nil
 		})
@@ -137,33 +137,30 @@ func codesCmd() *cobra.Command {
 func codesListCmd(project *string) *cobra.Command {
 	var status, search string
 	var page, pageSize int
-	cmd := outputCmd(&cobra.Command{
-		Use:   "list --project PROJECT_ID",
-		Short: "List a project's codes, a page at a time, optionally by status or a search",
-		Args:  cobra.NoArgs,
-	}, "list codes", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-		v := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(pageSize)}}
-		if search != "" {
-			v.Set("search", search)
-		}
-		if status != "" && status != "all" {
-			v.Set("status", status)
-		}
-		var pg contract.CodePage
-		if err := c.Do(ctx, http.MethodGet, adminclient.Path(v, "projects", *project, "codes"), nil, &pg); err != nil {
-			return err
-		}
-		if table {
-			fmt.Fprintf(os.Stderr, "page %d of %d (%s)\n", pg.Page, pg.TotalPages, plural.N(pg.Total, "code", "codes"))
-		}
-		return render(table, pg, func() [][]string {
-			rows := [][]string{{"CODE", "STATE", "EXPIRES_AT", "VERIFIED_AT", "VERIFIED_BY", "ID"}}
-			for _, c := range pg.Items {
-				rows = append(rows, []string{c.Code, codeState(c), fmtTime(c.ExpiresAt), fmtTime(c.VerifiedAt), fmtStr(c.VerifiedBy), c.ID})
+	cmd := outputCmd(command("list --project PROJECT_ID", "List a project's codes, a page at a time, optionally by status or a search", cobra.NoArgs),
+		"list codes", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+			v := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(pageSize)}}
+			if search != "" {
+				v.Set("search", search)
 			}
-			return rows
+			if status != "" && status != "all" {
+				v.Set("status", status)
+			}
+			var pg contract.CodePage
+			if err := c.Do(ctx, http.MethodGet, adminclient.Path(v, "projects", *project, "codes"), nil, &pg); err != nil {
+				return err
+			}
+			if table {
+				fmt.Fprintf(os.Stderr, "page %d of %d (%s)\n", pg.Page, pg.TotalPages, plural.N(pg.Total, "code", "codes"))
+			}
+			return render(table, pg, func() [][]string {
+				rows := [][]string{{"CODE", "STATE", "EXPIRES_AT", "VERIFIED_AT", "VERIFIED_BY", "ID"}}
+				for _, c := range pg.Items {
+					rows = append(rows, []string{c.Code, codeState(c), fmtTime(c.ExpiresAt), fmtTime(c.VerifiedAt), fmtStr(c.VerifiedBy), c.ID})
+				}
+				return rows
+			})
 		})
-	})
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if page < 1 {
 			return errors.New("--page must be at least 1")
@@ -201,29 +198,26 @@ func codeState(c contract.Code) string {
 }
 
 func codesShowCmd(project *string) *cobra.Command {
-	return outputCmd(&cobra.Command{
-		Use:   "show --project PROJECT_ID CODE",
-		Short: "Show one code with its verification history",
-		Args:  cobra.ExactArgs(1),
-	}, "read codes", func(ctx context.Context, ac *adminclient.Client, args []string, table bool) error {
-		var c contract.CodeWithHistory
-		if err := ac.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", *project, "codes", args[0]), nil, &c); err != nil {
-			return err
-		}
-		if !table {
-			return printJSON(c)
-		}
-		history := [][]string{{"AT", "ACTION", "RESULT", "BY", "IP", "REASON"}}
-		for _, l := range c.VerificationLogs {
-			history = append(history, []string{fmtUnix(l.VerifiedAt), l.Action, l.Result, fmtStr(l.VerifiedBy), l.IPAddress, fmtStr(l.Reason)})
-		}
-		return printTwoTables([][]string{
-			{"FIELD", "VALUE"},
-			{"code", c.Code.Code}, {"id", c.ID}, {"state", string(c.State)},
-			{"expires_at", fmtTime(c.ExpiresAt)}, {"verified_at", fmtTime(c.VerifiedAt)},
-			{"verified_by", fmtStr(c.VerifiedBy)}, {"created_at", fmtUnix(c.CreatedAt)},
-		}, fmt.Sprintf("verification history (%s, newest first)", plural.N(len(c.VerificationLogs), "entry", "entries")), history)
-	})
+	return outputCmd(command("show --project PROJECT_ID CODE", "Show one code with its verification history", cobra.ExactArgs(1)),
+		"read codes", func(ctx context.Context, ac *adminclient.Client, args []string, table bool) error {
+			var c contract.CodeWithHistory
+			if err := ac.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", *project, "codes", args[0]), nil, &c); err != nil {
+				return err
+			}
+			if !table {
+				return printJSON(c)
+			}
+			history := [][]string{{"AT", "ACTION", "RESULT", "BY", "IP", "REASON"}}
+			for _, l := range c.VerificationLogs {
+				history = append(history, []string{fmtUnix(l.VerifiedAt), l.Action, l.Result, fmtStr(l.VerifiedBy), l.IPAddress, fmtStr(l.Reason)})
+			}
+			return printTwoTables([][]string{
+				{"FIELD", "VALUE"},
+				{"code", c.Code.Code}, {"id", c.ID}, {"state", string(c.State)},
+				{"expires_at", fmtTime(c.ExpiresAt)}, {"verified_at", fmtTime(c.VerifiedAt)},
+				{"verified_by", fmtStr(c.VerifiedBy)}, {"created_at", fmtUnix(c.CreatedAt)},
+			}, fmt.Sprintf("verification history (%s, newest first)", plural.N(len(c.VerificationLogs), "entry", "entries")), history)
+		})
 }
 
 // batch is what acv codes generate reads of a generation batch.
@@ -308,34 +302,31 @@ func printImportReport(w io.Writer, rep contract.ImportReport) {
 // generation) and revokes a batch's codes as a whole.
 func batchCmd() *cobra.Command {
 	var project string
-	list := outputCmd(&cobra.Command{
-		Use:   "list --project PROJECT_ID",
-		Short: "List a project's generation batches, newest first",
-		Args:  cobra.NoArgs,
-	}, "list batches", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-		var body struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "batches"), nil, &body); err != nil {
-			return err
-		}
-		return render(table, body.Items, func() [][]string {
-			rows := [][]string{{"ID", "NAME", "STATUS", "DONE", "REQUESTED", "CREATED_BY", "CREATED_AT", "REVOKED_AT"}}
-			for _, raw := range body.Items {
-				var b struct {
-					batch
-					Name      string `json:"name"`
-					CreatedBy string `json:"created_by"`
-					CreatedAt int64  `json:"created_at"`
-					RevokedAt *int64 `json:"revoked_at"`
-				}
-				_ = json.Unmarshal(raw, &b)
-				rows = append(rows, []string{b.ID, b.Name, b.Status, strconv.Itoa(b.Done), strconv.Itoa(b.Requested),
-					b.CreatedBy, fmtUnix(b.CreatedAt), fmtTime(b.RevokedAt)})
+	list := outputCmd(command("list --project PROJECT_ID", "List a project's generation batches, newest first", cobra.NoArgs),
+		"list batches", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+			var body struct {
+				Items []json.RawMessage `json:"items"`
 			}
-			return rows
+			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "batches"), nil, &body); err != nil {
+				return err
+			}
+			return render(table, body.Items, func() [][]string {
+				rows := [][]string{{"ID", "NAME", "STATUS", "DONE", "REQUESTED", "CREATED_BY", "CREATED_AT", "REVOKED_AT"}}
+				for _, raw := range body.Items {
+					var b struct {
+						batch
+						Name      string `json:"name"`
+						CreatedBy string `json:"created_by"`
+						CreatedAt int64  `json:"created_at"`
+						RevokedAt *int64 `json:"revoked_at"`
+					}
+					_ = json.Unmarshal(raw, &b)
+					rows = append(rows, []string{b.ID, b.Name, b.Status, strconv.Itoa(b.Done), strconv.Itoa(b.Requested),
+						b.CreatedBy, fmtUnix(b.CreatedAt), fmtTime(b.RevokedAt)})
+				}
+				return rows
+			})
 		})
-	})
 	// call posts (or, with no action, gets) the batch args[0], reading the answer into v.
 	call := func(ctx context.Context, c *adminclient.Client, id, action string, v any) error {
 		if action == "" {
@@ -343,43 +334,34 @@ func batchCmd() *cobra.Command {
 		}
 		return c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "batches", id, action), nil, v)
 	}
-	show := apiCmd(&cobra.Command{
-		Use:   "show --project PROJECT_ID BATCH_ID",
-		Short: "Show a batch and its progress (JSON)",
-		Args:  cobra.ExactArgs(1),
-	}, "read batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		var b json.RawMessage
-		if err := call(ctx, c, args[0], "", &b); err != nil {
-			return err
-		}
-		return printJSON(b)
-	})
-	cancel := apiCmd(&cobra.Command{
-		Use:   "cancel --project PROJECT_ID BATCH_ID",
-		Short: "Stop a running batch (the codes already made stay)",
-		Args:  cobra.ExactArgs(1),
-	}, "cancel batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		var b batch
-		if err := call(ctx, c, args[0], "cancel", &b); err != nil {
-			return err
-		}
-		fmt.Printf("batch %s: %s, made %d of %d\n", b.ID, b.Status, b.Done, b.Requested)
-		return nil
-	})
-	revoke := apiCmd(&cobra.Command{
-		Use:   "revoke --project PROJECT_ID BATCH_ID",
-		Short: "Disable every code of a batch (takes effect at once)",
-		Args:  cobra.ExactArgs(1),
-	}, "revoke batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		var res struct {
-			Disabled int64 `json:"disabled"`
-		}
-		if err := call(ctx, c, args[0], "revoke", &res); err != nil {
-			return err
-		}
-		fmt.Printf("batch %s revoked; codes disabled: %d\n", args[0], res.Disabled)
-		return nil
-	})
+	show := apiCmd(command("show --project PROJECT_ID BATCH_ID", "Show a batch and its progress (JSON)", cobra.ExactArgs(1)),
+		"read batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			var b json.RawMessage
+			if err := call(ctx, c, args[0], "", &b); err != nil {
+				return err
+			}
+			return printJSON(b)
+		})
+	cancel := apiCmd(command("cancel --project PROJECT_ID BATCH_ID", "Stop a running batch (the codes already made stay)", cobra.ExactArgs(1)),
+		"cancel batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			var b batch
+			if err := call(ctx, c, args[0], "cancel", &b); err != nil {
+				return err
+			}
+			fmt.Printf("batch %s: %s, made %d of %d\n", b.ID, b.Status, b.Done, b.Requested)
+			return nil
+		})
+	revoke := apiCmd(command("revoke --project PROJECT_ID BATCH_ID", "Disable every code of a batch (takes effect at once)", cobra.ExactArgs(1)),
+		"revoke batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			var res struct {
+				Disabled int64 `json:"disabled"`
+			}
+			if err := call(ctx, c, args[0], "revoke", &res); err != nil {
+				return err
+			}
+			fmt.Printf("batch %s revoked; codes disabled: %d\n", args[0], res.Disabled)
+			return nil
+		})
 	projectFlag(&project, list, show, cancel, revoke)
 	return group(&cobra.Command{Use: "batch", Short: "List, show, cancel and revoke code generation batches"},
 		list, show, cancel, revoke)

@@ -168,44 +168,35 @@ func logoutCmd() *cobra.Command {
 func tokenCmd() *cobra.Command {
 	var name, role string
 	var ttl time.Duration
-	create := apiCmd(&cobra.Command{
-		Use:   "create --name NAME",
-		Short: "Create an API token of your account (the secret is shown once)",
-		Args:  cobra.NoArgs,
-	}, "create tokens", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		t, err := c.CreateToken(ctx, name, role, ttl)
-		if err != nil {
-			return err
-		}
-		return printJSON(t)
-	})
+	create := apiCmd(command("create --name NAME", "Create an API token of your account (the secret is shown once)", cobra.NoArgs),
+		"create tokens", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+			t, err := c.CreateToken(ctx, name, role, ttl)
+			if err != nil {
+				return err
+			}
+			return printJSON(t)
+		})
 	create.Flags().StringVar(&name, "name", "", "what the token is for, e.g. ci (required)")
 	create.Flags().StringVar(&role, "role", "", "viewer, support, operator or admin; at most your own (default your own)")
 	create.Flags().DurationVar(&ttl, "expires", 720*time.Hour, "how long it lasts")
 	_ = create.MarkFlagRequired("name")
-	list := outputCmd(&cobra.Command{
-		Use:   "list",
-		Short: "List API tokens (an admin sees every account's); never their secrets",
-		Args:  cobra.NoArgs,
-	}, "list tokens", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-		ts, err := c.Tokens(ctx)
-		if err != nil {
-			return err
-		}
-		return render(table, ts, func() [][]string { return tokenRows(ts, time.Now()) })
-	})
-	revoke := apiCmd(&cobra.Command{
-		Use:   "revoke TOKEN_ID",
-		Short: "Revoke an API token at once",
-		Args:  cobra.ExactArgs(1),
-	}, "revoke tokens", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		t, err := c.RevokeToken(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		fmt.Printf("token %s (%s of %s) revoked\n", t.ID, t.Name, t.Owner)
-		return nil
-	})
+	list := outputCmd(command("list", "List API tokens (an admin sees every account's); never their secrets", cobra.NoArgs),
+		"list tokens", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+			ts, err := c.Tokens(ctx)
+			if err != nil {
+				return err
+			}
+			return render(table, ts, func() [][]string { return tokenRows(ts, time.Now()) })
+		})
+	revoke := apiCmd(command("revoke TOKEN_ID", "Revoke an API token at once", cobra.ExactArgs(1)),
+		"revoke tokens", func(ctx context.Context, c *adminclient.Client, args []string) error {
+			t, err := c.RevokeToken(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("token %s (%s of %s) revoked\n", t.ID, t.Name, t.Owner)
+			return nil
+		})
 	return group(&cobra.Command{Use: "token", Short: "Create, list and revoke admin API tokens"}, create, list, revoke)
 }
 

@@ -74,29 +74,26 @@ func logsMaintainCmd() *cobra.Command {
 
 // logsPartitionsCmd lists the partitions of verification_logs.
 func logsPartitionsCmd() *cobra.Command {
-	return apiCmd(&cobra.Command{
-		Use:   "partitions",
-		Short: "List the verification-log partitions and their ranges",
-		Args:  cobra.NoArgs,
-	}, "read the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		var body struct {
-			Items []struct {
-				Name     string
-				From, To *int64
-				Default  bool
+	return apiCmd(command("partitions", "List the verification-log partitions and their ranges", cobra.NoArgs),
+		"read the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
+			var body struct {
+				Items []struct {
+					Name     string
+					From, To *int64
+					Default  bool
+				}
 			}
-		}
-		if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
-			return err
-		}
-		rows := [][]string{{"PARTITION", "FROM", "TO"}}
-		for _, p := range body.Items {
-			if p.Default {
-				rows = append(rows, []string{p.Name, "(default)", ""})
-			} else {
-				rows = append(rows, []string{p.Name, fmtTime(p.From), fmtTime(p.To)})
+			if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
+				return err
 			}
-		}
-		return printTable(os.Stdout, rows)
-	})
+			rows := [][]string{{"PARTITION", "FROM", "TO"}}
+			for _, p := range body.Items {
+				if p.Default {
+					rows = append(rows, []string{p.Name, "(default)", ""})
+				} else {
+					rows = append(rows, []string{p.Name, fmtTime(p.From), fmtTime(p.To)})
+				}
+			}
+			return printTable(os.Stdout, rows)
+		})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
 // progress reports how many codes an operation has done: on a terminal as a bar with the count
@@ -27,15 +28,10 @@ type progress struct {
 // plainEvery is how often a non-terminal progress line is printed at most.
 var plainEvery = 2 * time.Second
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 func newProgress(what string, total int64) *progress {
 	p := &progress{what: what, total: total, w: os.Stderr, start: time.Now()}
 	p.last = p.start
-	if isTerminal(os.Stderr) {
+	if term.IsTerminal(int(os.Stderr.Fd())) {
 		p.bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetDescription(what),

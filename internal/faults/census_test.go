@@ -131,7 +131,6 @@ type outboxWatch struct {
 	mu     sync.Mutex
 	peak   int64
 	peakAt time.Time
-	last   int64
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -148,7 +147,6 @@ func watchOutbox(t *testing.T, d *deployment) *outboxWatch {
 			cancel()
 			if err == nil {
 				w.mu.Lock()
-				w.last = n
 				if n > w.peak {
 					w.peak, w.peakAt = n, time.Now()
 				}
@@ -179,24 +177,6 @@ func (w *outboxWatch) max() (int64, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.peak, w.peakAt
-}
-
-// waitBelow waits until the outbox holds at most n entries and returns how long that took.
-func (w *outboxWatch) waitBelow(t *testing.T, n int64, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		w.mu.Lock()
-		last := w.last
-		w.mu.Unlock()
-		if last <= n {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("the outbox still holds %d entries %s later (want at most %d)", last, within, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // waitLogged waits until every code in values has its success row and returns how long after

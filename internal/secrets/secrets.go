@@ -21,17 +21,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 )
 
-// KeySize is the length of a master key: 32 bytes, AES-256.
-const KeySize = 32
-
-// version is the format tag every sealed value starts with.
-const version = "v1"
-
-// maxKeyIDLen bounds a master key id, which every sealed value repeats.
-const maxKeyIDLen = 32
+const (
+	// KeySize is the length of a master key: 32 bytes, AES-256.
+	KeySize = 32
+	// version is the format tag every sealed value starts with.
+	version = "v1"
+	// maxKeyIDLen bounds a master key id, which every sealed value repeats.
+	maxKeyIDLen = 32
+)
 
 // Errors of Open and of parsing master keys; they are wrapped with context, test them with
 // errors.Is.
@@ -191,15 +192,14 @@ func parseEntry(e string) (MasterKey, error) {
 	return MasterKey{ID: id, Key: key}, nil
 }
 
+var keyIDChars = regexp.MustCompile(`^[A-Za-z0-9_-]*$`)
+
 func checkKeyID(id string) error {
 	if id == "" || len(id) > maxKeyIDLen {
 		return fmt.Errorf("master key id must be 1 to %d characters", maxKeyIDLen)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("master key id %q: only letters, digits, '_' and '-'", id)
-		}
+	if !keyIDChars.MatchString(id) {
+		return fmt.Errorf("master key id %q: only letters, digits, '_' and '-'", id)
 	}
 	return nil
 }
@@ -283,6 +283,4 @@ func split(sealed string) (kid, body string, err error) {
 }
 
 // aad is the additional data a value is sealed with: its prefix, then the record id.
-func aad(prefix, recordID string) []byte {
-	return []byte(prefix + recordID)
-}
+func aad(prefix, recordID string) []byte { return []byte(prefix + recordID) }

@@ -40,11 +40,8 @@ type Config struct {
 	Drain          time.Duration
 	TrustedProxies []string
 	RedisPoolSize  int
-	// RedisCoalesce is how many senders share concurrent hot-path calls in pipelines; 0 sends
-	// each call on its own.
-	RedisCoalesce int
-	// RedisWaitReplicas, when above 0, makes every hot-path write wait until that many Redis
-	// replicas hold it, for at most RedisWaitTimeout; a shortfall is answered 503.
+	// RedisCoalesce, RedisWaitReplicas and RedisWaitTimeout tune the hot path (cache.New).
+	RedisCoalesce     int
 	RedisWaitReplicas int
 	RedisWaitTimeout  time.Duration
 	PGMaxConns        int
@@ -55,14 +52,10 @@ type Config struct {
 	Tracer trace.TracerProvider
 	// MasterKeys seal and open the API keys' secrets; the API role needs them.
 	MasterKeys *secrets.Keyring
-	// RelayLease is how long a dead relay's outboxes wait before the others take them over;
-	// zero takes the relay's default.
-	RelayLease time.Duration
-	// KafkaSessionTimeout is how long a silent consumer keeps its partitions; zero takes
-	// kafka-go's default.
+	// RelayLease and KafkaSessionTimeout take the relay's and kafka-go's defaults when zero.
+	RelayLease          time.Duration
 	KafkaSessionTimeout time.Duration
-	// LogRetentionDays is how many days of verification logs are kept; 0 keeps every day.
-	LogRetentionDays int
+	LogRetentionDays    int
 	// Pipeline is how the relay delivers log events: PipelineKafka or PipelineDirect; empty
 	// picks kafka when KafkaBrokers is set (see UsesKafka).
 	Pipeline string
