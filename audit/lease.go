@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -157,16 +157,12 @@ func (l *leases) heartbeat(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay heartbeat: %w", err)
 	}
-	seen := map[string]bool{}
-	var names []string
+	names := make([]string, 0, len(members.Val()))
 	for _, t := range members.Val() {
-		if n := nameOf(t); !seen[n] {
-			seen[n] = true
-			names = append(names, n)
-		}
+		names = append(names, nameOf(t))
 	}
-	sort.Strings(names)
-	return names, nil
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // releaseAll gives up every lease and leaves the member set, so the other relays take this

@@ -119,15 +119,14 @@ func each[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc
 // one runs a query of one row read by scan; what names the read in an error.
 func one[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
 	rows, err := q.Query(ctx, sql, args...)
-	var v T
 	if err == nil {
-		v, err = pgx.CollectExactlyOneRow(rows, scan)
+		var v T
+		if v, err = pgx.CollectExactlyOneRow(rows, scan); err == nil {
+			return v, nil
+		}
 	}
-	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("%s: %w", what, translate(err))
-	}
-	return v, nil
+	var zero T
+	return zero, fmt.Errorf("%s: %w", what, translate(err))
 }
 
 // affected runs a statement and returns how many rows it changed; what names it in an error.
