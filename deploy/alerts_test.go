@@ -85,7 +85,7 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	}
 	s.ImportCodes(tn.ProjectID, nil, codes...)
 
-	proxy := testkit.StartLatencyProxy(t, s.Redis.Addr)
+	proxy := StartLatencyProxy(t, s.Redis.Addr)
 	proxied, err := url.Parse(s.Config.RedisURL)
 	if err != nil {
 		t.Fatal(err)
