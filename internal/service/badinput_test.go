@@ -95,7 +95,7 @@ func TestBadInput(t *testing.T) {
 		}
 		s.WaitLogs(t, s.CodeID(t, tn.ProjectID, code), 2)
 		c := sg.With(t).Code(tn.ProjectID, code)
-		if l := c.VerificationLogs; len(l) != 2 || testkit.Deref(l[0].Reason) != reason || testkit.Deref(l[0].VerifiedBy) != by || testkit.Deref(l[1].VerifiedBy) != by {
+		if l := c.VerificationLogs; len(l) != 2 || Deref(l[0].Reason) != reason || Deref(l[0].VerifiedBy) != by || Deref(l[1].VerifiedBy) != by {
 			t.Fatalf("logs of the 100-character code: %+v", l)
 		}
 	})
@@ -137,8 +137,8 @@ func TestBadInput(t *testing.T) {
 		// they are not bad input, and list what the unfiltered list does.
 		all := sg.With(t).Page(tn.ProjectID, "page_size=100")
 		for _, q := range []string{"status=", "status=all"} {
-			if p := sg.With(t).Page(tn.ProjectID, q+"&page_size=100"); p.Total != all.Total || !slices.Equal(testkit.Values(p.Items), testkit.Values(all.Items)) {
-				t.Errorf("%s lists %v (total %d), want the unfiltered %v (total %d)", q, testkit.Values(p.Items), p.Total, testkit.Values(all.Items), all.Total)
+			if p := sg.With(t).Page(tn.ProjectID, q+"&page_size=100"); p.Total != all.Total || !slices.Equal(Values(p.Items), Values(all.Items)) {
+				t.Errorf("%s lists %v (total %d), want the unfiltered %v (total %d)", q, Values(p.Items), p.Total, Values(all.Items), all.Total)
 			}
 		}
 	})

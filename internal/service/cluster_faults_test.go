@@ -497,7 +497,7 @@ func (l *verifyLoad) verify(c *client.Client, code int, plain bool) {
 	switch {
 	case err == nil:
 		a.status = http.StatusOK
-		a.success, a.errorCode, a.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+		a.success, a.errorCode, a.codeID = r.Success, Deref(r.ErrorCode), Deref(r.CodeID)
 		a.replayed = h.Get("Idempotent-Replayed") == "true"
 	case errors.As(err, &ce):
 		a.status, a.err = ce.Status, err.Error()

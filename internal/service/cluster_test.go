@@ -244,7 +244,7 @@ func TestProjectDisableReachesEveryShard(t *testing.T) {
 				}
 				a := answer{start: time.Now()}
 				r, _, err := c.Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: values[rng.IntN(len(values))]}, client.Options{})
-				a.end, a.err, a.code = time.Now(), err, testkit.Deref(r.ErrorCode)
+				a.end, a.err, a.code = time.Now(), err, Deref(r.ErrorCode)
 				mu.Lock()
 				answers = append(answers, a)
 				mu.Unlock()

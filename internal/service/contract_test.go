@@ -188,7 +188,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 		}
 		verifyOK := wantLog{contract.ResultSuccess, "verify", nil, nil}
 		failed := func(action string, code contract.ErrorCode) wantLog {
-			return wantLog{contract.ResultFailed, action, nil, testkit.Ptr(string(code))}
+			return wantLog{contract.ResultFailed, action, nil, Ptr(string(code))}
 		}
 		cases := []struct {
 			sg    *testkit.Signer
@@ -196,9 +196,9 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 			value string
 			logs  []wantLog // newest first
 		}{
-			{sa, a.ProjectID, "OK-1", []wantLog{{contract.ResultSuccess, "verify", testkit.Ptr("till-7"), nil}}},
+			{sa, a.ProjectID, "OK-1", []wantLog{{contract.ResultSuccess, "verify", Ptr("till-7"), nil}}},
 			{sa, a.ProjectID, "USED-1", []wantLog{failed("verify", contract.CodeAlreadyUsed), verifyOK}},
-			{sa, a.ProjectID, "REACT-1", []wantLog{{contract.ResultReactivated, "reactivate", testkit.Ptr("ops"), testkit.Ptr("refund")}, verifyOK}},
+			{sa, a.ProjectID, "REACT-1", []wantLog{{contract.ResultReactivated, "reactivate", Ptr("ops"), Ptr("refund")}, verifyOK}},
 			{sa, a.ProjectID, "DIS-1", []wantLog{failed("reactivate", contract.CodeDisabled), failed("verify", contract.CodeDisabled)}},
 			{sa, a.ProjectID, "UNUSED-1", []wantLog{failed("reactivate", contract.CodeAlreadyUnused)}},
 			{sa, a.ProjectID, "EXP-1", []wantLog{failed("verify", contract.CodeExpired)}},
@@ -230,10 +230,10 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 					for i, w := range c.logs {
 						g := got[i]
 						if !contract.ValidID(g.ID) || g.Result != w.result || g.Action != w.action || g.IPAddress != "127.0.0.1" ||
-							!testkit.EqualPtr(g.VerifiedBy, w.by) || !testkit.EqualPtr(g.Reason, w.reason) ||
+							!EqualPtr(g.VerifiedBy, w.by) || !EqualPtr(g.Reason, w.reason) ||
 							g.VerifiedAt < start.Unix() || g.VerifiedAt > time.Now().Unix() {
 							t.Errorf("log %d: %+v (by %v, reason %v), want %+v (by %v, reason %v), ip 127.0.0.1, Unix seconds since %d",
-								i, g, testkit.Show(g.VerifiedBy), testkit.Show(g.Reason), w, testkit.Show(w.by), testkit.Show(w.reason), start.Unix())
+								i, g, Show(g.VerifiedBy), Show(g.Reason), w, Show(w.by), Show(w.reason), start.Unix())
 						}
 					}
 				}
@@ -256,7 +256,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 		if !pp.Status || pp.ExpiresAt == nil || *pp.ExpiresAt != past {
 			t.Fatalf("expired project: %+v; want status true (enabled), expires_at %d", pp, past)
 		}
-		if got := testkit.Values(spe.With(t).Page(pe.ProjectID, "status=expired").Items); !slices.Equal(got, testkit.Sorted("PE-1", "PE-2", "PE-OWNPAST")) {
+		if got := Values(spe.With(t).Page(pe.ProjectID, "status=expired").Items); !slices.Equal(got, Sorted("PE-1", "PE-2", "PE-OWNPAST")) {
 			t.Fatalf("expired project, status=expired: %v", got)
 		}
 	})
@@ -294,13 +294,13 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 			status string
 			want   []string
 		}{
-			{"used", testkit.Sorted("S-V1", "S-V2", "S-SOON")},
-			{"unused", testkit.Sorted("S-U1", "S-U2", "S-U3", "S-F1", "S-R1")},
-			{"disabled", testkit.Sorted("S-D1", "S-DV")},
-			{"expired", testkit.Sorted("S-E1", "S-E2", "S-EF", "S-SOONU")},
+			{"used", Sorted("S-V1", "S-V2", "S-SOON")},
+			{"unused", Sorted("S-U1", "S-U2", "S-U3", "S-F1", "S-R1")},
+			{"disabled", Sorted("S-D1", "S-DV")},
+			{"expired", Sorted("S-E1", "S-E2", "S-EF", "S-SOONU")},
 		} {
 			p := ss.With(t).Page(st.ProjectID, "status="+f.status)
-			if got := testkit.Values(p.Items); !slices.Equal(got, f.want) || p.Total != int64(len(f.want)) || p.TotalPages != 1 {
+			if got := Values(p.Items); !slices.Equal(got, f.want) || p.Total != int64(len(f.want)) || p.TotalPages != 1 {
 				t.Errorf("status=%s: %v (total %d, pages %d), want %v", f.status, got, p.Total, p.TotalPages, f.want)
 			}
 			for _, c := range p.Items {
@@ -326,7 +326,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 		for _, r := range got.RecentVerifications {
 			c := ss.With(t).Code(st.ProjectID, r.Code)
 			if c.VerifiedAt == nil || *c.VerifiedAt != r.VerifiedAt || r.VerifiedBy != nil {
-				t.Errorf("recent %+v; the code reads verified_at %s", r, testkit.Show(c.VerifiedAt))
+				t.Errorf("recent %+v; the code reads verified_at %s", r, Show(c.VerifiedAt))
 			}
 		}
 
@@ -356,7 +356,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 			t.Errorf("recent_verifications %v, want %v", v, wantRecent)
 		}
 		if r := got.RecentVerifications[0]; r.VerifiedBy == nil || *r.VerifiedBy != "till-9" || r.VerifiedAt < start.Unix() || r.VerifiedAt > time.Now().Unix() {
-			t.Errorf("newest recent verification %+v (by %s)", r, testkit.Show(r.VerifiedBy))
+			t.Errorf("newest recent verification %+v (by %s)", r, Show(r.VerifiedBy))
 		}
 
 		// The same authentication as the other endpoints.
@@ -583,15 +583,15 @@ func testList(t *testing.T, s *testkit.Stack, base string) {
 			want   []string
 			extra  string
 		}{
-			{"promo", testkit.Sorted("Promo-ABC", "pRoMo-xyz"), ""},
-			{"PROMO-abc", testkit.Sorted("Promo-ABC"), ""},
-			{"%", testkit.Sorted("50%OFF"), ""},
-			{"0%o", testkit.Sorted("50%OFF"), ""},
-			{"_", testkit.Sorted("A_B"), ""},
-			{"a_b", testkit.Sorted("A_B"), ""},
-			{`\`, testkit.Sorted(`C\D`), ""},
-			{"l-01", testkit.Sorted("L-010", "L-011", "L-012", "L-013", "L-014", "L-015", "L-016", "L-017", "L-018", "L-019"), ""},
-			{"promo", testkit.Sorted("Promo-ABC", "pRoMo-xyz"), "&status=unused"},
+			{"promo", Sorted("Promo-ABC", "pRoMo-xyz"), ""},
+			{"PROMO-abc", Sorted("Promo-ABC"), ""},
+			{"%", Sorted("50%OFF"), ""},
+			{"0%o", Sorted("50%OFF"), ""},
+			{"_", Sorted("A_B"), ""},
+			{"a_b", Sorted("A_B"), ""},
+			{`\`, Sorted(`C\D`), ""},
+			{"l-01", Sorted("L-010", "L-011", "L-012", "L-013", "L-014", "L-015", "L-016", "L-017", "L-018", "L-019"), ""},
+			{"promo", Sorted("Promo-ABC", "pRoMo-xyz"), "&status=unused"},
 			{"promo", nil, "&status=used"},
 			{"zzz", nil, ""},
 		} {
@@ -599,7 +599,7 @@ func testList(t *testing.T, s *testkit.Stack, base string) {
 			resp := sg.With(t).Get(testkit.ProjectPath(tn.ProjectID)+"/codes", q)
 			var p contract.CodePage
 			resp.Decode(t, http.StatusOK, &p)
-			got := testkit.Values(p.Items)
+			got := Values(p.Items)
 			wantPages := int64(0)
 			if len(c.want) > 0 {
 				wantPages = 1
@@ -749,7 +749,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			"lower-case method signed": {Method: http.MethodGet, Path: proj, Sig: testkit.Sign(sg.Secret, testkit.StringToSign("get", proj, "", nil, strconv.FormatInt(time.Now().Unix(), 10), ""))},
 			"other secret":             {Method: http.MethodGet, Path: proj, Sig: testkit.Sign(strings.Repeat("0", 64), testkit.StringToSign("GET", proj, "", nil, strconv.FormatInt(time.Now().Unix(), 10), ""))},
 			"nonce not signed":         {Method: http.MethodGet, Path: proj, Header: http.Header{"X-Nonce": {testkit.Nonce()}}},
-			"query not signed":         {Method: http.MethodGet, Path: proj + "/codes", Query: "page=2", SignQuery: testkit.Ptr("")},
+			"query not signed":         {Method: http.MethodGet, Path: proj + "/codes", Query: "page=2", SignQuery: Ptr("")},
 			"body of another code":     {Method: http.MethodPost, Path: testkit.VerifyPath(tn.ProjectID), Body: verifyBody, Sig: testkit.Sign(sg.Secret, testkit.StringToSign("POST", testkit.VerifyPath(tn.ProjectID), "", []byte(`{"code":"AU-2"}`), strconv.FormatInt(time.Now().Unix(), 10), ""))},
 		} {
 			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, badCredentials) })
@@ -951,7 +951,7 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 					Header: http.Header{"X-Timestamp": {ts}}})
 				var p contract.CodePage
 				testkit.Do(t, sg.HTTP, req).Decode(t, http.StatusOK, &p)
-				if got := testkit.Values(p.Items); !slices.Equal(got, []string{"SDK it's (new)*! 100% + é&="}) {
+				if got := Values(p.Items); !slices.Equal(got, []string{"SDK it's (new)*! 100% + é&="}) {
 					t.Errorf("%s (nonce %q): sent %q, found %v", f.name, nonce, f.sent, got)
 				}
 				if nonce != "" {
@@ -966,17 +966,17 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 	t.Run("repeated and encoded query keys", func(t *testing.T) {
 		const query = "status=unused&search=a%25b&page=1&page_size=5&search=x"
 		const sorted = "page=1&page_size=5&search=a%25b&search=x&status=unused"
-		resp := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj + "/codes", Query: query, Nonce: testkit.Nonce(), SignQuery: testkit.Ptr(sorted)})
+		resp := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj + "/codes", Query: query, Nonce: testkit.Nonce(), SignQuery: Ptr(sorted)})
 		var p contract.CodePage
 		resp.Decode(t, http.StatusOK, &p)
-		if got := testkit.Values(p.Items); !slices.Equal(got, []string{"XA%B1"}) || p.Total != 1 || p.PageSize != 5 {
+		if got := Values(p.Items); !slices.Equal(got, []string{"XA%B1"}) || p.Total != 1 || p.PageSize != 5 {
 			t.Fatalf("search a%%b: %s", resp.Body)
 		}
 		for name, q := range map[string]string{
 			"decoded":  "page=1&page_size=5&search=a%b&search=x&status=unused",
 			"unsorted": query,
 		} {
-			r := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj + "/codes", Query: query, Nonce: testkit.Nonce(), SignQuery: testkit.Ptr(q)})
+			r := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj + "/codes", Query: query, Nonce: testkit.Nonce(), SignQuery: Ptr(q)})
 			if r.Status != http.StatusUnauthorized {
 				t.Errorf("query signed %s: %d, want 401", name, r.Status)
 			}
@@ -994,7 +994,7 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 		req := sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Query: sent, Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
 		var p contract.CodePage
 		testkit.Do(t, sg.HTTP, req).Decode(t, http.StatusOK, &p)
-		if got := testkit.Values(p.Items); !slices.Equal(got, []string{"a b/c-1"}) {
+		if got := Values(p.Items); !slices.Equal(got, []string{"a b/c-1"}) {
 			t.Fatalf("search \"a b/c\" sent as a+b%%2Fc: %v", got)
 		}
 		// And a POST as json.dumps writes it: ", " and ": " separators.

@@ -53,7 +53,7 @@ func raceAction(t *testing.T, tn *testkit.Tenant, action contract.Action, values
 					return
 				}
 				a.success, a.at, a.message = r.Success, r.VerifiedAt, r.Message
-				a.errCode, a.codeID = testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+				a.errCode, a.codeID = Deref(r.ErrorCode), Deref(r.CodeID)
 			case contract.ActionReactivate:
 				reason := "cycle " + tag
 				r, _, err := c.Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: value, ReactivatedBy: &by, Reason: &reason}, client.Options{})
@@ -62,7 +62,7 @@ func raceAction(t *testing.T, tn *testkit.Tenant, action contract.Action, values
 					return
 				}
 				a.success, a.at, a.message = r.Success, r.ReactivatedAt, r.Message
-				a.errCode, a.codeID = testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+				a.errCode, a.codeID = Deref(r.ErrorCode), Deref(r.CodeID)
 			}
 			answers <- a
 		}()
@@ -92,14 +92,14 @@ func checkLive(t *testing.T, tn *testkit.Tenant, value, id string, used bool, ve
 		}
 		bad := code.ID != id || code.Status != used || code.IsDisabled || code.IsExpired
 		if used {
-			bad = bad || code.VerifiedAt == nil || *code.VerifiedAt != *verifiedAt || testkit.Deref(code.VerifiedBy) != by
+			bad = bad || code.VerifiedAt == nil || *code.VerifiedAt != *verifiedAt || Deref(code.VerifiedBy) != by
 		} else {
 			bad = bad || code.VerifiedAt != nil || code.VerifiedBy != nil
 		}
 		if bad {
 			t.Fatalf("replica %d: %s reads status=%v verified_at=%v verified_by=%q id=%s disabled=%v expired=%v; want status=%v verified_at=%v verified_by=%q id=%s",
-				i, value, code.Status, testkit.Show(code.VerifiedAt), testkit.Deref(code.VerifiedBy), code.ID, code.IsDisabled, code.IsExpired,
-				used, testkit.Show(verifiedAt), by, id)
+				i, value, code.Status, Show(code.VerifiedAt), Deref(code.VerifiedBy), code.ID, code.IsDisabled, code.IsExpired,
+				used, Show(verifiedAt), by, id)
 		}
 	}
 }
@@ -279,8 +279,8 @@ func TestVerifyReactivateCycles(t *testing.T) {
 		if endsUsed(v) {
 			wantReact = rounds - 1
 		}
-		if nReact != wantReact || !testkit.SameSet(verifyWins, tl.verifyWins) || !testkit.SameSet(reactWins, tl.reactWins) ||
-			!testkit.SameSet(reactReasons, tl.reactReasons) || failedVerify != rounds*(racers-1) || failedReact != nReact*(racers-1) {
+		if nReact != wantReact || !SameSet(verifyWins, tl.verifyWins) || !SameSet(reactWins, tl.reactWins) ||
+			!SameSet(reactReasons, tl.reactReasons) || failedVerify != rounds*(racers-1) || failedReact != nReact*(racers-1) {
 			t.Errorf("%s logs: verify wins %v (want %v), reactivations %v %v (want %v %v), failed verify %d (want %d), failed reactivate %d (want %d)",
 				v, verifyWins, tl.verifyWins, reactWins, reactReasons, tl.reactWins, tl.reactReasons,
 				failedVerify, rounds*(racers-1), failedReact, nReact*(racers-1))
@@ -345,8 +345,8 @@ func checkStates(t *testing.T, tn *testkit.Tenant, want map[contract.State][]str
 		if err != nil {
 			t.Fatalf("list %s: %v", st, err)
 		}
-		got := testkit.Values(page.Items)
-		if !testkit.SameSet(got, want[st]) || page.Total != int64(len(want[st])) {
+		got := Values(page.Items)
+		if !SameSet(got, want[st]) || page.Total != int64(len(want[st])) {
 			t.Errorf("status=%s lists %v (total %d), want %v", st, got, page.Total, want[st])
 		}
 	}
@@ -452,7 +452,7 @@ func TestCodeStateDerivation(t *testing.T) {
 		"open-past-1": contract.CodeExpired, "disabled-past": contract.CodeDisabled, "disabled-used": contract.CodeDisabled, "used-future": contract.CodeAlreadyUsed,
 	} {
 		r, _, err := tn.Clients[0].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: value}, client.Options{})
-		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(want) {
+		if err != nil || r.Success || Deref(r.ErrorCode) != string(want) {
 			t.Fatalf("verify %s: %+v %v; want %s", value, r, err, want)
 		}
 		logs++
@@ -472,12 +472,12 @@ func TestCodeStateDerivation(t *testing.T) {
 				}
 				vat, verified := verifiedAt[c.value]
 				bad := code.Status != (st == D) || code.IsDisabled != (st == X) || code.IsExpired != (st == E) ||
-					testkit.Show(code.ExpiresAt) != testkit.Show(c.expiresAt) || (code.VerifiedAt != nil) != verified ||
+					Show(code.ExpiresAt) != Show(c.expiresAt) || (code.VerifiedAt != nil) != verified ||
 					(verified && *code.VerifiedAt != vat)
 				if bad {
 					t.Errorf("%s: replica %d: %s reads status=%v is_disabled=%v is_expired=%v expires_at=%s verified_at=%s; want state %s, expires_at %s",
-						phase, i, c.value, code.Status, code.IsDisabled, code.IsExpired, testkit.Show(code.ExpiresAt),
-						testkit.Show(code.VerifiedAt), st, testkit.Show(c.expiresAt))
+						phase, i, c.value, code.Status, code.IsDisabled, code.IsExpired, Show(code.ExpiresAt),
+						Show(code.VerifiedAt), st, Show(c.expiresAt))
 				}
 			}
 		}
@@ -510,11 +510,11 @@ func TestCodeStateDerivation(t *testing.T) {
 		{"disabled-future", contract.CodeDisabled, contract.CodeDisabled},
 	} {
 		r, _, err := tn.Clients[1].Verify(ctx, tn.ProjectID, contract.VerifyRequest{Code: c.value}, client.Options{})
-		if err != nil || r.Success || testkit.Deref(r.ErrorCode) != string(c.verify) {
+		if err != nil || r.Success || Deref(r.ErrorCode) != string(c.verify) {
 			t.Errorf("verify %s after the project's expiry: %+v %v; want %s", c.value, r, err, c.verify)
 		}
 		rr, _, err := tn.Clients[2].Reactivate(ctx, tn.ProjectID, contract.ReactivateRequest{Code: c.value}, client.Options{})
-		if err != nil || rr.Success || testkit.Deref(rr.ErrorCode) != string(c.reactivate) {
+		if err != nil || rr.Success || Deref(rr.ErrorCode) != string(c.reactivate) {
 			t.Errorf("reactivate %s after the project's expiry: %+v %v; want %s", c.value, rr, err, c.reactivate)
 		}
 	}

@@ -74,7 +74,7 @@ func (f *traffic) wave(n int) {
 					errs <- fmt.Errorf("verify %s: %w", op.value, err)
 					return
 				}
-				op.success, op.errCode, op.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+				op.success, op.errCode, op.codeID = r.Success, Deref(r.ErrorCode), Deref(r.CodeID)
 			} else {
 				reason := "fault test"
 				r, _, err := c.Reactivate(ctx, f.tn.ProjectID, contract.ReactivateRequest{Code: op.value, ReactivatedBy: &op.by, Reason: &reason}, client.Options{})
@@ -82,7 +82,7 @@ func (f *traffic) wave(n int) {
 					errs <- fmt.Errorf("reactivate %s: %w", op.value, err)
 					return
 				}
-				op.success, op.errCode, op.codeID = r.Success, testkit.Deref(r.ErrorCode), testkit.Deref(r.CodeID)
+				op.success, op.errCode, op.codeID = r.Success, Deref(r.ErrorCode), Deref(r.CodeID)
 			}
 			f.mu.Lock()
 			f.ops = append(f.ops, op)

@@ -109,21 +109,6 @@ func TestWaitForAndClosed(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "three polls", func() (bool, string) { n++; return n == 3, "" })
 }
 
-func TestPointerHelpers(t *testing.T) {
-	var none *string
-	if testkit.Deref(none) != "" || testkit.Deref(testkit.Ptr("x")) != "x" || testkit.Show(none) != "null" ||
-		testkit.Show(testkit.Ptr(int64(7))) != "7" || !testkit.EqualPtr(none, nil) || testkit.EqualPtr(none, testkit.Ptr("")) ||
-		!testkit.EqualPtr(testkit.Ptr("a"), testkit.Ptr("a")) {
-		t.Fatal("pointer helpers disagree with their documentation")
-	}
-	if !testkit.SameSet([]string{"b", "a", "b"}, []string{"b", "b", "a"}) || testkit.SameSet([]string{"a"}, []string{"a", "a"}) {
-		t.Fatal("SameSet is not a multiset comparison")
-	}
-	if got := testkit.Values([]contract.Code{{Code: "b"}, {Code: "a"}}); strings.Join(got, ",") != "a,b" {
-		t.Fatalf("Values = %v", got)
-	}
-}
-
 // errRecorder is a testing.TB whose Errorf is recorded instead of failing the test.
 type errRecorder struct {
 	testing.TB

@@ -1,8 +1,10 @@
-package testkit
+package service_test
 
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"testing"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -58,4 +60,19 @@ func Values(items []contract.Code) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestPointerHelpers(t *testing.T) {
+	var none *string
+	if Deref(none) != "" || Deref(Ptr("x")) != "x" || Show(none) != "null" ||
+		Show(Ptr(int64(7))) != "7" || !EqualPtr(none, nil) || EqualPtr(none, Ptr("")) ||
+		!EqualPtr(Ptr("a"), Ptr("a")) {
+		t.Fatal("pointer helpers disagree with their documentation")
+	}
+	if !SameSet([]string{"b", "a", "b"}, []string{"b", "b", "a"}) || SameSet([]string{"a"}, []string{"a", "a"}) {
+		t.Fatal("SameSet is not a multiset comparison")
+	}
+	if got := Values([]contract.Code{{Code: "b"}, {Code: "a"}}); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("Values = %v", got)
+	}
 }
