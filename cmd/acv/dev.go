@@ -11,9 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -254,44 +252,13 @@ func runDev(ctx context.Context, o devOptions) error {
 // carried over (the outbox keeps only what Kafka had not acknowledged). Its JVM dies with acv
 // dev; one that a killed acv dev left running is killed first.
 func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
-	killStaleKafka(dir)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("clear %s: %w", dir, err)
-	}
 	slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4, "dir", dir)
-	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4,
-		JavaHome: settings.Get("JAVA_HOME"), JarCache: settings.Get("ACV_KAFKA_CACHE")})
+	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4})
 	if err != nil {
-		return nil, fmt.Errorf("start kafka: %w", err)
-	}
-	// The log writer then joins its group at once instead of retrying while the broker creates
-	// its offsets topic.
-	if err := k.WaitGroupCoordinator(ctx, time.Minute); err != nil {
-		k.Close()
 		return nil, fmt.Errorf("start kafka: %w", err)
 	}
 	slog.Info("Apache Kafka started", "version", k.Version, "brokers", k.Brokers, "took", k.Started.Round(time.Millisecond))
 	return k, nil
-}
-
-// killStaleKafka kills the JVM of each node under dir that a killed acv dev left running: its
-// pid file names a java process whose command line names the node's directory.
-func killStaleKafka(dir string) {
-	pids, _ := filepath.Glob(filepath.Join(dir, "node-*", "kafka.pid"))
-	for _, f := range pids {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && strings.Contains(string(cmdline), "java") && strings.Contains(string(cmdline), filepath.Dir(f)) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // consoleURL is the operator console's address on ln, empty when the console is off.

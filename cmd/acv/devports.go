@@ -42,17 +42,9 @@ func (p *devPorts) candidates(name, asked, def string) []string {
 	return []string{def}
 }
 
-// listen opens the listener name on the first candidate address that is free, else on a free
-// loopback port, and remembers the address it got.
+// listen opens the listener name on the address pick chooses and remembers the address it got.
 func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
-	for _, addr := range p.candidates(name, asked, def) {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
-			return ln, p.remember(name, ln.Addr().String())
-		}
-		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
-	}
-	addr, err := freeAddr("")
+	addr, err := p.pick(name, asked, def)
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +55,14 @@ func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 	return ln, p.remember(name, ln.Addr().String())
 }
 
-// pick is listen for a server of another process (Prometheus), which binds the address itself:
-// the first candidate nothing listens on now, else a free port (port 0 asks for one). The
-// caller remembers it once the server serves on it.
+// pick is the first candidate address of the listener name that nothing listens on now, else a
+// free port (localenv.FreePort; port 0 asks for one). A server of another process (Prometheus)
+// binds it itself, and its caller remembers it once the server serves on it.
 func (p *devPorts) pick(name, asked, def string) (string, error) {
 	for _, addr := range p.candidates(name, asked, def) {
 		if host, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
-			return freeAddr(host)
+			free, err := localenv.FreePort()
+			return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(free)), err
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err == nil {
@@ -78,17 +71,7 @@ func (p *devPorts) pick(name, asked, def string) (string, error) {
 		}
 		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
 	}
-	return freeAddr("")
-}
-
-// freeAddr is host (default loopback) with a free port (localenv.FreePort: outside the kernel's
-// ephemeral range, reserved for this process).
-func freeAddr(host string) (string, error) {
-	port, err := localenv.FreePort()
-	if err != nil {
-		return "", err
-	}
-	return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(port)), nil
+	return localenv.FreeAddr()
 }
 
 // remember records that the listener name serves on addr.

@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/acv/acv/internal/settings"
 )
 
 // KafkaOptions shape an Apache Kafka cluster.
@@ -29,10 +32,10 @@ type KafkaOptions struct {
 	HeapMB int
 	// Dist is the jars to run; nil fetches Version's with FetchKafka into JarCache.
 	Dist *KafkaDist
-	// JarCache is where fetched jars are kept (ACV_KAFKA_CACHE); empty: acv in the user's
+	// JarCache is where fetched jars are kept; empty: $ACV_KAFKA_CACHE, else acv in the user's
 	// cache directory.
 	JarCache string
-	// JavaHome is the JDK whose bin/java runs the nodes (JAVA_HOME); empty: the PATH's java.
+	// JavaHome is the JDK whose bin/java runs the nodes; empty: $JAVA_HOME, else the PATH's java.
 	JavaHome string
 	// JVMOptions come after the default JVM options, so they override them (e.g.
 	// -XX:TieredStopAtLevel=4 for the full JIT).
@@ -67,14 +70,16 @@ type Kafka struct {
 const kafkaStartWithin = 2 * time.Minute
 
 // StartKafka starts a Kafka cluster with its state in dir (removed by Close): it fetches the
-// jars when needed, formats each node's storage afresh, starts the nodes and returns once every
-// node answers listing every other. On failure nothing is left running and the error carries
-// the nodes' log tails. Topics are never created implicitly: use CreateTopic.
+// jars when needed, kills the JVMs a dead run left on dir, formats each node's storage afresh,
+// starts the nodes and returns once every node answers listing every other and a consumer
+// group joins at once (WaitGroupCoordinator). On failure nothing is left running and the error
+// carries the nodes' log tails. Topics are never created implicitly: use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
 	o.Version = cmp.Or(o.Version, Kafka4)
 	o.Nodes = cmp.Or(max(o.Nodes, 0), 1)
 	o.HeapMB = cmp.Or(max(o.HeapMB, 0), 384)
-	java, err := javaBinary(o.JavaHome)
+	o.JarCache = cmp.Or(o.JarCache, settings.Get("ACV_KAFKA_CACHE"))
+	java, err := javaBinary(cmp.Or(o.JavaHome, settings.Get("JAVA_HOME")))
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +90,15 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 		}
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	pids, _ := filepath.Glob(filepath.Join(dir, "node-*", "kafka.pid"))
+	for _, f := range pids {
+		if err := stopStale(f, "java", syscall.SIGKILL, 10*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
 	// A cluster id as Kafka's Uuid.randomUuid makes it, not starting with '-' (a flag).
@@ -99,11 +113,9 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	for i := range o.Nodes {
 		n := &KafkaNode{ID: i + 1, Dir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1)), k: k}
 		for _, addr := range []*string{&n.Addr, &n.ControllerAddr} {
-			port, err := FreePort()
-			if err != nil {
+			if *addr, err = FreeAddr(); err != nil {
 				return nil, err
 			}
-			*addr = fmt.Sprintf("127.0.0.1:%d", port)
 		}
 		n.LogFile = filepath.Join(n.Dir, "server.log")
 		voters[i] = fmt.Sprintf("%d@%s", n.ID, n.ControllerAddr)
@@ -121,7 +133,10 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	}
 	k.Formatted = time.Since(start)
 	start = time.Now()
-	if err := k.Start(ctx); err != nil {
+	if err = k.Start(ctx); err == nil {
+		err = k.WaitGroupCoordinator(ctx, time.Minute)
+	}
+	if err != nil {
 		k.Close()
 		return nil, err
 	}

@@ -174,17 +174,13 @@ func (n *KafkaNode) format(ctx context.Context) error {
 	return nil
 }
 
-// launch starts the node's JVM, unless it runs, without waiting for it to answer. A JVM a run
-// that died left on the directory (kafka.pid) is killed first.
+// launch starts the node's JVM, unless it runs, without waiting for it to answer; its pid goes
+// to kafka.pid, for StartKafka of a later run to kill should this one die.
 func (n *KafkaNode) launch() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc != nil && !n.proc.Exited() {
 		return nil
-	}
-	pidFile := filepath.Join(n.Dir, "kafka.pid")
-	if err := stopStale(pidFile, "java", syscall.SIGKILL, 10*time.Second); err != nil {
-		return err
 	}
 	if n.log != nil {
 		n.log.Close()
@@ -201,7 +197,7 @@ func (n *KafkaNode) launch() error {
 		return err
 	}
 	n.proc, n.stopped = p, false
-	return os.WriteFile(pidFile, []byte(strconv.Itoa(p.Pid())+"\n"), 0o644)
+	return os.WriteFile(filepath.Join(n.Dir, "kafka.pid"), []byte(strconv.Itoa(p.Pid())+"\n"), 0o644)
 }
 
 // Start starts the node again after Kill or Stop, on the same ports and data, and waits until

@@ -31,6 +31,12 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeAddr is a loopback address "127.0.0.1:port" on a FreePort.
+func FreeAddr() (string, error) {
+	port, err := FreePort()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
+}
+
 // reservableRange is the larger of the ranges below and above the ephemeral range, from 10000
 // up (below are servers' default ports); ok is false when it holds fewer than 1000 ports.
 func reservableRange() (lo, hi int, ok bool) {

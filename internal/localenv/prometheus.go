@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -77,11 +76,9 @@ func StartPrometheus(dir string, o PrometheusOptions) (*Prometheus, error) {
 		if !errors.Is(err, errAddrInUse) || attempt == 2 {
 			return nil, err
 		}
-		port, perr := FreePort()
-		if perr != nil {
-			return nil, perr
+		if addr, err = FreeAddr(); err != nil {
+			return nil, err
 		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 }
 

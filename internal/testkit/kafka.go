@@ -28,11 +28,9 @@ const KafkaVersionsEnv = "ACV_KAFKA_VERSIONS"
 // go test shows a passing package's output only with -v, so `make test` prints the file.
 const TimingsEnv = "ACV_TEST_TIMINGS"
 
-// KafkaOptions are the options of a cluster of nodes running version, with the machine's JDK
-// (JAVA_HOME) and jar cache (ACV_KAFKA_CACHE).
+// KafkaOptions are the options of a cluster of nodes running version.
 func KafkaOptions(version string, nodes int) localenv.KafkaOptions {
-	return localenv.KafkaOptions{Version: version, Nodes: nodes,
-		JavaHome: settings.Get("JAVA_HOME"), JarCache: settings.Get("ACV_KAFKA_CACHE")}
+	return localenv.KafkaOptions{Version: version, Nodes: nodes}
 }
 
 // KafkaVersions are the Kafka releases the suites run against.
@@ -111,9 +109,6 @@ func startKafka(dir, version string, nodes int) (*localenv.Kafka, error) {
 	k, err := localenv.StartKafka(ctx, dir, KafkaOptions(version, nodes))
 	if err != nil {
 		return nil, err
-	}
-	if err := k.WaitGroupCoordinator(ctx, time.Minute); err != nil {
-		return k, err
 	}
 	fetch := "jars cached"
 	if k.Dist.Fetched > 0 {

@@ -105,11 +105,11 @@ func StartService(tb testing.TB, name string, settings map[string]string) *Servi
 }
 
 func freeAddr(tb testing.TB) string {
-	port, err := localenv.FreePort()
+	addr, err := localenv.FreeAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return fmt.Sprintf("127.0.0.1:%d", port)
+	return addr
 }
 
 // running is the current process, nil before the first start.
