@@ -139,27 +139,37 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	if err := stopStale(filepath.Join(dir, "postmaster.pid"), "postgres", syscall.SIGINT, 20*time.Second); err != nil {
 		return nil, err
 	}
+	isready, err := pgBinary("pg_isready")
+	if err != nil {
+		return nil, err
+	}
+	// Ready when it accepts connections or, for a standby, answers and refuses them (exit 1).
+	ready := func() error {
+		err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres").Run()
+		var ee *exec.ExitError
+		if o.Standby && errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil
+		}
+		return err
+	}
 	var pg *Postgres
 	err = Poll(ctx, 30*time.Second, 250*time.Millisecond, func() error {
-		p, err := start("postgres", cred, bin, args...)
+		p, err := startReady(ctx, "postgres", cred, 30*time.Second, ready, bin, args...)
 		if err != nil {
-			return giveUp{err}
+			if !strings.Contains(err.Error(), "pre-existing shared memory block") &&
+				!strings.Contains(err.Error(), `lock file "postmaster.pid" already exists`) {
+				return giveUp{err}
+			}
+			return err
 		}
 		pg = &Postgres{Process: p, Port: port, Dir: dir, password: o.Password}
-		err = pg.waitReady(ctx, o.Standby)
-		if err == nil && o.Password != "" {
-			if err = securePostgres(ctx, pg, cred); err != nil {
-				err = giveUp{err}
-			}
-		}
-		if err != nil {
-			p.Kill()
-			if out := p.Output(); !strings.Contains(out, "pre-existing shared memory block") &&
-				!strings.Contains(out, `lock file "postmaster.pid" already exists`) {
+		if o.Password != "" {
+			if err := securePostgres(ctx, pg, cred); err != nil {
+				p.Kill()
 				return giveUp{err}
 			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -191,30 +201,6 @@ func initdb(dir string, cred *syscall.Credential, password string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb %s: %w: %s", dir, err, out)
-	}
-	return nil
-}
-
-// waitReady waits until the server accepts connections or, for a standby (rejecting), until it
-// answers and refuses them (pg_isready exits 1).
-func (p *Postgres) waitReady(ctx context.Context, rejecting bool) error {
-	isready, err := pgBinary("pg_isready")
-	if err != nil {
-		return err
-	}
-	err = Poll(ctx, 30*time.Second, 50*time.Millisecond, func() error {
-		if p.Exited() {
-			return giveUp{errors.New("exited")}
-		}
-		err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres").Run()
-		var ee *exec.ExitError
-		if rejecting && errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("postgres not ready: %w: %s", err, p.Output())
 	}
 	return nil
 }

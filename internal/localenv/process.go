@@ -67,10 +67,27 @@ func Launch(name string, cmd *exec.Cmd, log io.Writer) (*Process, error) {
 	return p, nil
 }
 
-func start(name string, cred *syscall.Credential, bin string, args ...string) (*Process, error) {
+// startReady starts bin as name (as cred's user when set) and polls ready until it holds, for
+// up to within. When the process exits first or ready gives up, it is killed and the error
+// carries its output.
+func startReady(ctx context.Context, name string, cred *syscall.Credential, within time.Duration, ready func() error, bin string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	return Launch(name, cmd, nil)
+	p, err := Launch(name, cmd, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = Poll(ctx, within, 50*time.Millisecond, func() error {
+		if p.Exited() {
+			return giveUp{errors.New("exited")}
+		}
+		return ready()
+	})
+	if err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("%s not ready: %w\n%s", name, err, p.Output())
+	}
+	return p, nil
 }
 
 // Output is what the process printed so far (the last MiB), for error messages.

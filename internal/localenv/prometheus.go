@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,7 +72,7 @@ func StartPrometheus(dir string, o PrometheusOptions) (*Prometheus, error) {
 			}
 			return p, nil
 		}
-		if !errors.Is(err, errAddrInUse) || attempt == 2 {
+		if !strings.Contains(err.Error(), addrInUse) || attempt == 2 {
 			return nil, err
 		}
 		if addr, err = FreeAddr(); err != nil {
@@ -82,7 +81,8 @@ func StartPrometheus(dir string, o PrometheusOptions) (*Prometheus, error) {
 	}
 }
 
-var errAddrInUse = errors.New("address already in use")
+// addrInUse is how a server's output, and startPrometheus' errors, say its address is taken.
+const addrInUse = "address already in use"
 
 func startPrometheus(bin, dir, addr string, config func(string) ([]byte, error)) (*Prometheus, error) {
 	cfg, err := config(addr)
@@ -93,24 +93,11 @@ func startPrometheus(bin, dir, addr string, config func(string) ([]byte, error))
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return nil, err
 	}
-	proc, err := start("prometheus", nil, bin,
-		"--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn")
-	if err != nil {
-		return nil, err
-	}
-	p := &Prometheus{Process: proc, Addr: addr, URL: "http://" + addr, Dir: dir}
+	url := "http://" + addr
 	hc := &http.Client{Timeout: 2 * time.Second}
 	// Replaying a large write-ahead log takes a while.
-	err = Poll(context.Background(), 2*time.Minute, 100*time.Millisecond, func() error {
-		if out := p.Output(); p.Exited() && strings.Contains(out, "address already in use") {
-			return giveUp{fmt.Errorf("prometheus on %s: %w", addr, errAddrInUse)}
-		} else if p.Exited() {
-			return giveUp{errors.New("exited during startup")}
-		}
-		r, err := hc.Get(p.URL + "/-/ready")
+	proc, err := startReady(context.Background(), "prometheus on "+addr, nil, 2*time.Minute, func() error {
+		r, err := hc.Get(url + "/-/ready")
 		if err != nil {
 			return err
 		}
@@ -119,16 +106,15 @@ func startPrometheus(bin, dir, addr string, config func(string) ([]byte, error))
 			return errors.New(r.Status)
 		}
 		// The answer may come from another server that held the address all along.
-		if configFile(hc, p.URL) != cfgPath {
-			return giveUp{fmt.Errorf("prometheus on %s: another server answers there: %w", addr, errAddrInUse)}
+		if configFile(hc, url) != cfgPath {
+			return giveUp{errors.New("another server answers there: " + addrInUse)}
 		}
 		return nil
-	})
+	}, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
 	if err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("prometheus on %s not ready: %w\n%s", addr, err, p.Output())
+		return nil, err
 	}
-	return p, nil
+	return &Prometheus{Process: proc, Addr: addr, URL: url, Dir: dir}, nil
 }
 
 // configFile is the --config.file of the prometheus server at base, "" when it does not say.

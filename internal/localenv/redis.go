@@ -107,24 +107,12 @@ func startRedis(dir string, port int, o RedisOptions, extra ...string) (*Process
 	if err := stopStale(pidFile, "redis-server", syscall.SIGTERM, 10*time.Second); err != nil {
 		return nil, err
 	}
-	p, err := start("redis", nil, bin, append(args, extra...)...)
-	if err != nil {
-		return nil, err
-	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	// While it replays its append-only file, Redis answers LOADING.
-	err = Poll(context.Background(), 5*time.Minute, 50*time.Millisecond, func() error {
-		if p.Exited() {
-			return giveUp{fmt.Errorf("exited: %s", p.Output())}
-		}
+	return startReady(context.Background(), "redis at "+addr, nil, 5*time.Minute, func() error {
 		_, err := command(addr, o.Password, "PING")
 		return err
-	})
-	if err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("redis at %s not ready: %w", addr, err)
-	}
-	return p, nil
+	}, bin, append(args, extra...)...)
 }
 
 // writeRedisAuth writes the configuration file that sets the server's password, readable by its
