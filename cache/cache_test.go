@@ -29,7 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...cache.Option) *fixture {
 	t.Helper()
-	return newFixtureOn(t, testkit.RedisClient(t), opts...)
+	return newFixtureOn(t, RedisClient(t), opts...)
 }
 
 // newFixtureOn is newFixture on a Redis of the test's choosing.

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/settings"
 )
@@ -101,7 +99,7 @@ func stopRedisClusters() {
 }
 
 // UseRedisCluster makes the test and its subtests run on a Redis Cluster wherever they ask
-// testkit for Redis (NewStack, RedisClient), unchanged; ACV_TEST_REDIS=cluster does it for
+// for Redis (NewStack, cache's RedisClient), unchanged; ACV_TEST_REDIS=cluster does it for
 // every test:
 //
 //	func TestContractOnRedisCluster(t *testing.T) { testkit.UseRedisCluster(t); TestContract(t) }
@@ -135,22 +133,6 @@ func OnRedisCluster(tb testing.TB) bool {
 		return !found
 	})
 	return found
-}
-
-// RedisClient is a client of an empty Redis for one test (a fresh redis-server, or the shared
-// cluster when OnRedisCluster), closed when the test ends.
-func RedisClient(tb testing.TB) redis.UniversalClient {
-	tb.Helper()
-	var rdb redis.UniversalClient
-	if OnRedisCluster(tb) {
-		c := RedisCluster(tb, localenv.ClusterOptions{})
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 64})
-	} else {
-		r := RedisServer(tb, localenv.RedisOptions{})
-		rdb = redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 64})
-	}
-	tb.Cleanup(func() { rdb.Close() })
-	return rdb
 }
 
 // stackRedis is a Stack's Redis and its URL: the caller's own cluster, the shared cluster, or
