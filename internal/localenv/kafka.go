@@ -200,15 +200,7 @@ func (k *Kafka) Close() {
 		return
 	}
 	k.closeOnce.Do(func() {
-		_ = k.each(func(n *KafkaNode) error {
-			n.Kill()
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			if n.log != nil {
-				n.log.Close()
-			}
-			return nil
-		})
+		_ = k.each(func(n *KafkaNode) error { n.Kill(); return nil })
 		os.RemoveAll(k.Dir)
 	})
 }
@@ -231,7 +223,7 @@ func (k *Kafka) LogLines(substr string) []string {
 func (k *Kafka) logTails() string {
 	var b strings.Builder
 	for _, n := range k.Nodes {
-		fmt.Fprintf(&b, "\n--- node %d (%s), last lines of %s:\n%s", n.ID, n.Addr, n.LogFile, n.LogTail(30))
+		fmt.Fprintf(&b, "\n--- node %d (%s), last lines of %s:\n%s", n.ID, n.Addr, n.LogFile, TailFile(n.LogFile, 30))
 	}
 	return b.String()
 }

@@ -126,13 +126,9 @@ func major(version string) string {
 // bindings.
 func kafkaPom(version string, bindings []string) string {
 	var deps strings.Builder
-	dep := func(g, a, v string) {
-		fmt.Fprintf(&deps, "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n", g, a, v)
-	}
-	dep("org.apache.kafka", "kafka_2.13", version)
-	for _, b := range bindings {
-		p := strings.Split(b, ":")
-		dep(p[0], p[1], p[2])
+	for _, d := range append([]string{"org.apache.kafka:kafka_2.13:" + version}, bindings...) {
+		p := strings.Split(d, ":")
+		fmt.Fprintf(&deps, "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n", p[0], p[1], p[2])
 	}
 	return `<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">

@@ -28,7 +28,6 @@ type KafkaNode struct {
 	k    *Kafka
 	mu   sync.Mutex
 	proc *Process
-	log  *os.File
 	// stopped says the current process was killed or stopped on purpose: its exit is no
 	// failure to start.
 	stopped bool
@@ -182,17 +181,9 @@ func (n *KafkaNode) launch() error {
 	if n.proc != nil && !n.proc.Exited() {
 		return nil
 	}
-	if n.log != nil {
-		n.log.Close()
-	}
-	var err error
-	if n.log, err = os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-		return fmt.Errorf("kafka node %d log: %w", n.ID, err)
-	}
-	fmt.Fprintf(n.log, "=== acv localenv: starting kafka %s node %d at %s\n", n.k.Version, n.ID, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(n.k.java, append(n.jvmArgs(n.k.opts.HeapMB), "kafka.Kafka", filepath.Join(n.Dir, "server.properties"))...)
 	cmd.Dir = n.Dir
-	p, err := Launch(fmt.Sprintf("kafka-%d", n.ID), cmd, n.log)
+	p, err := Launch(fmt.Sprintf("kafka %s node %d", n.k.Version, n.ID), cmd, n.LogFile)
 	if err != nil {
 		return err
 	}
@@ -244,6 +235,3 @@ func (n *KafkaNode) Pid() int {
 	}
 	return n.proc.Pid()
 }
-
-// LogTail is the last lines of the node's log file.
-func (n *KafkaNode) LogTail(lines int) string { return TailFile(n.LogFile, lines) }

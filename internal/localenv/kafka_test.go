@@ -213,7 +213,7 @@ func testRejectedVersionLogged(t *testing.T, k *localenv.Kafka) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no log line %q; log tail:\n%s", want, k.Nodes[0].LogTail(20))
+			t.Fatalf("no log line %q; log tail:\n%s", want, localenv.TailFile(k.Nodes[0].LogFile, 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -44,12 +44,19 @@ func (l *lockedBuffer) String() string {
 }
 
 // Launch starts cmd as a Process in a process group of its own that is killed with its parent.
-// Its output goes to Output and, when log is set, to log.
-func Launch(name string, cmd *exec.Cmd, log io.Writer) (*Process, error) {
+// Its output goes to Output and, when logFile is set, is appended to that file after a line
+// marking the start.
+func Launch(name string, cmd *exec.Cmd, logFile string) (*Process, error) {
 	out := &lockedBuffer{}
 	var w io.Writer = out
-	if log != nil {
-		w = io.MultiWriter(log, out)
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		defer f.Close() // the child has its own descriptor
+		fmt.Fprintf(f, "=== acv: start of %s at %s\n", name, time.Now().Format(time.RFC3339Nano))
+		w = f
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if cmd.SysProcAttr == nil {
@@ -73,7 +80,7 @@ func Launch(name string, cmd *exec.Cmd, log io.Writer) (*Process, error) {
 func startReady(ctx context.Context, name string, cred *syscall.Credential, within time.Duration, ready func() error, bin string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	p, err := Launch(name, cmd, nil)
+	p, err := Launch(name, cmd, "")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +97,8 @@ func startReady(ctx context.Context, name string, cred *syscall.Credential, with
 	return p, nil
 }
 
-// Output is what the process printed so far (the last MiB), for error messages.
+// Output is what the process printed so far (the last MiB), unless it logs to a file, for error
+// messages.
 func (p *Process) Output() string { return p.out.String() }
 
 // TailFile is the last n lines of the file at path (a server's log), for error messages.

@@ -41,10 +41,8 @@ type ClusterNode struct {
 	Addr string
 	Dir  string
 	// ID is the node's cluster id (40 hex characters), as CLUSTER NODES names it.
-	ID string
-	// BusPort is the port of the cluster bus (cluster-port), chosen free like Addr's port.
-	BusPort int
-	start   func() (*Process, error)
+	ID    string
+	start func() (*Process, error)
 }
 
 // StartRedisCluster starts Masters×(1+Replicas) cluster-enabled redis-servers under dir, joins
@@ -98,7 +96,7 @@ func startNode(dir string, o ClusterOptions, used map[int]bool) (*ClusterNode, e
 		}
 		used[ports[i]] = true
 	}
-	n := &ClusterNode{Addr: "127.0.0.1:" + strconv.Itoa(ports[0]), Dir: dir, BusPort: ports[1]}
+	n := &ClusterNode{Addr: "127.0.0.1:" + strconv.Itoa(ports[0]), Dir: dir}
 	n.start = func() (*Process, error) {
 		return startRedis(dir, ports[0], RedisOptions{AOF: o.AOF, FsyncAlways: o.FsyncAlways, Debug: o.Debug},
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",

@@ -35,17 +35,10 @@ func KafkaOptions(version string, nodes int) localenv.KafkaOptions {
 
 // KafkaVersions are the Kafka releases the suites run against.
 func KafkaVersions() []string {
-	v := settings.Get(KafkaVersionsEnv)
-	if v == "" {
-		return localenv.KafkaVersions
+	if v := settings.Get(KafkaVersionsEnv); v != "" {
+		return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 	}
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return localenv.KafkaVersions
 }
 
 // realKafka is one release's broker, shared by every test of the binary.
@@ -184,7 +177,7 @@ func EachKafka(t *testing.T, fn func(t *testing.T, k *localenv.Kafka)) {
 // test ends.
 func KafkaBroker(tb testing.TB, topic string, partitions int) *localkafka.Broker {
 	tb.Helper()
-	k, err := localkafka.Start(topic, partitions, 0)
+	k, err := localkafka.Start(topic, partitions)
 	if err != nil {
 		tb.Fatalf("start kafka: %v", err)
 	}

@@ -126,20 +126,13 @@ func (s *Service) Start() {
 	if p := s.running(); p != nil && !p.Exited() {
 		s.t.Fatalf("%s: started while running", s.Name)
 	}
-	f, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	s.Starts++
-	fmt.Fprintf(f, "=== testkit: start %d of %s at %s\n", s.Starts, s.Name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, "serve")
 	cmd.Env = s.env
-	p, err := localenv.Launch(s.Name, cmd, f)
+	p, err := localenv.Launch(s.Name, cmd, s.LogFile)
 	if err != nil {
-		f.Close()
 		s.t.Fatal(err)
 	}
-	go func() { p.ExitCode(); f.Close() }()
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()

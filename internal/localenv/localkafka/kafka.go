@@ -15,14 +15,9 @@ type Broker struct {
 	Brokers []string
 }
 
-// Start starts a one-broker cluster with topic created with the given partitions, listening on
-// port (0 picks a free one).
-func Start(topic string, partitions int, port int) (*Broker, error) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topic)}
-	if port != 0 {
-		opts = append(opts, kfake.Ports(port))
-	}
-	c, err := kfake.NewCluster(opts...)
+// Start starts a one-broker cluster on a free port with topic created with the given partitions.
+func Start(topic string, partitions int) (*Broker, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topic))
 	if err != nil {
 		return nil, fmt.Errorf("start kfake broker: %w", err)
 	}
