@@ -100,12 +100,9 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	defer release()
-	// appendfsync always: with everysec, a Redis whose last fsync is still running (a busy disk)
-	// holds back the AOF writes for up to 2 s while it answers, so even a killed Redis process
-	// loses verifies it acknowledged.
-	//
-	// Each server asks for a password of the data directory's own (redis.password, pg.password,
-	// 0600): on loopback, any user of the machine could otherwise read and change both.
+	// appendfsync always: with everysec, a Redis on a busy disk answers writes it has not yet
+	// written, so even a killed Redis process loses verifies it acknowledged. Each server asks
+	// for a password of the data directory's own (0600): any user of the machine reaches loopback.
 	redisPassword, err := localenv.PasswordFile(filepath.Join(dir, "redis.password"))
 	if err != nil {
 		return err
@@ -247,10 +244,8 @@ func runDev(ctx context.Context, o devOptions) error {
 	return runTraced(ctx, cfg, ln)
 }
 
-// startDevKafka starts a one-node Apache Kafka with its storage in dir, formatted afresh: a new
-// cluster on every start, so events published but not yet written when acv dev died are not
-// carried over (the outbox keeps only what Kafka had not acknowledged). Its JVM dies with acv
-// dev; one that a killed acv dev left running is killed first.
+// startDevKafka starts a one-node Apache Kafka in dir, a new cluster on every start: the outbox
+// keeps only what Kafka had not acknowledged, so nothing of a previous run is carried over.
 func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
 	slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4, "dir", dir)
 	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4})
@@ -269,9 +264,8 @@ func consoleURL(ln net.Listener) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
-// writeDevEnv writes the shell file that points the acv command at this dev stack
-// (`source .acv/env`), rewritten on every start as the ports may change: the variables, and
-// with an admin API token the acv command's login to the console's admin API.
+// writeDevEnv writes the shell file (`source .acv/env`) that points the acv command at this dev
+// stack, with its login to the console's admin API; rewritten on every start as ports may change.
 func writeDevEnv(path string, vars [][2]string, adminURL, adminToken string) error {
 	var b strings.Builder
 	b.WriteString("# acv dev: `source` this file to point the acv command at the running dev stack.\n")
@@ -310,10 +304,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// prepareConsole readies acv dev's operator console. On a stack without any console account it
-// creates an "admin" account, whose one-time password it returns for the banner. It returns the
-// acv command's token for the admin API: the one kept in tokenFile (0600) while the server
-// accepts it, else a new one of the "admin" account; "" when that account is gone or disabled.
+// prepareConsole creates an "admin" console account on a stack without any, returning its
+// one-time password for the banner, and the acv command's admin API token: the one in tokenFile
+// while the server accepts it, else a new one of "admin" ("" when that account is gone or disabled).
 func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (bootstrap, token string, err error) {
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -353,17 +346,15 @@ func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (
 	return bootstrap, t.Secret, nil
 }
 
-// demo is what `acv dev` seeds once and keeps in its data directory, so a restart serves the
-// same project and key.
+// demo is what `acv dev` seeds once and keeps, so a restart serves the same project and key.
 type demo struct {
 	ProjectID string `json:"project_id"`
 	KeyID     string `json:"key_id"`
 	Secret    string `json:"secret"`
 }
 
-// prepareDemo seeds the demo project (once: then read from path), seals API-key secrets the
-// data directory made before they were sealed (as `acv key rewrap` does), and picks an unused
-// demo code for the banner's request.
+// prepareDemo seeds the demo project (once: then read from path), seals unsealed API-key secrets
+// (as `acv key rewrap` does), and picks an unused demo code for the banner's request.
 func prepareDemo(ctx context.Context, cfg service.Config, path string) (d demo, code string, err error) {
 	deps, err := service.Open(ctx, cfg)
 	if err != nil {
@@ -423,8 +414,7 @@ func seedDemo(ctx context.Context, a *admin.Admin, path string) (demo, error) {
 	return d, os.WriteFile(path, b, 0o600)
 }
 
-// devMasterKeys reads the data directory's master key file, creating it (mode 0600, one random
-// key) on first use.
+// devMasterKeys reads the master key file, creating it (0600, one random key) on first use.
 func devMasterKeys(path string) (*secrets.Keyring, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	switch {
