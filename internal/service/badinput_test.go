@@ -22,7 +22,7 @@ func TestBadInput(t *testing.T) {
 	s.StartPipeline("relay")
 	tn := s.NewTenant(nil)
 	sg := s.Signer(t, base, tn.Key)
-	vpath, rpath := testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)
+	vpath, rpath := testkit.VerifyPath(tn.ProjectID), ReactivatePath(tn.ProjectID)
 	long := func(n int) string { return strings.Repeat("x", n) }
 
 	cases := testkit.BadBodies(vpath, rpath)
@@ -45,7 +45,7 @@ func TestBadInput(t *testing.T) {
 				}
 				nonces[i] = testkit.Nonce()
 				r := sg.With(t).Send(testkit.Request{Method: http.MethodPost, Path: c.Path, Body: body, Nonce: nonces[i], Chunked: c.Chunked})
-				testkit.WantDetail(t, r, c.Status, c.Mention)
+				WantDetail(t, r, c.Status, c.Mention)
 				if code := sg.With(t).Code(tn.ProjectID, values[i]); code.Status || code.VerifiedAt != nil {
 					t.Fatalf("%s after a refused request: %+v", values[i], code)
 				}
@@ -59,7 +59,7 @@ func TestBadInput(t *testing.T) {
 			if nonces[i] == "" {
 				continue
 			}
-			var o testkit.Outcome
+			var o Outcome
 			sg.With(t).Send(testkit.Request{Method: http.MethodPost, Path: vpath, Body: []byte(`{"code":"` + v + `"}`), Nonce: nonces[i]}).
 				Decode(t, http.StatusOK, &o)
 			if !o.Success {
@@ -78,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		by := strings.Repeat("ü", contract.MaxByLen)
 		reason := strings.Repeat("ß", contract.MaxReasonLen)
 		s.ImportCodes(tn.ProjectID, nil, code, "BI-EXACT")
-		var o testkit.Outcome
+		var o Outcome
 		sg.With(t).Post(vpath, map[string]any{"code": code, "verified_by": by}, nil).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("verify of a 100-character code: %+v", o)
@@ -126,7 +126,7 @@ func TestBadInput(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				sg := sg.With(t)
 				nonce := testkit.Nonce()
-				testkit.WantDetail(t, sg.Send(testkit.Request{Method: http.MethodGet, Path: c.path, Query: c.query, Nonce: nonce}), http.StatusBadRequest, c.mention)
+				WantDetail(t, sg.Send(testkit.Request{Method: http.MethodGet, Path: c.path, Query: c.query, Nonce: nonce}), http.StatusBadRequest, c.mention)
 				// The refused read did not spend its nonce.
 				if r := sg.Send(testkit.Request{Method: http.MethodGet, Path: list, Query: "page=1", Nonce: nonce}); r.Status != http.StatusOK {
 					t.Fatalf("a correct read with the nonce of the refused one: %d %s", r.Status, r.Body)

@@ -40,9 +40,9 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 	past := start.Add(-time.Hour).Unix()
 	future := start.Add(time.Hour).Unix()
 
-	mustOK := func(sg *testkit.Signer, path string, body any) testkit.Outcome {
+	mustOK := func(sg *testkit.Signer, path string, body any) Outcome {
 		t.Helper()
-		var o testkit.Outcome
+		var o Outcome
 		sg.Post(path, body, nil).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("setup %s %v: %+v", path, body, o)
@@ -78,8 +78,8 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 	for _, v := range []string{"S-V1", "S-V2", "S-R1", "S-DV"} {
 		mustOK(ss, testkit.VerifyPath(st.ProjectID), map[string]any{"code": v})
 	}
-	mustOK(ss, testkit.ReactivatePath(st.ProjectID), map[string]any{"code": "S-R1"})
-	var o testkit.Outcome
+	mustOK(ss, ReactivatePath(st.ProjectID), map[string]any{"code": "S-R1"})
+	var o Outcome
 	ss.Post(testkit.VerifyPath(st.ProjectID), map[string]any{"code": "S-EF"}, nil).Decode(t, http.StatusOK, &o)
 	for _, d := range []struct{ p, v string }{{a.ProjectID, "DIS-1"}, {a.ProjectID, "DISUSED-1"}, {st.ProjectID, "S-D1"}, {st.ProjectID, "S-DV"}} {
 		if err := s.Admin.SetCodeDisabled(ctx, d.p, d.v, true); err != nil {
@@ -153,7 +153,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 			t.Run(r.name, func(t *testing.T) {
 				path := testkit.VerifyPath(r.proj)
 				if r.action == react {
-					path = testkit.ReactivatePath(r.proj)
+					path = ReactivatePath(r.proj)
 				}
 				before := time.Now()
 				resp := r.sg.With(t).Post(path, r.body, r.hdr)
@@ -277,7 +277,7 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 		before := time.Now()
 		resp := sa.With(t).Post(testkit.VerifyPath(a.ProjectID), map[string]any{"code": "SOON-1"}, nil)
 		checkOutcome(t, s, resp, a.ProjectID, contract.ActionVerify, "SOON-1", contract.CodeAlreadyUsed, before, time.Now())
-		resp = sa.With(t).Post(testkit.ReactivatePath(a.ProjectID), map[string]any{"code": "SOON-1"}, nil)
+		resp = sa.With(t).Post(ReactivatePath(a.ProjectID), map[string]any{"code": "SOON-1"}, nil)
 		checkOutcome(t, s, resp, a.ProjectID, contract.ActionReactivate, "SOON-1", contract.CodeExpired, before, time.Now())
 		resp = ss.With(t).Post(testkit.VerifyPath(st.ProjectID), map[string]any{"code": "S-SOONU"}, nil)
 		checkOutcome(t, s, resp, st.ProjectID, contract.ActionVerify, "S-SOONU", contract.CodeExpired, before, time.Now())
@@ -360,8 +360,8 @@ func testContract(t *testing.T, k *localenv.Kafka) {
 		}
 
 		// The same authentication as the other endpoints.
-		testkit.WantDetail(t, ss.With(t).Get(testkit.ProjectPath(a.ProjectID)+"/statistics", ""), http.StatusForbidden, "project")
-		testkit.WantDetail(t, spd.With(t).Get(testkit.ProjectPath(pd.ProjectID)+"/statistics", ""), http.StatusUnauthorized, "disabled")
+		WantDetail(t, ss.With(t).Get(testkit.ProjectPath(a.ProjectID)+"/statistics", ""), http.StatusForbidden, "project")
+		WantDetail(t, spd.With(t).Get(testkit.ProjectPath(pd.ProjectID)+"/statistics", ""), http.StatusUnauthorized, "disabled")
 		// An expired project stays readable.
 		var pe2 contract.ProjectStatistics
 		spe.With(t).Get(testkit.ProjectPath(pe.ProjectID)+"/statistics", "").Decode(t, http.StatusOK, &pe2)
@@ -449,7 +449,7 @@ func recentValues(st contract.ProjectStatistics) []string {
 // member present, code_id null exactly when the code was not found, Unix-seconds times.
 func checkOutcome(t *testing.T, s *testkit.Stack, resp testkit.Response, projectID string, action contract.Action, value string, want contract.ErrorCode, before, after time.Time) {
 	t.Helper()
-	var o testkit.Outcome
+	var o Outcome
 	resp.Decode(t, http.StatusOK, &o)
 	m := resp.Fields(t)
 	timeField := "verified_at"
@@ -497,7 +497,7 @@ func checkOutcome(t *testing.T, s *testkit.Stack, resp testkit.Response, project
 	if wantMsg != "" && o.Message != wantMsg {
 		t.Errorf("message %q, want %q", o.Message, wantMsg)
 	}
-	testkit.WantSentence(t, o.Message)
+	WantSentence(t, o.Message)
 }
 
 // inWindow checks that a Unix-seconds timestamp lies within [from, to].
@@ -662,7 +662,7 @@ func testSingleReads(t *testing.T, s *testkit.Stack, base string) {
 			{"unknown value", testkit.ByCodePath(tn.ProjectID, "NO-SUCH")},
 			{"value only another project holds", testkit.ByCodePath(tn.ProjectID, "ONLY-OTHER")},
 		} {
-			t.Run(c.name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Get(c.path, ""), http.StatusNotFound, "") })
+			t.Run(c.name, func(t *testing.T) { WantDetail(t, sg.With(t).Get(c.path, ""), http.StatusNotFound, "") })
 		}
 		if got := sg.With(t).Code(tn.ProjectID, "SHARED"); got.ID == otherID {
 			t.Fatalf("by-code SHARED answered the other project's code")
@@ -670,7 +670,7 @@ func testSingleReads(t *testing.T, s *testkit.Stack, base string) {
 	})
 	t.Run("unknown route", func(t *testing.T) {
 		for _, p := range []string{"/api/v1/nothing", "/nothing", "/api/v2/projects/" + tn.ProjectID, testkit.ProjectPath(tn.ProjectID) + "/codes/by-code/x/y"} {
-			testkit.WantDetail(t, sg.With(t).Get(p, ""), http.StatusNotFound, "")
+			WantDetail(t, sg.With(t).Get(p, ""), http.StatusNotFound, "")
 		}
 	})
 }
@@ -690,7 +690,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 				{Method: http.MethodGet, Path: proj, Nonce: testkit.Nonce(), Omit: h},
 				{Method: http.MethodPost, Path: testkit.VerifyPath(tn.ProjectID), Body: verifyBody, Nonce: testkit.Nonce(), Omit: h},
 			} {
-				testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, h)
+				WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, h)
 			}
 		}
 		for name, r := range map[string]testkit.Request{
@@ -699,7 +699,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			"nonce of 65 characters": {Method: http.MethodGet, Path: proj, Nonce: strings.Repeat("n", 65)},
 			"nonce with a dot":       {Method: http.MethodGet, Path: proj, Nonce: "abcdefghijklmnop.q"},
 		} {
-			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "") })
+			t.Run(name, func(t *testing.T) { WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "") })
 		}
 	})
 	// An unknown key id, a malformed one and a bad signature of a key that exists get the same
@@ -719,7 +719,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			{Method: http.MethodGet, Path: proj, TS: ts, Sig: string(sig)},
 		} {
 			resp := sg.With(t).Send(r)
-			d := testkit.WantDetail(t, resp, http.StatusUnauthorized, "")
+			d := WantDetail(t, resp, http.StatusUnauthorized, "")
 			if want := badCredentials + ": X-Signature must be the lowercase hex HMAC-SHA256, keyed with the API secret, of \"GET\\n" + proj + "\\n"; !strings.HasPrefix(d, want) {
 				t.Errorf("request %d: detail %q, want it to start %q", i, d, want)
 			}
@@ -752,7 +752,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			"query not signed":         {Method: http.MethodGet, Path: proj + "/codes", Query: "page=2", SignQuery: Ptr("")},
 			"body of another code":     {Method: http.MethodPost, Path: testkit.VerifyPath(tn.ProjectID), Body: verifyBody, Sig: testkit.Sign(sg.Secret, testkit.StringToSign("POST", testkit.VerifyPath(tn.ProjectID), "", []byte(`{"code":"AU-2"}`), strconv.FormatInt(time.Now().Unix(), 10), ""))},
 		} {
-			t.Run(name, func(t *testing.T) { testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, badCredentials) })
+			t.Run(name, func(t *testing.T) { WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, badCredentials) })
 		}
 		if c := sg.With(t).Code(tn.ProjectID, "AU-1"); c.Status {
 			t.Fatalf("a verify refused for its signature redeemed the code")
@@ -764,7 +764,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		// not depend on how long the request was in flight.
 		for _, skew := range []int64{-330, 330, -3600} {
 			r := sg.With(t).Send(testkit.Request{Method: http.MethodGet, Path: proj, Nonce: testkit.Nonce(), TS: now + skew})
-			d := testkit.WantDetail(t, r, http.StatusUnauthorized, "server time")
+			d := WantDetail(t, r, http.StatusUnauthorized, "server time")
 			ok := false
 			for _, f := range strings.FieldsFunc(d, func(r rune) bool { return r < '0' || r > '9' }) {
 				if v, err := strconv.ParseInt(f, 10, 64); err == nil && v >= now-5 && v <= time.Now().Unix()+5 {
@@ -789,11 +789,11 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 				if nonce == "" {
 					value = "AU-4"
 				}
-				r := testkit.Request{Method: http.MethodPost, Path: testkit.ReactivatePath(tn.ProjectID), Body: []byte(`{"code":"` + value + `"}`),
+				r := testkit.Request{Method: http.MethodPost, Path: ReactivatePath(tn.ProjectID), Body: []byte(`{"code":"` + value + `"}`),
 					Nonce: nonce, TS: time.Now().Unix()}
-				var o testkit.Outcome
+				var o Outcome
 				sg.With(t).Send(r).Decode(t, http.StatusOK, &o) // CODE_ALREADY_UNUSED, logged
-				d := testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "")
+				d := WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "")
 				want := "Request replayed"
 				if nonce == "" {
 					// The signature is the replay identity: the detail says how to repeat a request.
@@ -816,12 +816,12 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		if got := sg.With(t).Send(r); got.Status != http.StatusOK {
 			t.Fatalf("first GET: %d %s", got.Status, got.Body)
 		}
-		if d := testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, ""); d != "Request replayed" {
+		if d := WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, ""); d != "Request replayed" {
 			t.Errorf("detail %q, want \"Request replayed\"", d)
 		}
 		// The replay key is the nonce: the same nonce on another path is a replay too.
 		r.Path = proj + "/codes"
-		testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "replayed")
+		WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "replayed")
 		// Without a nonce, old SDKs may send the same GET twice within a second.
 		r = testkit.Request{Method: http.MethodGet, Path: proj, TS: time.Now().Unix()}
 		for i := 0; i < 2; i++ {
@@ -836,9 +836,9 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			{Method: http.MethodGet, Path: testkit.ByCodePath(b.ProjectID, "B-1"), Nonce: testkit.Nonce()},
 			{Method: http.MethodPost, Path: testkit.VerifyPath(b.ProjectID), Body: []byte(`{"code":"B-1"}`), Nonce: testkit.Nonce()},
 		} {
-			testkit.WantDetail(t, sg.With(t).Send(r), http.StatusForbidden, "")
+			WantDetail(t, sg.With(t).Send(r), http.StatusForbidden, "")
 			r.Nonce, r.Sig = testkit.Nonce(), strings.Repeat("0", 64)
-			testkit.WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "")
+			WantDetail(t, sg.With(t).Send(r), http.StatusUnauthorized, "")
 		}
 		if c := s.Signer(t, base, b.Key).Code(b.ProjectID, "B-1"); c.Status {
 			t.Fatalf("a verify on another project's path redeemed its code")
@@ -860,8 +860,8 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 			r := sk.Get(proj, "")
 			return r.Status == http.StatusUnauthorized, fmt.Sprintf("%d %s", r.Status, r.Body)
 		})
-		testkit.WantDetail(t, sk.Get(proj, ""), http.StatusUnauthorized, "revoked")
-		testkit.WantDetail(t, sk.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "AU-R"}, nil), http.StatusUnauthorized, "")
+		WantDetail(t, sk.Get(proj, ""), http.StatusUnauthorized, "revoked")
+		WantDetail(t, sk.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "AU-R"}, nil), http.StatusUnauthorized, "")
 		if c := sg.With(t).Code(tn.ProjectID, "AU-R"); c.Status {
 			t.Fatalf("a revoked key redeemed a code")
 		}
@@ -870,7 +870,7 @@ func testAuth(t *testing.T, s *testkit.Stack, base string, spd *testkit.Signer, 
 		spd := spd.With(t)
 		id := s.CodeID(t, pd.ProjectID, "PD-1")
 		for _, p := range []string{testkit.ProjectPath(pd.ProjectID), testkit.ProjectPath(pd.ProjectID) + "/codes", testkit.ByCodePath(pd.ProjectID, "PD-1"), testkit.ProjectPath(pd.ProjectID) + "/codes/" + id} {
-			testkit.WantDetail(t, spd.Get(p, ""), http.StatusUnauthorized, "disabled")
+			WantDetail(t, spd.Get(p, ""), http.StatusUnauthorized, "disabled")
 		}
 	})
 }
@@ -909,7 +909,7 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 		// Another spelling of the path is neither the path as sent nor the decoded one.
 		sts = "GET\n" + proj + "/codes/by-code/A%2fB%20C\n\n" + contract.EmptyBodySHA256 + "\n" + ts
 		req = sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
-		testkit.WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "")
+		WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "")
 	})
 	t.Run("each SDK's query encoding", func(t *testing.T) {
 		// Searches holding what the encodings treat differently, signed as each SDK signs and
@@ -958,7 +958,7 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 					// The same signed request in another encoding is the same request: a replay.
 					req = sg.Build(testkit.Request{Method: http.MethodGet, Path: path, Query: "page=1&search=" + py(search), Nonce: nonce,
 						Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
-					testkit.WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "replayed")
+					WantDetail(t, testkit.Do(t, sg.HTTP, req), http.StatusUnauthorized, "replayed")
 				}
 			}
 		}
@@ -1003,7 +1003,7 @@ func testSignatureFormats(t *testing.T, s *testkit.Stack, base string) {
 		vpath := testkit.VerifyPath(tn.ProjectID)
 		sts = "POST\n" + vpath + "\n\n" + hex.EncodeToString(sum[:]) + "\n" + ts
 		req = sg.Build(testkit.Request{Method: http.MethodPost, Path: vpath, Body: body, Sig: testkit.Sign(sg.Secret, sts), Header: http.Header{"X-Timestamp": {ts}}})
-		var o testkit.Outcome
+		var o Outcome
 		testkit.Do(t, sg.HTTP, req).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("python-style verify: %+v", o)
@@ -1049,7 +1049,7 @@ func testRateLimit(t *testing.T, s *testkit.Stack, base string) {
 		wantHeaders(t, r, "2", "0")
 		third := testkit.Request{Method: http.MethodGet, Path: proj, Nonce: testkit.Nonce(), TS: time.Now().Unix()}
 		r = sg.Send(third)
-		testkit.WantDetail(t, r, http.StatusTooManyRequests, "")
+		WantDetail(t, r, http.StatusTooManyRequests, "")
 		wantHeaders(t, r, "2", "0")
 		after, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		if err != nil || after < 1 || after > 2 {
@@ -1068,12 +1068,12 @@ func testRateLimit(t *testing.T, s *testkit.Stack, base string) {
 			t.Fatal(err)
 		}
 		sg := s.Signer(t, base, k)
-		var o testkit.Outcome
+		var o Outcome
 		r := sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "RL-1"}, nil)
 		r.Decode(t, http.StatusOK, &o)
 		wantHeaders(t, r, "1", "0")
 		r = sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "RL-2"}, nil)
-		testkit.WantDetail(t, r, http.StatusTooManyRequests, "")
+		WantDetail(t, r, http.StatusTooManyRequests, "")
 		if after, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || after < 1 || after > 2 {
 			t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
 		}
@@ -1088,14 +1088,14 @@ func testIdempotency(t *testing.T, s *testkit.Stack, base string) {
 	tn := s.NewTenant(nil)
 	sg := s.Signer(t, base, tn.Key)
 	s.ImportCodes(tn.ProjectID, nil, "IDEM-1", "IDEM-2", "IDEM-3")
-	vpath, rpath := testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)
+	vpath, rpath := testkit.VerifyPath(tn.ProjectID), ReactivatePath(tn.ProjectID)
 	idem := func(k string) http.Header { return http.Header{"Idempotency-Key": {k}} }
 
 	t.Run("retry replays the first answer", func(t *testing.T) {
 		sg := sg.With(t)
 		body := map[string]any{"code": "IDEM-1", "verified_by": "checkout"}
 		first := sg.Post(vpath, body, idem("order-1"))
-		var o testkit.Outcome
+		var o Outcome
 		first.Decode(t, http.StatusOK, &o)
 		if !o.Success || first.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("first: %s (Idempotent-Replayed %q)", first.Body, first.Header.Get("Idempotent-Replayed"))
@@ -1106,8 +1106,8 @@ func testIdempotency(t *testing.T, s *testkit.Stack, base string) {
 			t.Fatalf("retry: %d %s (Idempotent-Replayed %q); want 200 %s with Idempotent-Replayed: true",
 				again.Status, again.Body, again.Header.Get("Idempotent-Replayed"), first.Body)
 		}
-		testkit.WantDetail(t, sg.Post(vpath, map[string]any{"code": "IDEM-1", "verified_by": "someone else"}, idem("order-1")), http.StatusConflict, "")
-		testkit.WantDetail(t, sg.Post(rpath, body, idem("order-1")), http.StatusConflict, "")
+		WantDetail(t, sg.Post(vpath, map[string]any{"code": "IDEM-1", "verified_by": "someone else"}, idem("order-1")), http.StatusConflict, "")
+		WantDetail(t, sg.Post(rpath, body, idem("order-1")), http.StatusConflict, "")
 		// One log for the first verify; none for the replay or the conflicts. A plain attempt
 		// afterwards is the second.
 		sg.Post(vpath, map[string]any{"code": "IDEM-1"}, nil).Decode(t, http.StatusOK, &o)
@@ -1128,7 +1128,7 @@ func testIdempotency(t *testing.T, s *testkit.Stack, base string) {
 	t.Run("retry changes nothing", func(t *testing.T) {
 		sg := sg.With(t)
 		body := map[string]any{"code": "IDEM-2"}
-		var o testkit.Outcome
+		var o Outcome
 		first := sg.Post(vpath, body, idem("order-2"))
 		first.Decode(t, http.StatusOK, &o)
 		sg.Post(rpath, body, nil).Decode(t, http.StatusOK, &o)
@@ -1152,13 +1152,13 @@ func testIdempotency(t *testing.T, s *testkit.Stack, base string) {
 			"control":        "a\tb",
 		} {
 			t.Run(name, func(t *testing.T) {
-				testkit.WantDetail(t, sg.With(t).Post(vpath, map[string]any{"code": "IDEM-3"}, idem(k)), http.StatusBadRequest, "Idempotency-Key")
+				WantDetail(t, sg.With(t).Post(vpath, map[string]any{"code": "IDEM-3"}, idem(k)), http.StatusBadRequest, "Idempotency-Key")
 			})
 		}
 		if c := sg.With(t).Code(tn.ProjectID, "IDEM-3"); c.Status {
 			t.Fatalf("a refused verify redeemed the code")
 		}
-		var o testkit.Outcome
+		var o Outcome
 		sg.Post(vpath, map[string]any{"code": "IDEM-3"}, idem(strings.Repeat("k", 255))).Decode(t, http.StatusOK, &o)
 		if !o.Success {
 			t.Fatalf("a 255-character Idempotency-Key: %+v", o)

@@ -73,7 +73,7 @@ func TestMetricsAndProfilesOnlyOnDebugAddr(t *testing.T) {
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 	for _, p := range []string{"/metrics", "/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
-		testkit.WantDetail(t, get(base+p), http.StatusNotFound, "not found")
+		WantDetail(t, get(base+p), http.StatusNotFound, "not found")
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if r := get(base + p); r.Status != http.StatusOK {

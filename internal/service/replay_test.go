@@ -35,7 +35,7 @@ func testSDKShapedRequestReplayedWithoutIdempotencyKey(t *testing.T) {
 	tn := s.NewTenant(nil)
 	s.ImportCodes(tn.ProjectID, nil, "SDK-1", "SDK-2", "SDK-3")
 	first, second := s.Signer(t, bases[0], tn.Key), s.Signer(t, bases[1], tn.Key)
-	vpath, rpath := testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)
+	vpath, rpath := testkit.VerifyPath(tn.ProjectID), ReactivatePath(tn.ProjectID)
 	idem := func(k string) http.Header { return http.Header{"Idempotency-Key": {k}} }
 
 	t.Run("captured with the header, replayed without", func(t *testing.T) {
@@ -44,7 +44,7 @@ func testSDKShapedRequestReplayedWithoutIdempotencyKey(t *testing.T) {
 		wantOutcome(t, second.With(t).Post(rpath, map[string]any{"code": "SDK-1"}, nil), true)
 		replay := captured
 		replay.Header = nil
-		testkit.WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
+		WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
 		if c := first.With(t).Code(tn.ProjectID, "SDK-1"); c.Status {
 			t.Fatalf("the replayed verify redeemed SDK-1 again: %+v", c)
 		}
@@ -55,7 +55,7 @@ func testSDKShapedRequestReplayedWithoutIdempotencyKey(t *testing.T) {
 		wantOutcome(t, first.With(t).Post(rpath, map[string]any{"code": "SDK-2"}, nil), true)
 		replay := captured
 		replay.Header = idem("order-2")
-		testkit.WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
+		WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
 		if c := first.With(t).Code(tn.ProjectID, "SDK-2"); c.Status {
 			t.Fatalf("the replayed verify redeemed SDK-2 again: %+v", c)
 		}
@@ -68,7 +68,7 @@ func testSDKShapedRequestReplayedWithoutIdempotencyKey(t *testing.T) {
 		for _, h := range []http.Header{nil, idem("refund-3b")} {
 			replay := refund
 			replay.Header = h
-			testkit.WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
+			WantDetail(t, second.With(t).Send(replay), http.StatusUnauthorized, "Request replayed")
 		}
 		if c := first.With(t).Code(tn.ProjectID, "SDK-3"); !c.Status {
 			t.Fatalf("the replayed refund reopened SDK-3: %+v", c)
@@ -99,7 +99,7 @@ func testCapturedRequestsNeverReplay(t *testing.T) {
 		}
 		keys[name] = k
 	}
-	vpath, rpath := testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)
+	vpath, rpath := testkit.VerifyPath(tn.ProjectID), ReactivatePath(tn.ProjectID)
 
 	idemVariants := map[string]func(captured http.Header) http.Header{
 		"idempotency key absent": func(http.Header) http.Header { return http.Header{} },
@@ -231,7 +231,7 @@ func testCapturedRequestsNeverReplay(t *testing.T) {
 		for _, v := range values {
 			req := signedPost(vpath, `{"code":"`+v+`"}`, http.Header{"Idempotency-Key": {"n-" + v}})
 			req.Nonce = nonce
-			testkit.WantDetail(t, s.Signer(t, bases[1], tn.Key).Send(req), http.StatusUnauthorized, "Request replayed")
+			WantDetail(t, s.Signer(t, bases[1], tn.Key).Send(req), http.StatusUnauthorized, "Request replayed")
 			if c := sg.Code(tn.ProjectID, v); c.Status {
 				t.Fatalf("a reused nonce redeemed %s", v)
 			}

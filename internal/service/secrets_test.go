@@ -104,7 +104,7 @@ func TestSealedSecretsAuthenticate(t *testing.T) {
 	s.Config.MasterKeys = rotated
 	before := s.StartAPI()
 	allAuthenticate(before)
-	var o testkit.Outcome
+	var o Outcome
 	s.Signer(t, before, oldKey).Post(testkit.VerifyPath(p.ID), map[string]any{"code": "SEAL-1"}, nil).Decode(t, http.StatusOK, &o)
 	if !o.Success {
 		t.Fatalf("verify with the old-key secret: %+v", o)

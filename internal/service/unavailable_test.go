@@ -32,12 +32,12 @@ func TestRedisLoadingAnswers503(t *testing.T) {
 			return sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]string{"code": "LOAD-1"}, nil)
 		},
 		"reactivate": func() testkit.Response {
-			return sg.Post(testkit.ReactivatePath(tn.ProjectID), map[string]string{"code": "LOAD-1"}, nil)
+			return sg.Post(ReactivatePath(tn.ProjectID), map[string]string{"code": "LOAD-1"}, nil)
 		},
 		"code by value": func() testkit.Response { return sg.Get(testkit.ByCodePath(tn.ProjectID, "LOAD-1"), "") },
 	} {
 		r := send()
-		if d := testkit.WantDetail(t, r, http.StatusServiceUnavailable, ""); d != "Service temporarily unavailable" {
+		if d := WantDetail(t, r, http.StatusServiceUnavailable, ""); d != "Service temporarily unavailable" {
 			t.Errorf("%s while redis loads: detail %q", name, d)
 		}
 		if ra := r.Header.Get("Retry-After"); ra != "1" {
@@ -59,7 +59,7 @@ func TestRedisLoadingAnswers503(t *testing.T) {
 	if c := sg.Code(tn.ProjectID, "LOAD-1"); c.Status {
 		t.Fatal("a verify answered 503 redeemed the code")
 	}
-	var out testkit.Outcome
+	var out Outcome
 	sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]string{"code": "LOAD-1"}, nil).Decode(t, http.StatusOK, &out)
 	if !out.Success {
 		t.Fatalf("verify after the reload: %+v", out)

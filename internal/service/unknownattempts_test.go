@@ -22,8 +22,8 @@ func TestUnknownCodeAttemptsReachTheLog(t *testing.T) {
 	tn := s.NewTenant(nil)
 	sg := s.Signer(t, base, tn.Key)
 
-	for i, path := range []string{testkit.VerifyPath(tn.ProjectID), testkit.VerifyPath(tn.ProjectID), testkit.ReactivatePath(tn.ProjectID)} {
-		var o testkit.Outcome
+	for i, path := range []string{testkit.VerifyPath(tn.ProjectID), testkit.VerifyPath(tn.ProjectID), ReactivatePath(tn.ProjectID)} {
+		var o Outcome
 		sg.Post(path, map[string]any{"code": "NO-SUCH-CODE", "verified_by": "till-4", "reactivated_by": "till-4"}, nil).
 			Decode(t, http.StatusOK, &o)
 		if o.Success || o.ErrorCode == nil || *o.ErrorCode != string(contract.CodeNotFound) {
@@ -32,7 +32,7 @@ func TestUnknownCodeAttemptsReachTheLog(t *testing.T) {
 	}
 	idem := http.Header{"Idempotency-Key": {"unknown-retry-1"}}
 	for i := 0; i < 2; i++ {
-		sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "NO-SUCH-OTHER"}, idem).Decode(t, http.StatusOK, &testkit.Outcome{})
+		sg.Post(testkit.VerifyPath(tn.ProjectID), map[string]any{"code": "NO-SUCH-OTHER"}, idem).Decode(t, http.StatusOK, &Outcome{})
 	}
 
 	count := func(value string) (int, string) {
