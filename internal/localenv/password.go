@@ -39,7 +39,7 @@ func newPasswordFile(path string) (string, error) {
 		return "", fmt.Errorf("make password: %w", err)
 	}
 	pw := hex.EncodeToString(buf)
-	tmp, err := writeTemp(path, []byte(pw+"\n"), nil)
+	tmp, err := writeTemp(path, []byte(pw+"\n"), 0o600, nil)
 	if err == nil {
 		// A link, not a rename: a file someone else made meanwhile is kept.
 		err = os.Link(tmp, path)
@@ -73,7 +73,13 @@ func checkPassword(pw string) error {
 // writePrivateFile replaces the file at path with data, readable by its owner (cred's user when
 // set) only, renamed in so the server never reads half of it.
 func writePrivateFile(path string, data []byte, cred *syscall.Credential) error {
-	tmp, err := writeTemp(path, data, cred)
+	return writeFileAtomic(path, data, 0o600, cred)
+}
+
+// writeFileAtomic replaces the file at path with data (mode perm, owned by cred's user when set)
+// through a file beside it that is renamed in.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, cred *syscall.Credential) error {
+	tmp, err := writeTemp(path, data, perm, cred)
 	if err == nil {
 		if err = os.Rename(tmp, path); err != nil {
 			os.Remove(tmp)
@@ -85,13 +91,16 @@ func writePrivateFile(path string, data []byte, cred *syscall.Credential) error 
 	return nil
 }
 
-// writeTemp writes data to a new file of mode 0600 beside path, synced, and returns its name.
-func writeTemp(path string, data []byte, cred *syscall.Credential) (string, error) {
+// writeTemp writes data to a new file of mode perm beside path, synced, and returns its name.
+func writeTemp(path string, data []byte, perm os.FileMode, cred *syscall.Credential) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return "", err
 	}
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
 	if err == nil && cred != nil {
 		err = f.Chown(int(cred.Uid), int(cred.Gid))
 	}

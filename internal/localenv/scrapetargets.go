@@ -31,14 +31,8 @@ func RegisterScrapeTarget(dir, name, addr string, labels map[string]string) (rem
 	if err != nil {
 		return nil, fmt.Errorf("scrape target: %w", err)
 	}
-	// Written aside and renamed in: Prometheus never reads half a file, and the aside name does
-	// not match *.json.
-	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("scrape target: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	// Renamed in, so Prometheus never reads half a file; the aside name does not match *.json.
+	if err := writeFileAtomic(path, append(b, '\n'), 0o644, nil); err != nil {
 		return nil, fmt.Errorf("scrape target: %w", err)
 	}
 	return func() { os.Remove(path) }, nil
