@@ -55,9 +55,8 @@ func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 	return ln, p.remember(name, ln.Addr().String())
 }
 
-// pick is the first candidate address of the listener name that nothing listens on now, else a
-// free port (localenv.FreePort; port 0 asks for one). A server of another process (Prometheus)
-// binds it itself, and its caller remembers it once the server serves on it.
+// pick is the first candidate address of the listener name nothing listens on now, else a free
+// port (as port 0 asks); a caller whose server binds it (Prometheus) remembers it once served.
 func (p *devPorts) pick(name, asked, def string) (string, error) {
 	for _, addr := range p.candidates(name, asked, def) {
 		if host, port, err := net.SplitHostPort(addr); err == nil && port == "0" {

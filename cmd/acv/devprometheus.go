@@ -135,9 +135,8 @@ type devPrometheus struct {
 	setup      devPrometheusSetup
 }
 
-// startDevPrometheus starts the machine's Prometheus with its configuration and data in
-// dir/prometheus (see devPorts for its address), scraping the dev process's metrics on
-// metricsAddr and evaluating the rules of the deployment's configuration deployConfig.
+// startDevPrometheus starts the machine's Prometheus in dir/prometheus, scraping metricsAddr and
+// evaluating the rules of the deployment's configuration deployConfig.
 func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *devPorts) (*devPrometheus, error) {
 	setup, err := readDeployPrometheus(deployConfig)
 	if err != nil {

@@ -69,11 +69,10 @@ type Kafka struct {
 // kafkaStartWithin bounds how long the nodes may take to answer after their JVMs started.
 const kafkaStartWithin = 2 * time.Minute
 
-// StartKafka starts a Kafka cluster with its state in dir (removed by Close): it fetches the
-// jars when needed, kills the JVMs a dead run left on dir, formats each node's storage afresh,
-// starts the nodes and returns once every node answers listing every other and a consumer
-// group joins at once (WaitGroupCoordinator). On failure nothing is left running and the error
-// carries the nodes' log tails. Topics are never created implicitly: use CreateTopic.
+// StartKafka starts a Kafka cluster afresh in dir (a dead run's JVMs there killed, removed by
+// Close) and returns once every node lists every other and a consumer group joins at once. On
+// failure nothing is left running and the error carries the nodes' log tails. Topics are never
+// created implicitly: use CreateTopic.
 func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error) {
 	o.Version = cmp.Or(o.Version, Kafka4)
 	o.Nodes = cmp.Or(max(o.Nodes, 0), 1)

@@ -43,9 +43,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Launch starts cmd as a Process in a process group of its own that is killed with its parent.
-// Its output goes to Output and, when logFile is set, is appended to that file after a line
-// marking the start.
+// Launch starts cmd as a Process in a process group of its own that is killed with its parent;
+// its output goes to Output or, when logFile is set, is appended to that file.
 func Launch(name string, cmd *exec.Cmd, logFile string) (*Process, error) {
 	out := &lockedBuffer{}
 	var w io.Writer = out
@@ -74,9 +73,8 @@ func Launch(name string, cmd *exec.Cmd, logFile string) (*Process, error) {
 	return p, nil
 }
 
-// startReady starts bin as name (as cred's user when set) and polls ready until it holds, for
-// up to within. When the process exits first or ready gives up, it is killed and the error
-// carries its output.
+// startReady starts bin as name (as cred's user when set) and polls ready until it holds; on
+// failure, or an exit first, the process is killed and the error carries its output.
 func startReady(ctx context.Context, name string, cred *syscall.Credential, within time.Duration, ready func() error, bin string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}

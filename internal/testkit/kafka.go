@@ -123,9 +123,8 @@ func appendTimings(line string) {
 	}
 }
 
-// stopKafkas kills the binary's brokers and removes their state, first reporting any request a
-// broker rejected for its protocol version (removed by KIP-896 in Kafka 4), which fails the
-// run even when the client retried around it. It returns false when it found one.
+// stopKafkas kills the binary's brokers, first reporting any request one rejected for its
+// protocol version (KIP-896): false fails the run even when the client retried around it.
 func stopKafkas() bool {
 	kafkasMu.Lock()
 	defer kafkasMu.Unlock()

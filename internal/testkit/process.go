@@ -267,9 +267,8 @@ func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-// ProcessSettings are the settings of `acv serve` processes sharing the stack's servers, with a
-// master key of their own (ACV_MASTER_KEY) that the stack's operator seals API keys with from
-// now on: create the keys the processes must read after this call.
+// ProcessSettings are the settings of `acv serve` processes on the stack's servers, with a new
+// master key the operator seals API keys with from now on: create their keys after this call.
 func (s *Stack) ProcessSettings(tb testing.TB) map[string]string {
 	tb.Helper()
 	mk, err := secrets.GenerateKey("process")

@@ -32,9 +32,8 @@ var clusters struct {
 	onCluster sync.Map
 }
 
-// RedisCluster returns a running, emptied Redis Cluster for one test: the shared one of its
-// options when it has no replicas (held until the test ends), else one of its own. A subtest
-// of the holder, or the holder again, gets it as it is.
+// RedisCluster returns a running, emptied Redis Cluster for one test: without replicas the shared
+// one of its options, held until the test ends (its subtests get it as it is), else its own.
 func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisCluster {
 	tb.Helper()
 	if o.Replicas > 0 {
