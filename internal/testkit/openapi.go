@@ -22,37 +22,30 @@ import (
 // The document checked is the one the service embeds and serves (api.OpenAPI).
 
 // validators are the documents' validators by name, built once per test binary each.
-var validators sync.Map // name -> *docValidator
+var validators sync.Map // name -> func() (docValidator, error)
 
 type docValidator struct {
-	once  sync.Once
 	v     validator.Validator
 	model *v3.Document
-	err   error
 }
 
-func validatorOf(name string, doc func() []byte) (validator.Validator, *v3.Document, error) {
-	dv, _ := validators.LoadOrStore(name, &docValidator{})
-	d := dv.(*docValidator)
-	d.once.Do(func() {
+func validatorOf(name string, doc func() []byte) (docValidator, error) {
+	f, _ := validators.LoadOrStore(name, sync.OnceValues(func() (docValidator, error) {
 		parsed, err := libopenapi.NewDocument(doc())
 		if err != nil {
-			d.err = fmt.Errorf("parse %s: %w", name, err)
-			return
+			return docValidator{}, fmt.Errorf("parse %s: %w", name, err)
 		}
 		m, err := parsed.BuildV3Model()
 		if err != nil {
-			d.err = fmt.Errorf("build the model of %s: %w", name, err)
-			return
+			return docValidator{}, fmt.Errorf("build the model of %s: %w", name, err)
 		}
 		v, errs := validator.NewValidator(parsed)
 		if len(errs) > 0 {
-			d.err = fmt.Errorf("validator of %s: %v", name, errs)
-			return
+			return docValidator{}, fmt.Errorf("validator of %s: %v", name, errs)
 		}
-		d.v, d.model = v, &m.Model
-	})
-	return d.v, d.model, d.err
+		return docValidator{v, &m.Model}, nil
+	}))
+	return f.(func() (docValidator, error))()
 }
 
 // OpenAPICheck is an http.RoundTripper that validates the response to every request the
@@ -79,14 +72,14 @@ func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
 // how failures name it, doc returns it.
 func NewOpenAPICheckOf(tb testing.TB, name string, doc func() []byte, next http.RoundTripper) *OpenAPICheck {
 	tb.Helper()
-	v, model, err := validatorOf(name, doc)
+	d, err := validatorOf(name, doc)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c := &OpenAPICheck{next: next, v: v, model: model, opts: config.NewValidationOptions()}
+	c := &OpenAPICheck{next: next, v: d.v, model: d.model, opts: config.NewValidationOptions()}
 	tb.Cleanup(func() {
 		tb.Logf("%d responses checked against %s", c.Checked(), name)
 		for _, f := range c.Failures() {
