@@ -261,9 +261,7 @@ func startKafkaAsync(t *testing.T, version string) func() *localenv.Kafka {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		if k, err = localenv.StartKafka(ctx, dir, testkit.KafkaOptions(version, 1)); err == nil {
-			err = k.WaitGroupCoordinator(ctx, time.Minute)
-		}
+		k, err = localenv.StartKafka(ctx, dir, testkit.KafkaOptions(version, 1))
 	}()
 	t.Cleanup(func() {
 		<-done

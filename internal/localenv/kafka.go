@@ -133,7 +133,7 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	k.Formatted = time.Since(start)
 	start = time.Now()
 	if err = k.Start(ctx); err == nil {
-		err = k.WaitGroupCoordinator(ctx, time.Minute)
+		err = k.waitGroupCoordinator(ctx, time.Minute)
 	}
 	if err != nil {
 		k.Close()
@@ -433,10 +433,10 @@ func (k *Kafka) TopicLogBytes(topic string) (int64, error) {
 	return total, nil
 }
 
-// WaitGroupCoordinator has the cluster create its consumer offsets topic and waits until each
+// waitGroupCoordinator has the cluster create its consumer offsets topic and waits until each
 // of its partitions has a leader, so the first consumer group joins at once rather than after
 // COORDINATOR_NOT_AVAILABLE and kafka-go's JoinGroupBackoff.
-func (k *Kafka) WaitGroupCoordinator(ctx context.Context, within time.Duration) error {
+func (k *Kafka) waitGroupCoordinator(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	err := k.poll(ctx, "no group coordinator", within, 100*time.Millisecond, func() error {
 		running := k.Running()

@@ -60,7 +60,7 @@ func (b *bench) httpCeiling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := localenv.Launch("ceiling", exec.Command(self, "-ceiling-server", addr), os.Stderr)
+	p, err := localenv.Launch("ceiling", exec.Command(self, "-ceiling-server", addr), "")
 	if err != nil {
 		return err
 	}

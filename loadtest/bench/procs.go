@@ -185,7 +185,6 @@ func (b *bench) renicePipeline(nice int, procs ...*acvProc) error {
 type acvProc struct {
 	*localenv.Process
 	base, debug string
-	log         *os.File
 }
 
 // startACV starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
@@ -215,15 +214,11 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 		"KAFKA_BROKERS="+brokers, "ACV_ROLES="+roles,
 		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),
 		"ACV_INSTANCE=bench-"+name)
-	logf, err := os.Create(filepath.Join(b.dir, "acv-"+name+".log"))
+	lp, err := localenv.Launch("acv "+roles, cmd, filepath.Join(b.dir, "acv-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	lp, err := localenv.Launch("acv "+roles, cmd, logf)
-	if err != nil {
-		return nil, err
-	}
-	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport), log: logf}
+	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
 	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr
@@ -238,7 +233,6 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 
 func (p *acvProc) stop() {
 	p.Stop(20 * time.Second)
-	p.log.Close()
 }
 
 // cpu is the process's user+system CPU seconds so far.
