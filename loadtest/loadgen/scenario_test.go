@@ -28,7 +28,12 @@ func TestScenariosAgainstAStack(t *testing.T) {
 	s.StartPipeline("relay-1")
 	tn := s.NewTenant(nil)
 
-	settings, err := loadgen.SettingsFromEnv(func(string) string { return "" })
+	// Latency is the benchmarks' to measure: on a shared machine under -race a healthy stack can
+	// answer slowly, so the latency limits here are wide; the readmix run below shows a tight one
+	// is judged and fails.
+	settings, err := loadgen.SettingsFromEnv(func(name string) string {
+		return map[string]string{"P95_MS": "30000", "P99_MS": "60000"}[name]
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
