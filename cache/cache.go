@@ -392,7 +392,6 @@ func (w replicaWait) tail() redisscript.Tail {
 			if n < int64(w.replicas) {
 				return contract.Unavailable(fmt.Errorf("write acknowledged by %d of %d redis replicas in time", n, w.replicas))
 			}
-
 			return nil
 		}
 	}

@@ -108,34 +108,21 @@ func (c *Cache) LiveCode(ctx context.Context, projectID, value string) (r contra
 // SetDisabled sets or clears a code's disable flag as a new version, loading the code first
 // when Redis lacks it, and returns the resulting state for the caller to write to Postgres.
 func (c *Cache) SetDisabled(ctx context.Context, projectID, value string, disabled bool) (contract.CodeRecord, error) {
-	for attempt := 0; attempt < maxLoads; attempt++ {
-		v, err := disableScript.Run(ctx, c.rdb, []string{codeKey(projectID, value)}, flag(disabled))
-		if err != nil {
-			return contract.CodeRecord{}, fmt.Errorf("set code disabled: %w", err)
-		}
-		r, err := decodeDisable(v)
-		if err != nil {
-			return contract.CodeRecord{}, err
-		}
-		if r.status == statusOK {
-			return contract.CodeRecord{ProjectID: projectID, Code: value, VerifiedAtMs: r.verifiedAtMs,
-				VerifiedBy: r.verifiedBy, Disabled: disabled, Version: r.version}, nil
-		}
-		if r.status != statusCodeMiss {
-			return contract.CodeRecord{}, fmt.Errorf("disable script replied unknown status %d", r.status)
-		}
+	out, err := c.setDisabled(ctx, projectID, []contract.CodeRecord{{Code: value}}, disabled, func([]contract.CodeRecord) error {
 		if c.loader == nil {
-			return contract.CodeRecord{}, errors.New("code not in redis and no loader configured")
+			return errors.New("code not in redis and no loader configured")
 		}
 		rec, err := c.loader.CodeByValue(ctx, projectID, value)
 		if err != nil {
-			return contract.CodeRecord{}, fmt.Errorf("load code %q: %w", value, err)
+			return fmt.Errorf("load code %q: %w", value, err)
 		}
-		if _, err := c.PutCode(ctx, projectID, rec); err != nil {
-			return contract.CodeRecord{}, err
-		}
+		_, err = c.PutCode(ctx, projectID, rec)
+		return err
+	})
+	if err != nil {
+		return contract.CodeRecord{}, err
 	}
-	return contract.CodeRecord{}, errors.New("code state did not settle in redis after loading")
+	return out[0], nil
 }
 
 // SetDisabledMany is SetDisabled for many codes of one project (their Postgres records),
@@ -145,6 +132,15 @@ func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []c
 	if err := checkCodeIDs(codes...); err != nil {
 		return nil, err
 	}
+	return c.setDisabled(ctx, projectID, codes, disabled, func(miss []contract.CodeRecord) error {
+		return c.PutCodes(ctx, projectID, miss)
+	})
+}
+
+// setDisabled runs disable.lua on every code, pipelined, storing those Redis lacks with load
+// and running them again, up to maxLoads rounds.
+func (c *Cache) setDisabled(ctx context.Context, projectID string, codes []contract.CodeRecord, disabled bool,
+	load func(miss []contract.CodeRecord) error) ([]contract.CodeRecord, error) {
 	out := make([]contract.CodeRecord, len(codes))
 	pending := make([]int, len(codes)) // indexes into codes still to change
 	for i := range codes {
@@ -156,14 +152,13 @@ func (c *Cache) SetDisabledMany(ctx context.Context, projectID string, codes []c
 			for j, i := range pending {
 				miss[j] = codes[i]
 			}
-			if err := c.PutCodes(ctx, projectID, miss); err != nil {
+			if err := load(miss); err != nil {
 				return nil, err
 			}
 		}
 		calls := make([]*redisscript.Call, len(pending))
 		for j, i := range pending {
 			calls[j] = &redisscript.Call{Script: disableScript, Keys: []string{codeKey(projectID, codes[i].Code)}, Args: []interface{}{flag(disabled)}}
-
 		}
 		redisscript.Send(ctx, c.rdb, calls, nil)
 		var missed []int

@@ -487,7 +487,6 @@ func (c *Cache) takeToken(ctx context.Context, keyID string, l contract.RateLimi
 
 // returnToken gives back takeToken's token for a request refused or failed: to the lease, or
 // to the bucket on its own deadline (the caller's may be what ended the request).
-
 func (c *Cache) returnToken(ctx context.Context, keyID string, l contract.RateLimit) {
 	if l.Rate <= 0 {
 		return

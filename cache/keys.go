@@ -19,7 +19,6 @@ const unknownKeyTTL = 5 * time.Minute
 func (c *Cache) PutKey(ctx context.Context, k contract.APIKey) (bool, error) {
 	return c.runDone(ctx, "put api key", putKeyScript, []string{apiKeyKey(k.ID)}, k.ProjectID, k.Secret,
 		strconv.FormatFloat(k.RatePerSec, 'f', -1, 64), k.Burst, flag(k.Revoked), k.Version)
-
 }
 
 // RevokeKey marks a key revoked in the mirror, before Postgres hears of it, so a revocation

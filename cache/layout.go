@@ -340,7 +340,6 @@ func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script,
 
 // decodeDone reads a status-alone reply: true for S_OK, false for S_UNCHANGED (an entry was
 // there already, or newer).
-
 func decodeDone(s *redisscript.Script, v interface{}) (bool, error) {
 	st, _, err := s.Decode(v, 0)
 	if err != nil {

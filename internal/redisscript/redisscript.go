@@ -182,7 +182,6 @@ func (r *Reply) Str(i int) string {
 func (r *Reply) Err() error { return r.err }
 
 // Errorf is an error naming the script.
-
 func (s *Script) Errorf(format string, args ...interface{}) error {
 	return fmt.Errorf(s.base+": "+format, args...)
 }
