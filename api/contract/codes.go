@@ -121,7 +121,6 @@ const (
 )
 
 // BatchSpec is how a batch's codes are drawn, kept to show what was asked for.
-
 type BatchSpec struct {
 	Length    int    `json:"length"`
 	Charset   string `json:"charset,omitempty"`

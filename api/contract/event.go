@@ -74,16 +74,9 @@ const (
 // EventHeadSize is the length of op's event head.
 func EventHeadSize(op Operation) int {
 	n := 1 + 1 + tsDigits + 16 + 16
+	var buf [binary.MaxVarintLen64]byte
 	for _, s := range [...]string{op.By, op.Reason, op.IP, op.TraceParent} {
-		n += uvarintLen(uint64(len(s)+1)) + len(s)
-	}
-	return n
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
+		n += binary.PutUvarint(buf[:], uint64(len(s)+1)) + len(s)
 	}
 	return n
 }

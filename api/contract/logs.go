@@ -78,7 +78,6 @@ func (r LogRecord) Cursor() string {
 }
 
 // HourOutcomes counts the verifies of the hour From that succeeded and that were refused.
-
 type HourOutcomes struct {
 	From    time.Time
 	Success int64

@@ -94,7 +94,6 @@ func DeriveState(disabled, used bool, effectiveExpiry *int64, nowUnix int64) Sta
 
 // Fill sets Status and IsExpired from the derived state, so a disabled code once verified
 // shows status false.
-
 func (c *Code) Fill(projectExpiresAt *int64, nowUnix int64) {
 	st := DeriveState(c.IsDisabled, c.VerifiedAt != nil, EffectiveExpiry(c.ExpiresAt, projectExpiresAt), nowUnix)
 	c.Status = st == StateUsed

@@ -80,7 +80,7 @@ func CanonicalQuery(rawQuery string) string {
 	if rawQuery == "" {
 		return ""
 	}
-	return string(appendSortedRaw(nil, rawQuery, splitSpans(nil, rawQuery)))
+	return string(appendSorted(nil, rawQuery, splitSpans(nil, rawQuery), false))
 }
 
 // span is one key=value pair of a query: key s[k0:k1], value s[v0:v1].
@@ -108,27 +108,18 @@ func splitSpans(dst []span, rawQuery string) []span {
 	return dst
 }
 
-// appendSortedRaw appends the pairs, sorted in place by key then value, still encoded as sent.
-func appendSortedRaw(dst []byte, rawQuery string, spans []span) []byte {
+// appendSorted appends the pairs, sorted in place and still encoded as sent: by key then value,
+// or, plain, as whole "k=v" strings, as some original clients sort them.
+func appendSorted(dst []byte, rawQuery string, spans []span, plain bool) []byte {
 	slices.SortStableFunc(spans, func(a, b span) int {
+		if plain {
+			return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
+		}
 		if c := strings.Compare(rawQuery[a.k0:a.k1], rawQuery[b.k0:b.k1]); c != 0 {
 			return c
 		}
 		return strings.Compare(rawQuery[a.v0:a.v1], rawQuery[b.v0:b.v1])
 	})
-	return appendJoined(dst, rawQuery, spans)
-}
-
-// appendPlainSorted appends the pairs sorted in place as whole "k=v" strings, as some
-// original clients sort them.
-func appendPlainSorted(dst []byte, rawQuery string, spans []span) []byte {
-	slices.SortStableFunc(spans, func(a, b span) int {
-		return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
-	})
-	return appendJoined(dst, rawQuery, spans)
-}
-
-func appendJoined(dst []byte, rawQuery string, spans []span) []byte {
 	for i, sp := range spans {
 		if i > 0 {
 			dst = append(dst, '&')
@@ -246,7 +237,7 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 		return false
 	}
 	v.raw = splitSpans(v.raw, rawQuery)
-	v.q[qAsSent] = appendSortedRaw(v.q[qAsSent][:0], rawQuery, v.raw)
+	v.q[qAsSent] = appendSorted(v.q[qAsSent][:0], rawQuery, v.raw, false)
 	if v.check(method, rawPath, v.q[qAsSent], bodySHA256Hex, timestamp, nonce) {
 		return true
 	}
@@ -263,7 +254,7 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 		tried = i + 1
 		return v.check(method, rawPath, v.q[i], bodySHA256Hex, timestamp, nonce)
 	}
-	v.q[qPlain] = appendPlainSorted(v.q[qPlain][:0], rawQuery, v.raw)
+	v.q[qPlain] = appendSorted(v.q[qPlain][:0], rawQuery, v.raw, true)
 	if try(qPlain) {
 		return true
 	}
@@ -366,9 +357,8 @@ func ValidNonce(n string) bool {
 // The authentication headers have one accepted spelling each, so a captured request
 // re-spelled (signature in upper case, a leading zero, a padded nonce) cannot vary its replay
 // identity.
-
+//
 // ValidSignature tells whether s is an X-Signature: exactly 64 lowercase hex characters.
-
 func ValidSignature(s string) bool { return len(s) == 64 && lowerHex(s) }
 
 // ParseTimestamp reads an X-Timestamp: Unix seconds in canonical decimal, with no sign, no

@@ -1,3 +1,7 @@
+// Package contract is the domain of the activation-code verification service: the wire
+// contract (resources, outcomes and error codes, state derivation, ids, request signing),
+// every type the services and adapters exchange, and the error kinds with their one HTTP
+// table. It imports nothing of the project (api/layers_test.go checks it).
 package contract
 
 import "math"
@@ -105,7 +109,6 @@ type ProjectStatistics struct {
 }
 
 // NewProjectStatistics assembles the statistics body (recent is never null).
-
 func NewProjectStatistics(projectID string, st Statistics, recent []RecentVerification) ProjectStatistics {
 	if recent == nil {
 		recent = []RecentVerification{}
