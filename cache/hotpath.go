@@ -53,21 +53,9 @@ func (c *Cache) Apply(ctx context.Context, op contract.Operation) (contract.Oper
 	if strings.Contains(op.RequestHash, " ") {
 		return contract.OperationResult{}, fmt.Errorf("apply: request hash %q holds a space", op.RequestHash)
 	}
-	unlimited := contract.RateState{Remaining: -1}
-	pre, err := c.spendReplay(ctx, op.KeyID, op.ReplayKey, &op)
+	pre, rate, err := c.precheck(ctx, op.KeyID, op.ReplayKey, &op, true, op.Limit, op.Now)
 	if err != nil {
-		return contract.OperationResult{}, err
-	}
-	if pre.replayed {
-		c.release(ctx, op.KeyID, op.ReplayKey, &op, pre)
-		return contract.OperationResult{Rate: unlimited}, contract.ErrReplayed
-	}
-	rate := unlimited
-	if op.Limit.Rate > 0 {
-		if rate, err = c.takeToken(ctx, op.KeyID, op.Limit, op.Now); err != nil {
-			c.release(ctx, op.KeyID, op.ReplayKey, &op, pre)
-			return contract.OperationResult{Rate: rate}, err
-		}
+		return contract.OperationResult{Rate: rate}, err
 	}
 	res, unchanged, err := contract.OperationResult{}, true, contract.ErrIdempotencyConflict
 	if pre.claim != claimConflict {
@@ -160,25 +148,34 @@ func (c *Cache) loadCode(ctx context.Context, projectID, value string) error {
 // Refusals are contract.ErrReplayed and contract.ErrRateLimited; a request refused for the rate
 // gets its marker back, so it can be sent again unchanged.
 func (c *Cache) Admit(ctx context.Context, a contract.Admission) (contract.RateState, error) {
+	_, rs, err := c.precheck(ctx, a.KeyID, a.ReplayKey, nil, a.CheckReplay, a.Limit, a.Now)
+	return rs, err
+}
+
+// precheck spends the replay marker when checkReplay (claiming op's Idempotency-Key, if any,
+// in the same round trip), then takes a token; a refusal gives back what it wrote.
+func (c *Cache) precheck(ctx context.Context, keyID, replay string, op *contract.Operation, checkReplay bool,
+	l contract.RateLimit, now time.Time) (precall, contract.RateState, error) {
 	unlimited := contract.RateState{Remaining: -1}
 	var pre precall
-	if a.CheckReplay {
+	if checkReplay {
 		var err error
-		if pre, err = c.spendReplay(ctx, a.KeyID, a.ReplayKey, nil); err != nil {
-			return contract.RateState{}, err
+		if pre, err = c.spendReplay(ctx, keyID, replay, op); err != nil {
+			return pre, contract.RateState{}, err
 		}
 		if pre.replayed {
-			return unlimited, contract.ErrReplayed
+			c.release(ctx, keyID, replay, op, pre)
+			return pre, unlimited, contract.ErrReplayed
 		}
 	}
-	if a.Limit.Rate <= 0 {
-		return unlimited, nil
+	if l.Rate <= 0 {
+		return pre, unlimited, nil
 	}
-	rs, err := c.takeToken(ctx, a.KeyID, a.Limit, a.Now)
+	rs, err := c.takeToken(ctx, keyID, l, now)
 	if err != nil {
-		c.release(ctx, a.KeyID, a.ReplayKey, nil, pre)
+		c.release(ctx, keyID, replay, op, pre)
 	}
-	return rs, err
+	return pre, rs, err
 }
 
 // admit takes one token from a key's bucket with admit.lua.

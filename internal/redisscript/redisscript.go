@@ -161,21 +161,17 @@ func (s *Script) Decode(v interface{}, fields int) (status int64, r *Reply, err 
 }
 
 // Int is field i (from 0, after the status), which must be an integer; see Err.
-func (r *Reply) Int(i int) int64 {
-	n, ok := r.v[i].(int64)
-	if !ok && r.err == nil {
-		r.err = fmt.Errorf("%s reply field %d is %T, want an integer", r.script, i+1, r.v[i])
-	}
-	return n
-}
+func (r *Reply) Int(i int) int64 { return field[int64](r, i, "an integer") }
 
 // Str is field i, which must be a string.
-func (r *Reply) Str(i int) string {
-	s, ok := r.v[i].(string)
+func (r *Reply) Str(i int) string { return field[string](r, i, "a string") }
+
+func field[T any](r *Reply, i int, want string) T {
+	v, ok := r.v[i].(T)
 	if !ok && r.err == nil {
-		r.err = fmt.Errorf("%s reply field %d is %T, want a string", r.script, i+1, r.v[i])
+		r.err = fmt.Errorf("%s reply field %d is %T, want %s", r.script, i+1, r.v[i], want)
 	}
-	return s
+	return v
 }
 
 // Err is the first field read with the wrong type, if any.
