@@ -84,13 +84,7 @@ func EventHeadSize(op Operation) int {
 // AppendEventHead appends the head of op's outbox entry, refusing what the script or the
 // reader would misread.
 func AppendEventHead(dst []byte, op Operation) ([]byte, error) {
-	var a byte
-	switch op.Action {
-	case ActionVerify:
-		a = 'v'
-	case ActionReactivate:
-		a = 'r'
-	default:
+	if op.Action != ActionVerify && op.Action != ActionReactivate {
 		return dst, fmt.Errorf("event head: action %q is neither %s nor %s", op.Action, ActionVerify, ActionReactivate)
 	}
 	if !ValidID(op.EventID) || !ValidID(op.ProjectID) {
@@ -103,7 +97,7 @@ func AppendEventHead(dst []byte, op Operation) ([]byte, error) {
 	if len(op.By) > maxByLen {
 		return dst, fmt.Errorf("event head: verified_by of %d bytes", len(op.By))
 	}
-	dst = append(dst, outboxFormat, a)
+	dst = append(dst, outboxFormat, op.Action[0]) // 'v' or 'r'
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = appendText(dst, op.By)
 	dst, _ = hex.AppendDecode(dst, []byte(op.EventID)) // both valid: checked above
@@ -138,12 +132,9 @@ func DecodeOutboxEntry(raw string) (ev Event, traceParent string, err error) {
 	if len(raw) < fixed || raw[0] != outboxFormat {
 		return Event{}, "", fmt.Errorf("%w: no compact head", errEntry)
 	}
-	switch raw[1] {
-	case 'v':
-		ev.Action = ActionVerify
-	case 'r':
+	if ev.Action = ActionVerify; raw[1] == 'r' {
 		ev.Action = ActionReactivate
-	default:
+	} else if raw[1] != 'v' {
 		return Event{}, "", fmt.Errorf("%w: action %q", errEntry, raw[1])
 	}
 	if ev.TS, err = ParseDigits(raw[2:fixed]); err != nil {
