@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -95,11 +96,7 @@ func (s *Server) getCodeByValue(c *gin.Context) error {
 	if err := contract.ValidateCode(value); err != nil {
 		return invalid(err.Error())
 	}
-	if err := s.admitRead(c); err != nil {
-		return err
-	}
-	row, err := s.cfg.Records.CodeByValue(c.Request.Context(), keyOf(c).ProjectID, value)
-	return s.answerCode(c, row, err)
+	return s.answerCode(c, s.cfg.Records.CodeByValue, value)
 }
 
 // pathValue decodes a path parameter with path rules, where '+' is a plus sign (the router
@@ -118,25 +115,26 @@ func (s *Server) getCodeByID(c *gin.Context) error {
 	if err != nil || !contract.ValidID(id) {
 		return errCodeNotFound
 	}
-	if err := s.admitRead(c); err != nil {
-		return err
-	}
-	row, err := s.cfg.Records.CodeByID(c.Request.Context(), keyOf(c).ProjectID, id)
-	return s.answerCode(c, row, err)
+	return s.answerCode(c, s.cfg.Records.CodeByID, id)
 }
 
 var errCodeNotFound = &contract.Error{Kind: contract.KindNotFound, Message: "Code not found"}
 
-// answerCode renders a single code with its live state from Redis, so it reflects every
-// acknowledged verify at once, and its logs from Postgres.
-func (s *Server) answerCode(c *gin.Context, rec contract.CodeRecord, err error) error {
+// answerCode admits a validated read of one code, then renders the code read names (by value
+// or id) with its live state from Redis, so it reflects every acknowledged verify at once, and
+// its logs from Postgres.
+func (s *Server) answerCode(c *gin.Context, read func(ctx context.Context, projectID, name string) (contract.CodeRecord, error), name string) error {
+	if err := s.admitRead(c); err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	rec, err := read(ctx, keyOf(c).ProjectID, name)
 	if errors.Is(err, contract.ErrNotFound) {
 		return errCodeNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("read code: %w", err)
 	}
-	ctx := c.Request.Context()
 	live, found, err := s.cfg.HotPath.LiveCode(ctx, rec.ProjectID, rec.Code)
 	if err != nil {
 		return fmt.Errorf("read live code state: %w", err)
