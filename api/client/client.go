@@ -101,12 +101,14 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, body []byt
 	return resp, b, nil
 }
 
-func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out interface{}, hdr http.Header) (http.Header, error) {
+// call sends in (nil for no body) as JSON, retrying as Retries says, and decodes a 2xx answer
+// into a T.
+func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in any, hdr http.Header) (v T, _ http.Header, _ error) {
 	var body []byte
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return nil, fmt.Errorf("encode body: %w", err)
+			return v, nil, fmt.Errorf("encode body: %w", err)
 		}
 	}
 	if c.Retries > 0 && method == http.MethodPost && hdr.Get("Idempotency-Key") == "" {
@@ -123,23 +125,22 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, in, out 
 		resp, b, err = c.Do(ctx, method, pathAndQuery, body, hdr)
 	}
 	if err != nil {
-		return nil, err
+		return v, nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.Header, answerError(resp, b, nil)
+		return v, resp.Header, answerError(resp, b, nil)
 	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return resp.Header, fmt.Errorf("decode answer of %s %s: %w", method, pathAndQuery, err)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, resp.Header, fmt.Errorf("decode answer of %s %s: %w", method, pathAndQuery, err)
 	}
-	return resp.Header, nil
+	return v, resp.Header, nil
 }
 
 func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
 
 // get reads a GET answer into a T.
 func get[T any](ctx context.Context, c *Client, pathAndQuery string) (T, error) {
-	var v T
-	_, err := c.call(ctx, http.MethodGet, pathAndQuery, nil, &v, nil)
+	v, _, err := call[T](ctx, c, http.MethodGet, pathAndQuery, nil, nil)
 	return v, err
 }
 
@@ -182,16 +183,12 @@ func (c *Client) CodeByID(ctx context.Context, projectID, id string) (contract.C
 
 // Verify redeems a code. A business refusal is a nil error with Success false.
 func (c *Client) Verify(ctx context.Context, projectID string, req contract.VerifyRequest, o Options) (contract.VerifyResponse, http.Header, error) {
-	var r contract.VerifyResponse
-	h, err := c.call(ctx, http.MethodPost, projectPath(projectID)+"/codes/verify", req, &r, o.header())
-	return r, h, err
+	return call[contract.VerifyResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/verify", req, o.header())
 }
 
 // Reactivate resets a used code to unused.
 func (c *Client) Reactivate(ctx context.Context, projectID string, req contract.ReactivateRequest, o Options) (contract.ReactivateResponse, http.Header, error) {
-	var r contract.ReactivateResponse
-	h, err := c.call(ctx, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, &r, o.header())
-	return r, h, err
+	return call[contract.ReactivateResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, o.header())
 }
 
 func (o Options) header() http.Header {
