@@ -34,12 +34,8 @@ func (c *Cache) PutCodes(ctx context.Context, projectID string, codes []contract
 		}
 		redisscript.Send(ctx, c.rdb, calls, nil)
 		for _, call := range calls {
-			err := call.Err
-			if err == nil {
-				_, err = decodeDone(putCodeScript, call.Reply)
-			}
-			if err != nil {
-				return fmt.Errorf("put codes %d..%d: %w", start, end, translate(err))
+			if _, err := callDone(call); err != nil {
+				return fmt.Errorf("put codes %d..%d: %w", start, end, err)
 			}
 		}
 	}

@@ -327,15 +327,21 @@ func decodeDisable(v interface{}) (disableReply, error) {
 
 // runDone runs a script that answers a status alone (decodeDone), errors naming what.
 func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script, keys []string, args ...interface{}) (bool, error) {
-	v, err := s.Run(ctx, c.rdb, keys, args...)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", what, translate(err))
-	}
-	ok, err := decodeDone(s, v)
+	call := &redisscript.Call{Script: s, Keys: keys, Args: args}
+	redisscript.Send(ctx, c.rdb, []*redisscript.Call{call}, nil)
+	ok, err := callDone(call)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	return ok, nil
+}
+
+// callDone reads a sent call of a script that answers a status alone (decodeDone).
+func callDone(call *redisscript.Call) (bool, error) {
+	if call.Err != nil {
+		return false, translate(call.Err)
+	}
+	return decodeDone(call.Script, call.Reply)
 }
 
 // decodeDone reads a status-alone reply: true for S_OK, false for S_UNCHANGED (an entry was

@@ -21,12 +21,8 @@ func (c *Cache) PublishProject(ctx context.Context, p contract.Project, version 
 	redisscript.Send(ctx, c.rdb, calls, nil)
 	var errs []error
 	for s, call := range calls {
-		err := call.Err
-		if err == nil {
-			_, err = decodeDone(putProjectScript, call.Reply)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", s, translate(err)))
+		if _, err := callDone(call); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 		}
 	}
 	if len(errs) > 0 {
