@@ -71,11 +71,8 @@ func pgGroups() []int {
 	if err != nil {
 		return nil
 	}
-	ids, _ := u.GroupIds()
-	gs := []int{}
-	if g, err := strconv.Atoi(u.Gid); err == nil {
-		gs = append(gs, g)
-	}
+	ids, _ := u.GroupIds() // the primary group among them
+	var gs []int
 	for _, s := range ids {
 		if g, err := strconv.Atoi(s); err == nil {
 			gs = append(gs, g)

@@ -148,11 +148,7 @@ func (k *Kafka) each(fn func(n *KafkaNode) error) error {
 	errs := make([]error, len(k.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range k.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn(n)
-		}()
+		wg.Go(func() { errs[i] = fn(n) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -124,16 +124,20 @@ logger.state.level = warn
 `
 )
 
+// log4j is the node's logging configuration file, the JVM option naming it and its content.
+func (n *KafkaNode) log4j() (file, flag, content string) {
+	if major(n.k.Version) == "3" {
+		return "log4j.properties", "-Dlog4j.configuration=file:", log4jProperties
+	}
+	return "log4j2.properties", "-Dlog4j2.configurationFile=", log4j2Properties
+}
+
 func (n *KafkaNode) writeConfig(voters string) error {
 	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("kafka node %d: %w", n.ID, err)
 	}
-	files := map[string]string{"server.properties": n.serverProperties(voters)}
-	if major(n.k.Version) == "3" {
-		files["log4j.properties"] = log4jProperties
-	} else {
-		files["log4j2.properties"] = log4j2Properties
-	}
+	log4j, _, content := n.log4j()
+	files := map[string]string{"server.properties": n.serverProperties(voters), log4j: content}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("kafka node %d: %w", n.ID, err)
@@ -151,11 +155,8 @@ func (n *KafkaNode) jvmArgs(heapMB int) []string {
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		"-Dkafka.logs.dir=" + n.Dir,
 	}
-	if major(n.k.Version) == "3" {
-		args = append(args, "-Dlog4j.configuration=file:"+filepath.Join(n.Dir, "log4j.properties"))
-	} else {
-		args = append(args, "-Dlog4j2.configurationFile="+filepath.Join(n.Dir, "log4j2.properties"))
-	}
+	log4j, flag, _ := n.log4j()
+	args = append(args, flag+filepath.Join(n.Dir, log4j))
 	args = append(args, n.k.opts.JVMOptions...)
 	return append(args, "-cp", filepath.Join(n.k.Dist.Libs, "*"))
 }

@@ -70,12 +70,6 @@ func checkPassword(pw string) error {
 	return nil
 }
 
-// writePrivateFile replaces the file at path with data, readable by its owner (cred's user when
-// set) only, renamed in so the server never reads half of it.
-func writePrivateFile(path string, data []byte, cred *syscall.Credential) error {
-	return writeFileAtomic(path, data, 0o600, cred)
-}
-
 // writeFileAtomic replaces the file at path with data (mode perm, owned by cred's user when set)
 // through a file beside it that is renamed in.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, cred *syscall.Credential) error {

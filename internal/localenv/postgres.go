@@ -102,7 +102,7 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	}
 	if o.Password != "" {
 		// Until securePostgres has set the password, the Unix socket lets the superuser in.
-		if err := writePrivateFile(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBAOpening), cred); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBAOpening), 0o600, cred); err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 	}
@@ -129,7 +129,7 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 		args = append(args, "-c", "unix_socket_permissions=0700", "-c", "password_encryption=scram-sha-256")
 	}
 	if o.Standby {
-		if err := writePrivateFile(filepath.Join(dir, "standby.signal"), nil, cred); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, "standby.signal"), nil, 0o600, cred); err != nil {
 			return nil, fmt.Errorf("standby signal: %w", err)
 		}
 		args = append(args, "-c", "hot_standby=off")
@@ -191,7 +191,7 @@ func initdb(dir string, cred *syscall.Credential, password string) error {
 		// initdb reads the password from a file its user (postgres, when we are root) can
 		// read, beside dir: StartPostgres' callers make dir's parent reachable for that user.
 		pwfile := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb-pw")
-		if err := writePrivateFile(pwfile, []byte(password+"\n"), cred); err != nil {
+		if err := writeFileAtomic(pwfile, []byte(password+"\n"), 0o600, cred); err != nil {
 			return fmt.Errorf("initdb %s: %w", dir, err)
 		}
 		defer os.Remove(pwfile)

@@ -51,7 +51,7 @@ func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential)
 	if _, err := conn.Exec(ctx, "ALTER ROLE postgres PASSWORD '"+pg.password+"'"); err != nil {
 		return fmt.Errorf("postgres: set the superuser's password: %w", err)
 	}
-	if err := writePrivateFile(filepath.Join(pg.Dir, "pg_hba.conf"), []byte(pgHBA), cred); err != nil {
+	if err := writeFileAtomic(filepath.Join(pg.Dir, "pg_hba.conf"), []byte(pgHBA), 0o600, cred); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	var reloaded bool

@@ -124,7 +124,7 @@ func writeRedisAuth(dir, password string) (string, error) {
 	conf := filepath.Join(dir, "auth.conf")
 	// checkPassword admits no character a quoted redis.conf value would have to escape.
 	body := fmt.Sprintf("# Written by acv (internal/localenv) on every start.\nrequirepass \"%s\"\nmasterauth \"%s\"\n", password, password)
-	if err := writePrivateFile(conf, []byte(body), nil); err != nil {
+	if err := writeFileAtomic(conf, []byte(body), 0o600, nil); err != nil {
 		return "", fmt.Errorf("redis: %w", err)
 	}
 	return conf, nil

@@ -140,11 +140,10 @@ func (c *RedisCluster) Addrs() []string {
 // Any one node is enough to find the others; naming them all survives the loss of one.
 func (c *RedisCluster) URL() string {
 	addrs := c.Addrs()
-	u, sep := "redis-cluster://"+addrs[0], "?"
-	for _, a := range addrs[1:] {
-		u, sep = u+sep+"addr="+a, "&"
+	if len(addrs) == 1 {
+		return "redis-cluster://" + addrs[0]
 	}
-	return u
+	return "redis-cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
 }
 
 // Node is the node listening on addr, or nil.
