@@ -102,8 +102,8 @@ func (x *run) verifyRound(ctx context.Context, s ContentionSettings, codes []Cod
 			x.add("verify_attempts", 1)
 			b := ans.decode()
 			code := b.str("error_code")
-			won := ans.status == 200 && b.isTrue("success")
-			lost := ans.status == 200 && b.isFalse("success") && code == "CODE_ALREADY_USED"
+			won := ans.status == 200 && b["success"] == true
+			lost := ans.status == 200 && b["success"] == false && code == "CODE_ALREADY_USED"
 			x.checkAll(
 				namedCheck{"verify: status 200", ans.status == 200},
 				namedCheck{"verify: success or CODE_ALREADY_USED", won || lost},
@@ -160,12 +160,12 @@ func (x *run) ownCodes(ctx context.Context, prefix string, n int) (codes []Code,
 		if a.status != 200 || c == nil {
 			return nil, reset, fmt.Errorf("setup: GET code %s: %s", row.Value, a)
 		}
-		if c.isTrue("is_disabled") || c.isTrue("is_expired") {
+		if c["is_disabled"] == true || c["is_expired"] == true {
 			return nil, reset, fmt.Errorf("setup: code %s is disabled or expired; export fresh codes", row.Value)
 		}
-		if c.isTrue("status") {
+		if c["status"] == true {
 			r := x.reactivateCode(ctx, phaseSetup, row.Value, "acvload-setup", "reset before load test")
-			if r.status != 200 || !r.decode().isTrue("success") {
+			if r.status != 200 || r.decode()["success"] != true {
 				return nil, reset, fmt.Errorf("setup: reactivate %s: %s", row.Value, r)
 			}
 			reset++

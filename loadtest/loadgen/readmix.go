@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -18,7 +19,7 @@ var readEndpoints = map[string]readFunc{
 	"search":      readSearch,
 	"by_id": func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
 		row := randomCode(codes)
-		return theCode(x.codeByID(ctx, phaseLoad, "by_id", row.ID), row)
+		return theCode(x.send(ctx, phaseLoad, "by_id", http.MethodGet, x.projectPath()+"/codes/"+escape(row.ID), nil), row)
 	},
 	"by_code": func(x *run, ctx context.Context, codes []Code) (answer, []namedCheck) {
 		row := randomCode(codes)
@@ -89,7 +90,7 @@ func randomCode(codes []Code) Code { return codes[rand.IntN(len(codes))] }
 func randomPageSize() int { return pageSizes[rand.IntN(len(pageSizes))] }
 
 func readProject(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
-	a := x.project(ctx, phaseLoad, "project")
+	a := x.send(ctx, phaseLoad, "project", http.MethodGet, x.projectPath(), nil)
 	p := a.decode()
 	id := p.str("id")
 	s := p.object("statistics")
@@ -140,7 +141,7 @@ func list(x *run, ctx context.Context, endpoint, status string, page, size int, 
 func listOf(endpoint, status string, used bool) readFunc {
 	return func(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
 		return list(x, ctx, endpoint, status, 1+rand.IntN(3), randomPageSize(), func(c object) bool {
-			return c["status"] == used && c.isFalse("is_disabled") && c.isFalse("is_expired")
+			return c["status"] == used && c["is_disabled"] == false && c["is_expired"] == false
 		})
 	}
 }

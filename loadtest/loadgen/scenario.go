@@ -281,7 +281,7 @@ func (x *run) add(name string, v float64) {
 // success=true, and the more checks; when one fails, a is unexpected (shown as shown).
 func (x *run) succeeded(what, shown string, a answer, more ...namedCheck) bool {
 	ok := x.checkAll(append([]namedCheck{{what + ": status 200", a.status == 200},
-		{what + ": success=true", a.decode().isTrue("success")}}, more...)...)
+		{what + ": success=true", a.decode()["success"] == true}}, more...)...)
 	if !ok {
 		x.unexpected(shown, a)
 	}
@@ -568,14 +568,6 @@ func (x *run) codeByValue(ctx context.Context, phase, endpoint, value string) an
 	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/by-code/"+escape(value), nil)
 }
 
-func (x *run) codeByID(ctx context.Context, phase, endpoint, id string) answer {
-	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/"+escape(id), nil)
-}
-
-func (x *run) project(ctx context.Context, phase, endpoint string) answer {
-	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath(), nil)
-}
-
 // listCodes lists codes with the query's pairs, in their order (status, search, page,
 // page_size; empty values left out).
 func (x *run) listCodes(ctx context.Context, phase, endpoint string, pairs ...[2]string) answer {
@@ -614,12 +606,6 @@ func (o object) str(k string) string {
 	s, _ := o[k].(string)
 	return s
 }
-
-// isTrue is k6's `o.k === true`.
-func (o object) isTrue(k string) bool { return o[k] == true }
-
-// isFalse is k6's `o.k === false`.
-func (o object) isFalse(k string) bool { return o[k] == false }
 
 func (o object) isNull(k string) bool {
 	v, ok := o[k]
