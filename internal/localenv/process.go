@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -217,4 +218,51 @@ func lockFile(ctx context.Context, path string, perm os.FileMode, within time.Du
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// Metrics are the samples of a Prometheus text exposition by series as exposed, e.g.
+// `acv_dependency_up{dependency="kafka"}`.
+type Metrics map[string]float64
+
+// ParseMetrics reads the samples of a Prometheus text exposition; comments and lines that
+// are not samples are skipped.
+func ParseMetrics(text string) Metrics {
+	m := Metrics{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i <= 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[line[:i]] = v
+	}
+	return m
+}
+
+// Has tells whether any series of the metric name was exposed.
+func (m Metrics) Has(name string) bool {
+	_, n := m.sum(name)
+	return n > 0
+}
+
+// Sum adds every series of the metric name, whatever its labels.
+func (m Metrics) Sum(name string) float64 {
+	sum, _ := m.sum(name)
+	return sum
+}
+
+func (m Metrics) sum(name string) (sum float64, n int) {
+	for series, v := range m {
+		if series == name || strings.HasPrefix(series, name+"{") {
+			sum, n = sum+v, n+1
+		}
+	}
+	return sum, n
 }

@@ -49,22 +49,16 @@ type realKafka struct {
 }
 
 var (
-	kafkasMu sync.Mutex
-	kafkas   = map[string]*realKafka{}
-	topics   atomic.Int64
+	kafkas sync.Map // version → *realKafka
+	topics atomic.Int64
 )
 
 // RealKafka is the test binary's one-node Apache Kafka of version, started on first use and
 // stopped by Main. Tests share it and keep apart by topic (KafkaTopic) and consumer group.
 func RealKafka(tb testing.TB, version string) *localenv.Kafka {
 	tb.Helper()
-	kafkasMu.Lock()
-	rk := kafkas[version]
-	if rk == nil {
-		rk = &realKafka{}
-		kafkas[version] = rk
-	}
-	kafkasMu.Unlock()
+	v, _ := kafkas.LoadOrStore(version, &realKafka{})
+	rk := v.(*realKafka)
 	rk.once.Do(func() {
 		dir, err := os.MkdirTemp("", "acv-kafka-")
 		if err != nil {
@@ -126,20 +120,20 @@ func appendTimings(line string) {
 // stopKafkas kills the binary's brokers, first reporting any request one rejected for its
 // protocol version (KIP-896): false fails the run even when the client retried around it.
 func stopKafkas() bool {
-	kafkasMu.Lock()
-	defer kafkasMu.Unlock()
 	ok := true
-	for v, rk := range kafkas {
-		if rk.k == nil {
-			continue
+	kafkas.Range(func(v, rk any) bool {
+		k := rk.(*realKafka).k
+		if k == nil {
+			return true
 		}
-		if lines := rk.k.LogLines("UnsupportedVersionException"); len(lines) > 0 {
+		if lines := k.LogLines("UnsupportedVersionException"); len(lines) > 0 {
 			ok = false
 			fmt.Fprintf(os.Stderr, "testkit: Apache Kafka %s rejected %d requests for their protocol version:\n  %s\n",
 				v, len(lines), strings.Join(lines, "\n  "))
 		}
-		rk.k.Close()
-	}
+		k.Close()
+		return true
+	})
 	return ok
 }
 

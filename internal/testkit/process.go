@@ -21,32 +21,27 @@ import (
 	"github.com/acv/acv/internal/secrets"
 )
 
-// acvBinary is cmd/acv built once per test binary.
-var acvBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
+// acvBinary is cmd/acv of this checkout, built once per test binary into its temporary directory.
+var acvBinary = sync.OnceValues(func() (string, error) {
+	if err := suite.init(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(suite.dir, "bin", "acv")
+	if out, err := exec.Command("go", "build", "-o", path, "github.com/acv/acv/cmd/acv").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/acv: %w\n%s", err, out)
+	}
+	return path, nil
+})
 
-// ACVBinary is cmd/acv of this checkout, built on first use into the test binary's temporary
-// directory, so every test of the binary runs the same build.
+// ACVBinary is cmd/acv of this checkout, built on first use, so every test of the binary runs
+// the same build.
 func ACVBinary(tb testing.TB) string {
 	tb.Helper()
-	acvBinary.once.Do(func() {
-		if acvBinary.err = suite.init(); acvBinary.err != nil {
-			return
-		}
-		acvBinary.path = filepath.Join(suite.dir, "bin", "acv")
-		cmd := exec.Command("go", "build", "-o", acvBinary.path, "./cmd/acv")
-		cmd.Dir = RepoRoot(tb)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			acvBinary.err = fmt.Errorf("go build ./cmd/acv: %w\n%s", err, out)
-		}
-	})
-	if acvBinary.err != nil {
-		tb.Fatal(acvBinary.err)
+	path, err := acvBinary()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return acvBinary.path
+	return path
 }
 
 // Service is one `acv serve` child process that a test may kill and start again, on the same
@@ -210,52 +205,11 @@ func (s *Service) Metrics() (Metrics, error) {
 	return ParseMetrics(string(body)), nil
 }
 
-// Metrics are the samples of a Prometheus text exposition by series as exposed, e.g.
-// `acv_dependency_up{dependency="kafka"}`.
-type Metrics map[string]float64
+// Metrics are the samples of a Prometheus text exposition by series as exposed.
+type Metrics = localenv.Metrics
 
-// ParseMetrics reads the samples of a Prometheus text exposition; comments and lines that
-// are not samples are skipped.
-func ParseMetrics(text string) Metrics {
-	m := Metrics{}
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i <= 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] = v
-	}
-	return m
-}
-
-// Has tells whether any series of the metric name was exposed.
-func (m Metrics) Has(name string) bool {
-	_, n := m.sum(name)
-	return n > 0
-}
-
-// Sum adds every series of the metric name, whatever its labels.
-func (m Metrics) Sum(name string) float64 {
-	sum, _ := m.sum(name)
-	return sum
-}
-
-func (m Metrics) sum(name string) (sum float64, n int) {
-	for series, v := range m {
-		if series == name || strings.HasPrefix(series, name+"{") {
-			sum, n = sum+v, n+1
-		}
-	}
-	return sum, n
-}
+// ParseMetrics reads the samples of a Prometheus text exposition.
+func ParseMetrics(text string) Metrics { return localenv.ParseMetrics(text) }
 
 func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	resp, err := (&http.Client{Timeout: timeout}).Get(url)

@@ -26,8 +26,7 @@ type sharedCluster struct {
 }
 
 var clusters struct {
-	mu     sync.Mutex
-	shared map[localenv.ClusterOptions]*sharedCluster
+	shared sync.Map // localenv.ClusterOptions → *sharedCluster
 	// onCluster holds the names of the tests whose stacks and Redis clients use a cluster.
 	onCluster sync.Map
 }
@@ -44,16 +43,8 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 		tb.Cleanup(c.Close)
 		return c
 	}
-	clusters.mu.Lock()
-	if clusters.shared == nil {
-		clusters.shared = map[localenv.ClusterOptions]*sharedCluster{}
-	}
-	sc := clusters.shared[o]
-	if sc == nil {
-		sc = &sharedCluster{}
-		clusters.shared[o] = sc
-	}
-	clusters.mu.Unlock()
+	v, _ := clusters.shared.LoadOrStore(o, &sharedCluster{})
+	sc := v.(*sharedCluster)
 	if h, _ := sc.holder.Load().(string); h != "" && (tb.Name() == h || strings.HasPrefix(tb.Name(), h+"/")) {
 		return sc.c
 	}
@@ -88,13 +79,12 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 
 // stopRedisClusters stops every cluster the test binary started; Main calls it.
 func stopRedisClusters() {
-	clusters.mu.Lock()
-	defer clusters.mu.Unlock()
-	for _, sc := range clusters.shared {
-		if sc.c != nil {
-			sc.c.Close()
+	clusters.shared.Range(func(_, sc any) bool {
+		if c := sc.(*sharedCluster).c; c != nil {
+			c.Close()
 		}
-	}
+		return true
+	})
 }
 
 // UseRedisCluster makes the test and its subtests run on a Redis Cluster wherever they ask

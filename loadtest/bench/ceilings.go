@@ -51,11 +51,10 @@ func serveCeiling(addr string) error {
 }
 
 func (b *bench) httpCeiling(ctx context.Context) error {
-	port, err := localenv.FreePort()
+	addr, err := localenv.FreeAddr()
 	if err != nil {
 		return err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -83,7 +83,7 @@ func (b *bench) sustained(ctx context.Context) error {
 		partPostgres:  func() float64 { return pgServerCPU(b.pg.Pid()) },
 	}
 
-	relayMetrics := func() map[string]float64 {
+	relayMetrics := func() localenv.Metrics {
 		if relay == nil {
 			return nil
 		}
@@ -206,7 +206,7 @@ type pipeWindow struct {
 
 // window runs fn and reads what the pipeline did meanwhile. The log table is read outside the
 // CPU window: a connection costs PostgreSQL CPU.
-func (b *bench) window(ctx context.Context, m meter, relay func() map[string]float64, consumer *acvProc, fn func() error) (pipeWindow, error) {
+func (b *bench) window(ctx context.Context, m meter, relay func() localenv.Metrics, consumer *acvProc, fn func() error) (pipeWindow, error) {
 	log0, err := b.logStats(ctx)
 	if err != nil {
 		return pipeWindow{}, err
@@ -261,7 +261,7 @@ func (b *bench) pending(ctx context.Context) int64 {
 	}
 	if b.relayDebug != "" {
 		m := scrape(b.relayDebug)
-		n = max(0, n-int64(m["acv_relay_published_total"]-m["acv_relay_removed_total"]))
+		n = max(0, n-int64(m.Sum("acv_relay_published_total")-m.Sum("acv_relay_removed_total")))
 	}
 	if b.kafka == nil {
 		return n

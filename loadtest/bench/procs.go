@@ -190,15 +190,14 @@ type acvProc struct {
 // startACV starts `acv serve` with roles against the Redis (or Redis Cluster) at redisURL,
 // logging as deployed (an access line per request) to a file, and returns once it is ready.
 func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc, error) {
-	port, err := localenv.FreePort()
+	addr, err := localenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	dport, err := localenv.FreePort()
+	debug, err := localenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var brokers string
 	if b.kafka != nil {
 		brokers = strings.Join(b.kafka.Brokers, ",")
@@ -209,7 +208,7 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	}
 	cmd := exec.Command(b.acv, "serve")
 	cmd.Env = append(os.Environ(),
-		"ACV_HTTP_ADDR="+addr, fmt.Sprintf("ACV_DEBUG_ADDR=127.0.0.1:%d", dport), "ACV_ADMIN_ADDR=",
+		"ACV_HTTP_ADDR="+addr, "ACV_DEBUG_ADDR="+debug, "ACV_ADMIN_ADDR=",
 		"ACV_REDIS_URL="+redisURL, "ACV_DATABASE_URL="+b.cfg.DatabaseURL,
 		"KAFKA_BROKERS="+brokers, "ACV_ROLES="+roles,
 		"ACV_MASTER_KEY=", "ACV_MASTER_KEY_FILE="+filepath.Join(b.dir, "master.key"),
@@ -218,7 +217,7 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 	if err != nil {
 		return nil, err
 	}
-	p := &acvProc{Process: lp, debug: fmt.Sprintf("http://127.0.0.1:%d", dport)}
+	p := &acvProc{Process: lp, debug: "http://" + debug}
 	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr

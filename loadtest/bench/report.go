@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acv/acv/audit"
+	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/loadtest/loadgen"
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
@@ -261,44 +261,24 @@ func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// scrape reads a process's Prometheus metrics, each name's samples summed over its labels;
-// an empty map when it cannot.
-func scrape(debug string) map[string]float64 {
-	out := map[string]float64{}
+// scrape reads a process's Prometheus metrics; none when it cannot.
+func scrape(debug string) localenv.Metrics {
 	resp, err := http.Get(debug + "/metrics")
 	if err != nil {
-		return out
+		return nil
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(l, ' ')
-		if sp < 0 {
-			continue
-		}
-		name := l[:sp]
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name = name[:i]
-		}
-		if v, err := strconv.ParseFloat(l[sp+1:], 64); err == nil {
-			out[name] += v
-		}
-	}
-	return out
+	b, _ := io.ReadAll(resp.Body)
+	return localenv.ParseMetrics(string(b))
 }
 
 // ratioOf is the growth of metric num over the growth of metric den between two scrapes.
-func ratioOf(after, before map[string]float64, num, den string) float64 {
-	d := after[den] - before[den]
+func ratioOf(after, before localenv.Metrics, num, den string) float64 {
+	d := after.Sum(den) - before.Sum(den)
 	if d <= 0 {
 		return 0
 	}
-	return (after[num] - before[num]) / d
+	return (after.Sum(num) - before.Sum(num)) / d
 }
 
 // storageText renders the storage and batching figures, and what they come to at 100,000
