@@ -111,7 +111,7 @@ func readProject(x *run, ctx context.Context, _ []Code) (answer, []namedCheck) {
 // pageChecks are the checks of a list answer: its shape, paging fields consistent with the
 // page and size asked for, and every item a code without logs that itemOK accepts.
 func pageChecks(a answer, b object, page, size int, itemOK func(object) bool) []namedCheck {
-	items, isArray := b.array("items")
+	items, isArray := b["items"].([]any)
 	total, totalOK := b.integer("total")
 	pages, pagesOK := b.integer("total_pages")
 	gotPage, _ := b.integer("page")

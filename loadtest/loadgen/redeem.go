@@ -78,7 +78,7 @@ func (x *run) audit(ctx context.Context, redeemed []Code, s RedeemSettings) {
 		parallel(pending, 8, func(row Code) {
 			a := x.codeByValue(ctx, phaseTeardown, "by_code", row.Value)
 			c := a.decode()
-			logs, isArray := c.array("verification_logs")
+			logs, isArray := c["verification_logs"].([]any)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -637,11 +637,6 @@ func (o object) object(k string) object {
 	return m
 }
 
-func (o object) array(k string) ([]any, bool) {
-	a, ok := o[k].([]any)
-	return a, ok
-}
-
 // codeShape is the contract's code resource: every field of its type.
 func codeShape(c object) bool {
 	return c != nil && is[string](c, "id") && is[string](c, "code") && is[bool](c, "status") &&
