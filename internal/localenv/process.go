@@ -21,34 +21,38 @@ import (
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *SyncBuffer
 	done chan struct{}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// SyncBuffer is a bytes.Buffer that a process (or goroutine) may write while another reads it;
+// with Max set, it starts over once it holds more than Max bytes.
+type SyncBuffer struct {
+	Max int
+	mu  sync.Mutex
+	b   bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 {
-		l.b.Reset()
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Max > 0 && s.b.Len() > s.Max {
+		s.b.Reset()
 	}
-	return l.b.Write(p)
+	return s.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // Launch starts cmd as a Process in a process group of its own that is killed with its parent;
 // its output goes to Output or, when logFile is set, is appended to that file.
 func Launch(name string, cmd *exec.Cmd, logFile string) (*Process, error) {
-	out := &lockedBuffer{}
+	out := &SyncBuffer{Max: 1 << 20}
 	var w io.Writer = out
 	if logFile != "" {
 		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -1,13 +1,13 @@
 package testkit
 
 import (
-	"bytes"
 	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/telemetry"
 )
 
@@ -51,20 +51,4 @@ func (l *LogSink) Lines() []string {
 
 // SyncBuffer is a bytes.Buffer that a process (or goroutine) may write while the test reads
 // it, e.g. a child server's output shown when the test fails.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type SyncBuffer = localenv.SyncBuffer
