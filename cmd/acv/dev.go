@@ -86,13 +86,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	// The postgres server runs as the postgres user when we are root and must reach its directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
 	// One acv dev per data directory; holding the lock, the servers may stop what a previous
 	// run that died (kill -9) left running on it.
 	release, err := localenv.LockDir(dir)
@@ -100,6 +93,10 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	defer release()
+	// The postgres server runs as the postgres user when we are root and must reach its directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
 	// appendfsync always: with everysec, a Redis on a busy disk answers writes it has not yet
 	// written, so even a killed Redis process loses verifies it acknowledged. Each server asks
 	// for a password of the data directory's own (0600): any user of the machine reaches loopback.
@@ -112,8 +109,6 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	defer rds.Stop(10 * time.Second)
-	// dir/pg, or, when the server's user cannot reach that (a checkout under /root while running
-	// as root), a directory recorded in dir/pg.location.
 	pgDir, err := localenv.PostgresDataDir(dir)
 	if err != nil {
 		return err
@@ -145,11 +140,14 @@ func runDev(ctx context.Context, o devOptions) error {
 		if len(cfg.KafkaBrokers) > 0 {
 			return errors.New("--kafka real starts a broker of its own: unset KAFKA_BROKERS, or drop --kafka (ACV_DEV_KAFKA) to use that Kafka")
 		}
-		k, err := startDevKafka(ctx, filepath.Join(dir, "kafka"))
+		// A new cluster on every start: the outbox keeps only what Kafka had not acknowledged.
+		slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4)
+		k, err := localenv.StartKafka(ctx, filepath.Join(dir, "kafka"), localenv.KafkaOptions{Version: localenv.Kafka4})
 		if err != nil {
-			return err
+			return fmt.Errorf("start kafka: %w", err)
 		}
 		defer k.Close() // after the service stopped, before Redis and PostgreSQL
+		slog.Info("Apache Kafka started", "version", k.Version, "brokers", k.Brokers, "took", k.Started.Round(time.Millisecond))
 		cfg.KafkaBrokers, cfg.Pipeline = k.Brokers, service.PipelineKafka
 		kafka = strings.Join(k.Brokers, ",") + " (Apache Kafka " + k.Version + ", fresh storage in " + k.Dir + ")"
 	} else if cfg.UsesKafka() {
@@ -242,18 +240,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	fmt.Println(curlCommand(apiURL, d, code))
 	fmt.Println()
 	return runTraced(ctx, cfg, ln)
-}
-
-// startDevKafka starts a one-node Apache Kafka in dir, a new cluster on every start: the outbox
-// keeps only what Kafka had not acknowledged, so nothing of a previous run is carried over.
-func startDevKafka(ctx context.Context, dir string) (*localenv.Kafka, error) {
-	slog.Info("starting Apache Kafka (the jars are fetched from Maven Central on first use)", "version", localenv.Kafka4, "dir", dir)
-	k, err := localenv.StartKafka(ctx, dir, localenv.KafkaOptions{Version: localenv.Kafka4})
-	if err != nil {
-		return nil, fmt.Errorf("start kafka: %w", err)
-	}
-	slog.Info("Apache Kafka started", "version", k.Version, "brokers", k.Brokers, "took", k.Started.Round(time.Millisecond))
-	return k, nil
 }
 
 // consoleURL is the operator console's address on ln, empty when the console is off.

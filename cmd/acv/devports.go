@@ -31,17 +31,6 @@ func loadDevPorts(dir string) *devPorts {
 	return p
 }
 
-// candidates are the addresses to try for the listener name, in order.
-func (p *devPorts) candidates(name, asked, def string) []string {
-	if asked != "" {
-		return []string{asked}
-	}
-	if r := p.addrs[name]; r != "" && r != def {
-		return []string{def, r}
-	}
-	return []string{def}
-}
-
 // listen opens the listener name on the address pick chooses and remembers the address it got.
 func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 	addr, err := p.pick(name, asked, def)
@@ -58,7 +47,11 @@ func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 // pick is the first candidate address of the listener name nothing listens on now, else a free
 // port (as port 0 asks); a caller whose server binds it (Prometheus) remembers it once served.
 func (p *devPorts) pick(name, asked, def string) (string, error) {
-	for _, addr := range p.candidates(name, asked, def) {
+	tries := []string{cmp.Or(asked, def)}
+	if r := p.addrs[name]; asked == "" && r != "" && r != def {
+		tries = append(tries, r)
+	}
+	for _, addr := range tries {
 		if host, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
 			free, err := localenv.FreePort()
 			return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(free)), err
