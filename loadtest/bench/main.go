@@ -311,8 +311,8 @@ func (b *bench) table() string {
 		ratio(b.hot.RPS, ceil[0]), ratio(b.sust.RPS, ceil[2]), dash("%.2f", b.halfHot.P99Ms), dash("%.2f", b.halfRate.P99Ms), dash("%.2f", b.halfRateNice.P99Ms), pipelineNice)
 	fmt.Fprintf(&sb, "Machine: %d CPUs shared by the load generator, acv, Redis, PostgreSQL and the Kafka broker; load average (1, 5, 15 min) %s at the start, %s at the end.\n",
 		runtime.NumCPU(), b.loadAvg[0], b.loadAvg[1])
-	sb.WriteString(b.costTable())
-	sb.WriteString(b.clusterTable())
-	sb.WriteString(b.storageText())
+	b.costTable(&sb)
+	b.clusterTable(&sb)
+	b.storageText(&sb)
 	return sb.String()
 }

@@ -77,42 +77,41 @@ const (
 )
 
 // costTable renders the cost rows and the targets the issue sets on them.
-func (b *bench) costTable() string {
+func (b *bench) costTable(sb *strings.Builder) {
 	if len(b.costs) == 0 {
-		return ""
+		return
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n### CPU per verify, by process (µs of user+system CPU from /proc/<pid>/stat, children excluded, ÷ successful verifies)\n\n")
-	fmt.Fprintf(&sb, "| phase | verifies | req/s | p50 ms | p99 ms | %s | total | machine busy | notes |\n|---|---:|---:|---:|---:|%s---:|---:|---|\n",
+	fmt.Fprintf(sb, "\n### CPU per verify, by process (µs of user+system CPU from /proc/<pid>/stat, children excluded, ÷ successful verifies)\n\n")
+	fmt.Fprintf(sb, "| phase | verifies | req/s | p50 ms | p99 ms | %s | total | machine busy | notes |\n|---|---:|---:|---:|---:|%s---:|---:|---|\n",
 		strings.Join(partOrder, " | "), strings.Repeat("---:|", len(partOrder)))
 	for _, c := range b.costs {
-		fmt.Fprintf(&sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
+		fmt.Fprintf(sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
 		var total float64
 		for _, p := range partOrder {
-			fmt.Fprintf(&sb, " %s |", c.usCell(p))
+			fmt.Fprintf(sb, " %s |", c.usCell(p))
 			total += c.at(p)
 		}
 		note := c.note
 		if v, ok := c.us(partBrokerJIT); ok {
 			note += fmt.Sprintf("; broker JIT compilers apart (JVM warm-up): %.1f µs", v)
 		}
-		fmt.Fprintf(&sb, " %.1f | %s | %s |\n", total, c.usCell(partMachine), note)
+		fmt.Fprintf(sb, " %.1f | %s | %s |\n", total, c.usCell(partMachine), note)
 	}
 
 	if len(b.idle) > 0 {
-		fmt.Fprintf(&sb, "\nIdle, pipeline processes running and no load (CPU ms per second, over %.0f s):", idleWindow.Seconds())
+		fmt.Fprintf(sb, "\nIdle, pipeline processes running and no load (CPU ms per second, over %.0f s):", idleWindow.Seconds())
 		for _, p := range partOrder {
 			if v, ok := b.idle[p]; ok {
-				fmt.Fprintf(&sb, " %s %.1f;", p, 1e3*v/idleWindow.Seconds())
+				fmt.Fprintf(sb, " %s %.1f;", p, 1e3*v/idleWindow.Seconds())
 			}
 		}
-		fmt.Fprintf(&sb, " the load generator column is the bench process, idle.\n")
+		fmt.Fprintf(sb, " the load generator column is the bench process, idle.\n")
 	}
 
 	hot, okHot := b.cost(costHot)
 	ceil, okCeil := b.cost(costCeiling)
 	sust, okSust := b.cost(costSustained)
-	fmt.Fprintf(&sb, "\nTargets (same run):\n")
+	fmt.Fprintf(sb, "\nTargets (same run):\n")
 	if okSust {
 		relay, cons, pg, broker := sust.at(partRelay), sust.at(partConsumer), sust.at(partPostgres), sust.at(partBroker)
 		pipe := relay + cons + pg
@@ -122,7 +121,7 @@ func (b *bench) costTable() string {
 			r, c, p, k := bl.at(partRelay), bl.at(partConsumer), bl.at(partPostgres), bl.at(partBroker)
 			line += fmt.Sprintf("; with full batches (the backlog): %.1f + %.1f + %.1f = %.1f µs, broker %.1f µs", r, c, p, r+c+p, k)
 		}
-		fmt.Fprintln(&sb, line)
+		fmt.Fprintln(sb, line)
 	}
 	if okHot && okCeil {
 		api, bare := hot.at(partAPI), ceil.at(partAPI)
@@ -133,10 +132,9 @@ func (b *bench) costTable() string {
 				sapi := sust.at(partAPI)
 				line += fmt.Sprintf("; sustained phase: %.1f µs, %.2f", sapi, sapi/bare)
 			}
-			fmt.Fprintln(&sb, line)
+			fmt.Fprintln(sb, line)
 		}
 	}
-	return sb.String()
 }
 
 func verdict(met bool) string {
@@ -148,24 +146,22 @@ func verdict(met bool) string {
 
 // clusterTable renders how the cluster phase's script calls and Redis CPU spread over the
 // masters; its totals beside the single Redis are the hot-path rows of the tables above.
-func (b *bench) clusterTable() string {
+func (b *bench) clusterTable(sb *strings.Builder) {
 	if len(b.masters) == 0 {
-		return ""
+		return
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n### One project through a %d-master Redis Cluster (same run, hot path, relay paused)\n", clusterMasters)
+	fmt.Fprintf(sb, "\n### One project through a %d-master Redis Cluster (same run, hot path, relay paused)\n", clusterMasters)
 	var total int64
 	var cpuTotal float64
 	for _, m := range b.masters {
 		total += m.calls
 		cpuTotal += m.cpu
 	}
-	fmt.Fprintf(&sb, "\n| master | slots | script calls (EVALSHA/EVAL) | share of calls | CPU µs per verify | share of Redis CPU |\n|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(sb, "\n| master | slots | script calls (EVALSHA/EVAL) | share of calls | CPU µs per verify | share of Redis CPU |\n|---|---|---:|---:|---:|---:|\n")
 	for _, m := range b.masters {
-		fmt.Fprintf(&sb, "| %s | %s | %d | %.1f%% | %.1f | %.1f%% |\n", m.addr, m.slots, m.calls,
+		fmt.Fprintf(sb, "| %s | %s | %d | %.1f%% | %.1f | %.1f%% |\n", m.addr, m.slots, m.calls,
 			100*float64(m.calls)/float64(max(total, 1)), 1e6*m.cpu/float64(max(b.clusterRep.Successes, 1)), 100*m.cpu/max(cpuTotal, 1e-9))
 	}
-	return sb.String()
 }
 
 // storageFigures are what the log store costs per event, the capacity model's inputs besides
@@ -283,17 +279,16 @@ func ratioOf(after, before localenv.Metrics, num, den string) float64 {
 
 // storageText renders the storage and batching figures, and what they come to at 100,000
 // verifies a second.
-func (b *bench) storageText() string {
+func (b *bench) storageText(sb *strings.Builder) {
 	s, w, bl := b.storage, b.sustWin, b.backlog
 	if s.logRows == 0 && w.rows == 0 {
-		return ""
+		return
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n### Storage and batching per verify (same run)\n\n| measurement | value | at 100,000 verifies/s |\n|---|---:|---:|\n")
+	fmt.Fprintf(sb, "\n### Storage and batching per verify (same run)\n\n| measurement | value | at 100,000 verifies/s |\n|---|---:|---:|\n")
 	const perDay = 100_000 * 86_400
 	line := func(cond bool, format string, args ...any) {
 		if cond {
-			fmt.Fprintf(&sb, format+"\n", args...)
+			fmt.Fprintf(sb, format+"\n", args...)
 		}
 	}
 	wal := func(what string, w float64) {
@@ -318,5 +313,4 @@ func (b *bench) storageText() string {
 	line(w.consumerBatch > 0, "| consumer batch's PostgreSQL transaction (mean over the sustained window) | %.1f ms | – |", w.txMs)
 	line(bl.consumerBatch > 0, "| draining the backlog: relay batch, consumer batch, its transaction (means) | %.0f, %.0f, %.1f ms | – |",
 		bl.relayBatch, bl.consumerBatch, bl.txMs)
-	return sb.String()
 }
