@@ -47,7 +47,21 @@ type Runner struct {
 // Run runs the scenario name (one of Scenarios). A scenario that cannot start returns an
 // error, as a k6 script's setup throws; one that ran returns its Result.
 func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
-	x := r.newRun(name)
+	hc := r.HTTP
+	if hc == nil { // no proxy: the load goes straight to the target
+		hc = &http.Client{Timeout: cmp.Or(r.Settings.Timeout, 10*time.Second), Transport: &http.Transport{
+			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
+		}}
+	}
+	m := r.Metrics
+	if m == nil {
+		m = NewMetrics(prometheus.NewRegistry())
+	}
+	t := r.Target
+	x := &run{scenario: name, r: r, m: m,
+		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
+		latBy:   map[string][]time.Duration{},
+		failing: map[string]int64{}, counters: map[string]float64{}}
 	var err error
 	switch name {
 	case "redeem":
@@ -159,24 +173,6 @@ type run struct {
 	counters   map[string]float64
 	thresholds []Threshold
 	notes      []string
-}
-
-func (r *Runner) newRun(name string) *run {
-	hc := r.HTTP
-	if hc == nil { // no proxy: the load goes straight to the target
-		hc = &http.Client{Timeout: cmp.Or(r.Settings.Timeout, 10*time.Second), Transport: &http.Transport{
-			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
-		}}
-	}
-	m := r.Metrics
-	if m == nil {
-		m = NewMetrics(prometheus.NewRegistry())
-	}
-	t := r.Target
-	return &run{scenario: name, r: r, m: m,
-		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
-		latBy:   map[string][]time.Duration{},
-		failing: map[string]int64{}, counters: map[string]float64{}}
 }
 
 func (x *run) logf(format string, args ...any) {
@@ -630,11 +626,6 @@ func (o object) isNullOrInt(k string) bool { return o.isNull(k) || o.isInt(k) }
 func is[T any](o object, k string) bool {
 	_, ok := o[k].(T)
 	return ok
-}
-
-func (o object) object(k string) object {
-	m, _ := o[k].(map[string]any)
-	return m
 }
 
 // codeShape is the contract's code resource: every field of its type.
