@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -45,11 +46,9 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 		return s, fmt.Errorf("the deployment's Prometheus configuration (run acv dev from the repository's root, or name it with --prometheus-config): %w", err)
 	}
 	var deploy struct {
-		Global        map[string]any `yaml:"global"`
-		RuleFiles     []string       `yaml:"rule_files"`
-		ScrapeConfigs []struct {
-			JobName string `yaml:"job_name"`
-		} `yaml:"scrape_configs"`
+		Global        map[string]any   `yaml:"global"`
+		RuleFiles     []string         `yaml:"rule_files"`
+		ScrapeConfigs []map[string]any `yaml:"scrape_configs"`
 	}
 	if err := yaml.Unmarshal(b, &deploy); err != nil {
 		return s, fmt.Errorf("read %s: %w", path, err)
@@ -79,11 +78,7 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 			s.ruleFiles, s.rules = append(s.ruleFiles, f), s.rules+n
 		}
 	}
-	hasAPI := false
-	for _, j := range deploy.ScrapeConfigs {
-		hasAPI = hasAPI || j.JobName == devJobAPI
-	}
-	if !hasAPI {
+	if !slices.ContainsFunc(deploy.ScrapeConfigs, func(j map[string]any) bool { return j["job_name"] == devJobAPI }) {
 		slog.Warn("the deployment's Prometheus has no scrape job of this name; the rules may select on another", "job", devJobAPI, "config", path)
 	}
 	return s, nil
