@@ -55,8 +55,6 @@ type Service struct {
 	HTTPAddr, DebugAddr string
 	// LogFile holds what the process printed.
 	LogFile string
-	// Starts counts how often the process was started.
-	Starts int
 
 	t    testing.TB
 	bin  string
@@ -121,7 +119,6 @@ func (s *Service) Start() {
 	if p := s.running(); p != nil && !p.Exited() {
 		s.t.Fatalf("%s: started while running", s.Name)
 	}
-	s.Starts++
 	cmd := exec.Command(s.bin, "serve")
 	cmd.Env = s.env
 	p, err := localenv.Launch(s.Name, cmd, s.LogFile)

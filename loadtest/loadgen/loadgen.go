@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg Config) Report {
 			var c *conn
 			defer func() {
 				if c != nil {
-					c.close()
+					c.c.Close()
 				}
 			}()
 			var req, body []byte
@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg Config) Report {
 				reqs.Add(1)
 				if err != nil {
 					errs.Add(1)
-					c.close()
+					c.c.Close()
 					c = nil
 					continue
 				}
@@ -164,8 +164,6 @@ func dial(addr string) *conn {
 	}
 	return &conn{c: c, r: bufio.NewReaderSize(c, 16<<10)}
 }
-
-func (c *conn) close() { c.c.Close() }
 
 // signer builds signed verify requests; each worker has its own, so nothing is shared.
 type signer struct {
