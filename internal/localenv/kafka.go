@@ -30,13 +30,6 @@ type KafkaOptions struct {
 	Nodes int
 	// HeapMB is each JVM's maximum heap. Default 384.
 	HeapMB int
-	// Dist is the jars to run; nil fetches Version's with FetchKafka into JarCache.
-	Dist *KafkaDist
-	// JarCache is where fetched jars are kept; empty: $ACV_KAFKA_CACHE, else acv in the user's
-	// cache directory.
-	JarCache string
-	// JavaHome is the JDK whose bin/java runs the nodes; empty: $JAVA_HOME, else the PATH's java.
-	JavaHome string
 	// JVMOptions come after the default JVM options, so they override them (e.g.
 	// -XX:TieredStopAtLevel=4 for the full JIT).
 	JVMOptions []string
@@ -77,16 +70,15 @@ func StartKafka(ctx context.Context, dir string, o KafkaOptions) (*Kafka, error)
 	o.Version = cmp.Or(o.Version, Kafka4)
 	o.Nodes = cmp.Or(max(o.Nodes, 0), 1)
 	o.HeapMB = cmp.Or(max(o.HeapMB, 0), 384)
-	o.JarCache = cmp.Or(o.JarCache, settings.Get("ACV_KAFKA_CACHE"))
-	java, err := javaBinary(cmp.Or(o.JavaHome, settings.Get("JAVA_HOME")))
+	// The JDK of $JAVA_HOME, else the PATH's java; the jars cached in $ACV_KAFKA_CACHE, else acv
+	// in the user's cache directory.
+	java, err := javaBinary(settings.Get("JAVA_HOME"))
 	if err != nil {
 		return nil, err
 	}
-	dist := o.Dist
-	if dist == nil {
-		if dist, err = FetchKafka(ctx, o.Version, o.JarCache); err != nil {
-			return nil, err
-		}
+	dist, err := FetchKafka(ctx, o.Version, settings.Get("ACV_KAFKA_CACHE"))
+	if err != nil {
+		return nil, err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +20,7 @@ func startKafka(t *testing.T, version string, nodes int) *localenv.Kafka {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	k, err := localenv.StartKafka(ctx, t.TempDir(), localenv.KafkaOptions{Version: version, Nodes: nodes,
-		JavaHome: os.Getenv("JAVA_HOME"), JarCache: os.Getenv("ACV_KAFKA_CACHE")})
+	k, err := localenv.StartKafka(ctx, t.TempDir(), localenv.KafkaOptions{Version: version, Nodes: nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

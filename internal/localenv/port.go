@@ -148,10 +148,3 @@ func bindable(port int) bool {
 	l.Close()
 	return true
 }
-
-func portOr(port int) (int, error) {
-	if port != 0 {
-		return port, nil
-	}
-	return FreePort()
-}

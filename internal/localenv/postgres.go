@@ -107,9 +107,11 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 	}
-	port, err := portOr(o.Port)
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	bin, err := pgBinary("postgres")
 	if err != nil {

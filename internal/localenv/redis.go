@@ -18,8 +18,6 @@ import (
 type RedisOptions struct {
 	// AOF turns on the append-only file with fsync every second, as production runs.
 	AOF bool
-	// Port to listen on; 0 picks a free one.
-	Port int
 	// Debug allows the DEBUG command from loopback, for tests that make Redis reload its
 	// dataset (DEBUG RELOAD) to see how the service answers while Redis is LOADING.
 	Debug bool
@@ -53,7 +51,7 @@ func (r *Redis) URL() string {
 // StartRedis starts redis-server with its data in dir, on loopback only, with noeviction so
 // no code state or outbox entry is dropped for memory, and returns once it answers PING.
 func StartRedis(dir string, o RedisOptions) (*Redis, error) {
-	port, err := portOr(o.Port)
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
