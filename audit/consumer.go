@@ -172,19 +172,10 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 // commits its offsets.
 func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
 	if events := c.w.decode(batch); len(events) > 0 {
-		bo := newBackOff()
-		for {
-			err := c.w.store(ctx, events, batch)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return errStopped
-			}
+		if err := retry(ctx, func() error { return c.w.store(ctx, events, batch) }, func(err error) {
 			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
-			if !sleep(ctx, bo.NextBackOff()) {
-				return errStopped
-			}
+		}); err != nil {
+			return errStopped
 		}
 	}
 

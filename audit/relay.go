@@ -303,26 +303,16 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 // deliver publishes a batch, retrying until it succeeds or ops ends (errAbandoned: the entries
 // stay in the outbox), and records its entries as published in their outboxes' states.
 func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxState, log *slog.Logger) error {
-	bo := newBackOff()
 	if len(b.msgs) > 0 {
 		start := time.Now()
 		spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, b.msgs, true)
-		for {
-			err := r.pub.WriteMessages(ops, b.msgs...)
-			if err == nil {
-				endSpans(spans, nil)
-				break
-			}
-			if ops.Err() != nil {
-				endSpans(spans, err)
-				return errAbandoned
-			}
+		err := retry(ops, func() error { return r.pub.WriteMessages(ops, b.msgs...) }, func(err error) {
 			r.cfg.Metrics.relayError("publish")
 			log.Warn("outbox relay: publish to kafka", "messages", len(b.msgs), "err", err)
-			if !sleep(ops, bo.NextBackOff()) {
-				endSpans(spans, err)
-				return errAbandoned
-			}
+		})
+		endSpans(spans, err)
+		if err != nil {
+			return errAbandoned
 		}
 		now := time.Now()
 		r.cfg.Metrics.publishedBatch(len(b.msgs), len(b.msgs), now.Sub(start), now)

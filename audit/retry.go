@@ -26,6 +26,22 @@ func newBackOff() *backoff.ExponentialBackOff {
 	}
 }
 
+// retry runs fn until it succeeds, calling failed with each error and then waiting a backoff
+// delay; it returns the last error, or ctx's when ctx ended before a success.
+func retry(ctx context.Context, fn func() error, failed func(error)) error {
+	bo := newBackOff()
+	for {
+		err := fn()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		failed(err)
+		if !sleep(ctx, bo.NextBackOff()) {
+			return err
+		}
+	}
+}
+
 // sleep waits d, or less when ctx ends; it tells whether the full delay passed.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -1,10 +1,6 @@
 // Package settings is where the acv command and the test kit read their environment: every
-// variable has one row here with its default and meaning, and is read here only (a test holds
-// them to it). Users receive values (service.Config, telemetry.Tracing, localenv's options),
-// so each default is written once. README's configuration table is Service, rendered.
-//
-// A list per program: `acv serve` and the operator commands (Service), `acv dev` (Dev), the
-// test kit (Test), and the acv command as an admin API client (CLI).
+// variable has one row here, with its default and meaning, and is read here only, so each
+// default is written once. README's configuration table is Service, rendered.
 package settings
 
 import (
