@@ -203,18 +203,12 @@ type txBeginner interface {
 
 // inLockedTx runs fn in a transaction whose lock waits end after partitionLockTimeout.
 func inLockedTx(ctx context.Context, conn txBeginner, fn func(pgx.Tx) error) error {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 }
 
 // MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,
