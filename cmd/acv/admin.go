@@ -25,11 +25,7 @@ func projectCmd() *cobra.Command {
 	}
 	create := apiCmd(&cobra.Command{Use: "create", Short: "Create a project", PreRunE: parseExp}, "create projects",
 		func(ctx context.Context, c *adminclient.Client, _ []string) error {
-			var p contract.Project
-			if err := c.Do(ctx, http.MethodPost, "/projects", map[string]any{"name": name, "description": desc, "expires_at": exp}, &p); err != nil {
-				return err
-			}
-			return printJSON(p)
+			return doJSON[contract.Project](ctx, c, http.MethodPost, "/projects", map[string]any{"name": name, "description": desc, "expires_at": exp})
 		})
 	create.Flags().StringVar(&name, "name", "", "project name (required)")
 	create.Flags().StringVar(&desc, "description", "", "description")
@@ -135,12 +131,8 @@ func keyCmd() *cobra.Command {
 	var burst int
 	create := apiCmd(&cobra.Command{Use: "create", Short: "Create an API key; the secret is shown once"}, "create API keys",
 		func(ctx context.Context, c *adminclient.Client, _ []string) error {
-			var k json.RawMessage
-			body := map[string]any{"rate_per_sec": rate, "burst": burstOr(burst, rate)}
-			if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "keys"), body, &k); err != nil {
-				return err
-			}
-			return printJSON(k)
+			return doJSON[json.RawMessage](ctx, c, http.MethodPost, adminclient.Path(nil, "projects", project, "keys"),
+				map[string]any{"rate_per_sec": rate, "burst": burstOr(burst, rate)})
 		})
 	projectFlag(&project, create)
 	revoke := apiCmd(command("revoke KEY_ID", "Revoke an API key (takes effect within the key cache TTL)", cobra.ExactArgs(1)),

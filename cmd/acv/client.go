@@ -160,6 +160,15 @@ func doPrint(ctx context.Context, c *adminclient.Client, method, path string, bo
 	return nil
 }
 
+// doJSON calls the admin API and prints its answer, read as a T, as JSON.
+func doJSON[T any](ctx context.Context, c *adminclient.Client, method, path string, body any) error {
+	var v T
+	if err := c.Do(ctx, method, path, body, &v); err != nil {
+		return err
+	}
+	return printJSON(v)
+}
+
 // projectFlag adds the required --project to each of cmds, all into p.
 func projectFlag(p *string, cmds ...*cobra.Command) {
 	for _, c := range cmds {

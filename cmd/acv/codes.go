@@ -327,20 +327,13 @@ func batchCmd() *cobra.Command {
 				return rows
 			})
 		})
-	// call posts (or, with no action, gets) the batch args[0], reading the answer into v.
+	// call posts action to the batch id, reading the answer into v.
 	call := func(ctx context.Context, c *adminclient.Client, id, action string, v any) error {
-		if action == "" {
-			return c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "batches", id), nil, v)
-		}
 		return c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "batches", id, action), nil, v)
 	}
 	show := apiCmd(command("show --project PROJECT_ID BATCH_ID", "Show a batch and its progress (JSON)", cobra.ExactArgs(1)),
 		"read batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			var b json.RawMessage
-			if err := call(ctx, c, args[0], "", &b); err != nil {
-				return err
-			}
-			return printJSON(b)
+			return doJSON[json.RawMessage](ctx, c, http.MethodGet, adminclient.Path(nil, "projects", project, "batches", args[0]), nil)
 		})
 	cancel := apiCmd(command("cancel --project PROJECT_ID BATCH_ID", "Stop a running batch (the codes already made stay)", cobra.ExactArgs(1)),
 		"cancel batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
