@@ -61,8 +61,8 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (co
 		TargetKind: e.TargetKind, TargetID: e.TargetID, ProjectID: e.ProjectID, ClientIP: e.ClientIP,
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
-			return fmt.Errorf("lock audit chain: %w", translate(err))
+		if err := exec(ctx, tx, "lock audit chain", `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
+			return err
 		}
 		// The detail as PostgreSQL will return it, so the hash is of what a verifier reads.
 		var stored string
@@ -84,16 +84,12 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (co
 			return fmt.Errorf("next audit seq: %w", translate(err))
 		}
 		r.Hash = r.ComputeHash()
-		_, err = tx.Exec(ctx,
+		return exec(ctx, tx, "insert audit row",
 			`INSERT INTO admin_audit (seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
 			                          detail, client_ip, prev_hash, hash)
 			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			r.Seq, r.At, optUUID(r.AdminID), r.AdminUsername, r.Action, r.TargetKind, r.TargetID, optUUID(r.ProjectID),
 			string(r.Detail), r.ClientIP, r.PrevHash, r.Hash)
-		if err != nil {
-			return fmt.Errorf("insert audit row: %w", translate(err))
-		}
-		return nil
 	})
 	if err != nil {
 		return contract.AuditRecord{}, err
@@ -198,13 +194,13 @@ func (s *Store) WalkAdminAudit(ctx context.Context, fn func(contract.AuditAnchor
 func (s *Store) PruneAdminAudit(ctx context.Context, before time.Time) (int64, error) {
 	var deleted int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
-			return fmt.Errorf("lock audit chain: %w", translate(err))
+		if err := exec(ctx, tx, "lock audit chain", `SELECT pg_advisory_xact_lock($1)`, int64(auditLock)); err != nil {
+			return err
 		}
 		// The guard trigger lets this transaction, and only it, delete audit rows and move
 		// the anchor.
-		if _, err := tx.Exec(ctx, `SELECT set_config('acv.audit_retention', 'on', true)`); err != nil {
-			return fmt.Errorf("enter audit retention: %w", translate(err))
+		if err := exec(ctx, tx, "enter audit retention", `SELECT set_config('acv.audit_retention', 'on', true)`); err != nil {
+			return err
 		}
 		var (
 			last int64
@@ -220,15 +216,10 @@ func (s *Store) PruneAdminAudit(ctx context.Context, before time.Time) (int64, e
 		if err != nil {
 			return fmt.Errorf("find audit rows past retention: %w", translate(err))
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM admin_audit WHERE seq <= $1`, last)
-		if err != nil {
-			return fmt.Errorf("delete audit rows: %w", translate(err))
+		if deleted, err = affected(ctx, tx, "delete audit rows", `DELETE FROM admin_audit WHERE seq <= $1`, last); err != nil {
+			return err
 		}
-		deleted = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, `UPDATE admin_audit_anchor SET seq = $1, hash = $2, moved_at = now()`, last, hash); err != nil {
-			return fmt.Errorf("move audit anchor: %w", translate(err))
-		}
-		return nil
+		return exec(ctx, tx, "move audit anchor", `UPDATE admin_audit_anchor SET seq = $1, hash = $2, moved_at = now()`, last, hash)
 	})
 	return deleted, err
 }

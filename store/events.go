@@ -33,14 +33,12 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 	if err != nil || n > 0 {
 		return err
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM codes WHERE id = $1)`, codeID).Scan(&exists); err != nil {
-		return fmt.Errorf("apply snapshot to code %s: %w", codeID, err)
+	exists, err := one(ctx, s.pool, "apply snapshot to code "+codeID, pgx.RowTo[bool],
+		`SELECT EXISTS (SELECT 1 FROM codes WHERE id = $1)`, codeID)
+	if err == nil && !exists {
+		err = fmt.Errorf("code %s: %w", codeID, contract.ErrNotFound)
 	}
-	if !exists {
-		return fmt.Errorf("code %s: %w", codeID, contract.ErrNotFound)
-	}
-	return nil
+	return err
 }
 
 // ApplyEvents is the audit pipeline's sink. In one transaction it inserts a verification log per

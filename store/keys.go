@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -78,11 +77,10 @@ const keySelect = `SELECT k.id, k.project_id, k.secret, k.revoked_at IS NOT NULL
 func scanKey(row pgx.CollectableRow) (contract.APIKey, error) {
 	var (
 		k         contract.APIKey
-		kid, pid  pgtype.UUID
 		expiresAt *time.Time
 	)
-	err := row.Scan(&kid, &pid, &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.Version, &k.ProjectEnabled, &expiresAt)
-	k.ID, k.ProjectID, k.ProjectExpiresAt = hexID(kid), hexID(pid), toUnix(expiresAt)
+	err := row.Scan(hexIDInto(&k.ID), hexIDInto(&k.ProjectID), &k.Secret, &k.Revoked, &k.RatePerSec, &k.Burst, &k.Version, &k.ProjectEnabled, &expiresAt)
+	k.ProjectExpiresAt = toUnix(expiresAt)
 	return k, err
 }
 

@@ -78,13 +78,10 @@ func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy
 		return res, fmt.Errorf("maintain log partitions: %w", translate(err))
 	}
 	defer conn.Release()
-	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, logMaintenanceLock).Scan(&locked); err != nil {
-		return res, fmt.Errorf("maintain log partitions: lock: %w", translate(err))
-	}
-	if !locked {
-		res.Busy = true
-		return res, nil
+	locked, err := one(ctx, conn, "maintain log partitions: lock", pgx.RowTo[bool], `SELECT pg_try_advisory_lock($1)`, logMaintenanceLock)
+	if err != nil || !locked {
+		res.Busy = err == nil // another run holds the lock
+		return res, err
 	}
 	defer func() {
 		// A session lock outlives the call on a pooled connection: release it, or close the

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/acv/acv/api/contract"
 )
@@ -32,12 +31,11 @@ const projectSelect = `SELECT id, name, description, enabled, expires_at, create
 func scanProject(row pgx.CollectableRow) (contract.Project, error) {
 	var (
 		p         contract.Project
-		pid       pgtype.UUID
 		expiresAt *time.Time
 		createdAt time.Time
 	)
-	err := row.Scan(&pid, &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
-	p.ID, p.ExpiresAt, p.CreatedAt = hexID(pid), toUnix(expiresAt), createdAt.Unix()
+	err := row.Scan(hexIDInto(&p.ID), &p.Name, &p.Description, &p.Status, &expiresAt, &createdAt)
+	p.ExpiresAt, p.CreatedAt = toUnix(expiresAt), createdAt.Unix()
 	return p, err
 }
 
@@ -103,12 +101,10 @@ func (s *Store) ProjectAPIKeys(ctx context.Context, projectID string) ([]contrac
 	return collect(ctx, s.pool, "select api keys of project "+projectID, func(r pgx.CollectableRow) (contract.KeyInfo, error) {
 		var (
 			k                   contract.KeyInfo
-			kid, pid            pgtype.UUID
 			revokedAt, lastUsed *time.Time
 			createdAt           time.Time
 		)
-		err := r.Scan(&kid, &pid, &revokedAt, &k.RatePerSec, &k.Burst, &createdAt, &lastUsed)
-		k.ID, k.ProjectID = hexID(kid), hexID(pid)
+		err := r.Scan(hexIDInto(&k.ID), hexIDInto(&k.ProjectID), &revokedAt, &k.RatePerSec, &k.Burst, &createdAt, &lastUsed)
 		k.RevokedAt, k.Revoked, k.CreatedAt = toUnix(revokedAt), revokedAt != nil, createdAt.Unix()
 		k.LastUsedAt = toUnix(lastUsed)
 		return k, err
