@@ -39,19 +39,14 @@ func toMessage(raw string) (msg kafka.Message, malformed bool) {
 // missing or malformed).
 var errNotEvent = errors.New("no event: an event, project or code id is missing or malformed")
 
-// decodeEvent reads a message value as an event the sink can store, or refuses it, so that the
-// log writer skips it rather than offer PostgreSQL a batch it can never commit.
+// decodeEvent reads a message value as an event PostgreSQL can hold, or refuses it, so the log
+// writer skips it rather than offer a batch that can never commit: ids well-formed (uuid
+// columns), and U+FFFD for invalid UTF-8 and NUL in its texts.
 func decodeEvent(value []byte) (contract.Event, error) {
 	ev, _, err := contract.DecodeOutboxEntry(string(value))
 	if err != nil {
 		return contract.Event{}, fmt.Errorf("decode event: %w", err)
 	}
-	return storable(ev)
-}
-
-// storable is ev as PostgreSQL can hold it, or errNotEvent: well-formed ids (uuid columns),
-// and U+FFFD for invalid UTF-8 and NUL in its texts, so no writer's event fails a batch for ever.
-func storable(ev contract.Event) (contract.Event, error) {
 	if !ev.WellFormedIDs() {
 		return contract.Event{}, errNotEvent
 	}

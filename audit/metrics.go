@@ -85,14 +85,14 @@ func (m *Metrics) consumerError(stage string) {
 	}
 }
 
-// publishedBatch records one Kafka write of n messages out of an outbox batch, acknowledged at
-// the time given.
-func (m *Metrics) publishedBatch(n, entries int, took time.Duration, at time.Time) {
+// publishedBatch records one Kafka write of an outbox batch of n entries, acknowledged at the
+// time given.
+func (m *Metrics) publishedBatch(n int, took time.Duration, at time.Time) {
 	if m == nil {
 		return
 	}
 	m.publishLatency.WithLabelValues("outbox").Observe(took.Seconds())
-	m.batchSize.Observe(float64(entries))
+	m.batchSize.Observe(float64(n))
 	m.relayed.Add(float64(n))
 	m.lastPublish.Set(float64(at.UnixNano()) / 1e9)
 }

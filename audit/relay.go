@@ -303,26 +303,24 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 // deliver publishes a batch, retrying until it succeeds or ops ends (errAbandoned: the entries
 // stay in the outbox), and records its entries as published in their outboxes' states.
 func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxState, log *slog.Logger) error {
-	if len(b.msgs) > 0 {
-		start := time.Now()
-		spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, b.msgs, true)
-		err := retry(ops, func() error { return r.pub.WriteMessages(ops, b.msgs...) }, func(err error) {
-			r.cfg.Metrics.relayError("publish")
-			log.Warn("outbox relay: publish to kafka", "messages", len(b.msgs), "err", err)
-		})
-		endSpans(spans, err)
-		if err != nil {
-			return errAbandoned
-		}
-		now := time.Now()
-		r.cfg.Metrics.publishedBatch(len(b.msgs), len(b.msgs), now.Sub(start), now)
+	start := time.Now()
+	spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, b.msgs, true)
+	err := retry(ops, func() error { return r.pub.WriteMessages(ops, b.msgs...) }, func(err error) {
+		r.cfg.Metrics.relayError("publish")
+		log.Warn("outbox relay: publish to kafka", "messages", len(b.msgs), "err", err)
+	})
+	endSpans(spans, err)
+	if err != nil {
+		return errAbandoned
 	}
+	now := time.Now()
+	r.cfg.Metrics.publishedBatch(len(b.msgs), now.Sub(start), now)
 	if r.cfg.AfterPublish != nil {
 		if err := r.cfg.AfterPublish(b.entries); err != nil {
 			return &hookError{err: err}
 		}
 	}
-	now := time.Now()
+	now = time.Now()
 	for i, entries := range b.read {
 		st := states[i]
 		if st == nil {
