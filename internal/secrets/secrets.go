@@ -1,13 +1,8 @@
-// Package secrets encrypts secrets at rest — the API keys' HMAC secrets — with AES-256-GCM
-// under master keys kept outside the database (ACV_MASTER_KEY or ACV_MASTER_KEY_FILE), so a
-// copy of the database alone signs nothing. A sealed secret is one printable string:
-//
-//	v1:<kid>:<base64url, unpadded, of nonce(12) | ciphertext | tag(16)>
-//
-// kid names the master key; nonces are random, which bounds a key to 2^32 seals. The
-// additional data is "v1:<kid>:" and the record's id, so a value moved to another record or
-// relabelled does not open. A Keyring's first key seals; Open uses the key the value names,
-// so older keys work until `acv key rewrap`. No error carries a secret or key material.
+// Package secrets encrypts the API keys' HMAC secrets at rest with AES-256-GCM under master
+// keys kept outside the database, so a copy of the database alone signs nothing. A sealed
+// secret is "v1:<kid>:<base64url, unpadded, of nonce(12) | ciphertext | tag(16)>"; random
+// nonces bound a key to 2^32 seals. The additional data is "v1:<kid>:" and the record's id, so
+// a value moved to another record or relabelled does not open. No error carries key material.
 package secrets
 
 import (
@@ -34,8 +29,7 @@ const (
 	maxKeyIDLen = 32
 )
 
-// Errors of Open and of parsing master keys; they are wrapped with context, test them with
-// errors.Is.
+// Errors of Open and of parsing master keys, wrapped: test them with errors.Is.
 var (
 	// ErrNotSealed: the value is not in the sealed form (it may be a secret kept in clear).
 	ErrNotSealed = errors.New("not a sealed secret")
@@ -50,8 +44,7 @@ var (
 	ErrNoKeys = errors.New("no master key")
 )
 
-// MasterKey is one master key: its id, as sealed values name it, and its 32 bytes. Its String
-// shows the id only.
+// MasterKey is one master key: its id, as sealed values name it, and its 32 bytes.
 type MasterKey struct {
 	ID  string
 	Key []byte
@@ -81,9 +74,8 @@ func GenerateKey(id string) (MasterKey, error) {
 	return k, nil
 }
 
-// Fingerprint is the id a master key given without one gets: the first 8 hex digits of the
-// SHA-256 of a fixed label and the key. It is the same wherever the key is configured, so a
-// bare key keeps its id when it later becomes one of several.
+// Fingerprint is the id of a master key given without one: 8 hex digits of a labelled SHA-256
+// of the key, so a bare key keeps its id when it later becomes one of several.
 func Fingerprint(key []byte) string {
 	h := sha256.New()
 	h.Write([]byte("acv master key id\x00"))
@@ -91,8 +83,8 @@ func Fingerprint(key []byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
-// Keyring seals with its active master key and opens with any of its keys. It is safe for
-// concurrent use. Its String shows the key ids only.
+// Keyring seals with its active (first) master key and opens with any of its keys, so older
+// keys work until `acv key rewrap`. It is safe for concurrent use.
 type Keyring struct {
 	active string
 	ids    []string
@@ -130,9 +122,8 @@ func New(keys ...MasterKey) (*Keyring, error) {
 	return k, nil
 }
 
-// Parse reads master keys from text: entries separated by commas or newlines, each
-// "<kid>:<64 hex>" or a bare "<64 hex>" (its id is then its Fingerprint). Blank entries and
-// lines starting with '#' are skipped. The first entry is the active key.
+// Parse reads master keys, the first active, from entries separated by commas or newlines:
+// "<kid>:<64 hex>" or a bare "<64 hex>" (id its Fingerprint); lines starting with '#' are skipped.
 func Parse(text string) (*Keyring, error) {
 	var keys []MasterKey
 	n := 0
@@ -156,7 +147,7 @@ func Parse(text string) (*Keyring, error) {
 	return New(keys...)
 }
 
-// ParseFile reads master keys from a file in Parse's form, typically one "<kid>:<hex>" a line.
+// ParseFile reads master keys from a file in Parse's form.
 func ParseFile(path string) (*Keyring, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -169,8 +160,7 @@ func ParseFile(path string) (*Keyring, error) {
 	return k, nil
 }
 
-// parseEntry reads one "<kid>:<hex>" or "<hex>". Its errors never quote the entry: it may be
-// a key.
+// parseEntry reads one "<kid>:<hex>" or "<hex>"; its errors never quote the entry (a key).
 func parseEntry(e string) (MasterKey, error) {
 	id, hx, named := strings.Cut(e, ":")
 	if !named {
@@ -238,8 +228,7 @@ func (k *Keyring) Seal(recordID string, plaintext []byte) (string, error) {
 }
 
 // Open decrypts sealed, the sealed secret of the record recordID, with the master key it
-// names. ErrNotSealed, ErrMalformed, ErrUnknownKey or ErrNotAuthentic, wrapped, when it
-// cannot.
+// names; ErrNotSealed, ErrMalformed, ErrUnknownKey or ErrNotAuthentic when it cannot.
 func (k *Keyring) Open(recordID, sealed string) ([]byte, error) {
 	kid, body, err := split(sealed)
 	if err != nil {
@@ -263,8 +252,7 @@ func (k *Keyring) Open(recordID, sealed string) ([]byte, error) {
 // IsSealed tells whether s has the sealed form's prefix; a secret kept in clear has not.
 func IsSealed(s string) bool { return strings.HasPrefix(s, version+":") }
 
-// KeyID is the id of the master key that sealed s. ErrNotSealed or ErrMalformed when s is
-// not a sealed value.
+// KeyID is the id of the master key that sealed s; ErrNotSealed or ErrMalformed when none.
 func KeyID(sealed string) (string, error) {
 	kid, _, err := split(sealed)
 	return kid, err
