@@ -182,15 +182,11 @@ func FromEnv() (Config, error) {
 			ServiceName:    get("OTEL_SERVICE_NAME"),
 		},
 	}
+	roles := map[string]*bool{"api": &c.Roles.API, "relay": &c.Roles.Relay, "consumer": &c.Roles.Consumer}
 	for _, r := range list(get("ACV_ROLES")) {
-		switch r {
-		case "api":
-			c.Roles.API = true
-		case "relay":
-			c.Roles.Relay = true
-		case "consumer":
-			c.Roles.Consumer = true
-		default:
+		if on, ok := roles[r]; ok {
+			*on = true
+		} else {
 			errs = append(errs, fmt.Errorf("ACV_ROLES: unknown role %q", r))
 		}
 	}

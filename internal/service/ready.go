@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,11 +54,7 @@ func readyChecks(d *Deps) map[string]probe {
 // ("degraded" when one it can work without does not), else 503 naming those that did not.
 func readyHandler(d *Deps) http.Handler {
 	checks := readyChecks(d)
-	names := make([]string, 0, len(checks))
-	for n := range checks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(checks))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
