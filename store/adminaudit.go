@@ -65,11 +65,10 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (co
 			return err
 		}
 		// The detail as PostgreSQL will return it, so the hash is of what a verifier reads.
-		var stored string
-		if err := tx.QueryRow(ctx, `SELECT $1::jsonb::text`, string(raw)).Scan(&stored); err != nil {
-			return fmt.Errorf("audit detail: %w", translate(err))
+		stored, err := one(ctx, tx, "audit detail", pgx.RowTo[string], `SELECT $1::jsonb::text`, string(raw))
+		if err != nil {
+			return err
 		}
-		var err error
 		if r.Detail, err = canonicalJSON([]byte(stored)); err != nil {
 			return err
 		}

@@ -54,11 +54,7 @@ func (s *Store) CountBulk(ctx context.Context, projectID string, f contract.Code
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	if err := s.pool.QueryRow(ctx, countBulkSQL(where), args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
-	}
-	return n, nil
+	return one(ctx, s.pool, "count codes of project "+projectID, pgx.RowTo[int64], countBulkSQL(where), args...)
 }
 
 // BulkPage returns up to limit codes that f selects with a sequence number above afterSeq, in

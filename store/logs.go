@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -44,14 +43,11 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 // NewestLog is the time of the newest verification log within the last day, and false when
 // there is none: how far behind the pipeline's writes are, seen from PostgreSQL.
 func (s *Store) NewestLog(ctx context.Context, now time.Time) (time.Time, bool, error) {
-	var t *time.Time
-	if err := s.pool.QueryRow(ctx,
+	t, err := one(ctx, s.pool, "newest verification log", pgx.RowTo[*time.Time],
 		`SELECT max(verified_at) FROM verification_logs WHERE verified_at >= $1 AND verified_at < $2`,
-		now.Add(-24*time.Hour), now.Add(time.Hour)).Scan(&t); err != nil {
-		return time.Time{}, false, fmt.Errorf("newest verification log: %w", translate(err))
-	}
-	if t == nil {
-		return time.Time{}, false, nil
+		now.Add(-24*time.Hour), now.Add(time.Hour))
+	if err != nil || t == nil {
+		return time.Time{}, false, err
 	}
 	return *t, true, nil
 }

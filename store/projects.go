@@ -14,13 +14,12 @@ import (
 // API shows it (without statistics: a new project has no codes).
 func (s *Store) CreateProject(ctx context.Context, p contract.NewProject) (contract.Project, error) {
 	id := contract.NewID()
-	var createdAt time.Time
-	err := s.pool.QueryRow(ctx,
+	createdAt, err := one(ctx, s.pool, "insert project", pgx.RowTo[time.Time],
 		`INSERT INTO projects (id, name, description, expires_at) VALUES ($1, $2, $3, $4)
 		 RETURNING created_at`,
-		id, p.Name, p.Description, toTime(p.ExpiresAt)).Scan(&createdAt)
+		id, p.Name, p.Description, toTime(p.ExpiresAt))
 	if err != nil {
-		return contract.Project{}, fmt.Errorf("insert project: %w", translate(err))
+		return contract.Project{}, err
 	}
 	return contract.Project{ID: id, Name: p.Name, Description: p.Description, Status: true,
 		ExpiresAt: p.ExpiresAt, CreatedAt: createdAt.Unix()}, nil
