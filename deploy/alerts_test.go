@@ -122,7 +122,7 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	load := startSteadyLoad(t, clients, tn.ProjectID, codes, loadRate)
 	t.Logf("stack, prometheus and a load of %d verifies/s up after %s", loadRate, time.Since(start).Round(time.Millisecond))
 
-	testkit.WaitFor(t, time.Minute, "verifies measured in prometheus", func() (bool, string) {
+	testkit.WaitFor(t, 2*time.Minute, "verifies measured in prometheus", func() (bool, string) {
 		q := `job:acv_verify_latency_slo_errors:ratio_rate5m{job="acv-api"} < 0.05`
 		r, err := prom.query(q)
 		return err == nil && len(r) > 0, fmt.Sprintf("%s: %d results, err %v", q, len(r), err)
