@@ -173,7 +173,7 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.svc.SearchLogs(c.Request.Context(), s.actor(c, se), q)
+	page, err := s.svc.SearchLogs(c.Request.Context(), q)
 	if err != nil {
 		return err
 	}

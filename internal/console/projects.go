@@ -9,18 +9,13 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// The operator actions on projects, their API keys, codes and generation batches: each checks
-// the actor's role, runs internal/admin's action (Operations) and records a change in the
-// audit log.
+// The operator actions on projects, their API keys, codes and generation batches: each runs
+// internal/admin's action (Operations) and records a change in the audit log. The route that
+// calls one has already checked the actor's role.
 
-// change runs an admin action for an actor of at least role need and records it.
-func (s *Service) change(ctx context.Context, a Actor, need Role, action, kind, id, projectID string,
-	detail map[string]any, f func(o Operations) error) error {
-	o, err := s.operator(a, need)
-	if err != nil {
-		return err
-	}
-	if err := f(o); err != nil {
+// change runs an admin action and records it.
+func (s *Service) change(ctx context.Context, a Actor, action, kind, id, projectID string, detail map[string]any, f func() error) error {
+	if err := f(); err != nil {
 		return err
 	}
 	return s.record(ctx, a, action, kind, id, projectID, detail)
@@ -66,39 +61,36 @@ func checkExpiry(expiresAt *int64) error {
 	return nil
 }
 
-// CreateProject creates a project (operator and above) whose text and expiry the record holds.
+// CreateProject creates a project whose text and expiry the record holds.
 func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err == nil {
-		err = checkProjectText(p.Name, p.Description)
-	}
+	err := checkProjectText(p.Name, p.Description)
 	if err == nil {
 		err = checkExpiry(p.ExpiresAt)
 	}
 	if err != nil {
 		return contract.Project{}, err
 	}
-	proj, err := o.CreateProject(ctx, p)
+	proj, err := s.admin.CreateProject(ctx, p)
 	if err != nil {
 		return proj, err
 	}
 	return proj, s.record(ctx, a, "project.create", "project", proj.ID, proj.ID, map[string]any{"name": p.Name, "expires_at": p.ExpiresAt})
 }
 
-// SetProjectEnabled enables or disables a project everywhere at once (operator and above).
+// SetProjectEnabled enables or disables a project everywhere at once.
 func (s *Service) SetProjectEnabled(ctx context.Context, a Actor, id string, enabled bool) error {
-	return s.change(ctx, a, RoleOperator, pick(enabled, "project.enable", "project.disable"), "project", id, id, nil,
-		func(o Operations) error { return o.SetProjectEnabled(ctx, id, enabled) })
+	return s.change(ctx, a, pick(enabled, "project.enable", "project.disable"), "project", id, id, nil,
+		func() error { return s.admin.SetProjectEnabled(ctx, id, enabled) })
 }
 
-// SetProjectExpiry sets or, with nil, clears a project's expiry (operator and above).
+// SetProjectExpiry sets or, with nil, clears a project's expiry.
 func (s *Service) SetProjectExpiry(ctx context.Context, a Actor, id string, expiresAt *int64) error {
-	return s.change(ctx, a, RoleOperator, pick(expiresAt == nil, "project.clear_expiry", "project.expire"), "project", id, id,
-		map[string]any{"expires_at": expiresAt}, func(o Operations) error {
+	return s.change(ctx, a, pick(expiresAt == nil, "project.clear_expiry", "project.expire"), "project", id, id,
+		map[string]any{"expires_at": expiresAt}, func() error {
 			if err := checkExpiry(expiresAt); err != nil {
 				return err
 			}
-			return o.SetProjectExpiry(ctx, id, expiresAt)
+			return s.admin.SetProjectExpiry(ctx, id, expiresAt)
 		})
 }
 
@@ -113,17 +105,13 @@ func checkLimit(rate float64, burst int) error {
 	return nil
 }
 
-// CreateAPIKey issues a key for a project (operator and above). The returned key holds its
+// CreateAPIKey issues a key for a project. The returned key holds its
 // secret in clear, to be shown once; the audit log records the key's id and limits only.
 func (s *Service) CreateAPIKey(ctx context.Context, a Actor, projectID string, rate float64, burst int) (contract.APIKey, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return contract.APIKey{}, err
-	}
 	if err := checkLimit(rate, burst); err != nil {
 		return contract.APIKey{}, err
 	}
-	k, err := o.CreateAPIKey(ctx, projectID, rate, burst)
+	k, err := s.admin.CreateAPIKey(ctx, projectID, rate, burst)
 	if err != nil {
 		return k, err
 	}
@@ -131,11 +119,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, a Actor, projectID string, r
 }
 
 // changeKey runs a change of an API key and records it under the key's project.
-func (s *Service) changeKey(ctx context.Context, a Actor, action, keyID string, detail map[string]any, f func(o Operations) error) error {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return err
-	}
+func (s *Service) changeKey(ctx context.Context, a Actor, action, keyID string, detail map[string]any, f func() error) error {
 	k, err := s.store.APIKey(ctx, keyID)
 	if errors.Is(err, contract.ErrNotFound) {
 		return contract.Errorf(contract.KindNotFound, "API key %s not found", keyID)
@@ -143,59 +127,48 @@ func (s *Service) changeKey(ctx context.Context, a Actor, action, keyID string, 
 	if err != nil {
 		return err
 	}
-	if err := f(o); err != nil {
+	if err := f(); err != nil {
 		return err
 	}
 	return s.record(ctx, a, action, "api_key", keyID, k.ProjectID, detail)
 }
 
-// RevokeAPIKey revokes a key for good (operator and above).
+// RevokeAPIKey revokes a key for good.
 func (s *Service) RevokeAPIKey(ctx context.Context, a Actor, keyID string) error {
-	return s.changeKey(ctx, a, "api_key.revoke", keyID, nil, func(o Operations) error { return o.RevokeAPIKey(ctx, keyID) })
+	return s.changeKey(ctx, a, "api_key.revoke", keyID, nil, func() error { return s.admin.RevokeAPIKey(ctx, keyID) })
 }
 
-// SetAPIKeyRateLimit changes a key's token bucket (operator and above).
+// SetAPIKeyRateLimit changes a key's token bucket.
 func (s *Service) SetAPIKeyRateLimit(ctx context.Context, a Actor, keyID string, rate float64, burst int) error {
-	if err := a.require(RoleOperator); err != nil {
-		return err
-	}
 	if err := checkLimit(rate, burst); err != nil {
 		return err
 	}
 	return s.changeKey(ctx, a, "api_key.limit", keyID, map[string]any{"rate_per_sec": rate, "burst": burst},
-		func(o Operations) error { return o.SetAPIKeyRateLimit(ctx, keyID, rate, burst) })
+		func() error { return s.admin.SetAPIKeyRateLimit(ctx, keyID, rate, burst) })
 }
 
 // RewrapKeys seals every API key's secret with the active master key, whose id it returns
-// too (admin only): the server holds the master keys, an operator's machine does not.
+// too: the server holds the master keys, an operator's machine does not.
 func (s *Service) RewrapKeys(ctx context.Context, a Actor) (contract.RewrapResult, string, error) {
-	o, err := s.operator(a, RoleAdmin)
-	if err != nil {
-		return contract.RewrapResult{}, "", err
-	}
-	res, err := o.RewrapKeys(ctx)
+	res, err := s.admin.RewrapKeys(ctx)
 	if rerr := s.record(ctx, a, "keys.rewrap", "api_key", "", "", map[string]any{
 		"sealed": res.Sealed, "rewrapped": res.Rewrapped, "current": res.Current, "failed": res.Failed,
 	}); rerr != nil && err == nil {
 		err = rerr
 	}
-	return res, o.ActiveKeyID(), err
+	return res, s.admin.ActiveKeyID(), err
 }
 
-// SetCodeDisabled disables or enables one code, at once on the hot path (support and above).
+// SetCodeDisabled disables or enables one code, at once on the hot path.
 func (s *Service) SetCodeDisabled(ctx context.Context, a Actor, projectID, value string, disabled bool) error {
-	return s.change(ctx, a, RoleSupport, pick(disabled, "code.disable", "code.enable"), "code", value, projectID, nil,
-		func(o Operations) error { return o.SetCodeDisabled(ctx, projectID, value, disabled) })
+	return s.change(ctx, a, pick(disabled, "code.disable", "code.enable"), "code", value, projectID, nil,
+		func() error { return s.admin.SetCodeDisabled(ctx, projectID, value, disabled) })
 }
 
-// Import reads codes from CSV into a project (operator and above), skipping and reporting the
+// Import reads codes from CSV into a project, skipping and reporting the
 // bad rows. A real import is recorded with its totals, whatever stopped it; a dry run is not.
 func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Reader, dryRun bool) (contract.ImportReport, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return contract.ImportReport{}, err
-	}
-	rep, err := o.ImportCSV(ctx, projectID, r, contract.ImportOptions{DryRun: dryRun})
+	rep, err := s.admin.ImportCSV(ctx, projectID, r, contract.ImportOptions{DryRun: dryRun})
 	if dryRun || (err != nil && rep.Read == 0) {
 		return rep, err
 	}
@@ -203,12 +176,9 @@ func (s *Service) Import(ctx context.Context, a Actor, projectID string, r io.Re
 		"inserted": rep.Inserted, "duplicates": rep.Duplicates, "existing": rep.Existing, "invalid": rep.Invalid}, err)
 }
 
-// Export checks and records an export of a project's codes (operator and above); the function
-// returned then streams them from PostgreSQL as CSV. A refusal comes before the first byte.
+// Export records an export of a project's codes; the function returned then streams them
+// from PostgreSQL as CSV. A refusal comes before the first byte.
 func (s *Service) Export(ctx context.Context, a Actor, projectID string) (func(io.Writer) (int, error), error) {
-	if err := a.require(RoleOperator); err != nil {
-		return nil, err
-	}
 	if _, err := s.admin.Project(ctx, projectID, s.now().Unix()); err != nil {
 		return nil, err
 	}
@@ -224,17 +194,13 @@ const batchesShown = 100
 // MaxGenerate bounds one generation batch.
 const MaxGenerate = 1_000_000
 
-// StartGenerate records a generation batch and starts it in the background (operator and
-// above), answering with the queued batch whose progress Batch reads on any instance.
+// StartGenerate records a generation batch and starts it in the background, answering with
+// the queued batch whose progress Batch reads on any instance.
 func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name string, spec contract.GenerateSpec) (contract.Batch, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return contract.Batch{}, err
-	}
 	if spec.Count > MaxGenerate {
 		return contract.Batch{}, contract.Errorf(contract.KindInvalid, "count must be at most %d", MaxGenerate)
 	}
-	b, err := o.CreateBatch(ctx, projectID, name, spec, a.Username)
+	b, err := s.admin.CreateBatch(ctx, projectID, name, spec, a.Username)
 	if err != nil {
 		return contract.Batch{}, err
 	}
@@ -245,7 +211,7 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 		// A round small enough that the progress moves several times a second.
 		step := orDefault(s.cfg.GenerateStep, 10_000)
 		err = s.jobs.start(func(jctx context.Context) {
-			end, err := o.RunBatch(jctx, projectID, b.ID, step, nil)
+			end, err := s.admin.RunBatch(jctx, projectID, b.ID, step, nil)
 			if err != nil {
 				s.log.ErrorContext(jctx, "console: generation batch failed", "batch", b.ID, "project", projectID,
 					"status", end.Status, "done", end.Done, "err", err)
@@ -254,19 +220,15 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 	}
 	if err != nil {
 		// Not recorded or never started: cancel it rather than leave it queued until found stale.
-		_, _ = o.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
+		_, _ = s.admin.CancelBatch(context.WithoutCancel(ctx), projectID, b.ID)
 		return contract.Batch{}, err
 	}
 	return b, nil
 }
 
-// CancelBatch stops a queued or running batch (operator and above); the codes it made stay.
+// CancelBatch stops a queued or running batch; the codes it made stay.
 func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID string) (contract.Batch, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return contract.Batch{}, err
-	}
-	b, err := o.CancelBatch(ctx, projectID, batchID)
+	b, err := s.admin.CancelBatch(ctx, projectID, batchID)
 	if err != nil {
 		return contract.Batch{}, err
 	}
@@ -274,13 +236,9 @@ func (s *Service) CancelBatch(ctx context.Context, a Actor, projectID, batchID s
 		"name": b.Name, "status": b.Status, "done": b.Done})
 }
 
-// RevokeBatch disables a batch's codes (operator and above) while expected is their count.
+// RevokeBatch disables a batch's codes while expected is their count.
 func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID string, expected *int64) (int, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return 0, err
-	}
-	n, err := o.RevokeBatch(ctx, projectID, batchID, a.Username, expected, s.now().Unix())
+	n, err := s.admin.RevokeBatch(ctx, projectID, batchID, a.Username, expected, s.now().Unix())
 	if n == 0 && err != nil {
 		return 0, err
 	}
@@ -288,15 +246,10 @@ func (s *Service) RevokeBatch(ctx context.Context, a Actor, projectID, batchID s
 	return n, s.recordPartial(ctx, a, "batch.revoke", "batch", batchID, projectID, map[string]any{"disabled": n}, err)
 }
 
-// BulkDisable disables the codes filter f selects (operator and above), only when expected is
-// still their count: else contract.ErrCountChanged (409). The audit log records the filter and
-// the count.
+// BulkDisable disables the codes filter f selects only while expected is still their count,
+// else contract.ErrCountChanged (409); the audit log records the filter and the count.
 func (s *Service) BulkDisable(ctx context.Context, a Actor, projectID string, f contract.CodeFilter, expected int64) (int, error) {
-	o, err := s.operator(a, RoleOperator)
-	if err != nil {
-		return 0, err
-	}
-	n, err := o.DisableMatching(ctx, projectID, f, &expected, s.now().Unix())
+	n, err := s.admin.DisableMatching(ctx, projectID, f, &expected, s.now().Unix())
 	if n == 0 && err != nil || errors.Is(err, contract.ErrCountChanged) {
 		return 0, err
 	}
@@ -315,14 +268,10 @@ type ManualResult struct {
 	EventID    string `json:"event_id"`
 }
 
-// manual verifies or reactivates a code by hand (support and above) through the client API's
-// hot path, verified_by "console:<username>" (a prefix clients may not use); each operation
+// manual verifies or reactivates a code by hand through the client API's hot path, verified_by "console:<username>" (a prefix clients may not use); each operation
 // has a replay key of its own. The reason, required, is recorded.
 func (s *Service) manual(ctx context.Context, a Actor, action contract.Action, projectID, value, reason string) (ManualResult, error) {
-	if err := a.require(RoleSupport); err != nil {
-		return ManualResult{}, err
-	}
-	if s.hot == nil || s.admin == nil {
+	if s.hot == nil {
 		return ManualResult{}, errNoOperatorActions
 	}
 	if err := contract.ValidateCode(value); err != nil {

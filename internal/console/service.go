@@ -3,8 +3,8 @@
 // listener of its own (ACV_ADMIN_ADDR). Its operator actions are internal/admin's; the console
 // adds who may do them, and the record of who did. The acv command is a client of its API.
 //
-// Service performs a change for an Actor: it checks the actor's role and records the change in
-// the audit log. Server is the HTTP adapter (cookies, CSRF, bodies, statuses) for the API and
+// Service performs a change for an Actor and records it in the audit log; the route that asks
+// for it has already checked the actor's role. Server is the HTTP adapter (cookies, CSRF, bodies, statuses) for the API and
 // the pages alike; it reads through the admin service and the record directly, once the route
 // has checked the role. They are the Operations, Store and HotPath interfaces declared here,
 // which the wiring fills.
@@ -121,7 +121,7 @@ type Config struct {
 	LogPolicy contract.LogPolicy // applied by a maintenance run: contract.DefaultLogPolicy()
 }
 
-// Service performs the console's actions for an Actor: role checked, action recorded.
+// Service performs the console's actions for an Actor and records them.
 type Service struct {
 	cfg   Config
 	store Store
@@ -185,17 +185,6 @@ func (a Actor) require(need Role) error {
 		return contract.Errorf(contract.KindForbidden, "This needs the %s role; your account has the %s role", need, a.Role)
 	}
 	return nil
-}
-
-// operator checks the actor's role and that the operator actions are configured.
-func (s *Service) operator(a Actor, need Role) (Operations, error) {
-	if err := a.require(need); err != nil {
-		return nil, err
-	}
-	if s.admin == nil {
-		return nil, errNoOperatorActions
-	}
-	return s.admin, nil
 }
 
 // Role is what an account may do, each role all the ones before it may: viewer reads; support
