@@ -1,8 +1,8 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +11,11 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/docs"
 	"github.com/gin-gonic/gin"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
 )
 
 // auditRow is an audit row as the page shows it.
@@ -243,15 +248,46 @@ func (s *Server) docsPage(c *gin.Context, se *Session) error {
 
 // apiGuidePage shows docs/api.md as a page with a table of contents.
 func (s *Server) apiGuidePage(c *gin.Context, se *Session) error {
-	blocks := markdownBlocks(string(docs.APIGuide()))
-	var toc []mdBlock
-	for _, b := range blocks {
-		if b.Level == 2 || b.Level == 3 {
-			toc = append(toc, b)
-		}
+	html, toc, err := apiGuide()
+	if err != nil {
+		return err
 	}
-	return s.page(c, se, "apiguide", "Client API guide", "docs", map[string]any{"Blocks": blocks, "TOC": toc})
+	return s.page(c, se, "apiguide", "Client API guide", "docs", map[string]any{"HTML": html, "TOC": toc})
 }
+
+// guideHeading is a heading of the guide in its table of contents.
+type guideHeading struct {
+	Level    int
+	ID, Text string
+}
+
+// guideMarkdown renders the guide: GitHub's tables, and headings with GitHub's anchors, so
+// links into docs/api.md work the same on the console and on GitHub. Raw HTML in the source is
+// left out, never passed through.
+var guideMarkdown = goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithParserOptions(parser.WithAutoHeadingID()))
+
+// apiGuide is docs/api.md as HTML, with its level 2 and 3 headings for the table of contents.
+func apiGuide() (template.HTML, []guideHeading, error) {
+	src := docs.APIGuide()
+	doc := guideMarkdown.Parser().Parse(text.NewReader(src))
+	var toc []guideHeading
+	err := ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if h, ok := n.(*ast.Heading); ok && entering && (h.Level == 2 || h.Level == 3) {
+			id, _ := h.AttributeString("id")
+			toc = append(toc, guideHeading{Level: h.Level, ID: string(id.([]byte)), Text: string(h.Lines().Value(src))})
+		}
+		return ast.WalkContinue, nil
+	})
+	var buf strings.Builder
+	if err == nil {
+		err = guideMarkdown.Renderer().Render(&buf, src, doc)
+	}
+	return template.HTML(guideBoxes.Replace(buf.String())), toc, err
+}
+
+// guideBoxes make a code block and a table scroll sideways in their own box on a narrow
+// screen; a code block takes the keyboard's focus to do so.
+var guideBoxes = strings.NewReplacer("<pre>", `<pre tabindex="0">`, "<table>", `<div class="scroll"><table>`, "</table>", "</table></div>")
 
 // apiGuideMarkdown serves docs/api.md as it is, for reading elsewhere.
 func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
@@ -263,70 +299,4 @@ func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
 func (s *Server) clientOpenAPI(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, api.OpenAPIContentType, api.OpenAPI())
 	return nil
-}
-
-// mdBlock is one block of a Markdown document: a heading (Level 1 to 4, anchor ID), a code
-// block (Pre) or text kept as written, which the template escapes.
-type mdBlock struct {
-	Level int
-	ID    string
-	Pre   bool
-	Text  string
-}
-
-var slugDrop = regexp.MustCompile(`[^a-z0-9 -]`)
-
-// slug is a heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to
-// hyphens, so links into docs/api.md work the same on the console and on GitHub.
-func slug(h string) string {
-	return strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")
-}
-
-// markdownBlocks splits Markdown into headings, fenced code blocks and paragraphs: enough for a
-// readable page with anchors, without a front-end dependency.
-func markdownBlocks(src string) []mdBlock {
-	var (
-		out   []mdBlock
-		para  []string
-		fence []string
-		in    bool
-	)
-	flush := func() {
-		if t := strings.TrimSpace(strings.Join(para, "\n")); t != "" {
-			out = append(out, mdBlock{Text: t})
-		}
-		para = para[:0]
-	}
-	for _, line := range strings.Split(src, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			if in {
-				out = append(out, mdBlock{Pre: true, Text: strings.Join(fence, "\n")})
-				fence, in = fence[:0], false
-			} else {
-				flush()
-				in = true
-			}
-			continue
-		}
-		if in {
-			fence = append(fence, line)
-			continue
-		}
-		if level := len(line) - len(strings.TrimLeft(line, "#")); level >= 1 && level <= 4 && strings.HasPrefix(line[level:], " ") {
-			flush()
-			h := strings.TrimSpace(line[level:])
-			out = append(out, mdBlock{Level: level, ID: slug(h), Text: h})
-			continue
-		}
-		if strings.TrimSpace(line) == "" {
-			flush()
-			continue
-		}
-		para = append(para, line)
-	}
-	flush()
-	if in {
-		out = append(out, mdBlock{Pre: true, Text: strings.Join(fence, "\n")})
-	}
-	return out
 }
