@@ -87,15 +87,11 @@ func redirectDone(c *gin.Context, err error, path, done, arg string) error {
 	if arg != "" {
 		q.Set("n", arg)
 	}
-	path, frag, _ := strings.Cut(path, "#")
-	if frag != "" {
-		frag = "#" + frag
-	}
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	c.Redirect(http.StatusSeeOther, path+sep+q.Encode()+frag)
+	c.Redirect(http.StatusSeeOther, path+sep+q.Encode())
 	return nil
 }
 

@@ -279,15 +279,10 @@ func parseProxies(list []string) (proxies, error) {
 		if s == "" {
 			continue
 		}
-		if !strings.Contains(s, "/") {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
-			}
-			ps = append(ps, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-			continue
-		}
 		p, err := netip.ParsePrefix(s)
+		if a, aerr := netip.ParseAddr(s); aerr == nil {
+			p, err = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
 		}
