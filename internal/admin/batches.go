@@ -53,7 +53,7 @@ func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec co
 // RunBatch generates a queued batch's codes and returns the batch as it ended, writing its
 // progress after every round of step codes and a heartbeat every BatchHeartbeat; a cancel
 // from any instance stops it at the next of either. The error is the generation's.
-func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step int, progress func(done int)) (contract.Batch, error) {
+func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step int) (contract.Batch, error) {
 	b, err := a.Store.Batch(ctx, projectID, batchID)
 	if err != nil {
 		return contract.Batch{}, notFound(err, "batch", batchID)
@@ -88,9 +88,6 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	n, gerr := a.generateInto(jctx, projectID, batchID, spec, func(done int) {
 		if c, err := a.Store.BatchProgress(jctx, batchID, done); err == nil && c {
 			cancel(errCancelled)
-		}
-		if progress != nil {
-			progress(done)
 		}
 	})
 	close(stop)

@@ -211,7 +211,7 @@ func (s *Service) StartGenerate(ctx context.Context, a Actor, projectID, name st
 		// A round small enough that the progress moves several times a second.
 		step := orDefault(s.cfg.GenerateStep, 10_000)
 		err = s.jobs.start(func(jctx context.Context) {
-			end, err := s.admin.RunBatch(jctx, projectID, b.ID, step, nil)
+			end, err := s.admin.RunBatch(jctx, projectID, b.ID, step)
 			if err != nil {
 				s.log.ErrorContext(jctx, "console: generation batch failed", "batch", b.ID, "project", projectID,
 					"status", end.Status, "done", end.Done, "err", err)

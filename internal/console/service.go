@@ -84,7 +84,7 @@ type Operations interface {
 	Projects(ctx context.Context) ([]contract.Project, error)
 	RevokeAPIKey(ctx context.Context, keyID string) error
 	RevokeBatch(ctx context.Context, projectID, batchID, by string, expected *int64, now int64) (int, error)
-	RunBatch(ctx context.Context, projectID, batchID string, step int, progress func(done int)) (contract.Batch, error)
+	RunBatch(ctx context.Context, projectID, batchID string, step int) (contract.Batch, error)
 	SetAPIKeyRateLimit(ctx context.Context, keyID string, ratePerSec float64, burst int) error
 	SetCodeDisabled(ctx context.Context, projectID, value string, disabled bool) error
 	SetProjectEnabled(ctx context.Context, id string, enabled bool) error
