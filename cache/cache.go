@@ -8,10 +8,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -323,12 +320,7 @@ func redisUnavailable(err error) bool {
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, redis.ErrClosed) {
 		return true
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	return contract.ConnectionLost(err)
 }
 
 // replicaWait is the WAIT that follows hot-path writes; zero replicas means none. Without it a

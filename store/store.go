@@ -9,11 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/acv/acv/api/contract"
@@ -215,12 +212,7 @@ func unreachable(err error) bool {
 	if errors.As(err, &ce) {
 		return true
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	return contract.ConnectionLost(err)
 }
 
 // retryable tells whether a transaction failed only because of a concurrent one and may simply

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -125,6 +128,18 @@ func looksUnavailable(err error) bool {
 	}
 	var oe interface{ Temporary() bool }
 	return errors.As(err, &oe)
+}
+
+// ConnectionLost tells whether err is a failure to reach a server or to keep talking to it: a
+// refused, reset or closed connection, a stream cut short, any network error. The Redis and
+// PostgreSQL adapters answer it with Unavailable.
+func ConnectionLost(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // Refusals the stores and the hot path report; callers test them with errors.Is.

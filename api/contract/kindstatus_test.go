@@ -1,7 +1,12 @@
 package contract_test
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
 
 	"github.com/acv/acv/api/contract"
@@ -27,5 +32,31 @@ func TestKindHTTPStatus(t *testing.T) {
 	}
 	if len(contract.Kinds) != len(want)-1 {
 		t.Errorf("contract.Kinds lists %d kinds, the table %d", len(contract.Kinds), len(want)-1)
+	}
+}
+
+// A lost connection is told from the outside: a refused dial, a reset, a cut stream; a refusal
+// of the server's own, or a plain error, is not one.
+func TestConnectionLost(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, dialErr := net.Dial("tcp", l.Addr().String())
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{dialErr, true},
+		{fmt.Errorf("read reply: %w", syscall.ECONNRESET), true},
+		{fmt.Errorf("read reply: %w", io.ErrUnexpectedEOF), true},
+		{net.ErrClosed, true},
+		{errors.New("ERR unknown command"), false},
+		{contract.ErrConflict, false},
+	} {
+		if got := contract.ConnectionLost(c.err); got != c.want {
+			t.Errorf("ConnectionLost(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
