@@ -8,7 +8,7 @@ import (
 
 // reactivate is loadtest/k6/reactivate.js: each VU cycles verify → reactivate through codes of
 // its own, reading back (read your writes) with probability s.ReadBack. The codes end unused.
-func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
+func (x *run) reactivate(ctx context.Context, s ScenarioSettings) error {
 	if s.VUs < 1 || s.CodesPerVU < 1 {
 		return fmt.Errorf("VUs (%d) and codes per VU (%d) must be at least 1", s.VUs, s.CodesPerVU)
 	}
@@ -27,13 +27,8 @@ func (x *run) reactivate(ctx context.Context, s ReactivateSettings) error {
 	if s.Rate > 0 {
 		x.open(ctx, s.Rate, s.Duration, s.VUs, func(vu int, _ int64) { cycle(vu) })
 	} else {
-		done := x.load(0)
-		closedModel(ctx, s.VUs, s.Duration, cycle)
-		done()
+		x.loadPhase(0, func() { closedModel(ctx, s.VUs, s.Duration, cycle) })
 	}
-
-	x.standard(s.Limits)
-	x.expect("unexpected_failures", "==", 0)
 	x.expect("cycles_ok", ">", 0)
 	return nil
 }
@@ -69,16 +64,7 @@ func (x *run) readBack(ctx context.Context, code string, wantUsed bool, who stri
 	if wantUsed {
 		state = c["status"] == true && c.str("verified_by") == who && c.isInt("verified_at")
 	}
-	ok := x.checkAll(
-		namedCheck{"read-back: status 200", a.status == 200},
-		namedCheck{"read-back: state is the acknowledged one", state},
-	)
-	if !ok {
-		step := "read-back after reactivate"
-		if wantUsed {
-			step = "read-back after verify"
-		}
-		x.unexpected(step+" "+code, a)
-	}
-	return ok
+	step := map[bool]string{true: "read-back after verify ", false: "read-back after reactivate "}[wantUsed]
+	return x.checks(step+code, a, check{"read-back: status 200", a.status == 200},
+		check{"read-back: state is the acknowledged one", state})
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,37 +48,39 @@ type Runner struct {
 // Run runs the scenario name (one of Scenarios). A scenario that cannot start returns an
 // error, as a k6 script's setup throws; one that ran returns its Result.
 func (r *Runner) Run(ctx context.Context, name string) (Result, error) {
+	var s ScenarioSettings
+	var scenario func(*run, context.Context, ScenarioSettings) error
+	switch name {
+	case "redeem":
+		s, scenario = r.Settings.Redeem, (*run).redeem
+	case "contention":
+		s, scenario = r.Settings.Contention, (*run).contention
+	case "reactivate":
+		s, scenario = r.Settings.Reactivate, (*run).reactivate
+	case "readmix":
+		s, scenario = r.Settings.ReadMix, (*run).readMix
+	default:
+		return Result{}, fmt.Errorf("no scenario %q (scenarios: %s)", name, strings.Join(Scenarios, ", "))
+	}
 	hc := r.HTTP
 	if hc == nil { // no proxy: the load goes straight to the target
 		hc = &http.Client{Timeout: cmp.Or(r.Settings.Timeout, 10*time.Second), Transport: &http.Transport{
 			MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second,
 		}}
 	}
-	m := r.Metrics
-	if m == nil {
-		m = NewMetrics(prometheus.NewRegistry())
-	}
 	t := r.Target
-	x := &run{scenario: name, r: r, m: m,
-		cl:      &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
-		latBy:   map[string][]time.Duration{},
-		failing: map[string]int64{}, counters: map[string]float64{}}
-	var err error
-	switch name {
-	case "redeem":
-		err = x.redeem(ctx, r.Settings.Redeem)
-	case "contention":
-		err = x.contention(ctx, r.Settings.Contention)
-	case "reactivate":
-		err = x.reactivate(ctx, r.Settings.Reactivate)
-	case "readmix":
-		err = x.readMix(ctx, r.Settings.ReadMix)
-	default:
-		return Result{}, fmt.Errorf("no scenario %q (scenarios: %s)", name, strings.Join(Scenarios, ", "))
-	}
-	if err != nil {
+	x := &run{scenario: name, r: r, m: cmp.Or(r.Metrics, NewMetrics(prometheus.NewRegistry())),
+		cl:    &client.Client{BaseURL: strings.TrimSuffix(t.BaseURL, "/"), KeyID: t.KeyID, Secret: t.Secret, HTTP: hc},
+		latBy: map[string][]time.Duration{}, failing: map[string]int64{}, counters: map[string]float64{}}
+	if err := scenario(x, ctx, s); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", name, err)
 	}
+	// Every scenario's thresholds come first, then those of its own.
+	own := x.thresholds
+	x.thresholds = nil
+	x.standard(s.Limits)
+	x.expect("unexpected_failures", "==", 0)
+	x.thresholds = append(x.thresholds, own...)
 	res := x.result()
 	failed := len(res.Failing())
 	x.m.thresholds.WithLabelValues(name, "pass").Set(float64(len(res.Thresholds) - failed))
@@ -162,17 +165,16 @@ type run struct {
 	cl       *client.Client
 	warned   atomic.Int64
 
-	mu         sync.Mutex
-	loadStart  time.Time
-	loadEnd    time.Time
-	latBy      map[string][]time.Duration
-	failed     int64
-	checksPass int64
-	checksFail int64
-	failing    map[string]int64
-	counters   map[string]float64
-	thresholds []Threshold
-	notes      []string
+	loadSeconds float64 // set once the load phase ended
+	mu          sync.Mutex
+	latBy       map[string][]time.Duration // the load phase's requests by endpoint
+	failed      int64
+	checksPass  int64
+	checksFail  int64
+	failing     map[string]int64
+	counters    map[string]float64
+	thresholds  []Threshold
+	notes       []string
 }
 
 func (x *run) logf(format string, args ...any) {
@@ -197,9 +199,6 @@ type answer struct {
 	interrupted bool
 }
 
-// ok is k6's notion of a request that did not fail: answered with a 2xx or 3xx status.
-func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 400 }
-
 func (a answer) String() string {
 	if a.err != nil {
 		return a.err.Error()
@@ -219,12 +218,11 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 	t0 := time.Now()
 	resp, rb, err := x.cl.Do(ctx, method, pathAndQuery, b, nil)
 	d := time.Since(t0)
-	a := answer{body: rb, err: err}
+	a := answer{body: rb, err: err, interrupted: err != nil && ctx.Err() != nil}
 	if resp != nil {
 		a.status = resp.StatusCode
 	}
-	if err != nil && ctx.Err() != nil {
-		a.interrupted = true
+	if a.interrupted {
 		return a
 	}
 	x.m.requests.WithLabelValues(x.scenario, endpoint, phase, outcome(a.status, err)).Inc()
@@ -232,7 +230,7 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 	if phase == phaseLoad {
 		x.mu.Lock()
 		x.latBy[endpoint] = append(x.latBy[endpoint], d)
-		if !a.ok() {
+		if err != nil || a.status < 200 || a.status >= 400 { // k6's http_req_failed: no 2xx or 3xx answer
 			x.failed++
 		}
 		x.mu.Unlock()
@@ -240,15 +238,16 @@ func (x *run) send(ctx context.Context, phase, endpoint, method, pathAndQuery st
 	return a
 }
 
-type namedCheck struct {
+type check struct {
 	name string
 	ok   bool
 }
 
-// checkAll records every check of one answer, as k6's check() does, and tells whether all passed.
-func (x *run) checkAll(checks ...namedCheck) bool {
+// checks records the checks of the answer a, as k6's check() does, and tells whether all
+// passed; when one failed, a is an answer a correct service never gives, shown as what.
+func (x *run) checks(what string, a answer, cs ...check) bool {
 	all := true
-	for _, c := range checks {
+	for _, c := range cs {
 		x.mu.Lock()
 		if c.ok {
 			x.checksPass++
@@ -260,7 +259,23 @@ func (x *run) checkAll(checks ...namedCheck) bool {
 		x.m.checks.WithLabelValues(x.scenario, map[bool]string{true: "pass", false: "fail"}[c.ok]).Inc()
 		all = all && c.ok
 	}
+	if !all {
+		x.unexpected("%s: %s", what, a)
+	}
 	return all
+}
+
+// succeeded checks that a answered the request what with status 200 and success=true, and the
+// more checks (see checks).
+func (x *run) succeeded(what, shown string, a answer, more ...check) bool {
+	return x.checks(shown, a, append([]check{{what + ": status 200", a.status == 200},
+		{what + ": success=true", a.decode()["success"] == true}}, more...)...)
+}
+
+// unexpected counts something a correct service never does, and shows the first few.
+func (x *run) unexpected(format string, args ...any) {
+	x.add("unexpected_failures", 1)
+	x.warnf(format, args...)
 }
 
 // add adds v to the scenario's counter name (with its tags, k6-style).
@@ -268,93 +283,63 @@ func (x *run) add(name string, v float64) {
 	x.mu.Lock()
 	x.counters[name] += v
 	x.mu.Unlock()
-	if name == "unexpected_failures" {
+	switch name {
+	case "unexpected_failures":
 		x.m.unexpected.WithLabelValues(x.scenario).Add(v)
+	case "dropped_iterations":
+		x.m.dropped.WithLabelValues(x.scenario).Add(v)
 	}
 }
 
-// succeeded records the checks that a answered the request what with status 200 and
-// success=true, and the more checks; when one fails, a is unexpected (shown as shown).
-func (x *run) succeeded(what, shown string, a answer, more ...namedCheck) bool {
-	ok := x.checkAll(append([]namedCheck{{what + ": status 200", a.status == 200},
-		{what + ": success=true", a.decode()["success"] == true}}, more...)...)
-	if !ok {
-		x.unexpected(shown, a)
-	}
-	return ok
-}
-
-// unexpected counts an answer a correct service never gives, and shows the first few.
-func (x *run) unexpected(what string, a answer) {
-	x.add("unexpected_failures", 1)
-	x.warnf("%s: %s", what, a)
-}
-
-func (x *run) note(format string, args ...any) {
+func (x *run) count(name string) float64 {
 	x.mu.Lock()
-	x.notes = append(x.notes, fmt.Sprintf(format, args...))
-	x.mu.Unlock()
+	defer x.mu.Unlock()
+	return x.counters[name]
 }
 
-// load marks the load phase's start and returns the function that marks its end.
-func (x *run) load(rate float64) (done func()) {
-	x.mu.Lock()
-	x.loadStart = time.Now()
-	x.mu.Unlock()
+// loadPhase runs fn as the load phase, whose requests and checks the thresholds judge; rate is
+// the open model's (0 for a closed one).
+func (x *run) loadPhase(rate float64, fn func()) {
 	x.m.running.WithLabelValues(x.scenario).Set(1)
 	x.m.rate.WithLabelValues(x.scenario).Set(rate)
-	return func() {
-		x.mu.Lock()
-		x.loadEnd = time.Now()
-		x.mu.Unlock()
-		x.m.running.WithLabelValues(x.scenario).Set(0)
-	}
+	start := time.Now()
+	fn()
+	x.loadSeconds = time.Since(start).Seconds()
+	x.m.running.WithLabelValues(x.scenario).Set(0)
 }
 
 // open runs the load phase as an open model, counting the iterations it could not start.
 func (x *run) open(ctx context.Context, rate float64, d time.Duration, maxVUs int, fn func(vu int, iter int64)) {
-	done := x.load(rate)
-	n := float64(openModel(ctx, rate, d, maxVUs, fn))
-	done()
-	x.add("dropped_iterations", n)
-	x.m.dropped.WithLabelValues(x.scenario).Add(n)
+	var dropped int64
+	x.loadPhase(rate, func() { dropped = openModel(ctx, rate, d, maxVUs, fn) })
+	x.add("dropped_iterations", float64(dropped))
 }
 
 func (x *run) judge(metric, condition, actual string, pass bool) {
-	x.mu.Lock()
 	x.thresholds = append(x.thresholds, Threshold{Metric: metric, Condition: condition, Actual: actual, Pass: pass})
-	x.mu.Unlock()
 }
 
 // standard adds the latency, failure and check thresholds of the load phase.
 func (x *run) standard(l Limits) {
 	r := x.result()
-	p95, p99, reqs, failed := r.P95Ms, r.P99Ms, r.Requests, r.FailedRequests
-	fail, pass := r.ChecksFailed, r.Checks-r.ChecksFailed
 	const lat = "http_req_duration{phase:load}"
-	x.judge(lat, fmt.Sprintf("p(95)<%g", l.P95Ms), fmt.Sprintf("p(95)=%.2fms", p95), p95 < l.P95Ms)
-	x.judge(lat, fmt.Sprintf("p(99)<%g", l.P99Ms), fmt.Sprintf("p(99)=%.2fms", p99), p99 < l.P99Ms)
-	failedRate := 0.0
-	if reqs > 0 {
-		failedRate = float64(failed) / float64(reqs)
-	}
+	x.judge(lat, fmt.Sprintf("p(95)<%g", l.P95Ms), fmt.Sprintf("p(95)=%.2fms", r.P95Ms), r.P95Ms < l.P95Ms)
+	x.judge(lat, fmt.Sprintf("p(99)<%g", l.P99Ms), fmt.Sprintf("p(99)=%.2fms", r.P99Ms), r.P99Ms < l.P99Ms)
+	failed := float64(r.FailedRequests) / float64(max(r.Requests, 1))
 	x.judge("http_req_failed{phase:load}", fmt.Sprintf("rate<=%g", l.MaxFailedRate),
-		fmt.Sprintf("rate=%.4f (%d of %d)", failedRate, failed, reqs), failedRate <= l.MaxFailedRate)
+		fmt.Sprintf("rate=%.4f (%d of %d)", failed, r.FailedRequests, r.Requests), failed <= l.MaxFailedRate)
 	// k6 does not judge a metric without samples; http_reqs below fails an empty run.
-	checks, rate := "no checks", 1.0
-	if pass+fail > 0 {
-		rate = float64(pass) / float64(pass+fail)
-		checks = fmt.Sprintf("rate=%.4f (%d of %d failed)", rate, fail, pass+fail)
+	checks, passed := "no checks", 1-float64(r.ChecksFailed)/float64(max(r.Checks, 1))
+	if r.Checks > 0 {
+		checks = fmt.Sprintf("rate=%.4f (%d of %d failed)", passed, r.ChecksFailed, r.Checks)
 	}
-	x.judge("checks{phase:load}", fmt.Sprintf("rate>=%g", l.MinChecksRate), checks, pass+fail == 0 || rate >= l.MinChecksRate)
-	x.judge("http_reqs{phase:load}", "count>0", fmt.Sprintf("count=%d", reqs), reqs > 0)
+	x.judge("checks{phase:load}", fmt.Sprintf("rate>=%g", l.MinChecksRate), checks, r.Checks == 0 || passed >= l.MinChecksRate)
+	x.judge("http_reqs{phase:load}", "count>0", fmt.Sprintf("count=%d", r.Requests), r.Requests > 0)
 }
 
 // expect adds a threshold on the counter name: its value compared with want by op (==, <=, >).
 func (x *run) expect(name, op string, want float64) {
-	x.mu.Lock()
-	got := x.counters[name]
-	x.mu.Unlock()
+	got := x.count(name)
 	pass := map[string]bool{"==": got == want, "<=": got <= want, ">": got > want}[op]
 	x.judge(name, fmt.Sprintf("count%s%g", op, want), fmt.Sprintf("count=%g", got), pass)
 }
@@ -362,11 +347,8 @@ func (x *run) expect(name, op string, want float64) {
 // endpointP95 adds the threshold p(95) < limit on the load phase's requests to endpoint. An
 // endpoint without requests is not judged, as k6 does not judge a sub-metric without samples.
 func (x *run) endpointP95(endpoint string, limit float64) {
-	x.mu.Lock()
 	lat := x.latBy[endpoint]
-	p := PercentileMs(lat, 95)
-	x.mu.Unlock()
-	actual := "no requests"
+	p, actual := PercentileMs(lat, 95), "no requests"
 	if len(lat) > 0 {
 		actual = fmt.Sprintf("p(95)=%.2fms", p)
 	}
@@ -378,12 +360,9 @@ func (x *run) result() Result {
 	defer x.mu.Unlock()
 	lat := slices.Concat(slices.Collect(maps.Values(x.latBy))...)
 	res := Result{Scenario: x.scenario, Requests: int64(len(lat)), FailedRequests: x.failed,
-		Checks: x.checksPass + x.checksFail, ChecksFailed: x.checksFail,
+		Checks: x.checksPass + x.checksFail, ChecksFailed: x.checksFail, Seconds: x.loadSeconds,
 		P95Ms: PercentileMs(lat, 95), P99Ms: PercentileMs(lat, 99),
 		Thresholds: x.thresholds, Counters: x.counters, Notes: x.notes}
-	if !x.loadEnd.IsZero() {
-		res.Seconds = x.loadEnd.Sub(x.loadStart).Seconds()
-	}
 	if res.Seconds > 0 {
 		res.RPS = float64(res.Requests) / res.Seconds
 	}
@@ -532,22 +511,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // The requests of the scenarios, as loadtest/k6/lib/sign.js sends them; endpoint names the
 // request in the metrics and thresholds.
 func (x *run) projectPath() string {
-	return "/api/v1/projects/" + escape(x.r.Target.ProjectID)
-}
-
-// escape percent-encodes a path segment or query component strictly: RFC 3986's unreserved
-// characters stay, everything else is encoded, so what is signed is exactly what is sent.
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
+	return "/api/v1/projects/" + url.PathEscape(x.r.Target.ProjectID)
 }
 
 func (x *run) verify(ctx context.Context, phase, code, by string) answer {
@@ -561,23 +525,18 @@ func (x *run) reactivateCode(ctx context.Context, phase, code, by, reason string
 }
 
 func (x *run) codeByValue(ctx context.Context, phase, endpoint, value string) answer {
-	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/by-code/"+escape(value), nil)
+	return x.send(ctx, phase, endpoint, http.MethodGet, x.projectPath()+"/codes/by-code/"+url.PathEscape(value), nil)
 }
 
-// listCodes lists codes with the query's pairs, in their order (status, search, page,
-// page_size; empty values left out).
-func (x *run) listCodes(ctx context.Context, phase, endpoint string, pairs ...[2]string) answer {
-	var q []string
-	for _, p := range pairs {
-		if p[1] != "" {
-			q = append(q, escape(p[0])+"="+escape(p[1]))
+// listCodes reads a page of the load phase's codes; status and search may be empty.
+func (x *run) listCodes(ctx context.Context, endpoint, status, search string, page, size int) answer {
+	q := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(size)}}
+	for k, v := range map[string]string{"status": status, "search": search} {
+		if v != "" {
+			q.Set(k, v)
 		}
 	}
-	path := x.projectPath() + "/codes"
-	if len(q) > 0 {
-		path += "?" + strings.Join(q, "&")
-	}
-	return x.send(ctx, phase, endpoint, http.MethodGet, path, nil)
+	return x.send(ctx, phaseLoad, endpoint, http.MethodGet, x.projectPath()+"/codes?"+q.Encode(), nil)
 }
 
 // object is a JSON object of an answer, read with its numbers as written, so a check can tell
@@ -594,8 +553,6 @@ func (a answer) decode() object {
 	}
 	return o
 }
-
-func (o object) has(k string) bool { _, ok := o[k]; return ok }
 
 // str is the field as a string; "" when it is not one.
 func (o object) str(k string) string {

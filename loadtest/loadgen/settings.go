@@ -24,47 +24,26 @@ type Limits struct {
 	MinChecksRate float64 // share of passed checks at least
 }
 
-// RedeemSettings are redeem's: distinct-code verifies at a target rate (loadtest/k6/redeem.js).
-type RedeemSettings struct {
-	Rate           float64       // verifies started per second (an open model)
-	Duration       time.Duration // length of the load phase
-	VUs, MaxVUs    int           // concurrent verifies: pre-allocated, at most
-	MaxDroppedRate float64       // share of scheduled verifies that may not start for want of a free VU
-	AuditSample    int           // successful verifies whose log is checked afterwards (0: every one)
-	AuditWait      time.Duration // how long to wait for those logs
-	Prefix         string        // codes of this prefix only
+// ScenarioSettings are one scenario's settings, as its k6 script in loadtest/k6 reads them; a
+// field the scenario has no use for is ignored.
+type ScenarioSettings struct {
+	Duration       time.Duration // length of the load phase (contention runs Rounds instead)
+	Rate           float64       // iterations started per second (an open model); reactivate's 0: each VU cycles back to back
+	VUs, MaxVUs    int           // concurrent iterations: pre-allocated, at most
+	MaxDroppedRate float64       // share of scheduled iterations that may not start for want of a free VU
+	Prefix         string        // codes of this prefix only (redeem, contention, reactivate)
 	Limits         Limits
-}
 
-// ContentionSettings are contention's: VUs race for few codes, round after round
-// (loadtest/k6/contention.js).
-type ContentionSettings struct {
-	VUs, Codes, Attempts, Rounds int
-	VerifyPhase, ReactivatePhase time.Duration
-	Prefix                       string
-	Limits                       Limits
-}
+	AuditSample int           // redeem: successful verifies whose log is checked afterwards (0: every one)
+	AuditWait   time.Duration // redeem: how long to wait for those logs
 
-// ReactivateSettings are reactivate's: verify → reactivate cycles on codes of each VU's own
-// (loadtest/k6/reactivate.js).
-type ReactivateSettings struct {
-	VUs, CodesPerVU int
-	Duration        time.Duration
-	Rate            float64 // cycles per second (an open model); 0: each VU cycles back to back
-	ReadBack        float64 // share of cycles that read the code back after each step
-	Prefix          string
-	Limits          Limits
-}
+	Codes, Attempts, Rounds      int           // contention: codes raced for, verifies of each by a VU a round, rounds
+	VerifyPhase, ReactivatePhase time.Duration // contention: each round's two phases
 
-// ReadMixSettings are readmix's: the read endpoints in a weighted mix at a target rate
-// (loadtest/k6/readmix.js).
-type ReadMixSettings struct {
-	Rate           float64
-	Duration       time.Duration
-	VUs, MaxVUs    int
-	MaxDroppedRate float64
-	Mix            []MixEntry
-	Limits         Limits
+	CodesPerVU int     // reactivate: codes each VU cycles through
+	ReadBack   float64 // reactivate: share of cycles that read the code back after each step
+
+	Mix []MixEntry // readmix: the reads and their weights
 }
 
 // MixEntry is one read of the mix and its weight.
@@ -75,11 +54,8 @@ type MixEntry struct {
 
 // Settings are every scenario's settings and the per-request timeout.
 type Settings struct {
-	Timeout    time.Duration
-	Redeem     RedeemSettings
-	Contention ContentionSettings
-	Reactivate ReactivateSettings
-	ReadMix    ReadMixSettings
+	Timeout                                 time.Duration
+	Redeem, Contention, Reactivate, ReadMix ScenarioSettings
 }
 
 // DefaultMix is readmix's default mix.
@@ -89,36 +65,26 @@ const DefaultMix = "project:1,list_unused:2,list_used:2,list_page:1,search:2,by_
 // run-k6.sh (loadtest/README.md) with the k6 scripts' defaults, so one environment drives both.
 func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 	e := envReader{lookup: lookup}
-	var s Settings
-	s.Timeout = e.duration("HTTP_TIMEOUT", 10*time.Second)
 	dur := e.duration("DURATION", 15*time.Second)
-	limits := func(p95, p99 float64) Limits {
-		return Limits{P95Ms: e.float("P95_MS", p95), P99Ms: e.float("P99_MS", p99),
-			MaxFailedRate: e.float("MAX_FAILED_RATE", 0), MinChecksRate: e.float("MIN_CHECKS_RATE", 1)}
-	}
 	dropped := e.float("MAX_DROPPED_RATE", 0.01)
-
-	vus := e.integer("REDEEM_VUS", 50)
-	s.Redeem = RedeemSettings{Rate: e.float("REDEEM_RATE", 100), Duration: dur, VUs: vus,
-		MaxVUs: e.integer("REDEEM_MAX_VUS", 4*vus), MaxDroppedRate: dropped,
-		AuditSample: e.integer("AUDIT_SAMPLE", 0), AuditWait: e.seconds("AUDIT_WAIT_SECS", 15*time.Second),
-		Prefix: lookup("REDEEM_PREFIX"), Limits: limits(200, 500)}
-
-	c := ContentionSettings{VUs: e.integer("CONTENTION_VUS", 50), Codes: e.integer("CONTENTION_CODES", 5),
-		Attempts: e.integer("ATTEMPTS", 2), VerifyPhase: e.seconds("VERIFY_SECS", 2*time.Second),
-		ReactivatePhase: e.seconds("REACTIVATE_SECS", time.Second), Prefix: lookup("CONTENTION_PREFIX"),
-		Limits: limits(1000, 2000)}
-	round := max(c.VerifyPhase+c.ReactivatePhase, 1) // as many rounds as fit in DURATION
-	c.Rounds = e.integer("ROUNDS", max(1, int(dur/round)))
-	s.Contention = c
-
-	s.Reactivate = ReactivateSettings{VUs: e.integer("REACTIVATE_VUS", 10), CodesPerVU: e.integer("REACTIVATE_PER_VU", 5),
-		Duration: dur, Rate: e.float("REACTIVATE_RATE", 0), ReadBack: e.float("READBACK", 0.2),
-		Prefix: lookup("REACTIVATE_PREFIX"), Limits: limits(200, 500)}
-
-	vus = e.integer("READMIX_VUS", 20)
-	s.ReadMix = ReadMixSettings{Rate: e.float("READMIX_RATE", 50), Duration: dur, VUs: vus,
-		MaxVUs: e.integer("READMIX_MAX_VUS", 5*vus), MaxDroppedRate: dropped, Limits: limits(300, 800)}
+	// Each scenario's settings are named after it (REDEEM_RATE, REDEEM_VUS, REDEEM_MAX_VUS,
+	// REDEEM_PREFIX); the thresholds are shared, with the scenario's defaults.
+	scenario := func(name string, rate float64, vus, maxPerVU int, p95, p99 float64) ScenarioSettings {
+		vus = e.integer(name+"_VUS", vus)
+		return ScenarioSettings{Duration: dur, Rate: e.float(name+"_RATE", rate), VUs: vus,
+			MaxVUs: e.integer(name+"_MAX_VUS", maxPerVU*vus), MaxDroppedRate: dropped, Prefix: lookup(name + "_PREFIX"),
+			Limits: Limits{P95Ms: e.float("P95_MS", p95), P99Ms: e.float("P99_MS", p99),
+				MaxFailedRate: e.float("MAX_FAILED_RATE", 0), MinChecksRate: e.float("MIN_CHECKS_RATE", 1)}}
+	}
+	s := Settings{Timeout: e.duration("HTTP_TIMEOUT", 10*time.Second),
+		Redeem: scenario("REDEEM", 100, 50, 4, 200, 500), Contention: scenario("CONTENTION", 0, 50, 1, 1000, 2000),
+		Reactivate: scenario("REACTIVATE", 0, 10, 1, 200, 500), ReadMix: scenario("READMIX", 50, 20, 5, 300, 800)}
+	s.Redeem.AuditSample, s.Redeem.AuditWait = e.integer("AUDIT_SAMPLE", 0), e.duration("AUDIT_WAIT_SECS", 15*time.Second)
+	c := &s.Contention
+	c.Codes, c.Attempts = e.integer("CONTENTION_CODES", 5), e.integer("ATTEMPTS", 2)
+	c.VerifyPhase, c.ReactivatePhase = e.duration("VERIFY_SECS", 2*time.Second), e.duration("REACTIVATE_SECS", time.Second)
+	c.Rounds = e.integer("ROUNDS", max(1, int(dur/max(c.VerifyPhase+c.ReactivatePhase, 1)))) // as many as fit in DURATION
+	s.Reactivate.CodesPerVU, s.Reactivate.ReadBack = e.integer("REACTIVATE_PER_VU", 5), e.float("READBACK", 0.2)
 	var err error
 	if s.ReadMix.Mix, err = ParseMix(cmp.Or(lookup("MIX"), DefaultMix)); err != nil {
 		e.errs = append(e.errs, err.Error())
@@ -148,7 +114,7 @@ func ParseMix(s string) ([]MixEntry, error) {
 	return out, nil
 }
 
-// envReader parses environment variables, collecting every malformed one.
+// envReader parses environment variables, collecting every malformed one once.
 type envReader struct {
 	lookup func(string) string
 	errs   []string
@@ -163,7 +129,9 @@ func get[T any](e *envReader, name, what string, def T, parse func(string) (T, e
 	}
 	n, err := parse(v)
 	if err != nil {
-		e.errs = append(e.errs, fmt.Sprintf("%s=%s: not %s", name, v, what))
+		if msg := fmt.Sprintf("%s=%s: not %s", name, v, what); !slices.Contains(e.errs, msg) {
+			e.errs = append(e.errs, msg) // the shared thresholds are read once a scenario
+		}
 		return def
 	}
 	return n
@@ -177,13 +145,19 @@ func (e *envReader) float(name string, def float64) float64 {
 	return get(e, name, "a number", def, number)
 }
 
-// seconds reads a number of seconds (VERIFY_SECS=1.5).
-func (e *envReader) seconds(name string, def time.Duration) time.Duration {
-	return get(e, name, "a number of seconds", def, seconds)
-}
-
+// duration reads a duration as k6 writes them: a number of seconds (VERIFY_SECS=1.5), or units
+// such as 15s, 2m, 1m30s, 500ms.
 func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	return get(e, name, "a duration such as 30s, 2m, 1m30s", def, parseDuration)
+	return get(e, name, "a duration such as 30s, 2m, 1m30s", def, func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if n, nerr := number(v); nerr == nil {
+			d, err = time.Duration(n*float64(time.Second)), nil
+		}
+		if err == nil && d < 0 {
+			err = errors.New("negative")
+		}
+		return d, err
+	})
 }
 
 // number is a finite float.
@@ -193,27 +167,6 @@ func number(v string) (float64, error) {
 		err = errors.New("not finite")
 	}
 	return n, err
-}
-
-func seconds(v string) (time.Duration, error) {
-	n, err := number(v)
-	if err == nil && n < 0 {
-		err = errors.New("negative")
-	}
-	return time.Duration(n * float64(time.Second)), err
-}
-
-// parseDuration reads a duration as k6 writes them: a number of seconds, or units such as
-// 15s, 2m, 1m30s, 1h, 500ms.
-func parseDuration(v string) (time.Duration, error) {
-	if d, err := seconds(v); err == nil {
-		return d, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err == nil && d < 0 {
-		err = errors.New("negative")
-	}
-	return d, err
 }
 
 // Code is one row of the CSV `acv codes export` writes (id,code,state,...).
