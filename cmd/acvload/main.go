@@ -16,7 +16,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -161,25 +160,35 @@ func runScenarios(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "acvload metrics: http://%s/metrics%s\n", ln.Addr(), where)
 	}
 
+	// One line a scenario: load-phase requests, requests/s, p95 and p99, and the verdict.
+	table := []string{fmt.Sprintf("\n%-11s %9s %9s %9s %9s  %s", "scenario", "requests", "req/s", "p95 ms", "p99 ms", "result")}
+	notRun := func(name, why string) string {
+		return fmt.Sprintf("%-11s %9s %9s %9s %9s  %s", name, "-", "-", "-", "-", why)
+	}
 	var results []loadgen.Result
 	failed := false
-	var errs []string
 	for _, name := range names {
 		if ctx.Err() != nil {
-			break
+			table = append(table, notRun(name, "not run (interrupted)"))
+			continue
 		}
 		res, err := r.Run(ctx, name)
 		if err != nil {
 			fail(err)
 			failed = true
-			errs = append(errs, name)
+			table = append(table, notRun(name, "FAIL (could not run)"))
 			continue
 		}
 		results = append(results, res)
-		failed = failed || !res.Passed()
+		verdict := "pass"
+		if !res.Passed() {
+			failed = true
+			verdict = "FAIL (thresholds: " + strings.Join(res.Failing(), ", ") + ")"
+		}
+		table = append(table, fmt.Sprintf("%-11s %9d %9.1f %9.1f %9.1f  %s", name, res.Requests, res.RPS, res.P95Ms, res.P99Ms, verdict))
 	}
 	end := time.Now()
-	printTable(os.Stdout, names, results, errs)
+	fmt.Println(strings.Join(table, "\n"))
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(results, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
@@ -198,29 +207,6 @@ func runScenarios(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// printTable prints one line a scenario: load-phase requests, requests/s, p95 and p99, and the
-// verdict.
-func printTable(w io.Writer, names []string, results []loadgen.Result, errs []string) {
-	fmt.Fprintf(w, "\n%-11s %9s %9s %9s %9s  %s\n", "scenario", "requests", "req/s", "p95 ms", "p99 ms", "result")
-	for _, n := range names {
-		i := slices.IndexFunc(results, func(r loadgen.Result) bool { return r.Scenario == n })
-		if i < 0 {
-			verdict := "not run (interrupted)"
-			if slices.Contains(errs, n) {
-				verdict = "FAIL (could not run)"
-			}
-			fmt.Fprintf(w, "%-11s %9s %9s %9s %9s  %s\n", n, "-", "-", "-", "-", verdict)
-			continue
-		}
-		r := results[i]
-		verdict := "pass"
-		if !r.Passed() {
-			verdict = "FAIL (thresholds: " + strings.Join(r.Failing(), ", ") + ")"
-		}
-		fmt.Fprintf(w, "%-11s %9d %9.1f %9.1f %9.1f  %s\n", n, r.Requests, r.RPS, r.P95Ms, r.P99Ms, verdict)
-	}
 }
 
 // serveMetrics serves reg on addr, or on a free loopback port when addr is busy; last holds
