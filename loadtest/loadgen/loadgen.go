@@ -102,11 +102,13 @@ func Run(ctx context.Context, cfg Config) Report {
 				t0 := time.Now()
 				req = sg.verifyRequest(req, body, t0)
 				if c == nil {
-					if c = dial(u.Host); c == nil {
+					nc, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+					if err != nil {
 						errs.Add(1)
 						reqs.Add(1)
 						continue
 					}
+					c = &conn{c: nc, r: bufio.NewReaderSize(nc, 16<<10)}
 				}
 				status, answer, err := c.roundTrip(req)
 				lat[w] = append(lat[w], time.Since(t0))
@@ -154,15 +156,6 @@ type conn struct {
 	c    net.Conn
 	r    *bufio.Reader
 	body []byte
-}
-
-// dial connects to addr; nil when it cannot.
-func dial(addr string) *conn {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil
-	}
-	return &conn{c: c, r: bufio.NewReaderSize(c, 16<<10)}
 }
 
 // signer builds signed verify requests; each worker has its own, so nothing is shared.

@@ -138,11 +138,7 @@ func (r Result) Summary() string {
 	fmt.Fprintf(&b, "%s: %d requests in the load phase (%.1f/s), p95 %.1f ms, p99 %.1f ms, %d failed, %d of %d checks failed\n",
 		r.Scenario, r.Requests, r.RPS, r.P95Ms, r.P99Ms, r.FailedRequests, r.ChecksFailed, r.Checks)
 	for _, t := range r.Thresholds {
-		mark := "✓"
-		if !t.Pass {
-			mark = "✗"
-		}
-		fmt.Fprintf(&b, "  %s %s %s  %s\n", mark, t.Metric, t.Condition, t.Actual)
+		fmt.Fprintf(&b, "  %s %s %s  %s\n", map[bool]string{true: "✓", false: "✗"}[t.Pass], t.Metric, t.Condition, t.Actual)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "  %s\n", n)
@@ -388,9 +384,6 @@ func PercentileMs(d []time.Duration, p float64) float64 {
 	return (float64(s[lo]) + frac*float64(s[lo+1]-s[lo])) / 1e6
 }
 
-// latencyBuckets are the service's request-duration bounds (api/httpapi), for comparison.
-var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
-
 // Metrics are the load generator's own series, for the Prometheus of the service it loads.
 type Metrics struct {
 	requests, checks, dropped, unexpected *prometheus.CounterVec
@@ -411,7 +404,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "acv_loadtest_request_duration_seconds",
 			Help:    "Request duration as the load generator saw it (sending to the last byte of the answer), by scenario, endpoint and phase.",
-			Buckets: latencyBuckets,
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, // api/httpapi's
 		}, []string{"scenario", "endpoint", "phase"}),
 		requests: counter("acv_loadtest_requests_total",
 			"Requests the load generator sent, by scenario, endpoint, phase (setup, load, teardown) and outcome: the HTTP status class (2xx, 4xx, 5xx) or error when no answer came.",
@@ -494,17 +487,11 @@ func closedModel(ctx context.Context, vus int, d time.Duration, fn func(vu int))
 
 // sleepUntil waits until t, or until ctx ends; it tells whether t came.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	select {
-	case <-timer.C:
-		return true
 	case <-ctx.Done():
 		return false
+	case <-time.After(time.Until(t)):
+		return ctx.Err() == nil
 	}
 }
 
@@ -567,11 +554,8 @@ func (o object) isNull(k string) bool {
 
 // integer is the field as an integer, when it is one.
 func (o object) integer(k string) (int64, bool) {
-	n, ok := o[k].(json.Number)
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.ParseInt(n.String(), 10, 64)
+	n, _ := o[k].(json.Number)
+	i, err := n.Int64()
 	return i, err == nil
 }
 
