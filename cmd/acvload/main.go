@@ -56,7 +56,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	codes, err := loadgen.ReadCodesFile(*codesFile)
+	codes, err := loadgen.ReadCodes(*codesFile)
 	for _, c := range loadgen.SelectCodes(codes, "", "unused") {
 		cfg.Codes = append(cfg.Codes, c.Value)
 	}
@@ -122,7 +122,7 @@ func runScenarios(ctx context.Context, args []string) int {
 	if err != nil {
 		return usage("%v", err)
 	}
-	codes, err := loadgen.ReadCodesFile(*codesFile)
+	codes, err := loadgen.ReadCodes(*codesFile)
 	if err != nil {
 		return usage("%v", err)
 	}

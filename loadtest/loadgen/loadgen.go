@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -113,17 +114,14 @@ func Run(ctx context.Context, cfg Config) Report {
 				status, answer, err := c.roundTrip(req)
 				lat[w] = append(lat[w], time.Since(t0))
 				reqs.Add(1)
-				if err != nil {
+				switch {
+				case err != nil:
 					errs.Add(1)
 					c.c.Close()
 					c = nil
-					continue
-				}
-				if status != 200 {
+				case status != 200:
 					errs.Add(1)
-					continue
-				}
-				if bytes.Contains(answer, success) {
+				case bytes.Contains(answer, success):
 					oks.Add(1)
 				}
 			}
@@ -131,10 +129,7 @@ func Run(ctx context.Context, cfg Config) Report {
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
+	all := slices.Concat(lat...)
 	return Report{Requests: reqs.Load(), Errors: errs.Load(), Successes: oks.Load(), Seconds: elapsed,
 		RPS: float64(reqs.Load()) / elapsed, P50Ms: PercentileMs(all, 50), P99Ms: PercentileMs(all, 99), MaxMs: PercentileMs(all, 100),
 		CPUSeconds: CPUSeconds() - cpu0, Used: int(min(next.Load(), int64(len(cfg.Codes))))}

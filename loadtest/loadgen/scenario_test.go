@@ -1,9 +1,10 @@
 package loadgen_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,11 +157,16 @@ func importCodes(s *testkit.Stack, projectID, prefix string, n int) {
 // exportCodes is the project's codes as `acv codes export` writes them, read back.
 func exportCodes(t *testing.T, s *testkit.Stack, projectID string) []loadgen.Code {
 	t.Helper()
-	var b bytes.Buffer
-	if _, err := s.Admin.ExportCSV(context.Background(), projectID, time.Now().Unix(), &b); err != nil {
+	path := filepath.Join(t.TempDir(), "codes.csv")
+	f, err := os.Create(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	codes, err := loadgen.ReadCodes(&b)
+	defer f.Close()
+	if _, err := s.Admin.ExportCSV(context.Background(), projectID, time.Now().Unix(), f); err != nil {
+		t.Fatal(err)
+	}
+	codes, err := loadgen.ReadCodes(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,27 +174,18 @@ type Code struct {
 	ID, Value, State string
 }
 
-// ReadCodesFile reads the export at path (see ReadCodes).
-func ReadCodesFile(path string) ([]Code, error) {
+// ReadCodes reads the export at path of `acv codes export`: a header id,code,state,... and one
+// row a code, cells unescaped as safecsv escapes them ('=X reads as =X).
+func ReadCodes(path string) ([]Code, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open codes: %w", err)
 	}
 	defer f.Close()
-	codes, err := ReadCodes(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return codes, nil
-}
-
-// ReadCodes reads an export of `acv codes export`: a header id,code,state,... and one row a
-// code, cells unescaped as safecsv escapes them ('=X reads as =X).
-func ReadCodes(r io.Reader) ([]Code, error) {
-	cr := safecsv.NewReader(r)
+	cr := safecsv.NewReader(f)
 	head, err := cr.Read()
 	if err != nil || len(head) < 3 || head[0] != "id" || head[1] != "code" || head[2] != "state" {
-		return nil, errors.New("not an export of `acv codes export` (header id,code,state,...)")
+		return nil, fmt.Errorf("%s: not an export of `acv codes export` (header id,code,state,...)", path)
 	}
 	var out []Code
 	for {
@@ -203,7 +194,7 @@ func ReadCodes(r io.Reader) ([]Code, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read codes: %w", err)
+			return nil, fmt.Errorf("%s: read codes: %w", path, err)
 		}
 		if len(rec) >= 3 {
 			out = append(out, Code{ID: rec[0], Value: rec[1], State: rec[2]})
