@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/acv/acv/internal/localenv"
 )
 
@@ -13,14 +11,7 @@ import (
 // reports the script's FCALL and the replay marker's SET in the verify phase, the relay's
 // reads in the other, and a CPU time of redis-server's own for both.
 func TestMeasureVerifyCPUSeesTheHotPathsCommands(t *testing.T) {
-	r, err := localenv.StartRedis(t.TempDir(), localenv.RedisOptions{AOF: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Kill() })
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
-	t.Cleanup(func() { rdb.Close() })
-	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 3000, Concurrency: 8})
+	v, err := MeasureVerifyCPU(context.Background(), t.TempDir(), localenv.RedisOptions{AOF: true}, CPURun{Codes: 3000, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +44,7 @@ func TestMeasureVerifyCPUSeesTheHotPathsCommands(t *testing.T) {
 // rate), the meter still counts one FCALL and one SET per verify as the verify's, and the
 // relay's reads as the relay's.
 func TestMeasureVerifyCPUWithTheRelayRunning(t *testing.T) {
-	r, err := localenv.StartRedis(t.TempDir(), localenv.RedisOptions{AOF: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Kill() })
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 300})
-	t.Cleanup(func() { rdb.Close() })
-	v, err := MeasureVerifyCPU(context.Background(), rdb, CPURun{Codes: 2000, Concurrency: 8, Rate: 4000, Stored: 3000, RelayDuring: true})
+	v, err := MeasureVerifyCPU(context.Background(), t.TempDir(), localenv.RedisOptions{AOF: true}, CPURun{Codes: 2000, Concurrency: 8, Rate: 4000, Stored: 3000, RelayDuring: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
@@ -70,18 +69,15 @@ func (v VerifyCPU) usecPerCall(name string) float64 {
 }
 
 func (v VerifyCPU) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "FCALL: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
+	s := fmt.Sprintf("FCALL: %.2f µs per verify = script %.2f + relay %.2f (%d verifies, %d relay reads); redis-server CPU %.2f µs per verify",
 		v.PerVerify(), v.Script, v.Relay, v.Verifies, v.Batches, v.Process)
 	for _, c := range v.Commands {
-		nested := ""
+		s += fmt.Sprintf("\n    %-6s %-14s %9d calls %8.2f µs per verify", c.Phase, c.Name, c.Calls, float64(c.Usec)/float64(v.Verifies))
 		if c.Nested {
-			nested = " (inside its caller)"
+			s += " (inside its caller)"
 		}
-		fmt.Fprintf(&b, "\n    %-6s %-14s %9d calls %8.2f µs per verify%s", c.Phase, c.Name, c.Calls,
-			float64(c.Usec)/float64(v.Verifies), nested)
 	}
-	return b.String()
+	return s
 }
 
 // Commands timed inside their caller: what the verify scripts call, and what the relay sends
@@ -92,23 +88,27 @@ var (
 		"hset": true, "hdel": true, "del": true, "expire": true, "rpush": true}
 	nestedInRelay = map[string]bool{"lindex": true, "ltrim": true, "get": true, "set": true, "del": true,
 		"zadd": true, "zremrangebyscore": true, "pexpire": true, "zrange": true}
-	probes = map[string]bool{"xlen": true, "llen": true, "info": true, "config|resetstat": true, "hello": true,
+	probes = map[string]bool{"llen": true, "info": true, "config|resetstat": true, "hello": true,
 		"ping": true, "client|setinfo": true}
 )
 
-// MeasureVerifyCPU measures what Redis spends on each verify through cache.Verify (the replay
-// marker's SET NX and the FCALL) and the relay's moving its event, from INFO commandstats
-// (top-level commands; nested ones are listed, not added) and redis-server's own CPU time,
-// which also holds the sockets and the AOF. rdb is flushed first.
-func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (VerifyCPU, error) {
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
-		return VerifyCPU{}, fmt.Errorf("measure verify cpu: flush: %w", err)
+// MeasureVerifyCPU starts a redis-server with opts in dir and measures what it spends on each
+// verify through cache.Verify (the replay marker's SET NX and the FCALL) and the relay's moving
+// its event, from INFO commandstats (top-level commands; nested ones are listed, not added) and
+// redis-server's own CPU time, which also holds the sockets and the AOF.
+func MeasureVerifyCPU(ctx context.Context, dir string, opts localenv.RedisOptions, run CPURun) (VerifyCPU, error) {
+	r, err := localenv.StartRedis(dir, opts)
+	if err != nil {
+		return VerifyCPU{}, err
 	}
+	defer r.Stop(10 * time.Second)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, Password: opts.Password, PoolSize: run.Concurrency + 300})
+	defer rdb.Close()
 	c := cache.New(rdb)
+	pid := contract.NewID()
 	if err := c.Preload(ctx); err != nil {
 		return VerifyCPU{}, err
 	}
-	pid := contract.NewID()
 	if err := c.PublishProject(ctx, contract.Project{ID: pid, Status: true}, 0); err != nil {
 		return VerifyCPU{}, err
 	}
@@ -123,55 +123,45 @@ func MeasureVerifyCPU(ctx context.Context, rdb *redis.Client, run CPURun) (Verif
 	}
 	codes = codes[:run.Codes]
 
-	cpu0, err := redisCPUTime(ctx, rdb)
-	if err == nil {
-		err = rdb.ConfigResetStat(ctx).Err()
+	// phase runs fn between a reset of the command statistics and their reading.
+	phase := func(name string, relay bool, fn func(context.Context) error) ([]CommandCPU, error) {
+		err := rdb.ConfigResetStat(ctx).Err()
+		if err == nil && relay {
+			err = whileRelaying(ctx, rdb, fn)
+		} else if err == nil {
+			err = fn(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return commandStats(ctx, rdb, name)
 	}
+	cpu0 := pidCPU(r.Pid())
+	verifyStats, err := phase("verify", run.RelayDuring, func(ctx context.Context) error {
+		return verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate)
+	})
 	if err != nil {
 		return VerifyCPU{}, err
 	}
-	verify := func(ctx context.Context) error { return verifyAll(ctx, c, pid, codes, run.Concurrency, run.Rate) }
-	if run.RelayDuring {
-		err = whileRelaying(ctx, rdb, verify)
-	} else {
-		err = verify(ctx)
-	}
-	if err != nil {
-		return VerifyCPU{}, err
-	}
-	verifyStats, err := commandStats(ctx, rdb, "verify")
-	if err == nil {
-		err = rdb.ConfigResetStat(ctx).Err()
-	}
-	if err == nil {
-		err = whileRelaying(ctx, rdb, func(ctx context.Context) error {
-			return localenv.Poll(ctx, 5*time.Minute, 20*time.Millisecond, func() error {
-				n, err := outboxLen(ctx, rdb)
-				if err == nil && n > 0 {
-					err = fmt.Errorf("outbox still holds %d entries", n)
-				}
-				return err
-			})
+	relayStats, err := phase("relay", true, func(ctx context.Context) error {
+		return localenv.Poll(ctx, 5*time.Minute, 20*time.Millisecond, func() error {
+			n, err := outboxLen(ctx, rdb)
+			if err == nil && n > 0 {
+				err = fmt.Errorf("outbox still holds %d entries", n)
+			}
+			return err
 		})
-	}
-	if err != nil {
-		return VerifyCPU{}, err
-	}
-	relay, err := commandStats(ctx, rdb, "relay")
-	if err != nil {
-		return VerifyCPU{}, err
-	}
-	cpu1, err := redisCPUTime(ctx, rdb)
+	})
 	if err != nil {
 		return VerifyCPU{}, err
 	}
 
 	n := float64(run.Codes)
-	out := VerifyCPU{Verifies: run.Codes, Process: (cpu1 - cpu0) * 1e6 / n}
+	out := VerifyCPU{Verifies: run.Codes, Process: (pidCPU(r.Pid()) - cpu0) * 1e6 / n}
 	if run.RelayDuring {
-		verifyStats = splitRelayCalls(verifyStats, relay, int64(run.Codes))
+		verifyStats = splitRelayCalls(verifyStats, relayStats, int64(run.Codes))
 	}
-	for _, s := range append(verifyStats, relay...) {
+	for _, s := range append(verifyStats, relayStats...) {
 		if probes[s.Name] {
 			continue
 		}
@@ -206,7 +196,7 @@ func splitRelayCalls(verify, relay []CommandCPU, verifies int64) []CommandCPU {
 			perCall[s.Name] = float64(s.Usec) / float64(s.Calls)
 		}
 	}
-	out := make([]CommandCPU, 0, len(verify)+2)
+	var out []CommandCPU
 	for _, s := range verify {
 		if (s.Name == "fcall" || s.Name == "set") && s.Calls > verifies {
 			extra := s.Calls - verifies
@@ -224,17 +214,12 @@ func splitRelayCalls(verify, relay []CommandCPU, verifies int64) []CommandCPU {
 // and no Idempotency-Key; every one must succeed. At a rate, verify i starts no sooner than
 // i/rate seconds after the first.
 func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract.CodeRecord, concurrency int, rate float64) error {
+	g, ctx := errgroup.WithContext(ctx)
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, concurrency)
 	start := time.Now()
-	for w := 0; w < concurrency; w++ {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(codes) || ctx.Err() != nil {
-					return
-				}
+	for range concurrency {
+		g.Go(func() error {
+			for i := int(next.Add(1)) - 1; i < len(codes); i = int(next.Add(1)) - 1 {
 				if rate > 0 {
 					time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 				}
@@ -244,69 +229,59 @@ func verifyAll(ctx context.Context, c *cache.Cache, pid string, codes []contract
 					err = fmt.Errorf("verify %s: %s", codes[i].Code, res.Outcome.Error)
 				}
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return g.Wait()
 }
 
-// whileRelaying runs the outbox relay (publishing to a discarding writer: the measurement is
-// Redis's share, not Kafka's) beside fn, whose context ends if the relay does, and stops it
-// once fn returned; a relay that ended before is an error.
+// whileRelaying runs fn with the outbox relay beside it (publishing to a discarding writer: the
+// measurement is Redis's share, not Kafka's); fn's context ends if the relay does, an error.
 func whileRelaying(ctx context.Context, rdb *redis.Client, fn func(context.Context) error) error {
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	fctx, ended := context.WithCancel(ctx)
-	defer ended()
-	var relayErr error
+	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
-		relayErr = audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(rctx)
-		ended()
+		err := audit.NewRelay(rdb, discard{}, audit.RelayConfig{Outboxes: cache.Outboxes(), Name: "cpu"}).Run(ctx)
+		cancel(fmt.Errorf("relay ended early: %v", err))
 		close(done)
 	}()
-	err := fn(fctx)
-	select {
-	case <-done:
-		return fmt.Errorf("relay ended early: %v", relayErr)
-	default:
-	}
-	stop()
+	err := fn(ctx)
+	cancel(nil)
 	<-done
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+		return cause
+	}
 	return err
 }
 
 // outboxLen is the entries of every outbox (LLEN alone: a probe the meter leaves out).
 func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
-	pipe := rdb.Pipeline()
-	var cmds []*redis.IntCmd
-	for _, key := range cache.Outboxes() {
-		cmds = append(cmds, pipe.LLen(ctx, key))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("outbox length: %w", err)
-	}
+	cmds := make([]*redis.IntCmd, len(cache.Outboxes()))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range cache.Outboxes() {
+			cmds[i] = p.LLen(ctx, key)
+		}
+		return nil
+	})
 	var n int64
 	for _, c := range cmds {
 		n += c.Val()
 	}
-	return n, nil
+	return n, err
 }
 
 // info reads an INFO section as its key:value pairs.
 func info(ctx context.Context, rdb redis.UniversalClient, section string) (map[string]string, error) {
 	m, err := rdb.InfoMap(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("info %s: %w", section, err)
+	}
 	out := map[string]string{}
 	for _, kv := range m {
 		maps.Copy(out, kv)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("info %s: %w", section, err)
 	}
 	return out, nil
 }
@@ -314,9 +289,6 @@ func info(ctx context.Context, rdb redis.UniversalClient, section string) (map[s
 // commandStats reads INFO commandstats, costliest first.
 func commandStats(ctx context.Context, rdb redis.UniversalClient, phase string) ([]CommandCPU, error) {
 	stats, err := info(ctx, rdb, "commandstats")
-	if err != nil {
-		return nil, err
-	}
 	var out []CommandCPU
 	for k, line := range stats {
 		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
@@ -328,21 +300,7 @@ func commandStats(ctx context.Context, rdb redis.UniversalClient, phase string) 
 		}
 	}
 	slices.SortFunc(out, func(a, b CommandCPU) int { return cmp.Or(cmp.Compare(b.Usec, a.Usec), strings.Compare(a.Name, b.Name)) })
-	return out, nil
-}
-
-// redisCPUTime is redis-server's CPU seconds so far (used_cpu_sys + used_cpu_user).
-func redisCPUTime(ctx context.Context, rdb *redis.Client) (float64, error) {
-	cpu, err := info(ctx, rdb, "cpu")
-	if err != nil {
-		return 0, err
-	}
-	sys, err1 := strconv.ParseFloat(cpu["used_cpu_sys"], 64)
-	user, err2 := strconv.ParseFloat(cpu["used_cpu_user"], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("info cpu: %w", err)
-	}
-	return sys + user, nil
+	return out, err
 }
 
 // Each Redis CPU figure is the least of cpuRounds measurements of cpuVerifies verifies.
@@ -358,14 +316,21 @@ type redisSetup struct {
 	run   CPURun
 }
 
+func (b *bench) measure(ctx context.Context, dir string, s redisSetup) (VerifyCPU, error) {
+	v, err := MeasureVerifyCPU(ctx, filepath.Join(b.dir, dir), s.redis, s.run)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.name, err)
+	}
+	return v, err
+}
+
 // redisSetups are the setups the Redis CPU row reports: the script costs Redis more as
 // deployed (loadtest/RESULTS.md, "Why FCALL costs more under make run"); make run's Redis adds
 // appendfsync always; bare is the earlier tables' setup.
 func redisSetups(conns int) (deployed, makeRun, bare redisSetup) {
-	bare = redisSetup{name: "bare", redis: localenv.RedisOptions{AOF: true},
-		run: CPURun{Codes: cpuVerifies, Concurrency: conns}}
-	deployed = redisSetup{name: "deployed", redis: localenv.RedisOptions{AOF: true, Password: "bench-redis-password"},
-		run: CPURun{Codes: cpuVerifies, Concurrency: conns, Rate: 7500, Stored: 500_000, RelayDuring: true}}
+	bare = redisSetup{"bare", localenv.RedisOptions{AOF: true}, CPURun{Codes: cpuVerifies, Concurrency: conns}}
+	deployed = redisSetup{"deployed", localenv.RedisOptions{AOF: true, Password: "bench-redis-password"},
+		CPURun{Codes: cpuVerifies, Concurrency: conns, Rate: 7500, Stored: 500_000, RelayDuring: true}}
 	makeRun = deployed
 	makeRun.name = "make run"
 	makeRun.redis.FsyncAlways = true
@@ -377,11 +342,11 @@ func redisSetups(conns int) (deployed, makeRun, bare redisSetup) {
 func (b *bench) redisCPU(ctx context.Context) error {
 	deployed, makeRun, bare := redisSetups(b.conc)
 	var best [3]VerifyCPU
-	for round := 0; round < cpuRounds; round++ {
+	for round := range cpuRounds {
 		for i, s := range []redisSetup{deployed, makeRun, bare} {
-			v, err := measureRedisCPU(ctx, filepath.Join(b.dir, fmt.Sprintf("rediscpu-%d-%d", round, i)), s)
+			v, err := b.measure(ctx, fmt.Sprintf("rediscpu-%d-%d", round, i), s)
 			if err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
+				return err
 			}
 			fmt.Fprintf(os.Stderr, "bench: redis cpu, %s: %v\n", s.name, v)
 			if round == 0 || v.PerVerify() < best[i].PerVerify() {
@@ -404,9 +369,8 @@ func (b *bench) redisCPU(ctx context.Context) error {
 // with one deployment factor changed at a time, then all of them, each beside a run of the bare
 // setup in the same round (only the ratio holds on a shared machine).
 func (b *bench) fcallFactors(ctx context.Context) error {
-	const codes = 30_000
 	_, makeRun, ref := redisSetups(b.conc)
-	ref.run.Codes = codes
+	ref.run.Codes = 30_000
 	with := func(name string, change func(*redisSetup)) redisSetup {
 		s := ref
 		s.name = name
@@ -419,14 +383,14 @@ func (b *bench) fcallFactors(ctx context.Context) error {
 		with("relay running with the verifies", func(s *redisSetup) { s.run.RelayDuring = true }),
 		with(fmt.Sprintf("paced at %.0f verifies/s", makeRun.run.Rate), func(s *redisSetup) { s.run.Rate = makeRun.run.Rate }),
 		with(fmt.Sprintf("%d other codes stored", makeRun.run.Stored), func(s *redisSetup) { s.run.Stored = makeRun.run.Stored }),
-		with("all of them (make run)", func(s *redisSetup) { s.redis, s.run = makeRun.redis, makeRun.run; s.run.Codes = codes }),
+		with("all of them (make run)", func(s *redisSetup) { s.redis, s.run = makeRun.redis, makeRun.run; s.run.Codes = ref.run.Codes }),
 	}
 	for i, s := range setups {
-		for round := 0; round < 2; round++ {
+		for round := range 2 {
 			for j, run := range []redisSetup{ref, s} {
-				v, err := measureRedisCPU(ctx, filepath.Join(b.dir, fmt.Sprintf("factor-%d-%d-%d", i, round, j)), run)
+				v, err := b.measure(ctx, fmt.Sprintf("factor-%d-%d-%d", i, round, j), run)
 				if err != nil {
-					return fmt.Errorf("%s: %w", run.name, err)
+					return err
 				}
 				fmt.Printf("%d.%d  %-36s FCALL %5.1f µs/call  SET %4.1f µs/call  redis-server %5.1f µs/verify  relay %4.1f µs/verify\n",
 					i, round, run.name, v.FCALL(), v.usecPerCall("set"), v.Process, v.Relay)
@@ -434,18 +398,6 @@ func (b *bench) fcallFactors(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// measureRedisCPU runs one measurement of s on a fresh redis-server in dir.
-func measureRedisCPU(ctx context.Context, dir string, s redisSetup) (VerifyCPU, error) {
-	r, err := localenv.StartRedis(dir, s.redis)
-	if err != nil {
-		return VerifyCPU{}, err
-	}
-	defer r.Stop(10 * time.Second)
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, Password: s.redis.Password, PoolSize: s.run.Concurrency + 300})
-	defer rdb.Close()
-	return MeasureVerifyCPU(ctx, rdb, s.run)
 }
 
 // discard is a publisher that acknowledges every message at once.
