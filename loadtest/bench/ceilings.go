@@ -69,7 +69,7 @@ func (b *bench) httpCeiling(ctx context.Context) error {
 	}
 	// The ceiling changes no state, so it may reuse every code.
 	var rep loadgen.Report
-	cpu := meter{partAPI: func() float64 { return pidCPU(p.Pid()) }, partLoadgen: selfCPU}.during(func() {
+	cpu := meter{partAPI: func() float64 { return pidCPU(p.Pid()) }, partLoadgen: loadgen.CPUSeconds}.during(func() {
 		rep = b.loadCodes(ctx, "http://"+addr, 0, b.pool)
 	})
 	b.costs = append(b.costs, newCostRow(costCeiling, rep, cpu, "the handler process in the API column; answers success:true without any store"))

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
@@ -178,17 +181,11 @@ func (b *bench) start(ctx context.Context) (err error) {
 	if err := b.pg.CreateDatabase(ctx, "acv"); err != nil {
 		return err
 	}
-	kafkaUp := make(chan error, 1)
+	var kafkaUp errgroup.Group
 	if b.runs("sustained") || b.runs("scale") {
-		go func() { kafkaUp <- b.startKafka(ctx) }()
-	} else {
-		kafkaUp <- nil
+		kafkaUp.Go(func() error { return b.startKafka(ctx) })
 	}
-	defer func() {
-		if kerr := <-kafkaUp; err == nil {
-			err = kerr
-		}
-	}()
+	defer func() { err = errors.Join(err, kafkaUp.Wait()) }()
 	// The acv processes read the master key from a key file.
 	mk, err := secrets.GenerateKey("bench")
 	if err != nil {
@@ -212,12 +209,7 @@ func (b *bench) start(ctx context.Context) (err error) {
 	if b.deps, err = service.Open(ctx, b.cfg); err != nil {
 		return err
 	}
-	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: keys}
-	p, err := a.CreateProject(ctx, contract.NewProject{Name: "bench"})
-	if err != nil {
-		return err
-	}
-	k, err := a.CreateAPIKey(ctx, p.ID, 0, 0)
+	a, p, k, err := b.newProject(ctx, "bench")
 	if err != nil {
 		return err
 	}
@@ -232,6 +224,17 @@ func (b *bench) start(ctx context.Context) (err error) {
 		b.pool = append(b.pool, r.Code)
 		return nil
 	})
+}
+
+// newProject creates a project and an API key of it.
+func (b *bench) newProject(ctx context.Context, name string) (*admin.Admin, contract.Project, contract.APIKey, error) {
+	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: b.cfg.MasterKeys}
+	p, err := a.CreateProject(ctx, contract.NewProject{Name: name})
+	if err != nil {
+		return a, p, contract.APIKey{}, err
+	}
+	k, err := a.CreateAPIKey(ctx, p.ID, 0, 0)
+	return a, p, k, err
 }
 
 // runs tells whether phase key is part of this run.

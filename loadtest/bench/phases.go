@@ -17,7 +17,6 @@ import (
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/audit"
 	"github.com/acv/acv/cache"
-	"github.com/acv/acv/internal/admin"
 	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/loadtest/loadgen"
@@ -31,7 +30,7 @@ func (b *bench) hotPath(ctx context.Context) error {
 		return err
 	}
 	defer p.stop()
-	m := meter{partAPI: p.cpu, partRedis: b.redisProcCPU, partLoadgen: selfCPU}
+	m := meter{partAPI: p.cpu, partRedis: b.redisProcCPU, partLoadgen: loadgen.CPUSeconds}
 	prof := b.profile(p, "api-hot")
 	cpu := m.during(func() { b.hot = b.load(ctx, p.base, 0) })
 	prof()
@@ -71,35 +70,23 @@ func (b *bench) sustained(ctx context.Context) error {
 	api, consumer := procs[0], procs[1]
 	var relay *acvProc
 	m := meter{
-		partAPI: api.cpu, partConsumer: consumer.cpu, partRedis: b.redisProcCPU, partLoadgen: selfCPU,
-		partRelay: func() float64 {
-			if relay == nil {
-				return 0
-			}
-			return relay.cpu()
-		},
+		partAPI: api.cpu, partConsumer: consumer.cpu, partRedis: b.redisProcCPU, partLoadgen: loadgen.CPUSeconds,
 		partBroker:    func() float64 { return pidCPU(b.kafkaPid()) - jitCPU(b.kafkaPid()) },
 		partBrokerJIT: func() float64 { return jitCPU(b.kafkaPid()) },
 		partPostgres:  func() float64 { return pgServerCPU(b.pg.Pid()) },
-	}
-
-	relayMetrics := func() localenv.Metrics {
-		if relay == nil {
-			return nil
-		}
-		return scrape(relay.debug)
 	}
 	defer func() { b.relayDebug = "" }()
 
 	// The earlier phases left their events in the outbox. The relay starts only now, so the
 	// pipeline's cost per event with full batches is measured on that backlog (which also
-	// warms the broker's JIT): from the relay's start until every event is in Postgres.
-	bl, err := b.window(ctx, m, relayMetrics, consumer, func() (err error) {
+	// warms the broker's JIT): from the relay's start (its CPU counts from there) until every
+	// event is in Postgres.
+	bl, err := b.window(ctx, m, consumer, func() (err error) {
 		if relay, err = b.startACV(ctx, "relay", b.cfg.RedisURL); err != nil {
 			return err
 		}
 		procs = append(procs, relay)
-		b.relayDebug = relay.debug
+		m[partRelay], b.relayDebug = relay.cpu, relay.debug
 		return b.waitDrained(ctx, 5*time.Minute)
 	})
 	if err != nil {
@@ -127,7 +114,7 @@ func (b *bench) sustained(ctx context.Context) error {
 	for attempt := 0; attempt < 4; attempt++ {
 		var rep loadgen.Report
 		var maxPending int64
-		w, err := b.window(ctx, m, relayMetrics, consumer, func() error {
+		w, err := b.window(ctx, m, consumer, func() error {
 			mon := b.monitor(ctx)
 			var profiled []func()
 			if attempt == 0 { // the fastest attempt: profile the three processes
@@ -206,18 +193,18 @@ type pipeWindow struct {
 
 // window runs fn and reads what the pipeline did meanwhile. The log table is read outside the
 // CPU window: a connection costs PostgreSQL CPU.
-func (b *bench) window(ctx context.Context, m meter, relay func() localenv.Metrics, consumer *acvProc, fn func() error) (pipeWindow, error) {
+func (b *bench) window(ctx context.Context, m meter, consumer *acvProc, fn func() error) (pipeWindow, error) {
 	log0, err := b.logStats(ctx)
 	if err != nil {
 		return pipeWindow{}, err
 	}
-	relay0, cons0 := relay(), scrape(consumer.debug)
+	relay0, cons0 := scrape(b.relayDebug), scrape(consumer.debug)
 	cpu0, t0 := m.sample(), time.Now()
 	if err := fn(); err != nil {
 		return pipeWindow{}, err
 	}
 	w := pipeWindow{cpu: m.sample().since(cpu0), seconds: time.Since(t0).Seconds()}
-	relay1, cons1 := relay(), scrape(consumer.debug)
+	relay1, cons1 := scrape(b.relayDebug), scrape(consumer.debug)
 	log1, err := b.logStats(ctx)
 	w.rows, w.wal = log1.rows-log0.rows, log1.walLSN-log0.walLSN
 	w.relayBatch = ratioOf(relay1, relay0, "acv_relay_batch_size_sum", "acv_relay_batch_size_count")
@@ -287,6 +274,8 @@ type masterShare struct {
 	addr, slots string
 	calls       int64   // EVALSHA, EVAL and FCALL calls over the run (INFO commandstats)
 	cpu         float64 // CPU seconds over the run
+	callShare   float64 // % of the masters' calls
+	cpuShare    float64 // % of the masters' CPU
 }
 
 // clusterMasters is the cluster phase's master count (as the scale-out issue names it).
@@ -314,10 +303,10 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 	// commands would have written them. (The API replica mirrors the key itself at start.)
 	cc := cache.New(rdb)
 	p, version, err := b.deps.Store.ProjectState(ctx, b.projectID)
-	if err != nil {
-		return err
+	if err == nil {
+		err = cc.PublishProject(ctx, p, version)
 	}
-	if err := cc.PublishProject(ctx, p, version); err != nil {
+	if err != nil {
 		return err
 	}
 	n := 300_000
@@ -330,7 +319,7 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 	for _, v := range codes {
 		want[v] = true
 	}
-	recs := make([]contract.CodeRecord, 0, len(codes))
+	var recs []contract.CodeRecord
 	if err := b.deps.Store.ExportCodes(ctx, b.projectID, func(r contract.CodeRecord) error {
 		if want[r.Code] {
 			recs = append(recs, r)
@@ -348,7 +337,7 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 		return err
 	}
 	defer api.stop()
-	m := meter{partAPI: api.cpu, partLoadgen: selfCPU}
+	m := meter{partAPI: api.cpu, partLoadgen: loadgen.CPUSeconds}
 	nodes := make([]*redis.Client, len(masters))
 	for i, mn := range masters {
 		nodes[i] = redis.NewClient(&redis.Options{Addr: mn.Addr})
@@ -380,8 +369,10 @@ func (b *bench) clusterHotPath(ctx context.Context) error {
 		b.masters = append(b.masters, ms)
 	}
 	var shares []string
-	for _, ms := range b.masters {
-		shares = append(shares, fmt.Sprintf("%.1f%%", 100*float64(ms.calls)/float64(max(total, 1))))
+	for i, ms := range b.masters {
+		b.masters[i].callShare = 100 * float64(ms.calls) / float64(max(total, 1))
+		b.masters[i].cpuShare = 100 * ms.cpu / max(cpu[partRedis], 1e-9)
+		shares = append(shares, fmt.Sprintf("%.1f%%", b.masters[i].callShare))
 	}
 	b.costs = append(b.costs, newCostRow(costCluster, rep, cpu, "Redis: the 3 masters summed"))
 	b.clusterRep = rep
@@ -441,12 +432,7 @@ func (b *bench) kafkaPid() int {
 // generation time per million (both stores loaded), Redis memory per code, verify latency
 // against the small project of the same run, and the p99 of every read the API offers.
 func (b *bench) scale(ctx context.Context) error {
-	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: b.cfg.MasterKeys}
-	big, err := a.CreateProject(ctx, contract.NewProject{Name: "scale"})
-	if err != nil {
-		return err
-	}
-	key, err := a.CreateAPIKey(ctx, big.ID, 0, 0)
+	a, big, key, err := b.newProject(ctx, "scale")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,9 +54,6 @@ func pidCPU(pid int) float64 {
 	s, _ := pidStat(pid)
 	return s.CPUTime()
 }
-
-// selfCPU is the load generator's CPU seconds (with the bench's own sampling).
-func selfCPU() float64 { return pidCPU(os.Getpid()) }
 
 // pgServerCPU is a whole PostgreSQL server's CPU seconds: the postmaster's own, every live
 // child's, and the ended children's it waited for (cutime+cstime), so a backend that ends
@@ -191,11 +189,8 @@ type acvProc struct {
 // logging as deployed (an access line per request) to a file, and returns once it is ready.
 func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc, error) {
 	addr, err := localenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	debug, err := localenv.FreeAddr()
-	if err != nil {
+	debug, err2 := localenv.FreeAddr()
+	if err := errors.Join(err, err2); err != nil {
 		return nil, err
 	}
 	var brokers string
@@ -218,12 +213,10 @@ func (b *bench) startACV(ctx context.Context, roles, redisURL string) (*acvProc,
 		return nil, err
 	}
 	p := &acvProc{Process: lp, debug: "http://" + debug}
-	ready := p.debug + "/readyz"
 	if strings.Contains(roles, "api") {
 		p.base = "http://" + addr
-		ready = p.base + "/readyz"
 	}
-	if err := waitHTTP(ctx, ready, "GET"); err != nil {
+	if err := waitHTTP(ctx, cmp.Or(p.base, p.debug)+"/readyz", "GET"); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -250,36 +243,38 @@ func (p *acvProc) peakRSS() float64 {
 // profile starts a CPU profile of p over one measured phase when -profile is set, written to
 // name.pprof; the returned function waits for it. A failure is reported, never fatal.
 func (b *bench) profile(p *acvProc, name string) (wait func()) {
-	if b.profileDir == "" {
-		return func() {}
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := b.fetchProfile(p, name); err != nil {
+		if b.profileDir == "" {
+			return
+		}
+		body, err := get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second))))
+		if err == nil {
+			err = os.MkdirAll(b.profileDir, 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(b.profileDir, name+".pprof"), body, 0o644)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: profile", name+":", err)
 		}
 	}()
 	return func() { <-done }
 }
 
-func (b *bench) fetchProfile(p *acvProc, name string) error {
-	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second))))
+// get is the body of url's answer, which must be 200 OK.
+func get(url string) ([]byte, error) {
+	resp, err := http.Get(url)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("status %s", resp.Status)
 	}
-	if err == nil {
-		err = os.MkdirAll(b.profileDir, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(b.profileDir, name+".pprof"), body, 0o644)
-	}
-	return err
+	return body, err
 }
 
 // waitHTTP waits up to a minute for url to answer method with any status.

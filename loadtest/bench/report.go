@@ -3,8 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,8 +32,8 @@ func newCostRow(name string, rep loadgen.Report, cpu cpuSample, note string) cos
 	return costRow{name: name, verifies: rep.Successes, rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms, cpu: cpu, note: note}
 }
 
-// us is a part's CPU µs per verify, and whether the part ran in this phase.
-func (c costRow) us(part string) (float64, bool) {
+// at is a part's CPU µs per verify, and whether the part ran in this phase.
+func (c costRow) at(part string) (float64, bool) {
 	v, ok := c.cpu[part]
 	if !ok || c.verifies == 0 {
 		return 0, false
@@ -42,28 +41,12 @@ func (c costRow) us(part string) (float64, bool) {
 	return 1e6 * v / float64(c.verifies), true
 }
 
-// at is a part's CPU µs per verify; 0 when it did not run.
-func (c costRow) at(part string) float64 {
-	v, _ := c.us(part)
-	return v
-}
-
-// usCell is a part's CPU µs per verify as a table cell, – when it did not run.
-func (c costRow) usCell(part string) string {
-	if v, ok := c.us(part); ok {
+// us is a part's CPU µs per verify as a table cell, – when it did not run.
+func (c costRow) us(part string) string {
+	if v, ok := c.at(part); ok {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return "–"
-}
-
-// cost is the row of the given name, if the run measured it.
-func (b *bench) cost(name string) (costRow, bool) {
-	for _, c := range b.costs {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return costRow{}, false
 }
 
 // Names of the cost rows the targets read.
@@ -88,14 +71,15 @@ func (b *bench) costTable(sb *strings.Builder) {
 		fmt.Fprintf(sb, "| %s | %d | %.0f | %s | %s |", c.name, c.verifies, c.rps, dash("%.2f", c.p50), dash("%.2f", c.p99))
 		var total float64
 		for _, p := range partOrder {
-			fmt.Fprintf(sb, " %s |", c.usCell(p))
-			total += c.at(p)
+			fmt.Fprintf(sb, " %s |", c.us(p))
+			v, _ := c.at(p)
+			total += v
 		}
 		note := c.note
-		if v, ok := c.us(partBrokerJIT); ok {
+		if v, ok := c.at(partBrokerJIT); ok {
 			note += fmt.Sprintf("; broker JIT compilers apart (JVM warm-up): %.1f µs", v)
 		}
-		fmt.Fprintf(sb, " %.1f | %s | %s |\n", total, c.usCell(partMachine), note)
+		fmt.Fprintf(sb, " %.1f | %s | %s |\n", total, c.us(partMachine), note)
 	}
 
 	if len(b.idle) > 0 {
@@ -108,32 +92,38 @@ func (b *bench) costTable(sb *strings.Builder) {
 		fmt.Fprintf(sb, " the load generator column is the bench process, idle.\n")
 	}
 
-	hot, okHot := b.cost(costHot)
-	ceil, okCeil := b.cost(costCeiling)
-	sust, okSust := b.cost(costSustained)
-	fmt.Fprintf(sb, "\nTargets (same run):\n")
-	if okSust {
-		relay, cons, pg, broker := sust.at(partRelay), sust.at(partConsumer), sust.at(partPostgres), sust.at(partBroker)
-		pipe := relay + cons + pg
-		line := fmt.Sprintf("- pipeline CPU per verify (relay %.1f + consumer %.1f + Postgres %.1f) = %.1f µs ≤ 25 µs: %s (sustained); Kafka broker apart: %.1f µs",
-			relay, cons, pg, pipe, verdict(pipe <= 25), broker)
-		if bl, ok := b.cost(costBacklog); ok {
-			r, c, p, k := bl.at(partRelay), bl.at(partConsumer), bl.at(partPostgres), bl.at(partBroker)
-			line += fmt.Sprintf("; with full batches (the backlog): %.1f + %.1f + %.1f = %.1f µs, broker %.1f µs", r, c, p, r+c+p, k)
-		}
-		fmt.Fprintln(sb, line)
-	}
-	if okHot && okCeil {
-		api, bare := hot.at(partAPI), ceil.at(partAPI)
-		if bare > 0 {
-			line := fmt.Sprintf("- API process CPU per verify ÷ bare Gin handler CPU per request = %.1f ÷ %.1f µs = %.2f ≤ 2: %s (hot path)",
-				api, bare, api/bare, verdict(api/bare <= 2))
-			if okSust {
-				sapi := sust.at(partAPI)
-				line += fmt.Sprintf("; sustained phase: %.1f µs, %.2f", sapi, sapi/bare)
+	// us of the named cost row (0 when the run did not measure it) for each part.
+	at := func(name string, parts ...string) (us []float64, ok bool) {
+		i := slices.IndexFunc(b.costs, func(c costRow) bool { return c.name == name })
+		for _, p := range parts {
+			v := 0.0
+			if i >= 0 {
+				v, _ = b.costs[i].at(p)
 			}
-			fmt.Fprintln(sb, line)
+			us = append(us, v)
 		}
+		return us, i >= 0
+	}
+	fmt.Fprintf(sb, "\nTargets (same run):\n")
+	sust, okSust := at(costSustained, partRelay, partConsumer, partPostgres, partBroker, partAPI)
+	if okSust {
+		pipe := sust[0] + sust[1] + sust[2]
+		fmt.Fprintf(sb, "- pipeline CPU per verify (relay %.1f + consumer %.1f + Postgres %.1f) = %.1f µs ≤ 25 µs: %s (sustained); Kafka broker apart: %.1f µs",
+			sust[0], sust[1], sust[2], pipe, verdict(pipe <= 25), sust[3])
+		if bl, ok := at(costBacklog, partRelay, partConsumer, partPostgres, partBroker); ok {
+			fmt.Fprintf(sb, "; with full batches (the backlog): %.1f + %.1f + %.1f = %.1f µs, broker %.1f µs", bl[0], bl[1], bl[2], bl[0]+bl[1]+bl[2], bl[3])
+		}
+		fmt.Fprintln(sb)
+	}
+	hot, okHot := at(costHot, partAPI)
+	bare, _ := at(costCeiling, partAPI)
+	if api := hot[0]; okHot && bare[0] > 0 {
+		fmt.Fprintf(sb, "- API process CPU per verify ÷ bare Gin handler CPU per request = %.1f ÷ %.1f µs = %.2f ≤ 2: %s (hot path)",
+			api, bare[0], api/bare[0], verdict(api/bare[0] <= 2))
+		if okSust {
+			fmt.Fprintf(sb, "; sustained phase: %.1f µs, %.2f", sust[4], sust[4]/bare[0])
+		}
+		fmt.Fprintln(sb)
 	}
 }
 
@@ -151,16 +141,10 @@ func (b *bench) clusterTable(sb *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(sb, "\n### One project through a %d-master Redis Cluster (same run, hot path, relay paused)\n", clusterMasters)
-	var total int64
-	var cpuTotal float64
-	for _, m := range b.masters {
-		total += m.calls
-		cpuTotal += m.cpu
-	}
 	fmt.Fprintf(sb, "\n| master | slots | script calls (EVALSHA/EVAL) | share of calls | CPU µs per verify | share of Redis CPU |\n|---|---|---:|---:|---:|---:|\n")
 	for _, m := range b.masters {
 		fmt.Fprintf(sb, "| %s | %s | %d | %.1f%% | %.1f | %.1f%% |\n", m.addr, m.slots, m.calls,
-			100*float64(m.calls)/float64(max(total, 1)), 1e6*m.cpu/float64(max(b.clusterRep.Successes, 1)), 100*m.cpu/max(cpuTotal, 1e-9))
+			m.callShare, 1e6*m.cpu/float64(max(b.clusterRep.Successes, 1)), m.cpuShare)
 	}
 }
 
@@ -259,12 +243,7 @@ func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
 
 // scrape reads a process's Prometheus metrics; none when it cannot.
 func scrape(debug string) localenv.Metrics {
-	resp, err := http.Get(debug + "/metrics")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := get(debug + "/metrics")
 	return localenv.ParseMetrics(string(b))
 }
 
