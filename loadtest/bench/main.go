@@ -226,7 +226,6 @@ func (b *bench) start(ctx context.Context) (err error) {
 	})
 }
 
-// newProject creates a project and an API key of it.
 func (b *bench) newProject(ctx context.Context, name string) (*admin.Admin, contract.Project, contract.APIKey, error) {
 	a := &admin.Admin{Store: b.deps.Store, Cache: b.deps.Cache, Keys: b.cfg.MasterKeys}
 	p, err := a.CreateProject(ctx, contract.NewProject{Name: name})
@@ -237,7 +236,6 @@ func (b *bench) newProject(ctx context.Context, name string) (*admin.Admin, cont
 	return a, p, k, err
 }
 
-// runs tells whether phase key is part of this run.
 func (b *bench) runs(key string) bool {
 	if b.phases == nil {
 		return key != "scale" && key != "factors"
@@ -245,7 +243,6 @@ func (b *bench) runs(key string) bool {
 	return b.phases[key]
 }
 
-// take hands out n unused codes.
 func (b *bench) take(n int) []string {
 	n = min(n, len(b.pool))
 	out := b.pool[:n]
@@ -265,7 +262,6 @@ func (b *bench) loadCodes(ctx context.Context, base string, rate float64, codes 
 		Codes: codes, Concurrency: b.conc, Duration: b.dur, Rate: rate})
 }
 
-// loadRow is a table row of a load generator run.
 func loadRow(name string, rep loadgen.Report, note string) row {
 	return row{name: name, rps: rep.RPS, p50: rep.P50Ms, p99: rep.P99Ms, errors: rep.Errors,
 		genCPU: rep.CPUSeconds / (rep.Seconds * float64(runtime.NumCPU())), note: note}
@@ -276,7 +272,6 @@ func machineShare(sec float64, rep loadgen.Report) float64 {
 	return 100 * sec / (rep.Seconds * float64(runtime.NumCPU()))
 }
 
-// dash formats v, or – when it was not measured.
 func dash(format string, v float64) string {
 	if v == 0 {
 		return "–"

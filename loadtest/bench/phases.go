@@ -585,7 +585,6 @@ func (b *bench) addLatency(name string, lat []time.Duration, note string) {
 	}
 }
 
-// usedMemory is Redis's used_memory in bytes.
 func usedMemory(ctx context.Context, rdb redis.UniversalClient) int64 {
 	mem, _ := info(ctx, rdb, "memory")
 	n, _ := strconv.ParseInt(mem["used_memory"], 10, 64)

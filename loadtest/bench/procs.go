@@ -37,10 +37,8 @@ const (
 
 var partOrder = []string{partAPI, partRedis, partRelay, partConsumer, partBroker, partPostgres, partLoadgen}
 
-// proc is /proc.
 var proc, _ = procfs.NewDefaultFS()
 
-// pidStat is a process's /proc/<pid>/stat; ok is false once it is gone.
 func pidStat(pid int) (s procfs.ProcStat, ok bool) {
 	p, err := proc.Proc(pid)
 	if err == nil {
@@ -106,7 +104,6 @@ func machineBusy() float64 {
 	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal + c.Guest + c.GuestNice
 }
 
-// loadAvg is the machine's 1, 5 and 15 minute load averages: other work shows there.
 func loadAvg() string {
 	l, err := proc.LoadAvg()
 	if err != nil {
@@ -129,14 +126,12 @@ func (m meter) sample() cpuSample {
 	return s
 }
 
-// during is the CPU seconds each part spent while fn ran.
 func (m meter) during(fn func()) cpuSample {
 	s0 := m.sample()
 	fn()
 	return m.sample().since(s0)
 }
 
-// since is the CPU seconds each part spent from s0 to s.
 func (s cpuSample) since(s0 cpuSample) cpuSample {
 	d := cpuSample{}
 	for name, v := range s {
@@ -227,7 +222,6 @@ func (p *acvProc) stop() {
 	p.Stop(20 * time.Second)
 }
 
-// cpu is the process's user+system CPU seconds so far.
 func (p *acvProc) cpu() float64 { return pidCPU(p.Pid()) }
 
 // peakRSS is the process's high-water resident set, in MiB.
@@ -263,7 +257,6 @@ func (b *bench) profile(p *acvProc, name string) (wait func()) {
 	return func() { <-done }
 }
 
-// get is the body of url's answer, which must be 200 OK.
 func get(url string) ([]byte, error) {
 	resp, err := http.Get(url)
 	if err != nil {

@@ -273,7 +273,6 @@ func outboxLen(ctx context.Context, rdb *redis.Client) (int64, error) {
 	return n, err
 }
 
-// info reads an INFO section as its key:value pairs.
 func info(ctx context.Context, rdb redis.UniversalClient, section string) (map[string]string, error) {
 	m, err := rdb.InfoMap(ctx, section).Result()
 	if err != nil {

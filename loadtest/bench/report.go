@@ -59,7 +59,6 @@ const (
 	costPlainPG   = "plain PostgreSQL: pgbench, UPDATE + log INSERT per transaction"
 )
 
-// costTable renders the cost rows and the targets the issue sets on them.
 func (b *bench) costTable(sb *strings.Builder) {
 	if len(b.costs) == 0 {
 		return
@@ -241,7 +240,6 @@ func (b *bench) measureLogWAL(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// scrape reads a process's Prometheus metrics; none when it cannot.
 func scrape(debug string) localenv.Metrics {
 	b, _ := get(debug + "/metrics")
 	return localenv.ParseMetrics(string(b))
