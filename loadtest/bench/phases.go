@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -39,13 +40,15 @@ func (b *bench) hotPath(ctx context.Context) error {
 	b.rows = append(b.rows, loadRow("acv signed verify, hot path only (relay paused)", rep,
 		fmt.Sprintf("%d successes; CPU of the machine: acv %.0f%%, redis %.0f%%, all %.0f%%; acv peak RSS %.0f MiB", rep.Successes,
 			machineShare(cpu[partAPI], rep), machineShare(cpu[partRedis], rep), machineShare(cpu[partMachine], rep), p.peakRSS())))
-	b.halfHot = b.load(ctx, p.base, rep.RPS/2)
-	b.rows = append(b.rows, loadRow(halfName(rep.RPS/2, "relay paused"), b.halfHot, "the API and Redis alone"))
+	b.halfHot = b.half(ctx, p.base, "relay paused", func(loadgen.Report) string { return "the API and Redis alone" })
 	return nil
 }
 
-func halfName(rate float64, what string) string {
-	return fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), %s", rate, what)
+// half runs the load at half the hot path's max rate and adds its row, noted once it ran.
+func (b *bench) half(ctx context.Context, base, what string, note func(loadgen.Report) string) loadgen.Report {
+	rep := b.load(ctx, base, b.hot.RPS/2)
+	b.rows = append(b.rows, loadRow(fmt.Sprintf("acv signed verify at half the hot-path max (%.0f req/s target), %s", b.hot.RPS/2, what), rep, note(rep)))
+	return rep
 }
 
 func (b *bench) redisProcCPU() float64 { return pidCPU(b.redis.Pid()) }
@@ -154,9 +157,7 @@ func (b *bench) sustained(ctx context.Context) error {
 	b.rows = append(b.rows, loadRow("acv signed verify, sustained (relay + consumer running)", kept,
 		fmt.Sprintf("%s; API, relay and consumer as 3 processes, real Kafka 4.4.0; API peak RSS %.0f MiB", lagNote, api.peakRSS())))
 
-	half := b.hot.RPS / 2
-	b.halfRate = b.load(ctx, api.base, half)
-	b.rows = append(b.rows, loadRow(halfName(half, "pipeline running"), b.halfRate, "pipeline running"))
+	b.halfRate = b.half(ctx, api.base, "pipeline running", func(loadgen.Report) string { return "pipeline running" })
 	if err := b.waitDrained(ctx, 5*time.Minute); err != nil {
 		return err
 	}
@@ -167,17 +168,13 @@ func (b *bench) sustained(ctx context.Context) error {
 		return err
 	}
 	mon := b.monitor(ctx)
-	b.halfRateNice = b.load(ctx, api.base, half)
-	lag := float64(mon()) / b.halfRateNice.RPS
+	b.halfRateNice = b.half(ctx, api.base, fmt.Sprintf("pipeline running at nice %d", pipelineNice), func(rep loadgen.Report) string {
+		return fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, float64(mon())/rep.RPS)
+	})
 	err = b.waitDrained(ctx, 5*time.Minute)
-	if rerr := b.renicePipeline(0, relay, consumer); err == nil {
-		err = rerr
-	}
-	if err != nil {
+	if err = errors.Join(err, b.renicePipeline(0, relay, consumer)); err != nil {
 		return err
 	}
-	b.rows = append(b.rows, loadRow(halfName(half, fmt.Sprintf("pipeline running at nice %d", pipelineNice)), b.halfRateNice,
-		fmt.Sprintf("relay, consumer, Kafka broker and PostgreSQL at niceness %d; pipeline lag at most %.2f s of events", pipelineNice, lag)))
 	return b.measureStorage(ctx)
 }
 
