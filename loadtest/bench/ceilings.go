@@ -108,15 +108,11 @@ func (b *bench) redisCeiling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bin, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		return err
-	}
 	n := 300_000
 	args := []string{"-h", "127.0.0.1", "-p", strings.TrimPrefix(b.redis.Addr, "127.0.0.1:"), "--dbnum", "1", "-c", strconv.Itoa(b.conc),
 		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keyspace), "--csv"}
 	args = append(args, call...)
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "redis-benchmark", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("redis-benchmark: %w: %s", err, out)
 	}
