@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"regexp"
 	"strings"
 	"time"
@@ -37,7 +38,7 @@ func accountOf(a contract.AdminAccount) Account {
 // usernamePattern is the schema's check on admins.username, after lowercasing.
 var usernamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._@-]{0,63}$`)
 
-// normalizeUsername lowercases a username, so logins are case-insensitive, and checks it.
+// normalizeUsername lowercases a username (logins are case-insensitive) and checks it.
 func normalizeUsername(u string) (string, error) {
 	u = strings.ToLower(strings.TrimSpace(u))
 	if !usernamePattern.MatchString(u) {
@@ -82,7 +83,6 @@ func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, r
 	return NewAccount{Account: accountOf(acc), OneTimePassword: pw}, nil
 }
 
-// accounts lists every account as the API shows it.
 func (s *Server) accounts(ctx context.Context) ([]Account, error) {
 	rows, err := s.st.AdminAccounts(ctx)
 	if err != nil {
@@ -104,7 +104,6 @@ func (s *Service) otherAccount(ctx context.Context, a Actor, id string) (contrac
 	return s.account(ctx, id)
 }
 
-// account reads one account by id, as a refusal that names it when missing.
 func (s *Service) account(ctx context.Context, id string) (contract.AdminAccount, error) {
 	acc, err := s.store.AdminAccount(ctx, id)
 	if errors.Is(err, contract.ErrNotFound) {
@@ -285,7 +284,6 @@ func (s *Service) ChangePassword(ctx context.Context, se *Session, current, next
 	return nse, token, nil
 }
 
-// oneTimePassword draws a one-time password and its hash, for a new account or a reset.
 func (s *Service) oneTimePassword() (pw, hash string, err error) {
 	if pw, err = NewOneTimePassword(); err != nil {
 		return "", "", err
@@ -303,19 +301,10 @@ type PasswordParams struct {
 	Threads   uint8
 }
 
-// The default cost is OWASP's first argon2id recommendation (19 MiB, 2 passes, 1 lane): tens
+// DefaultPasswordParams is OWASP's first argon2id recommendation (19 MiB, 2 passes, 1 lane): tens
 // of milliseconds a login on one core, so a guessing attacker with a stolen table pays the same.
-const (
-	defaultMemoryKiB = 19 * 1024
-	defaultTime      = 2
-	defaultThreads   = 1
-	saltLen          = 16
-	hashLen          = 32
-)
-
-// DefaultPasswordParams is the cost new passwords are hashed with unless a Config says otherwise.
 func DefaultPasswordParams() PasswordParams {
-	return PasswordParams{MemoryKiB: defaultMemoryKiB, Time: defaultTime, Threads: defaultThreads}
+	return PasswordParams{MemoryKiB: 19 * 1024, Time: 2, Threads: 1}
 }
 
 // Password length bounds: 12 characters is the least a human-chosen password may have; the
@@ -327,17 +316,16 @@ const (
 
 // HashPassword hashes password with argon2id and a fresh salt, as a PHC string other tools read.
 func HashPassword(p PasswordParams, password string) (string, error) {
-	salt := make([]byte, saltLen)
+	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("password salt: %w", err)
 	}
-	sum := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, hashLen)
+	sum := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, 32)
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Time, p.Threads,
 		b64.EncodeToString(salt), b64.EncodeToString(sum)), nil
 }
 
-// errBadHash: a stored hash is not an argon2id PHC string this code can check.
 var errBadHash = errors.New("password hash is not an argon2id PHC string")
 
 // CheckPassword tells whether password matches the PHC string phc, in constant time.
@@ -374,23 +362,13 @@ const oneTimeAlphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ2345678
 
 // NewOneTimePassword draws a 20-character password (about 116 bits) for a first login.
 func NewOneTimePassword() (string, error) {
-	const n = 20
-	b := make([]byte, n)
-	out := make([]byte, n)
-	limit := byte(256 - 256%len(oneTimeAlphabet)) // reject above it: no modulo bias
-	for i := 0; i < n; {
-		if _, err := rand.Read(b); err != nil {
+	out := make([]byte, 20)
+	for i := range out {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(oneTimeAlphabet))))
+		if err != nil {
 			return "", fmt.Errorf("one-time password: %w", err)
 		}
-		for _, v := range b {
-			if i == n {
-				break
-			}
-			if v < limit {
-				out[i] = oneTimeAlphabet[int(v)%len(oneTimeAlphabet)]
-				i++
-			}
-		}
+		out[i] = oneTimeAlphabet[n.Int64()]
 	}
 	return string(out), nil
 }
@@ -435,7 +413,6 @@ func DefaultThrottle() ThrottlePolicy {
 		Window: 15 * time.Minute, BaseLock: 30 * time.Second, MaxLock: time.Hour}
 }
 
-// withDefaults fills each field left zero from DefaultThrottle.
 func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
 	d := DefaultThrottle()
 	p.PairFailures = orDefault(p.PairFailures, d.PairFailures)
@@ -449,7 +426,7 @@ func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
 }
 
 // orDefault is v, or def when v is not positive.
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -470,7 +447,6 @@ func (p ThrottlePolicy) lockFor(threshold int) func(failures int) time.Duration 
 	}
 }
 
-// spacing is how long a username's failures hold its next check back: AccountSpacing at most.
 func (p ThrottlePolicy) spacing(failures int) time.Duration {
 	if failures < p.AccountFailures {
 		return 0
@@ -496,7 +472,6 @@ func usernameHash(username string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// pairSubject is the throttle's key of a username tried from one client address.
 func pairSubject(username, ip string) string { return "pair:" + usernameHash(username) + "@" + ip }
 
 // attempt is one password check the throttle let through, a failure until it succeeded.

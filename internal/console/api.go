@@ -38,12 +38,17 @@ func items(c *gin.Context) func(any, error) error {
 	return func(v any, err error) error { return reply(c, http.StatusOK)(gin.H{"items": v}, err) }
 }
 
-// bindOptionalJSON is bindJSON for a body that may be left out.
-func (s *Server) bindOptionalJSON(c *gin.Context, v any) error {
-	if c.Request.ContentLength == 0 {
-		return nil
+// withJSON is h given the request's JSON body (bindJSON); with optional, no body reads as {}.
+func withJSON[B any](optional bool, h func(*gin.Context, *Session, B) error) func(*gin.Context, *Session) error {
+	return func(c *gin.Context, se *Session) error {
+		var b B
+		if !optional || c.Request.ContentLength != 0 {
+			if err := bindJSON(c, &b); err != nil {
+				return err
+			}
+		}
+		return h(c, se, b)
 	}
-	return s.bindJSON(c, v)
 }
 
 // openAPIDoc serves the document without a session: it holds no data.
@@ -52,78 +57,60 @@ func (s *Server) openAPIDoc(c *gin.Context, _ *Session) error {
 	return nil
 }
 
-// sessionBody answers a login, GET /me and a password change: who, the CSRF token, the end.
-type sessionBody struct {
-	Account   Account `json:"account"`
-	CSRFToken string  `json:"csrf_token"`
-	ExpiresAt int64   `json:"expires_at"`
-}
-
-func sessionBodyOf(se *Session) sessionBody {
-	return sessionBody{Account: accountOf(se.Account), CSRFToken: se.CSRFToken(), ExpiresAt: se.ExpiresAt.Unix()}
-}
-
-func (s *Server) login(c *gin.Context, _ *Session) error {
-	var b struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
-	se, token, err := s.svc.Login(c.Request.Context(), b.Username, b.Password, c.Request.UserAgent(), s.proxies.clientIP(c.Request))
-	if err != nil {
-		return err
-	}
-	s.setSessionCookie(c, token, false)
-	c.JSON(http.StatusOK, sessionBodyOf(se))
+// me answers a login, GET /me and a password change: who, the CSRF token, the end.
+func (s *Server) me(c *gin.Context, se *Session) error {
+	c.JSON(http.StatusOK, gin.H{"account": accountOf(se.Account), "csrf_token": se.CSRFToken(), "expires_at": se.ExpiresAt.Unix()})
 	return nil
 }
 
+// started sends a new session's cookie and answers it.
+func (s *Server) started(c *gin.Context) func(*Session, string, error) error {
+	return func(se *Session, token string, err error) error {
+		if err != nil {
+			return err
+		}
+		s.setSessionCookie(c, token, false)
+		return s.me(c, se)
+	}
+}
+
+func (s *Server) login(c *gin.Context, _ *Session, b struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}) error {
+	return s.started(c)(s.svc.Login(c.Request.Context(), b.Username, b.Password, c.Request.UserAgent(), s.proxies.clientIP(c.Request)))
+}
+
+// logout ends the session: the API answers 204, a page goes to the login.
 func (s *Server) logout(c *gin.Context, se *Session) error {
 	if err := s.svc.Logout(c.Request.Context(), se, s.proxies.clientIP(c.Request)); err != nil {
 		return err
 	}
 	s.setSessionCookie(c, "", true)
-	c.Status(http.StatusNoContent)
+	if isPage(c) {
+		c.Redirect(http.StatusSeeOther, "/login")
+	} else {
+		c.Status(http.StatusNoContent)
+	}
 	return nil
 }
 
-func (s *Server) me(c *gin.Context, se *Session) error {
-	c.JSON(http.StatusOK, sessionBodyOf(se))
-	return nil
-}
-
-func (s *Server) changePassword(c *gin.Context, se *Session) error {
-	var b struct {
-		Current string `json:"current_password"`
-		New     string `json:"new_password"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
-	nse, token, err := s.svc.ChangePassword(c.Request.Context(), se, b.Current, b.New, c.Request.UserAgent(), s.proxies.clientIP(c.Request))
-	if err != nil {
-		return err
-	}
-	s.setSessionCookie(c, token, false)
-	c.JSON(http.StatusOK, sessionBodyOf(nse))
-	return nil
+func (s *Server) changePassword(c *gin.Context, se *Session, b struct {
+	Current string `json:"current_password"`
+	New     string `json:"new_password"`
+}) error {
+	return s.started(c)(s.svc.ChangePassword(c.Request.Context(), se, b.Current, b.New, c.Request.UserAgent(), s.proxies.clientIP(c.Request)))
 }
 
 func (s *Server) listProjects(c *gin.Context, se *Session) error {
 	return items(c)(s.ops.Projects(c.Request.Context()))
 }
 
-func (s *Server) createProject(c *gin.Context, se *Session) error {
-	var b struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		ExpiresAt   *int64 `json:"expires_at"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) createProject(c *gin.Context, se *Session, b struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	ExpiresAt   *int64 `json:"expires_at"`
+}) error {
 	if b.Name == "" {
 		return contract.Errorf(contract.KindInvalid, "Field name is required")
 	}
@@ -155,13 +142,9 @@ func (s *Server) setEnabled(enabled bool) func(*gin.Context, *Session) error {
 	})
 }
 
-func (s *Server) setExpiry(c *gin.Context, se *Session) error {
-	var b struct {
-		ExpiresAt *int64 `json:"expires_at"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) setExpiry(c *gin.Context, se *Session, b struct {
+	ExpiresAt *int64 `json:"expires_at"`
+}) error {
 	if b.ExpiresAt == nil {
 		return contract.Errorf(contract.KindInvalid, "Field expires_at is required (Unix seconds); DELETE the expiry to clear it")
 	}
@@ -186,11 +169,7 @@ type limitBody struct {
 	Burst      int     `json:"burst"`
 }
 
-func (s *Server) createKey(c *gin.Context, se *Session) error {
-	var b limitBody
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) createKey(c *gin.Context, se *Session, b limitBody) error {
 	k, err := s.svc.CreateAPIKey(c.Request.Context(), s.actor(c, se), c.Param("project_id"), b.RatePerSec, b.Burst)
 	// The one time the secret is shown.
 	return reply(c, http.StatusCreated)(gin.H{"key_id": k.ID, "project_id": k.ProjectID, "secret": k.Secret,
@@ -203,11 +182,7 @@ func (s *Server) revokeKey(c *gin.Context, se *Session) error {
 	return reply(c, http.StatusOK)(gin.H{"key_id": id, "revoked": true}, err)
 }
 
-func (s *Server) limitKey(c *gin.Context, se *Session) error {
-	var b limitBody
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) limitKey(c *gin.Context, se *Session, b limitBody) error {
 	id := c.Param("key_id")
 	err := s.svc.SetAPIKeyRateLimit(c.Request.Context(), s.actor(c, se), id, b.RatePerSec, b.Burst)
 	return reply(c, http.StatusOK)(gin.H{"key_id": id, "rate_per_sec": b.RatePerSec, "burst": b.Burst}, err)
@@ -281,19 +256,15 @@ func (s *Server) setCodeDisabled(disabled bool) func(*gin.Context, *Session) err
 
 // manual verifies or reactivates the path's code by hand, with the body's reason.
 func (s *Server) manual(action contract.Action) func(*gin.Context, *Session) error {
-	return func(c *gin.Context, se *Session) error {
+	return withJSON(false, func(c *gin.Context, se *Session, b struct {
+		Reason string `json:"reason"`
+	}) error {
 		value, err := pathValue(c, "code")
 		if err != nil {
 			return err
 		}
-		var b struct {
-			Reason string `json:"reason"`
-		}
-		if err := s.bindJSON(c, &b); err != nil {
-			return err
-		}
 		return reply(c, http.StatusOK)(s.svc.manual(c.Request.Context(), s.actor(c, se), action, c.Param("project_id"), value, b.Reason))
-	}
+	})
 }
 
 // importCodes imports a CSV body (?dry_run=true only checks it) and answers the report.
@@ -325,19 +296,15 @@ func (s *Server) export(c *gin.Context, se *Session) error {
 }
 
 // generate starts a generation batch and answers 202 with it (its progress: its Location).
-func (s *Server) generate(c *gin.Context, se *Session) error {
-	var b struct {
-		Name      string `json:"name"`
-		Count     int    `json:"count"`
-		Length    int    `json:"length"`
-		Charset   string `json:"charset"`
-		Prefix    string `json:"prefix"`
-		Suffix    string `json:"suffix"`
-		ExpiresAt *int64 `json:"expires_at"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) generate(c *gin.Context, se *Session, b struct {
+	Name      string `json:"name"`
+	Count     int    `json:"count"`
+	Length    int    `json:"length"`
+	Charset   string `json:"charset"`
+	Prefix    string `json:"prefix"`
+	Suffix    string `json:"suffix"`
+	ExpiresAt *int64 `json:"expires_at"`
+}) error {
 	if b.Length == 0 {
 		b.Length = 12
 	}
@@ -364,13 +331,9 @@ func (s *Server) cancelBatch(c *gin.Context, se *Session) error {
 }
 
 // revokeBatch disables a batch's codes; with expected_count, 409 when the count is out of date.
-func (s *Server) revokeBatch(c *gin.Context, se *Session) error {
-	var b struct {
-		ExpectedCount *int64 `json:"expected_count"`
-	}
-	if err := s.bindOptionalJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) revokeBatch(c *gin.Context, se *Session, b struct {
+	ExpectedCount *int64 `json:"expected_count"`
+}) error {
 	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), c.Param("project_id"), c.Param("batch_id"), b.ExpectedCount)
 	if errors.Is(err, contract.ErrCountChanged) {
 		return s.answerChanged(c, se, contract.CodeFilter{BatchID: c.Param("batch_id")}, err)
@@ -409,14 +372,10 @@ func (s *Server) bulkCount(c *gin.Context, se *Session) error {
 }
 
 // bulkDisable disables the codes the filter selects while expected_count is still their count.
-func (s *Server) bulkDisable(c *gin.Context, se *Session) error {
-	var b struct {
-		bulkFilter
-		ExpectedCount *int64 `json:"expected_count"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) bulkDisable(c *gin.Context, se *Session, b struct {
+	bulkFilter
+	ExpectedCount *int64 `json:"expected_count"`
+}) error {
 	if b.ExpectedCount == nil {
 		return contract.Errorf(contract.KindInvalid, "Field expected_count is required: read the count first (GET .../bulk-disable)")
 	}
@@ -503,14 +462,10 @@ func (s *Server) listLogPartitions(c *gin.Context, se *Session) error {
 	return items(c)(out, nil)
 }
 
-func (s *Server) maintainLogs(c *gin.Context, se *Session) error {
-	var b struct {
-		RetentionDays *int `json:"retention_days"`
-		Ahead         *int `json:"ahead"`
-	}
-	if err := s.bindOptionalJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) maintainLogs(c *gin.Context, se *Session, b struct {
+	RetentionDays *int `json:"retention_days"`
+	Ahead         *int `json:"ahead"`
+}) error {
 	res, err := s.svc.MaintainLogs(c.Request.Context(), s.actor(c, se), b.RetentionDays, b.Ahead)
 	// Lists are [] in JSON, never null.
 	return reply(c, http.StatusOK)(gin.H{"busy": res.Busy, "created": append([]string{}, res.Created...),
@@ -551,17 +506,13 @@ func (s *Server) verifyAudit(c *gin.Context, _ *Session) error {
 	return reply(c, http.StatusOK)(s.svc.VerifyChain(c.Request.Context()))
 }
 
-func (s *Server) pruneAudit(c *gin.Context, se *Session) error {
-	var b struct {
-		KeepDays int `json:"keep_days"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) pruneAudit(c *gin.Context, se *Session, b struct {
+	KeepDays int `json:"keep_days"`
+}) error {
 	if b.KeepDays < 1 {
 		return contract.Errorf(contract.KindInvalid, "keep_days must be at least 1")
 	}
-	n, err := s.svc.PruneAudit(c.Request.Context(), s.actor(c, se), time.Duration(b.KeepDays)*day)
+	n, err := s.svc.PruneAudit(c.Request.Context(), s.actor(c, se), time.Duration(b.KeepDays)*24*time.Hour)
 	return reply(c, http.StatusOK)(gin.H{"deleted": n}, err)
 }
 
@@ -602,14 +553,10 @@ func (s *Server) listAccounts(c *gin.Context, se *Session) error {
 	return items(c)(s.accounts(c.Request.Context()))
 }
 
-func (s *Server) createAccount(c *gin.Context, se *Session) error {
-	var b struct {
-		Username string `json:"username"`
-		Role     Role   `json:"role"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) createAccount(c *gin.Context, se *Session, b struct {
+	Username string `json:"username"`
+	Role     Role   `json:"role"`
+}) error {
 	return reply(c, http.StatusCreated)(s.svc.CreateAccount(c.Request.Context(), s.actor(c, se), b.Username, b.Role))
 }
 
@@ -621,41 +568,29 @@ func (s *Server) setAccountDisabled(disabled bool) func(*gin.Context, *Session) 
 	}
 }
 
-func (s *Server) setAccountRole(c *gin.Context, se *Session) error {
-	var b struct {
-		Role Role `json:"role"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) setAccountRole(c *gin.Context, se *Session, b struct {
+	Role Role `json:"role"`
+}) error {
 	id := c.Param("admin_id")
 	err := s.svc.SetAccountRole(c.Request.Context(), s.actor(c, se), id, b.Role)
 	return reply(c, http.StatusOK)(gin.H{"id": id, "role": b.Role}, err)
 }
 
 // resetPassword draws a one-time password, or sets the body's password when it has one.
-func (s *Server) resetPassword(c *gin.Context, se *Session) error {
-	var b struct {
-		Password string `json:"password"`
-	}
-	if err := s.bindOptionalJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) resetPassword(c *gin.Context, se *Session, b struct {
+	Password string `json:"password"`
+}) error {
 	return reply(c, http.StatusOK)(s.svc.ResetPassword(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), b.Password))
 }
 
 // createToken makes a token for the caller's account (how acv login trades a password for
 // one). A request holding a token needs the admin role to make another, so a token cannot
 // outlive itself by minting its successor.
-func (s *Server) createToken(c *gin.Context, se *Session) error {
-	var b struct {
-		Name      string `json:"name"`
-		Role      Role   `json:"role"`
-		ExpiresIn int64  `json:"expires_in"`
-	}
-	if err := s.bindJSON(c, &b); err != nil {
-		return err
-	}
+func (s *Server) createToken(c *gin.Context, se *Session, b struct {
+	Name      string `json:"name"`
+	Role      Role   `json:"role"`
+	ExpiresIn int64  `json:"expires_in"`
+}) error {
 	a := s.actor(c, se)
 	if se.apiToken != nil {
 		if err := a.require(RoleAdmin); err != nil {

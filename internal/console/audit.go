@@ -90,26 +90,21 @@ func (s *Service) PruneAudit(ctx context.Context, a Actor, keep time.Duration) (
 	if keep < 24*time.Hour {
 		return 0, contract.Errorf(contract.KindInvalid, "Audit retention must keep at least one day")
 	}
-	before := s.now().Add(-keep)
-	n, err := s.store.PruneAdminAudit(ctx, before)
-	if err != nil {
-		return n, err
-	}
-	return n, s.record(ctx, a, "audit.prune", "", "", "", map[string]any{"deleted": n, "before": before.Unix()})
+	return s.prune(ctx, a, "audit.prune", keep, nil)
 }
 
-// day is a day's duration, the unit of the retentions.
-const day = 24 * time.Hour
+// prune removes the audit rows older than keep and records it with detail; a scheduled run
+// (detail not nil) is recorded only when it removed rows.
+func (s *Service) prune(ctx context.Context, a Actor, action string, keep time.Duration, detail map[string]any) (int64, error) {
+	before := s.now().Add(-keep)
+	n, err := s.store.PruneAdminAudit(ctx, before)
+	if err != nil || (n == 0 && detail != nil) {
+		return n, err
+	}
+	return n, s.record(ctx, a, action, "", "", "", withSet(map[string]any{"deleted": n, "before": before.Unix()}, detail))
+}
 
-// hexOf renders a hash for the API.
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
-
-// auditColumns are the columns of an audit export, in order.
-var auditColumns = []string{"seq", "at", "admin_id", "admin_username", "client_ip", "action", "target_kind", "target_id",
-	"project_id", "detail", "prev_hash", "hash"}
-
-// auditExportPage is how many audit rows an export reads from the store at a time.
-const auditExportPage = 1000
 
 // ExportAudit checks and records an export of the audit rows matching f;
 // the function returned then writes them, newest first, as spreadsheet-safe CSV. The export's
@@ -126,9 +121,11 @@ func (s *Service) ExportAudit(ctx context.Context, a Actor, f contract.AuditFilt
 	if err := s.record(ctx, a, "audit.export", "", "", f.ProjectID, detail); err != nil {
 		return nil, err
 	}
-	f.Limit, f.BeforeSeq = auditExportPage, 0
+	f.Limit, f.BeforeSeq = 1000, 0 // rows read from the store at a time
+	columns := []string{"seq", "at", "admin_id", "admin_username", "client_ip", "action", "target_kind", "target_id",
+		"project_id", "detail", "prev_hash", "hash"}
 	return func(w io.Writer) (int, error) {
-		return writeCSV(w, auditColumns, func(row func(...string) error) error {
+		return writeCSV(w, columns, func(row func(...string) error) error {
 			for {
 				rows, err := s.store.AdminAudit(ctx, f)
 				if err != nil {
@@ -153,20 +150,11 @@ func (s *Service) ExportAudit(ctx context.Context, a Actor, f contract.AuditFilt
 // AuditRetentionEvery is how often each console process applies the retention.
 const AuditRetentionEvery = time.Hour
 
-// auditRetentionActor is who the audit log names for a scheduled retention run.
-const auditRetentionActor = "console:retention"
-
 // ApplyAuditRetention removes the audit rows older than keep (moving the chain's anchor) and
 // records a run that removed any. Several processes take turns on the chain's lock, so the log
 // gains one row per run that changed it, not one per process.
 func (s *Service) ApplyAuditRetention(ctx context.Context, keep time.Duration) (int64, error) {
-	before := s.now().Add(-keep)
-	n, err := s.store.PruneAdminAudit(ctx, before)
-	if err != nil || n == 0 {
-		return n, err
-	}
-	return n, s.record(ctx, SystemActor(auditRetentionActor), "audit.retention", "", "", "",
-		map[string]any{"deleted": n, "before": before.Unix(), "keep_days": int64(keep / (24 * time.Hour))})
+	return s.prune(ctx, SystemActor("console:retention"), "audit.retention", keep, map[string]any{"keep_days": int64(keep / (24 * time.Hour))})
 }
 
 // RunAuditRetention applies the retention now and every interval (never when keep <= 0).
@@ -174,9 +162,7 @@ func (s *Service) RunAuditRetention(ctx context.Context, keep, every time.Durati
 	if keep <= 0 {
 		return nil
 	}
-	if keep < 24*time.Hour {
-		keep = 24 * time.Hour
-	}
+	keep = max(keep, 24*time.Hour)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -111,18 +111,16 @@ func (s *Service) SearchLogs(ctx context.Context, q LogSearch) (LogPage, error) 
 	return page, nil
 }
 
-// withSet is detail with the filters of fs that are set: an export's record names its filters.
-func withSet(detail map[string]any, fs map[string]string) map[string]any {
+// withSet is detail with the values of fs that are set: an export's record names its filters.
+func withSet[V comparable](detail map[string]any, fs map[string]V) map[string]any {
+	var zero V
 	for k, v := range fs {
-		if v != "" {
+		if v != zero {
 			detail[k] = v
 		}
 	}
 	return detail
 }
-
-// logColumns are the columns of a logs export, in order.
-var logColumns = []string{"verified_at", "id", "project_id", "code_id", "code", "action", "result", "reason", "verified_by", "ip_address"}
 
 // ExportLogs checks an export of the logs matching q and records it with
 // its filters; the function returned then writes them as spreadsheet-safe CSV and returns how
@@ -138,7 +136,8 @@ func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch) (func(io
 		return nil, err
 	}
 	return func(w io.Writer) (int, error) {
-		return writeCSV(w, logColumns, func(row func(...string) error) error {
+		columns := []string{"verified_at", "id", "project_id", "code_id", "code", "action", "result", "reason", "verified_by", "ip_address"}
+		return writeCSV(w, columns, func(row func(...string) error) error {
 			return s.store.ExportLogs(ctx, f, func(r contract.LogRecord) error {
 				return row(r.VerifiedAt.UTC().Format(time.RFC3339Nano), r.ID, r.ProjectID, r.CodeID, r.Code,
 					r.Action, r.Result, r.Reason, r.VerifiedBy, r.IP)

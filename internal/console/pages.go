@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -60,7 +61,6 @@ var flashes = map[string]string{
 // flashArg is what may fill a flash's %s: a count or an error code.
 var flashArg = regexp.MustCompile(`^[A-Z0-9_,]{1,40}$`)
 
-// flash is the message a redirect asked for, "" when none.
 func flash(c *gin.Context) string {
 	msg, ok := flashes[c.Query("done")]
 	if !ok {
@@ -95,10 +95,8 @@ func redirectDone(c *gin.Context, err error, path, done, arg string) error {
 	return nil
 }
 
-// projectPath is a project page's path.
 func projectPath(id string) string { return "/projects/" + url.PathEscape(id) }
 
-// codePath is a code page's path.
 func codePath(projectID, value string) string {
 	return projectPath(projectID) + "/code?" + url.Values{"value": {value}}.Encode()
 }
@@ -116,24 +114,20 @@ var templateFuncs = template.FuncMap{
 	"allows": func(r Role, need string) bool { return r.Allows(Role(need)) },
 	"unix": func(v any) string {
 		switch t := v.(type) {
-		case int64:
-			return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 UTC")
 		case *int64:
 			if t == nil {
 				return "—"
 			}
-			return time.Unix(*t, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+			v = *t
 		case time.Time:
-			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+			v = t.Unix()
+		}
+		if t, ok := v.(int64); ok {
+			return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 UTC")
 		}
 		return fmt.Sprint(v)
 	},
-	"str": func(p *string) string {
-		if p == nil {
-			return "—"
-		}
-		return *p
-	},
+	"str": func(p *string) string { return *cmp.Or(p, new("—")) },
 	"num": thousands,
 	// count is a count with its noun, "1 code" and "1,509 codes".
 	"count": func(n any, one, many string) string {
@@ -157,15 +151,12 @@ var templateFuncs = template.FuncMap{
 	"query": queryWith,
 }
 
-// pages are the parsed templates, one per page.
-type pages map[string]*template.Template
-
-func parsePages() (pages, error) {
+func parsePages() (map[string]*template.Template, error) {
 	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(webFS, "web/templates/layout.html", "web/templates/partials.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
-	ps := pages{}
+	ps := map[string]*template.Template{}
 	for _, name := range pageNames {
 		t, err := template.Must(base.Clone()).ParseFS(webFS, "web/templates/"+name+".html")
 		if err != nil {
@@ -194,14 +185,6 @@ func (v view) Role() Role {
 	return v.Account.Role
 }
 
-// securityHeaders go with every page: nothing from outside the console, no framing.
-func securityHeaders(c *gin.Context) {
-	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	c.Header("X-Frame-Options", "DENY")
-	c.Header("Referrer-Policy", "same-origin")
-}
-
 // render writes page name with v, buffered so a template error is a 500, not half a page.
 func (s *Server) render(c *gin.Context, status int, name string, v view) {
 	t := s.pages[name]
@@ -215,7 +198,11 @@ func (s *Server) render(c *gin.Context, status int, name string, v view) {
 		c.AbortWithStatus(http.StatusInternalServerError)
 		return
 	}
-	securityHeaders(c)
+	// Nothing from outside the console, no framing.
+	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("Referrer-Policy", "same-origin")
 	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
@@ -227,7 +214,6 @@ func (s *Server) page(c *gin.Context, se *Session, name, title, nav string, data
 	return nil
 }
 
-// viewFor starts a page's view for session se (nil before login).
 func viewFor(se *Session, title, nav string) view {
 	v := view{Title: title, Nav: nav}
 	if se != nil {
@@ -282,7 +268,7 @@ func queryWith(kv ...string) string {
 }
 
 // projectNames maps every project's id to its name, and lists the projects, for the filters.
-func (s *Server) projectNames(c *gin.Context, se *Session) (map[string]string, []contract.Project, error) {
+func (s *Server) projectNames(c *gin.Context) (map[string]string, []contract.Project, error) {
 	ps, err := s.ops.Projects(c.Request.Context())
 	if err != nil {
 		return nil, nil, err

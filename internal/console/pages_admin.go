@@ -42,7 +42,7 @@ func (s *Server) auditPage(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	names, ps, err := s.projectNames(c, se)
+	names, ps, err := s.projectNames(c)
 	if err != nil {
 		return err
 	}
@@ -62,9 +62,7 @@ func (s *Server) auditPage(c *gin.Context, se *Session) error {
 		"Pager": keysetPager(c, keep, "/audit", "before", next, len(rows), f.Limit, -1)})
 }
 
-func (s *Server) accountsPage(c *gin.Context, se *Session) error {
-	return s.renderAccounts(c, se, nil)
-}
+func (s *Server) accountsPage(c *gin.Context, se *Session) error { return s.renderAccounts(c, se, nil) }
 
 // renderAccounts shows the accounts, and shown's one-time password this once.
 func (s *Server) renderAccounts(c *gin.Context, se *Session, shown *NewAccount) error {
@@ -119,11 +117,7 @@ func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 		return s.showRefusal(c, nil, "login", "Log in", map[string]string{"Username": username}, err)
 	}
 	s.setSessionCookie(c, token, false)
-	if se.Account.MustChangePassword {
-		c.Redirect(http.StatusSeeOther, "/password")
-		return nil
-	}
-	c.Redirect(http.StatusSeeOther, "/")
+	c.Redirect(http.StatusSeeOther, pick(se.Account.MustChangePassword, "/password", "/"))
 	return nil
 }
 
@@ -139,29 +133,16 @@ func (s *Server) showRefusal(c *gin.Context, se *Session, name, title string, da
 	return nil
 }
 
-func (s *Server) logoutSubmit(c *gin.Context, se *Session) error {
-	if err := s.svc.Logout(c.Request.Context(), se, s.proxies.clientIP(c.Request)); err != nil {
-		return err
-	}
-	s.setSessionCookie(c, "", true)
-	c.Redirect(http.StatusSeeOther, "/login")
-	return nil
-}
-
 func (s *Server) passwordPage(c *gin.Context, se *Session) error {
-	s.render(c, http.StatusOK, "password", viewFor(se, "Change password", ""))
-	return nil
+	return s.page(c, se, "password", "Change password", "", nil)
 }
 
 // passwordSubmit changes the password, showing the form again with a refusal.
 func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 	next := c.PostForm("new_password")
-	var err error
-	if next != c.PostForm("confirm_password") {
-		err = contract.Errorf(contract.KindInvalid, "The new password and its confirmation differ")
-	}
+	var err error = contract.Errorf(contract.KindInvalid, "The new password and its confirmation differ")
 	var token string
-	if err == nil {
+	if next == c.PostForm("confirm_password") {
 		_, token, err = s.svc.ChangePassword(c.Request.Context(), se, c.PostForm("current_password"), next,
 			c.Request.UserAgent(), s.proxies.clientIP(c.Request))
 	}
@@ -197,7 +178,7 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 			inputs[k] = t.UTC().Format("2006-01-02T15:04")
 		}
 	}
-	names, ps, err := s.projectNames(c, se)
+	names, ps, err := s.projectNames(c)
 	if err != nil {
 		return err
 	}
@@ -206,14 +187,10 @@ func (s *Server) logsPage(c *gin.Context, se *Session) error {
 		"Pager": keysetPager(c, keep, "/logs", "after", page.NextAfter, len(page.Items), q.Limit, -1)})
 }
 
-// The API tokens page: a person makes a token for the acv command or a script (with at most
-// their own role), sees its secret once, and revokes the tokens they may see.
+func (s *Server) tokensPage(c *gin.Context, se *Session) error { return s.renderTokens(c, se, nil) }
 
-func (s *Server) tokensPage(c *gin.Context, se *Session) error {
-	return s.renderTokens(c, se, nil)
-}
-
-// renderTokens shows the tokens the session may see, and shown's secret this once.
+// renderTokens shows the tokens the session may see, and shown's secret this once: a person
+// makes a token for the acv command or a script (with at most their own role).
 func (s *Server) renderTokens(c *gin.Context, se *Session, shown *NewToken) error {
 	ts, err := s.svc.Tokens(c.Request.Context(), s.actor(c, se))
 	if err != nil {
@@ -255,7 +232,6 @@ func (s *Server) apiGuidePage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "apiguide", "Client API guide", "docs", map[string]any{"HTML": html, "TOC": toc})
 }
 
-// guideHeading is a heading of the guide in its table of contents.
 type guideHeading struct {
 	Level    int
 	ID, Text string
@@ -289,7 +265,6 @@ func apiGuide() (template.HTML, []guideHeading, error) {
 // screen; a code block takes the keyboard's focus to do so.
 var guideBoxes = strings.NewReplacer("<pre>", `<pre tabindex="0">`, "<table>", `<div class="scroll"><table>`, "</table>", "</table></div>")
 
-// apiGuideMarkdown serves docs/api.md as it is, for reading elsewhere.
 func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, "text/markdown; charset=utf-8", docs.APIGuide())
 	return nil

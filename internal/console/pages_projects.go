@@ -14,7 +14,6 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// projectTotals is one project's row on the dashboard.
 type projectTotals struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
@@ -101,7 +100,7 @@ type projectView struct {
 	Batches      []contract.Batch
 	Running      bool // a batch is still queued or running
 	Tab          string
-	Tabs         []projectTab
+	Tabs         []struct{ Key, Label string }
 	Pager        pager
 	Chart        activityChart
 }
@@ -181,7 +180,6 @@ func (s *Server) projectEnabledSubmit(enabled bool) func(*gin.Context, *Session)
 	}
 }
 
-// formInt reads an integer form field, def when empty.
 func formInt(c *gin.Context, name string, def int) (int, error) {
 	v := trimForm(c, name)
 	if v == "" {
@@ -238,11 +236,8 @@ func (s *Server) keyRevokeSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, s.svc.RevokeAPIKey(c.Request.Context(), s.actor(c, se), kid), projectPath(pid)+"?tab=keys", "key_revoked", "")
 }
 
-// projectTab is one tab of the project page: its ?tab= key and its label.
-type projectTab struct{ Key, Label string }
-
 // projectTabs are the project page's tabs, each a URL of its own (?tab=), the overview first.
-var projectTabs = []projectTab{
+var projectTabs = []struct{ Key, Label string }{
 	{"overview", "Overview"}, {"codes", "Codes"}, {"keys", "API keys"}, {"batches", "Batches"}, {"settings", "Settings"},
 }
 
@@ -328,7 +323,7 @@ func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
 // importSubmit checks or imports a CSV file and shows the project page with the report.
 func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	dry := c.PostForm("action") != "import"
-	// pageChain has bounded the body to the route's MaxBody and read the form.
+	// admit has bounded the body to the route's MaxBody and read the form.
 	fh, err := c.FormFile("file")
 	if err != nil {
 		return contract.Errorf(contract.KindInvalid, "Choose a CSV file to import")
@@ -348,13 +343,13 @@ func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	return s.renderProject(c, se, projectExtra{Import: &rep})
 }
 
-// bulkView is the bulk-disable page's data (Changed: the count confirmed was stale).
+// bulkView is the bulk-disable page's data (Changed: the count confirmed was stale; Count is
+// the new one).
 type bulkView struct {
 	Project contract.Project
 	Filter  bulkFilter
 	Count   int64
 	Batch   *contract.Batch
-	// Changed: the count confirmed was out of date; Count is the new one.
 	Changed bool
 }
 
@@ -405,53 +400,38 @@ func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed b
 	return nil
 }
 
-// formCount reads the confirmed count.
-func formCount(c *gin.Context) (int64, error) {
-	n, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
-	if err != nil || n < 0 {
-		return 0, contract.Errorf(contract.KindInvalid, "The confirmed count is missing: count the codes first")
-	}
-	return n, nil
-}
-
+// bulkDisableSubmit disables the codes of a confirmed filter, or revokes the path's batch; a
+// stale count shows the confirmation again with the new one.
 func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
-	pid := c.Param("project_id")
+	pid, bid := c.Param("project_id"), c.Param("batch_id")
 	f := bulkFilter{BatchID: trimForm(c, "batch_id"), Status: trimForm(c, "status"), Search: trimForm(c, "search")}
+	if bid != "" {
+		f = bulkFilter{BatchID: bid}
+	}
 	if err := s.confirmProjectName(c, se, pid); err != nil {
 		return err
 	}
-	want, err := formCount(c)
-	if err != nil {
-		return err
+	want, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
+	if err != nil || want < 0 {
+		return contract.Errorf(contract.KindInvalid, "The confirmed count is missing: count the codes first")
 	}
 	cf, err := f.filter()
 	if err != nil {
 		return err
 	}
-	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
+	var n int
+	if bid != "" {
+		n, err = s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
+	} else {
+		n, err = s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
+	}
 	if errors.Is(err, contract.ErrCountChanged) {
 		return s.renderBulk(c, se, f, true)
 	}
-	return redirectDone(c, err, projectPath(pid)+"?tab=codes", "bulk_disabled", strconv.Itoa(n))
+	return redirectDone(c, err, projectPath(pid)+pick(bid != "", "?tab=batches", "?tab=codes"),
+		pick(bid != "", "batch_revoked", "bulk_disabled"), strconv.Itoa(n))
 }
 
-func (s *Server) batchRevokeSubmit(c *gin.Context, se *Session) error {
-	pid, bid := c.Param("project_id"), c.Param("batch_id")
-	if err := s.confirmProjectName(c, se, pid); err != nil {
-		return err
-	}
-	want, err := formCount(c)
-	if err != nil {
-		return err
-	}
-	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
-	if errors.Is(err, contract.ErrCountChanged) {
-		return s.renderBulk(c, se, bulkFilter{BatchID: bid}, true)
-	}
-	return redirectDone(c, err, projectPath(pid)+"?tab=batches", "batch_revoked", strconv.Itoa(n))
-}
-
-// projectBatch is a batch with the project it belongs to, for the batches page.
 type projectBatch struct {
 	Project contract.Project
 	Batch   contract.Batch
@@ -478,10 +458,6 @@ func (s *Server) batchesPage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "batches", "Generation batches", "batches", map[string]any{"Rows": rows})
 }
 
-// errWrongName refuses a destructive action whose typed confirmation is not the project's name.
-var errWrongName = contract.Errorf(contract.KindInvalid,
-	"The name typed does not match the project's name: nothing was changed")
-
 // confirmProjectName refuses a destructive action on project pid (disabling it, revoking a
 // batch, disabling codes in bulk) unless the form's confirm_name is the project's name as
 // typed by the operator: a click alone never stops codes from verifying.
@@ -490,8 +466,8 @@ func (s *Server) confirmProjectName(c *gin.Context, se *Session, pid string) err
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(c.PostForm("confirm_name")) != p.Name {
-		return errWrongName
+	if trimForm(c, "confirm_name") != p.Name {
+		return contract.Errorf(contract.KindInvalid, "The name typed does not match the project's name: nothing was changed")
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 // internal/admin's action (Operations) and records a change in the audit log. The route that
 // calls one has already checked the actor's role.
 
-// change runs an admin action and records it.
 func (s *Service) change(ctx context.Context, a Actor, action, kind, id, projectID string, detail map[string]any, f func() error) error {
 	if err := f(); err != nil {
 		return err
@@ -30,7 +29,7 @@ func (s *Service) recordPartial(ctx context.Context, a Actor, action, kind, id, 
 	return err
 }
 
-// pick is yes when cond holds, else no: an action's name by a flag.
+// pick is yes when cond holds, else no.
 func pick(cond bool, yes, no string) string {
 	if cond {
 		return yes
@@ -42,17 +41,6 @@ func pick(cond bool, yes, no string) string {
 // comfortably (the year 9999).
 const maxUnix = 253402300799
 
-// checkProjectText refuses a project's name or description the record cannot hold.
-func checkProjectText(name, description string) error {
-	if err := contract.ValidateText("name", name, 200); err != nil {
-		return invalid(err)
-	}
-	if err := contract.ValidateText("description", description, 2000); err != nil {
-		return invalid(err)
-	}
-	return nil
-}
-
 // checkExpiry refuses an expiry outside [0, maxUnix]; nil is none.
 func checkExpiry(expiresAt *int64) error {
 	if expiresAt != nil && (*expiresAt < 0 || *expiresAt > maxUnix) {
@@ -63,11 +51,13 @@ func checkExpiry(expiresAt *int64) error {
 
 // CreateProject creates a project whose text and expiry the record holds.
 func (s *Service) CreateProject(ctx context.Context, a Actor, p contract.NewProject) (contract.Project, error) {
-	err := checkProjectText(p.Name, p.Description)
-	if err == nil {
-		err = checkExpiry(p.ExpiresAt)
+	if err := contract.ValidateText("name", p.Name, 200); err != nil {
+		return contract.Project{}, invalid(err)
 	}
-	if err != nil {
+	if err := contract.ValidateText("description", p.Description, 2000); err != nil {
+		return contract.Project{}, invalid(err)
+	}
+	if err := checkExpiry(p.ExpiresAt); err != nil {
 		return contract.Project{}, err
 	}
 	proj, err := s.admin.CreateProject(ctx, p)
@@ -188,11 +178,12 @@ func (s *Service) Export(ctx context.Context, a Actor, projectID string) (func(i
 	return func(w io.Writer) (int, error) { return s.admin.ExportCSV(ctx, projectID, s.now().Unix(), w) }, nil
 }
 
-// batchesShown is how many of a project's latest batches the API and the pages list.
-const batchesShown = 100
-
-// MaxGenerate bounds one generation batch.
-const MaxGenerate = 1_000_000
+// MaxGenerate bounds one generation batch; batchesShown is how many of a project's latest
+// batches the API and the pages list.
+const (
+	MaxGenerate  = 1_000_000
+	batchesShown = 100
+)
 
 // StartGenerate records a generation batch and starts it in the background, answering with
 // the queued batch whose progress Batch reads on any instance.
@@ -268,8 +259,9 @@ type ManualResult struct {
 	EventID    string `json:"event_id"`
 }
 
-// manual verifies or reactivates a code by hand through the client API's hot path, verified_by "console:<username>" (a prefix clients may not use); each operation
-// has a replay key of its own. The reason, required, is recorded.
+// manual verifies or reactivates a code by hand through the client API's hot path, verified_by
+// "console:<username>" (a prefix clients may not use), a replay key of its own per operation;
+// the reason, required, is recorded.
 func (s *Service) manual(ctx context.Context, a Actor, action contract.Action, projectID, value, reason string) (ManualResult, error) {
 	if s.hot == nil {
 		return ManualResult{}, errNoOperatorActions
@@ -287,17 +279,8 @@ func (s *Service) manual(ctx context.Context, a Actor, action contract.Action, p
 		return ManualResult{}, err
 	}
 	eventID := contract.NewID()
-	op := contract.Operation{
-		Action:    action,
-		ProjectID: projectID,
-		KeyID:     "console",
-		Code:      value,
-		By:        contract.ConsoleByPrefix + a.Username,
-		IP:        a.IP,
-		ReplayKey: "console:" + eventID,
-		EventID:   eventID,
-		Now:       s.now(),
-	}
+	op := contract.Operation{Action: action, ProjectID: projectID, KeyID: "console", Code: value,
+		By: contract.ConsoleByPrefix + a.Username, IP: a.IP, ReplayKey: "console:" + eventID, EventID: eventID, Now: s.now()}
 	run := s.hot.Verify
 	if action == contract.ActionReactivate {
 		op.Reason = reason

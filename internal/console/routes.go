@@ -56,33 +56,33 @@ const get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, htt
 func (s *Server) routes() []Route {
 	return []Route{
 		{Method: get, Path: "/openapi.yaml", Anonymous: true, api: s.openAPIDoc},
-		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, api: s.login},
+		{Method: post, Path: "/session", Anonymous: true, MaxBody: loginBodyBytes, api: withJSON(false, s.login)},
 		{Method: del, Path: "/session", Need: RoleViewer, DuringPasswordChange: true, api: s.logout},
 		{Method: get, Path: "/me", Need: RoleViewer, DuringPasswordChange: true, api: s.me},
-		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, api: s.changePassword},
+		{Method: post, Path: "/me/password", Need: RoleViewer, DuringPasswordChange: true, api: withJSON(false, s.changePassword)},
 		{Method: get, Path: "/login", Anonymous: true, page: s.loginPage},
 		{Method: post, Path: "/login", Anonymous: true, MaxBody: loginBodyBytes, page: s.loginSubmit},
-		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, page: s.logoutSubmit},
+		{Method: post, Path: "/logout", Need: RoleViewer, DuringPasswordChange: true, page: s.logout},
 		{Method: get, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, page: s.passwordPage},
 		{Method: post, Path: "/password", Need: RoleViewer, DuringPasswordChange: true, page: s.passwordSubmit},
 
 		{Method: get, Path: "/", Need: RoleViewer, page: s.dashboardPage},
 		{Method: get, Path: "/projects", Need: RoleViewer, api: s.listProjects, page: s.projectsPage},
-		{Method: post, Path: "/projects", Need: RoleOperator, api: s.createProject, page: s.projectCreateSubmit},
+		{Method: post, Path: "/projects", Need: RoleOperator, api: withJSON(false, s.createProject), page: s.projectCreateSubmit},
 		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, api: s.getProject, page: s.projectPage},
 		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, api: s.getStatistics},
 		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, api: s.setEnabled(true), page: s.projectEnabledSubmit(true)},
 		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, api: s.setEnabled(false), page: s.projectEnabledSubmit(false)},
-		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: s.setExpiry},
+		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: withJSON(false, s.setExpiry)},
 		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: s.clearExpiry},
 		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, page: s.expirySubmit},
 		{Method: post, Path: "/projects/:project_id/expiry/clear", Need: RoleOperator, page: s.expiryClearSubmit},
 
 		{Method: get, Path: "/projects/:project_id/keys", Need: RoleViewer, api: s.listKeys},
-		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, api: s.createKey, page: s.keyCreateSubmit},
+		{Method: post, Path: "/projects/:project_id/keys", Need: RoleOperator, api: withJSON(false, s.createKey), page: s.keyCreateSubmit},
 		{Method: post, Path: "/projects/:project_id/keys/:key_id/revoke", Need: RoleOperator, page: s.keyRevokeSubmit},
 		{Method: post, Path: "/keys/:key_id/revoke", Need: RoleOperator, api: s.revokeKey},
-		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, api: s.limitKey},
+		{Method: put, Path: "/keys/:key_id/limit", Need: RoleOperator, api: withJSON(false, s.limitKey)},
 		{Method: post, Path: "/keys/rewrap", Need: RoleAdmin, api: s.rewrapKeys},
 
 		{Method: get, Path: "/projects/:project_id/codes", Need: RoleViewer, api: s.listCodes},
@@ -97,13 +97,13 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects/:project_id/code/verify", Need: RoleSupport, page: s.manualSubmit(contract.ActionVerify)},
 		{Method: post, Path: "/projects/:project_id/code/reactivate", Need: RoleSupport, page: s.manualSubmit(contract.ActionReactivate)},
 		{Method: get, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, api: s.bulkCount, page: s.bulkDisablePage},
-		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, api: s.bulkDisable, page: s.bulkDisableSubmit},
-		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, api: s.generate, page: s.generateSubmit},
+		{Method: post, Path: "/projects/:project_id/bulk-disable", Need: RoleOperator, api: withJSON(false, s.bulkDisable), page: s.bulkDisableSubmit},
+		{Method: post, Path: "/projects/:project_id/generate", Need: RoleOperator, api: withJSON(false, s.generate), page: s.generateSubmit},
 		{Method: get, Path: "/batches", Need: RoleViewer, page: s.batchesPage},
 		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, api: s.listBatches},
 		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, api: s.getBatch},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, api: s.cancelBatch, page: s.batchCancelSubmit},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: s.revokeBatch, page: s.batchRevokeSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: withJSON(true, s.revokeBatch), page: s.bulkDisableSubmit},
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, api: s.importCodes},
 		// The CSV, and the form's other fields and framing beside it.
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, page: s.importSubmit},
@@ -112,12 +112,12 @@ func (s *Server) routes() []Route {
 		{Method: get, Path: "/logs", Need: RoleViewer, api: s.listLogs, page: s.logsPage},
 		{Method: get, Path: "/logs.csv", Need: RoleOperator, api: s.exportLogs, page: s.exportLogs},
 		{Method: get, Path: "/logs/partitions", Need: RoleViewer, api: s.listLogPartitions},
-		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, api: s.maintainLogs},
+		{Method: post, Path: "/logs/maintain", Need: RoleAdmin, api: withJSON(true, s.maintainLogs)},
 
 		{Method: get, Path: "/audit", Need: RoleViewer, api: s.listAudit, page: s.auditPage},
 		{Method: get, Path: "/audit.csv", Need: RoleOperator, api: s.exportAudit, page: s.exportAudit},
 		{Method: get, Path: "/audit/verify", Need: RoleViewer, api: s.verifyAudit},
-		{Method: post, Path: "/audit/prune", Need: RoleAdmin, api: s.pruneAudit},
+		{Method: post, Path: "/audit/prune", Need: RoleAdmin, api: withJSON(false, s.pruneAudit)},
 
 		{Method: get, Path: "/docs", Need: RoleViewer, page: s.docsPage},
 		{Method: get, Path: "/docs/api", Need: RoleViewer, page: s.apiGuidePage},
@@ -125,15 +125,15 @@ func (s *Server) routes() []Route {
 		{Method: get, Path: "/docs/client-openapi.yaml", Need: RoleViewer, page: s.clientOpenAPI},
 
 		{Method: get, Path: "/accounts", Need: RoleAdmin, api: s.listAccounts, page: s.accountsPage},
-		{Method: post, Path: "/accounts", Need: RoleAdmin, api: s.createAccount, page: s.accountCreateSubmit},
+		{Method: post, Path: "/accounts", Need: RoleAdmin, api: withJSON(false, s.createAccount), page: s.accountCreateSubmit},
 		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, api: s.setAccountDisabled(true), page: s.accountDisabledSubmit(true)},
 		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, api: s.setAccountDisabled(false), page: s.accountDisabledSubmit(false)},
-		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, api: s.setAccountRole},
+		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, api: withJSON(false, s.setAccountRole)},
 		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, page: s.accountRoleSubmit},
-		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, api: s.resetPassword, page: s.accountResetSubmit},
+		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, api: withJSON(true, s.resetPassword), page: s.accountResetSubmit},
 
 		{Method: get, Path: "/tokens", Need: RoleViewer, api: s.listTokens, page: s.tokensPage},
-		{Method: post, Path: "/tokens", Need: RoleViewer, api: s.createToken, page: s.tokenCreateSubmit},
+		{Method: post, Path: "/tokens", Need: RoleViewer, api: withJSON(false, s.createToken), page: s.tokenCreateSubmit},
 		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, api: s.revokeToken, page: s.tokenRevokeSubmit},
 	}
 }
@@ -197,6 +197,9 @@ func (s *Server) admit(c *gin.Context, r Route, page bool, limit int64) (*Sessio
 	}
 	return se, requireUTF8(c)
 }
+
+// isPage tells a page's request from the API's.
+func isPage(c *gin.Context) bool { return !strings.HasPrefix(c.FullPath(), APIPrefix+"/") }
 
 // redirectGet sends a page's GET to path instead of answering err.
 func redirectGet(c *gin.Context, page bool, path string, err error) error {
@@ -292,12 +295,13 @@ func requireUTF8(c *gin.Context) error {
 
 var errNotJSON = &contract.Error{Kind: contract.KindUnsupportedMediaType, Message: "Request body must be JSON (Content-Type: application/json)"}
 
-// bindJSON reads one JSON object into v: application/json, bounded, valid UTF-8, no unknown fields.
-func (s *Server) bindJSON(c *gin.Context, v any) error {
+// bindJSON reads one JSON object into v: application/json, bounded (by admit), valid UTF-8,
+// no unknown fields.
+func bindJSON(c *gin.Context, v any) error {
 	if mt, _, _ := mime.ParseMediaType(c.ContentType()); mt != "application/json" {
 		return errNotJSON
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(c.Request.Body)
 	if tooLarge := errTooLarge(err); tooLarge != nil {
 		return tooLarge
 	}

@@ -1,9 +1,11 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -43,7 +45,7 @@ type Server struct {
 	proxies proxies
 	log     *slog.Logger
 	engine  *gin.Engine
-	pages   pages
+	pages   map[string]*template.Template
 }
 
 // NewServer builds the console's handler tree.
@@ -52,18 +54,12 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 64 << 10
-	}
-	if cfg.MaxImportBytes <= 0 {
-		cfg.MaxImportBytes = 64 << 20
-	}
 	if svc.admin == nil {
 		return nil, errNoOperatorActions
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = svc.log
-	}
+	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, 64<<10)
+	cfg.MaxImportBytes = orDefault(cfg.MaxImportBytes, 64<<20)
+	cfg.Logger = cmp.Or(cfg.Logger, svc.log)
 	gin.SetMode(gin.ReleaseMode)
 	pg, err := parsePages()
 	if err != nil {
@@ -107,7 +103,7 @@ func NewServer(svc *Service, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP answers one request; a Server is an http.Handler.
+// ServeHTTP makes a Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
 // Serve answers on ln until ctx ends, then drains in-flight requests for up to drain and
@@ -138,14 +134,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	return nil
 }
 
-// noStore keeps every answer out of caches: they hold account data, secrets and CSRF tokens.
+// noStore keeps answers (account data, secrets, CSRF tokens) out of caches.
 func noStore(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Next()
 }
 
-// recovery answers a panic with a bare 500 and logs it.
 func (s *Server) recovery(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -161,7 +156,6 @@ func (s *Server) recovery(c *gin.Context) {
 	c.Next()
 }
 
-// now is the Service's clock in Unix seconds, as the admin service's reads take it.
 func (s *Server) now() int64 { return s.svc.now().Unix() }
 
 // Service is the Service the Server answers over (for RunAuditRetention).
@@ -182,13 +176,12 @@ func (s *Server) refusal(c *gin.Context, err error) (status int, detail string) 
 	return status, capitalize(detail)
 }
 
-// refused tells whether err is a refusal the caller is shown, not a fault of ours.
+// refused: err is a refusal the caller is shown, not a fault of ours.
 func refused(err error) bool {
 	k := contract.KindOf(err)
 	return k != contract.KindInternal && k != contract.KindUnavailable
 }
 
-// writeError answers err with its status and {"detail"} and stops the chain.
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, detail := s.refusal(c, err)
 	c.AbortWithStatusJSON(status, contract.ErrorBody{Detail: detail})
@@ -202,7 +195,7 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// invalid is err as a 400 whose detail is its message, capitalized.
+// invalid is err as a 400.
 func invalid(err error) error {
 	return contract.Errorf(contract.KindInvalid, "%s", capitalize(err.Error()))
 }
@@ -212,7 +205,6 @@ func invalid(err error) error {
 // It has no Max-Age: it ends with the browser, and the server ends the session in any case.
 const CookieName = "acv_console_session"
 
-// setSessionCookie sends token as the session cookie, or with clear forgets it.
 func (s *Server) setSessionCookie(c *gin.Context, token string, clear bool) {
 	ck := &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: s.proxies.secure(c.Request)}
@@ -222,7 +214,7 @@ func (s *Server) setSessionCookie(c *gin.Context, token string, clear bool) {
 	http.SetCookie(c.Writer, ck)
 }
 
-// session is the request's valid session, or errNoSession.
+// session is the request's valid session (bearer token or cookie), or errNoSession.
 func (s *Server) session(c *gin.Context) (*Session, error) {
 	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
 		return s.svc.SessionByAPIToken(c.Request.Context(), strings.TrimSpace(bearer))
@@ -234,12 +226,11 @@ func (s *Server) session(c *gin.Context) (*Session, error) {
 	return s.svc.SessionByToken(c.Request.Context(), ck.Value)
 }
 
-// actor is the session's account acting from the request's client address.
 func (s *Server) actor(c *gin.Context, se *Session) Actor {
 	return se.Actor(s.proxies.clientIP(c.Request))
 }
 
-// staticFS is what /static/ serves: the embedded files, never a directory listing.
+// staticFS is the embedded files, never a directory listing.
 func staticFS() http.FileSystem {
 	sub, err := fs.Sub(webFS, "web/static")
 	if err != nil {
@@ -251,7 +242,6 @@ func staticFS() http.FileSystem {
 // filesOnly is a file system whose directories do not exist, so none is listed.
 type filesOnly struct{ http.FileSystem }
 
-// Open opens name when it is a file; a directory is fs.ErrNotExist.
 func (f filesOnly) Open(name string) (http.File, error) {
 	file, err := f.FileSystem.Open(name)
 	if err != nil {
@@ -271,7 +261,6 @@ func (f filesOnly) Open(name string) (http.File, error) {
 // proxies are the reverse proxies whose forwarding headers are believed (ACV_ADMIN_TRUSTED_PROXIES).
 type proxies []netip.Prefix
 
-// parseProxies reads CIDRs or bare addresses.
 func parseProxies(list []string) (proxies, error) {
 	var ps proxies
 	for _, s := range list {
@@ -301,7 +290,6 @@ func (ps proxies) trusted(a netip.Addr) bool {
 	return false
 }
 
-// peer is the address of the connection's other end.
 func peer(r *http.Request) (netip.Addr, bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

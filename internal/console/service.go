@@ -11,6 +11,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,25 +140,21 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("console: Store is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Passwords == (PasswordParams{}) {
-		cfg.Passwords = DefaultPasswordParams()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Passwords = cmp.Or(cfg.Passwords, DefaultPasswordParams())
+	cfg.Sessions = cmp.Or(cfg.Sessions, DefaultSessionPolicy())
 	cfg.Throttle = cfg.Throttle.withDefaults()
-	if cfg.Sessions == (SessionPolicy{}) {
-		cfg.Sessions = DefaultSessionPolicy()
-	}
 	dummy, err := HashPassword(cfg.Passwords, "no account has this password")
 	if err != nil {
 		return nil, err
 	}
+	j := &jobs{}
+	j.ctx, j.cancel = context.WithCancel(context.Background())
 	return &Service{cfg: cfg, store: cfg.Store, admin: cfg.Admin, hot: cfg.HotPath, log: cfg.Logger, now: cfg.Now,
-		jobs: newJobs(), dummyHash: dummy}, nil
+		jobs: j, dummyHash: dummy}, nil
 }
 
 // Close stops the generation batches running here and waits for them to record it.
@@ -176,7 +173,6 @@ type Actor struct {
 // who, for the audit log (e.g. "acv migrate").
 func SystemActor(name string) Actor { return Actor{Username: name, Role: RoleAdmin} }
 
-// errNoOperatorActions: the Service was built without the admin service (Config.Admin).
 var errNoOperatorActions = errors.New("console: operator actions are not configured (no admin service)")
 
 // require refuses an actor whose role is below need, with the 403 the API answers.
@@ -229,12 +225,6 @@ type jobs struct {
 	wg     sync.WaitGroup
 }
 
-func newJobs() *jobs {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &jobs{ctx: ctx, cancel: cancel}
-}
-
-// errShuttingDown refuses a job asked for while the console stops.
 var errShuttingDown = contract.Errorf(contract.KindUnavailable, "the console is shutting down")
 
 // start runs fn in the background with the jobs' context; errShuttingDown once close began.
@@ -244,11 +234,7 @@ func (j *jobs) start(fn func(ctx context.Context)) error {
 	if j.closed {
 		return errShuttingDown
 	}
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		fn(j.ctx)
-	}()
+	j.wg.Go(func() { fn(j.ctx) })
 	return nil
 }
 

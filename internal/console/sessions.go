@@ -25,11 +25,12 @@ func DefaultSessionPolicy() SessionPolicy {
 	return SessionPolicy{Idle: 30 * time.Minute, Lifetime: 12 * time.Hour}
 }
 
-// touchEvery is how stale last_seen_at may grow: at most one write a minute per session.
-const touchEvery = time.Minute
-
-// tokenLen is the session token's length in bytes before encoding: 256 bits from crypto/rand.
-const tokenLen = 32
+// touchEvery is how stale last_seen_at may grow (one write a minute per session); tokenLen is
+// a secret's length in bytes before encoding: 256 bits from crypto/rand.
+const (
+	touchEvery = time.Minute
+	tokenLen   = 32
+)
 
 // Session is a valid session and its account, as a request sees them.
 type Session struct {
@@ -164,14 +165,12 @@ func tokenOf(t contract.AdminToken) Token {
 		if v == nil {
 			return nil
 		}
-		u := v.Unix()
-		return &u
+		return new(v.Unix())
 	}
 	return Token{ID: t.ID, Name: t.Name, Role: t.Role, OwnerID: t.Admin.ID, Owner: t.Admin.Username,
 		CreatedAt: t.CreatedAt.Unix(), ExpiresAt: t.ExpiresAt.Unix(), LastUsedAt: unix(t.LastUsedAt), RevokedAt: unix(t.RevokedAt)}
 }
 
-// errBadToken is every reason a bearer token is refused.
 var errBadToken = contract.Errorf(contract.KindUnauthorized, "The API token is invalid, expired or revoked: log in again (acv login)")
 
 // CreateToken makes a token for the actor's own account, of their role at most (ttl 0: default).
