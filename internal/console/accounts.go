@@ -85,14 +85,7 @@ func (s *Service) CreateAccount(ctx context.Context, a Actor, username string, r
 
 func (s *Server) accounts(ctx context.Context) ([]Account, error) {
 	rows, err := s.st.AdminAccounts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Account, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, accountOf(r))
-	}
-	return out, nil
+	return convert(rows, accountOf), err
 }
 
 // otherAccount reads the account an admin changes, never their own (the last admin could lock

@@ -33,9 +33,26 @@ func reply(c *gin.Context, status int) func(any, error) error {
 	}
 }
 
+// answer answers a change: the API with body, a page with a redirect to path and the flash done.
+func answer(c *gin.Context, err error, body any, path, done string) error {
+	if isPage(c) {
+		return redirectDone(c, err, path, done, "")
+	}
+	return reply(c, http.StatusOK)(body, err)
+}
+
 // items answers a list as {"items": […]}.
 func items(c *gin.Context) func(any, error) error {
 	return func(v any, err error) error { return reply(c, http.StatusOK)(gin.H{"items": v}, err) }
+}
+
+// convert is ts each turned by f, [] (never null in JSON) when none.
+func convert[T, U any](ts []T, f func(T) U) []U {
+	out := make([]U, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, f(t))
+	}
+	return out
 }
 
 // withJSON is h given the request's JSON body (bindJSON); with optional, no body reads as {}.
@@ -51,7 +68,6 @@ func withJSON[B any](optional bool, h func(*gin.Context, *Session, B) error) fun
 	}
 }
 
-// openAPIDoc serves the document without a session: it holds no data.
 func (s *Server) openAPIDoc(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, OpenAPIContentType, openAPI)
 	return nil
@@ -126,20 +142,29 @@ func (s *Server) getStatistics(c *gin.Context, se *Session) error {
 	return reply(c, http.StatusOK)(s.ops.Statistics(c.Request.Context(), c.Param("project_id"), s.now()))
 }
 
-// projectChange answers a change of the path's project with the project as it is now.
-func (s *Server) projectChange(change func(c *gin.Context, a Actor, id string) error) func(*gin.Context, *Session) error {
+// projectChange answers a change of the path's project with the project as it is now, or a
+// page with the project's page and the flash done.
+func (s *Server) projectChange(change func(c *gin.Context, a Actor, id string) error, done string) func(*gin.Context, *Session) error {
 	return func(c *gin.Context, se *Session) error {
-		if err := change(c, s.actor(c, se), c.Param("project_id")); err != nil {
-			return err
+		id := c.Param("project_id")
+		err := change(c, s.actor(c, se), id)
+		if isPage(c) || err != nil {
+			return redirectDone(c, err, projectPath(id), done, "")
 		}
 		return s.getProject(c, se)
 	}
 }
 
+// setEnabled enables or disables a project; a page's disable needs the project's name typed.
 func (s *Server) setEnabled(enabled bool) func(*gin.Context, *Session) error {
 	return s.projectChange(func(c *gin.Context, a Actor, id string) error {
+		if isPage(c) && !enabled {
+			if err := s.confirmProjectName(c, id); err != nil {
+				return err
+			}
+		}
 		return s.svc.SetProjectEnabled(c.Request.Context(), a, id, enabled)
-	})
+	}, pick(enabled, "project_enabled", "project_disabled"))
 }
 
 func (s *Server) setExpiry(c *gin.Context, se *Session, b struct {
@@ -150,20 +175,19 @@ func (s *Server) setExpiry(c *gin.Context, se *Session, b struct {
 	}
 	return s.projectChange(func(c *gin.Context, a Actor, id string) error {
 		return s.svc.SetProjectExpiry(c.Request.Context(), a, id, b.ExpiresAt)
-	})(c, se)
+	}, "")(c, se)
 }
 
 func (s *Server) clearExpiry(c *gin.Context, se *Session) error {
 	return s.projectChange(func(c *gin.Context, a Actor, id string) error {
 		return s.svc.SetProjectExpiry(c.Request.Context(), a, id, nil)
-	})(c, se)
+	}, "")(c, se)
 }
 
 func (s *Server) listKeys(c *gin.Context, se *Session) error {
 	return items(c)(s.ops.APIKeys(c.Request.Context(), c.Param("project_id")))
 }
 
-// limitBody is a key's token bucket; 0 leaves a limit unset.
 type limitBody struct {
 	RatePerSec float64 `json:"rate_per_sec"`
 	Burst      int     `json:"burst"`
@@ -289,7 +313,6 @@ func (s *Server) importCodes(c *gin.Context, se *Session) error {
 	return reply(c, http.StatusOK)(rep, err)
 }
 
-// export streams every code of the project as CSV.
 func (s *Server) export(c *gin.Context, se *Session) error {
 	pid := c.Param("project_id")
 	return s.streamCSV(c, "codes-"+pid+".csv")(s.svc.Export(c.Request.Context(), s.actor(c, se), pid))
@@ -327,7 +350,9 @@ func (s *Server) getBatch(c *gin.Context, se *Session) error {
 }
 
 func (s *Server) cancelBatch(c *gin.Context, se *Session) error {
-	return reply(c, http.StatusOK)(s.svc.CancelBatch(c.Request.Context(), s.actor(c, se), c.Param("project_id"), c.Param("batch_id")))
+	pid := c.Param("project_id")
+	b, err := s.svc.CancelBatch(c.Request.Context(), s.actor(c, se), pid, c.Param("batch_id"))
+	return answer(c, err, b, projectPath(pid)+"?tab=batches", "batch_cancelled")
 }
 
 // revokeBatch disables a batch's codes; with expected_count, 409 when the count is out of date.
@@ -417,12 +442,9 @@ func (s *Server) listLogs(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	items := make([]logItem, 0, len(page.Items))
-	for _, r := range page.Items {
-		items = append(items, logItem{LogRecord: r, VerifiedAt: r.VerifiedAt.Unix(),
-			VerifiedAtText: r.VerifiedAt.UTC().Format(time.RFC3339Nano)})
-	}
-	body := gin.H{"items": items, "from": page.From.Unix(), "to": page.To.Unix()}
+	body := gin.H{"from": page.From.Unix(), "to": page.To.Unix(), "items": convert(page.Items, func(r contract.LogRecord) logItem {
+		return logItem{LogRecord: r, VerifiedAt: r.VerifiedAt.Unix(), VerifiedAtText: r.VerifiedAt.UTC().Format(time.RFC3339Nano)}
+	})}
 	if page.NextAfter != "" {
 		body["next_after"] = page.NextAfter
 	}
@@ -450,16 +472,12 @@ func (s *Server) listLogPartitions(c *gin.Context, se *Session) error {
 		To      *int64 `json:"to"`
 		Default bool   `json:"default"`
 	}
-	out := make([]partition, 0, len(ps))
-	for _, p := range ps {
-		it := partition{Name: p.Name, Default: p.Default}
-		if !p.Default {
-			from, to := p.From.Unix(), p.To.Unix()
-			it.From, it.To = &from, &to
+	return items(c)(convert(ps, func(p contract.LogPartition) partition {
+		if p.Default {
+			return partition{Name: p.Name, Default: true}
 		}
-		out = append(out, it)
-	}
-	return items(c)(out, nil)
+		return partition{Name: p.Name, From: new(p.From.Unix()), To: new(p.To.Unix())}
+	}), nil)
 }
 
 func (s *Server) maintainLogs(c *gin.Context, se *Session, b struct {
@@ -489,11 +507,9 @@ func (s *Server) listAudit(c *gin.Context, se *Session) error {
 	if err != nil {
 		return err
 	}
-	items := make([]auditItem, 0, len(rows))
-	for _, r := range rows {
-		items = append(items, auditItem{AuditRecord: r, At: r.At.Unix(), PrevHash: hexOf(r.PrevHash), Hash: hexOf(r.Hash)})
-	}
-	body := gin.H{"items": items}
+	body := gin.H{"items": convert(rows, func(r contract.AuditRecord) auditItem {
+		return auditItem{AuditRecord: r, At: r.At.Unix(), PrevHash: hexOf(r.PrevHash), Hash: hexOf(r.Hash)}
+	})}
 	// Keyset paging: the next page is the rows before the last one shown.
 	if len(rows) == f.Limit {
 		body["next_before"] = rows[len(rows)-1].Seq
@@ -564,7 +580,7 @@ func (s *Server) setAccountDisabled(disabled bool) func(*gin.Context, *Session) 
 	return func(c *gin.Context, se *Session) error {
 		id := c.Param("admin_id")
 		err := s.svc.SetAccountDisabled(c.Request.Context(), s.actor(c, se), id, disabled)
-		return reply(c, http.StatusOK)(gin.H{"id": id, "disabled": disabled}, err)
+		return answer(c, err, gin.H{"id": id, "disabled": disabled}, "/accounts", pick(disabled, "account_disabled", "account_enabled"))
 	}
 }
 
@@ -608,5 +624,6 @@ func (s *Server) listTokens(c *gin.Context, se *Session) error {
 }
 
 func (s *Server) revokeToken(c *gin.Context, se *Session) error {
-	return reply(c, http.StatusOK)(s.svc.RevokeToken(c.Request.Context(), s.actor(c, se), c.Param("token_id")))
+	t, err := s.svc.RevokeToken(c.Request.Context(), s.actor(c, se), c.Param("token_id"))
+	return answer(c, err, t, "/tokens", "token_revoked")
 }

@@ -8,7 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,12 +238,7 @@ func describeAudit(r contract.AuditRecord) auditDetail {
 		d.Changes = append(d.Changes, auditChange{"expires_at", "", auditValue("expires_at", m["expires_at"])})
 		delete(m, "expires_at")
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] == "" {
 			continue // an option left empty says nothing
 		}
@@ -283,23 +279,16 @@ func auditTargetName(r contract.AuditRecord, projects map[string]string) string 
 		return projects[r.TargetID]
 	case "code":
 		return r.TargetID
-	case "batch":
-		var m struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(r.Detail, &m) == nil {
-			return m.Name
-		}
-	case "admin":
-		var m struct {
-			Username string `json:"username"`
-		}
-		if json.Unmarshal(r.Detail, &m) == nil && m.Username != "" {
-			return m.Username
-		}
-		if r.TargetID == r.AdminID {
-			return r.AdminUsername
-		}
+	}
+	var m struct{ Name, Username string } // a field of the wrong type stays ""
+	_ = json.Unmarshal(r.Detail, &m)
+	switch {
+	case r.TargetKind == "batch":
+		return m.Name
+	case r.TargetKind == "admin" && m.Username != "":
+		return m.Username
+	case r.TargetKind == "admin" && r.TargetID == r.AdminID:
+		return r.AdminUsername
 	}
 	return ""
 }

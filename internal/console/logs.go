@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -10,11 +11,12 @@ import (
 	"github.com/acv/acv/internal/safecsv"
 )
 
-// DefaultLogWindow is a log search's range when it names none: one or two day partitions.
-const DefaultLogWindow = 24 * time.Hour
-
-// MaxLogWindow bounds a search's range: any kept logs, never "all time" by accident.
-const MaxLogWindow = 400 * 24 * time.Hour
+// DefaultLogWindow is a log search's range when it names none (one or two day partitions);
+// MaxLogWindow bounds it: any kept logs, never "all time" by accident.
+const (
+	DefaultLogWindow = 24 * time.Hour
+	MaxLogWindow     = 400 * 24 * time.Hour
+)
 
 // LogSearch is a log search as an operator writes it: a code by value, result "failure".
 type LogSearch struct {
@@ -165,10 +167,7 @@ func writeCSV(w io.Writer, columns []string, rows func(row func(...string) error
 
 // MaintainLogs runs one partition maintenance now, recording a run that did something.
 func (s *Service) MaintainLogs(ctx context.Context, a Actor, retentionDays, ahead *int) (contract.LogMaintenance, error) {
-	p := s.cfg.LogPolicy
-	if p == (contract.LogPolicy{}) {
-		p = contract.DefaultLogPolicy()
-	}
+	p := cmp.Or(s.cfg.LogPolicy, contract.DefaultLogPolicy())
 	if retentionDays != nil {
 		p.RetentionDays = *retentionDays
 	}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -24,10 +25,7 @@ func (s *Server) renderError(c *gin.Context, se *Session, err error) {
 	if c.Writer.Written() {
 		return
 	}
-	v := viewFor(se, http.StatusText(status), "")
-	v.Error = detail
-	v.Data = map[string]any{"Status": status}
-	s.render(c, status, "error", v)
+	s.render(c, se, status, "error", http.StatusText(status), "", detail, map[string]any{"Status": status})
 	c.Abort()
 }
 
@@ -78,7 +76,6 @@ func flash(c *gin.Context) string {
 	return msg
 }
 
-// redirectDone redirects to path with a flash after a form whose action succeeded (err nil).
 func redirectDone(c *gin.Context, err error, path, done, arg string) error {
 	if err != nil {
 		return err
@@ -139,16 +136,12 @@ var templateFuncs = template.FuncMap{
 	},
 	"wide":  func(n int) int64 { return int64(n) },
 	"pct":   func(f float64) string { return fmt.Sprintf("%.2f %%", f*100) },
-	"add":   func(a, b int) int { return a + b },
-	"mod":   func(a, b int) int { return a % b },
 	"dur":   humanDuration,
-	"hex":   hexOf,
 	"roles": func() []Role { return roles },
 	"add1":  func(a, b float64) float64 { return a + b },
 	"neg":   func(a float64) float64 { return -a },
 	"short": shortID,
 	"past":  func(t *int64) bool { return t != nil && *t <= time.Now().Unix() },
-	"query": queryWith,
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -177,7 +170,6 @@ type view struct {
 	Data         any
 }
 
-// Role is the logged-in account's role, "" when none.
 func (v view) Role() Role {
 	if v.Account == nil {
 		return ""
@@ -185,15 +177,23 @@ func (v view) Role() Role {
 	return v.Account.Role
 }
 
-// render writes page name with v, buffered so a template error is a 500, not half a page.
-func (s *Server) render(c *gin.Context, status int, name string, v view) {
-	t := s.pages[name]
-	if strings.HasSuffix(c.Query("done"), "_failed") && v.Flash != "" {
-		// What a refused action reports is an error, never a green banner.
-		v.Error, v.Flash = v.Flash, ""
+// render writes page name for se (nil before login) with data and errMsg, and on a 200 without
+// one the flash a redirect asked for; buffered so a template error is a 500, not half a page.
+func (s *Server) render(c *gin.Context, se *Session, status int, name, title, nav, errMsg string, data any) {
+	v := view{Title: title, Nav: nav, Error: errMsg, Data: data}
+	if se != nil {
+		a := accountOf(se.Account)
+		v.Account, v.CSRF = &a, se.CSRFToken()
+	}
+	if status == http.StatusOK && errMsg == "" {
+		v.Flash = flash(c)
+		if strings.HasSuffix(c.Query("done"), "_failed") {
+			// What a refused action reports is an error, never a green banner.
+			v.Error, v.Flash = v.Flash, ""
+		}
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+	if err := s.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		s.log.ErrorContext(c.Request.Context(), "console: render page", "page", name, "err", err)
 		c.AbortWithStatus(http.StatusInternalServerError)
 		return
@@ -208,19 +208,8 @@ func (s *Server) render(c *gin.Context, status int, name string, v view) {
 
 // page renders page name for session se with the flash a redirect asked for and data.
 func (s *Server) page(c *gin.Context, se *Session, name, title, nav string, data any) error {
-	v := viewFor(se, title, nav)
-	v.Flash, v.Data = flash(c), data
-	s.render(c, http.StatusOK, name, v)
+	s.render(c, se, http.StatusOK, name, title, nav, "", data)
 	return nil
-}
-
-func viewFor(se *Session, title, nav string) view {
-	v := view{Title: title, Nav: nav}
-	if se != nil {
-		a := accountOf(se.Account)
-		v.Account, v.CSRF = &a, se.CSRFToken()
-	}
-	return v
 }
 
 // thousands writes a count with comma separators (100,000), as people read counts.
@@ -235,7 +224,6 @@ func thousands(n int64) string {
 	return sign + s
 }
 
-// humanDuration writes an age in seconds, minutes, hours or days, as people read one.
 func humanDuration(d time.Duration) string {
 	switch {
 	case d < 2*time.Minute:
@@ -248,23 +236,11 @@ func humanDuration(d time.Duration) string {
 	return strconv.Itoa(int(d/(24*time.Hour))) + " days"
 }
 
-// shortID is an id as a table shows it: its first 8 characters and an ellipsis.
 func shortID(id string) string {
 	if utf8.RuneCountInString(id) <= 12 {
 		return id
 	}
 	return id[:8] + "…"
-}
-
-// queryWith is a URL query of key-value pairs, empty values left out.
-func queryWith(kv ...string) string {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return q.Encode()
 }
 
 // projectNames maps every project's id to its name, and lists the projects, for the filters.
@@ -308,10 +284,7 @@ func keysetPager(c *gin.Context, base url.Values, path, key, next string, shown,
 		p.Pages = int((total + int64(size) - 1) / int64(size))
 	}
 	link := func(cur string, tr []string) string {
-		q := url.Values{}
-		for k, v := range base {
-			q[k] = v
-		}
+		q := maps.Clone(base)
 		if cur != "" {
 			q.Set(key, cur)
 			q.Set("trail", strings.Join(tr, ","))

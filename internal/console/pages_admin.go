@@ -18,7 +18,6 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
-// auditRow is an audit row as the page shows it.
 type auditRow struct {
 	contract.AuditRecord
 	Detail auditDetail
@@ -81,12 +80,6 @@ func (s *Server) accountCreateSubmit(c *gin.Context, se *Session) error {
 	return s.renderAccounts(c, se, &acc)
 }
 
-func (s *Server) accountDisabledSubmit(disabled bool) func(*gin.Context, *Session) error {
-	return func(c *gin.Context, se *Session) error {
-		return redirectDone(c, s.svc.SetAccountDisabled(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), disabled), "/accounts", pick(disabled, "account_disabled", "account_enabled"), "")
-	}
-}
-
 func (s *Server) accountRoleSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, s.svc.SetAccountRole(c.Request.Context(), s.actor(c, se), c.Param("admin_id"), Role(c.PostForm("role"))), "/accounts", "role_changed", "")
 }
@@ -104,11 +97,10 @@ func (s *Server) loginPage(c *gin.Context, _ *Session) error {
 		c.Redirect(http.StatusSeeOther, "/")
 		return nil
 	}
-	s.render(c, http.StatusOK, "login", viewFor(nil, "Log in", ""))
+	s.render(c, nil, http.StatusOK, "login", "Log in", "", "", nil)
 	return nil
 }
 
-// loginSubmit logs in from the form, showing it again with a refusal.
 func (s *Server) loginSubmit(c *gin.Context, _ *Session) error {
 	username := trimForm(c, "username")
 	se, token, err := s.svc.Login(c.Request.Context(), username, c.PostForm("password"), c.Request.UserAgent(),
@@ -127,9 +119,7 @@ func (s *Server) showRefusal(c *gin.Context, se *Session, name, title string, da
 		return err
 	}
 	status, detail := s.refusal(c, err)
-	v := viewFor(se, title, "")
-	v.Error, v.Data = detail, data
-	s.render(c, status, name, v)
+	s.render(c, se, status, name, title, "", detail, data)
 	return nil
 }
 
@@ -137,7 +127,6 @@ func (s *Server) passwordPage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "password", "Change password", "", nil)
 }
 
-// passwordSubmit changes the password, showing the form again with a refusal.
 func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 	next := c.PostForm("new_password")
 	var err error = contract.Errorf(contract.KindInvalid, "The new password and its confirmation differ")
@@ -213,17 +202,10 @@ func (s *Server) tokenCreateSubmit(c *gin.Context, se *Session) error {
 	return s.renderTokens(c, se, &t)
 }
 
-func (s *Server) tokenRevokeSubmit(c *gin.Context, se *Session) error {
-	_, err := s.svc.RevokeToken(c.Request.Context(), s.actor(c, se), c.Param("token_id"))
-	return redirectDone(c, err, "/tokens", "token_revoked", "")
-}
-
-// docsPage links the client and admin APIs' documents and the client API guide.
 func (s *Server) docsPage(c *gin.Context, se *Session) error {
 	return s.page(c, se, "docs", "Documentation", "docs", map[string]any{"AdminOpenAPI": APIPrefix + "/openapi.yaml"})
 }
 
-// apiGuidePage shows docs/api.md as a page with a table of contents.
 func (s *Server) apiGuidePage(c *gin.Context, se *Session) error {
 	html, toc, err := apiGuide()
 	if err != nil {
@@ -270,7 +252,6 @@ func (s *Server) apiGuideMarkdown(c *gin.Context, _ *Session) error {
 	return nil
 }
 
-// clientOpenAPI serves the client API's OpenAPI document, as every API replica does.
 func (s *Server) clientOpenAPI(c *gin.Context, _ *Session) error {
 	c.Data(http.StatusOK, api.OpenAPIContentType, api.OpenAPI())
 	return nil

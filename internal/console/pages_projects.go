@@ -2,6 +2,8 @@ package console
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -86,7 +88,6 @@ func (s *Server) projectCreateSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, err, projectPath(p.ID), "project_created", "")
 }
 
-// projectView is the project page's data.
 type projectView struct {
 	Project contract.Project
 	Stats   contract.ProjectStatistics
@@ -115,7 +116,6 @@ func (s *Server) projectPage(c *gin.Context, se *Session) error {
 	return s.renderProject(c, se, projectExtra{})
 }
 
-// renderProject writes the project page, the codes table as a GET's query asks.
 func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) error {
 	ctx, id := c.Request.Context(), c.Param("project_id")
 	p, err := s.ops.Project(ctx, id, s.now())
@@ -166,18 +166,6 @@ func (s *Server) renderProject(c *gin.Context, se *Session, extra projectExtra) 
 	pv.Pager = keysetPager(c, url.Values{"tab": {"codes"}, "search": {q.Search}, "status": {pv.Status}}, projectPath(id),
 		"cursor", pv.Codes.NextCursor, len(pv.Codes.Items), q.PageSize, pv.Codes.Total)
 	return s.page(c, se, "project", p.Name, "projects", pv)
-}
-
-func (s *Server) projectEnabledSubmit(enabled bool) func(*gin.Context, *Session) error {
-	return func(c *gin.Context, se *Session) error {
-		id := c.Param("project_id")
-		if !enabled {
-			if err := s.confirmProjectName(c, se, id); err != nil {
-				return err
-			}
-		}
-		return redirectDone(c, s.svc.SetProjectEnabled(c.Request.Context(), s.actor(c, se), id, enabled), projectPath(id), pick(enabled, "project_enabled", "project_disabled"), "")
-	}
 }
 
 func formInt(c *gin.Context, name string, def int) (int, error) {
@@ -258,7 +246,6 @@ func projectTabOf(c *gin.Context, extra projectExtra) string {
 	return "overview"
 }
 
-// codePage shows one code (?value=…), its history and its actions.
 func (s *Server) codePage(c *gin.Context, se *Session) error {
 	ctx, pid := c.Request.Context(), c.Param("project_id")
 	p, err := s.ops.Project(ctx, pid, s.now())
@@ -320,7 +307,6 @@ func (s *Server) expiryClearSubmit(c *gin.Context, se *Session) error {
 	return redirectDone(c, s.svc.SetProjectExpiry(c.Request.Context(), s.actor(c, se), id, nil), projectPath(id)+"?tab=settings", "expiry_cleared", "")
 }
 
-// importSubmit checks or imports a CSV file and shows the project page with the report.
 func (s *Server) importSubmit(c *gin.Context, se *Session) error {
 	dry := c.PostForm("action") != "import"
 	// admit has bounded the body to the route's MaxBody and read the form.
@@ -351,12 +337,6 @@ type bulkView struct {
 	Count   int64
 	Batch   *contract.Batch
 	Changed bool
-}
-
-func (s *Server) batchCancelSubmit(c *gin.Context, se *Session) error {
-	pid := c.Param("project_id")
-	_, err := s.svc.CancelBatch(c.Request.Context(), s.actor(c, se), pid, c.Param("batch_id"))
-	return redirectDone(c, err, projectPath(pid)+"?tab=batches", "batch_cancelled", "")
 }
 
 // bulkDisablePage shows the count a bulk disable or batch revoke would disable, to confirm.
@@ -391,12 +371,11 @@ func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed b
 	if bv.Batch != nil {
 		title = "Revoke batch " + bv.Batch.Name
 	}
-	v := viewFor(se, title, "projects")
+	var msg string
 	if changed {
-		v.Error = "The number of codes changed since it was shown: check the new count and confirm again."
+		msg = "The number of codes changed since it was shown: check the new count and confirm again."
 	}
-	v.Data = bv
-	s.render(c, http.StatusOK, "bulkdisable", v)
+	s.render(c, se, http.StatusOK, "bulkdisable", title, "projects", msg, bv)
 	return nil
 }
 
@@ -408,7 +387,7 @@ func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
 	if bid != "" {
 		f = bulkFilter{BatchID: bid}
 	}
-	if err := s.confirmProjectName(c, se, pid); err != nil {
+	if err := s.confirmProjectName(c, pid); err != nil {
 		return err
 	}
 	want, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
@@ -437,7 +416,6 @@ type projectBatch struct {
 	Batch   contract.Batch
 }
 
-// batchesPage lists every project's latest generation batches, newest first.
 func (s *Server) batchesPage(c *gin.Context, se *Session) error {
 	ctx := c.Request.Context()
 	ps, err := s.ops.Projects(ctx)
@@ -461,7 +439,7 @@ func (s *Server) batchesPage(c *gin.Context, se *Session) error {
 // confirmProjectName refuses a destructive action on project pid (disabling it, revoking a
 // batch, disabling codes in bulk) unless the form's confirm_name is the project's name as
 // typed by the operator: a click alone never stops codes from verifying.
-func (s *Server) confirmProjectName(c *gin.Context, se *Session, pid string) error {
+func (s *Server) confirmProjectName(c *gin.Context, pid string) error {
 	p, err := s.ops.Project(c.Request.Context(), pid, s.now())
 	if err != nil {
 		return err
@@ -470,4 +448,160 @@ func (s *Server) confirmProjectName(c *gin.Context, se *Session, pid string) err
 		return contract.Errorf(contract.KindInvalid, "The name typed does not match the project's name: nothing was changed")
 	}
 	return nil
+}
+
+// chartRange is one of the time ranges a chart offers: how far back it looks (Span), how wide
+// each bar is (Bucket, whole hours: the counts are kept per hour), the bar's width in the axis
+// title (Unit) and the layout of a bar's start under the x axis (TickFormat).
+type chartRange struct {
+	Key, Label       string
+	Span, Bucket     time.Duration
+	Unit, TickFormat string
+}
+
+var chartRanges = []chartRange{
+	{Key: "24h", Label: "24 h", Span: 24 * time.Hour, Bucket: time.Hour, Unit: "per hour", TickFormat: "15:04"},
+	{Key: "1h", Label: "1 h", Span: time.Hour, Bucket: time.Hour, Unit: "in the hour", TickFormat: "15:04"},
+	{Key: "7d", Label: "7 d", Span: 7 * 24 * time.Hour, Bucket: 6 * time.Hour, Unit: "per 6 hours", TickFormat: "Mon 02"},
+	{Key: "30d", Label: "30 d", Span: 30 * 24 * time.Hour, Bucket: 24 * time.Hour, Unit: "per day", TickFormat: "Jan 02"},
+}
+
+func rangeOf(key string) chartRange {
+	for _, r := range chartRanges {
+		if r.Key == key {
+			return r
+		}
+	}
+	return chartRanges[0]
+}
+
+// Chart geometry, in the SVG's user units, with room for the axes' labels.
+const (
+	chartW      = 760.0
+	chartH      = 260.0
+	chartLeft   = 64.0
+	chartRight  = 8.0
+	chartTop    = 12.0
+	chartBottom = 40.0
+)
+
+// chartBar is one bucket of a chart: its counts and its two bars' geometry.
+type chartBar struct {
+	From, To                 time.Time
+	Success, Refused         int64
+	X, W, SY, SH, RX, RY, RH float64
+}
+
+type chartTick struct {
+	Pos   float64
+	Label string
+}
+
+// activityChart is a verify chart as a page draws it in SVG, with links to the other ranges.
+type activityChart struct {
+	Range                          chartRange
+	Ranges                         []chartRange
+	Bars                           []chartBar
+	YTicks, XTicks                 []chartTick
+	Success, Refused               int64
+	Link                           string // the page's URL without its range, to append "range=7d"
+	W, H, Left, Right, Top, Bottom float64
+}
+
+// niceCeil is the smallest 1, 2 or 5 × 10^k at or above v: the y axis's round top.
+func niceCeil(v int64) int64 {
+	if v <= 1 {
+		return 1
+	}
+	p := int64(math.Pow(10, math.Floor(math.Log10(float64(v)))))
+	for _, m := range []int64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// round1 rounds a coordinate to a tenth of a unit: finer than a pixel, shorter to send.
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// buildChart lays hourly outcomes out in r's buckets, ending with the hour that holds now.
+func buildChart(hours []contract.HourOutcomes, r chartRange, end time.Time, link string) activityChart {
+	n := int(r.Span / r.Bucket)
+	start := end.Add(-r.Span)
+	ch := activityChart{Range: r, Ranges: chartRanges, Link: link, W: chartW, H: chartH,
+		Left: chartLeft, Right: chartW - chartRight, Top: chartTop, Bottom: chartH - chartBottom}
+	ch.Bars = make([]chartBar, n)
+	for i := range ch.Bars {
+		ch.Bars[i].From = start.Add(time.Duration(i) * r.Bucket)
+		ch.Bars[i].To = ch.Bars[i].From.Add(r.Bucket)
+	}
+	for _, h := range hours {
+		i := int(h.From.Sub(start) / r.Bucket)
+		if i < 0 || i >= n {
+			continue
+		}
+		ch.Bars[i].Success += h.Success
+		ch.Bars[i].Refused += h.Refused
+		ch.Success += h.Success
+		ch.Refused += h.Refused
+	}
+	var top int64
+	for _, b := range ch.Bars {
+		top = max(top, b.Success, b.Refused)
+	}
+	top = niceCeil(top)
+	plotH := ch.Bottom - ch.Top
+	slot := (ch.Right - ch.Left) / float64(n)
+	w := math.Max(slot*0.4, 1)
+	height := func(v int64) float64 {
+		h := plotH * float64(v) / float64(top)
+		if v > 0 && h < 1 {
+			h = 1 // a single verify stays visible
+		}
+		return h
+	}
+	for i := range ch.Bars {
+		b := &ch.Bars[i]
+		x := ch.Left + slot*float64(i) + slot*0.1
+		b.X, b.W, b.RX = round1(x), round1(w), round1(x+w)
+		b.SH, b.RH = round1(height(b.Success)), round1(height(b.Refused))
+		b.SY, b.RY = round1(ch.Bottom-b.SH), round1(ch.Bottom-b.RH)
+	}
+	steps := int64(4)
+	if top < 4 {
+		steps = top // whole verifies only: 0 and 1, or 0, 1 and 2
+	}
+	for k := int64(0); k <= steps; k++ {
+		ch.YTicks = append(ch.YTicks, chartTick{Pos: round1(ch.Bottom - plotH*float64(k)/float64(steps)), Label: thousands(top * k / steps)})
+	}
+	every := max(n/6, 1)
+	for i := 0; i < n; i += every {
+		ch.XTicks = append(ch.XTicks, chartTick{Pos: round1(ch.Left + slot*float64(i) + slot/2), Label: ch.Bars[i].From.UTC().Format(r.TickFormat)})
+	}
+	return ch
+}
+
+// chartFor lays out the verify outcomes of a project ("" for all) over the ?range= asked for;
+// link is the page's URL with its other parameters, ending in "?" or "&".
+func (s *Server) chartFor(c *gin.Context, se *Session, projectID, link string) (activityChart, error) {
+	r := rangeOf(c.Query("range"))
+	end := s.svc.now().UTC().Truncate(time.Hour).Add(time.Hour)
+	hours, err := s.st.OutcomesByHour(c.Request.Context(), projectID, end.Add(-r.Span), end)
+	if err != nil {
+		return activityChart{}, fmt.Errorf("console: verify outcomes: %w", err)
+	}
+	return buildChart(hours, r, end, link), nil
+}
+
+// rangeLink is a page's URL with q's parameters (changed) except range and a flash's, ready
+// for a range to be appended.
+func rangeLink(path string, q url.Values) string {
+	q.Del("range")
+	q.Del("done")
+	q.Del("n")
+	if len(q) == 0 {
+		return path + "?"
+	}
+	return path + "?" + q.Encode() + "&"
 }

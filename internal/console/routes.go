@@ -71,8 +71,8 @@ func (s *Server) routes() []Route {
 		{Method: post, Path: "/projects", Need: RoleOperator, api: withJSON(false, s.createProject), page: s.projectCreateSubmit},
 		{Method: get, Path: "/projects/:project_id", Need: RoleViewer, api: s.getProject, page: s.projectPage},
 		{Method: get, Path: "/projects/:project_id/statistics", Need: RoleViewer, api: s.getStatistics},
-		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, api: s.setEnabled(true), page: s.projectEnabledSubmit(true)},
-		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, api: s.setEnabled(false), page: s.projectEnabledSubmit(false)},
+		{Method: post, Path: "/projects/:project_id/enable", Need: RoleOperator, api: s.setEnabled(true), page: s.setEnabled(true)},
+		{Method: post, Path: "/projects/:project_id/disable", Need: RoleOperator, api: s.setEnabled(false), page: s.setEnabled(false)},
 		{Method: put, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: withJSON(false, s.setExpiry)},
 		{Method: del, Path: "/projects/:project_id/expiry", Need: RoleOperator, api: s.clearExpiry},
 		{Method: post, Path: "/projects/:project_id/expiry", Need: RoleOperator, page: s.expirySubmit},
@@ -102,7 +102,7 @@ func (s *Server) routes() []Route {
 		{Method: get, Path: "/batches", Need: RoleViewer, page: s.batchesPage},
 		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, api: s.listBatches},
 		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, api: s.getBatch},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, api: s.cancelBatch, page: s.batchCancelSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, api: s.cancelBatch, page: s.cancelBatch},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: withJSON(true, s.revokeBatch), page: s.bulkDisableSubmit},
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, api: s.importCodes},
 		// The CSV, and the form's other fields and framing beside it.
@@ -126,15 +126,15 @@ func (s *Server) routes() []Route {
 
 		{Method: get, Path: "/accounts", Need: RoleAdmin, api: s.listAccounts, page: s.accountsPage},
 		{Method: post, Path: "/accounts", Need: RoleAdmin, api: withJSON(false, s.createAccount), page: s.accountCreateSubmit},
-		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, api: s.setAccountDisabled(true), page: s.accountDisabledSubmit(true)},
-		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, api: s.setAccountDisabled(false), page: s.accountDisabledSubmit(false)},
+		{Method: post, Path: "/accounts/:admin_id/disable", Need: RoleAdmin, api: s.setAccountDisabled(true), page: s.setAccountDisabled(true)},
+		{Method: post, Path: "/accounts/:admin_id/enable", Need: RoleAdmin, api: s.setAccountDisabled(false), page: s.setAccountDisabled(false)},
 		{Method: put, Path: "/accounts/:admin_id/role", Need: RoleAdmin, api: withJSON(false, s.setAccountRole)},
 		{Method: post, Path: "/accounts/:admin_id/role", Need: RoleAdmin, page: s.accountRoleSubmit},
 		{Method: post, Path: "/accounts/:admin_id/reset-password", Need: RoleAdmin, api: withJSON(true, s.resetPassword), page: s.accountResetSubmit},
 
 		{Method: get, Path: "/tokens", Need: RoleViewer, api: s.listTokens, page: s.tokensPage},
 		{Method: post, Path: "/tokens", Need: RoleViewer, api: withJSON(false, s.createToken), page: s.tokenCreateSubmit},
-		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, api: s.revokeToken, page: s.tokenRevokeSubmit},
+		{Method: post, Path: "/tokens/:token_id/revoke", Need: RoleViewer, api: s.revokeToken, page: s.revokeToken},
 	}
 }
 
@@ -198,7 +198,6 @@ func (s *Server) admit(c *gin.Context, r Route, page bool, limit int64) (*Sessio
 	return se, requireUTF8(c)
 }
 
-// isPage tells a page's request from the API's.
 func isPage(c *gin.Context) bool { return !strings.HasPrefix(c.FullPath(), APIPrefix+"/") }
 
 // redirectGet sends a page's GET to path instead of answering err.
@@ -343,7 +342,6 @@ func pathValue(c *gin.Context, name string) (string, error) {
 	return v, nil
 }
 
-// queryInt reads an optional integer query parameter.
 func queryInt(c *gin.Context, name string, def int) (int, error) {
 	v := c.Query(name)
 	if v == "" {
@@ -451,5 +449,4 @@ func auditFilterQuery(c *gin.Context) (contract.AuditFilter, error) {
 	return f, err
 }
 
-// trimForm is a form field without surrounding spaces.
 func trimForm(c *gin.Context, name string) string { return strings.TrimSpace(c.PostForm(name)) }

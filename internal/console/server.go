@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -247,13 +248,9 @@ func (f filesOnly) Open(name string) (http.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := file.Stat()
-	if err == nil && info.IsDir() {
-		err = fs.ErrNotExist
-	}
-	if err != nil {
+	if info, err := file.Stat(); err != nil || info.IsDir() {
 		file.Close()
-		return nil, fmt.Errorf("static %s: %w", name, err)
+		return nil, fs.ErrNotExist
 	}
 	return file, nil
 }
@@ -281,13 +278,7 @@ func parseProxies(list []string) (proxies, error) {
 }
 
 func (ps proxies) trusted(a netip.Addr) bool {
-	a = a.Unmap()
-	for _, p := range ps {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Contains(a.Unmap()) })
 }
 
 func peer(r *http.Request) (netip.Addr, bool) {

@@ -226,14 +226,7 @@ func (s *Service) Tokens(ctx context.Context, a Actor) ([]Token, error) {
 		owner = ""
 	}
 	ts, err := s.store.AdminTokens(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Token, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, tokenOf(t))
-	}
-	return out, nil
+	return convert(ts, tokenOf), err
 }
 
 // RevokeToken ends a token: an admin's any, anyone else's own (another's is not found).
