@@ -18,20 +18,6 @@ const (
 	MaxLogWindow     = 400 * 24 * time.Hour
 )
 
-// LogSearch is a log search as an operator writes it: a code by value, result "failure".
-type LogSearch struct {
-	ProjectID  string
-	Code       string // a code value; needs ProjectID
-	Action     string
-	Result     string // success, failure (or failed), reactivated
-	Reason     string
-	VerifiedBy string
-	IP         string
-	From, To   time.Time // zero: the last DefaultLogWindow
-	After      string
-	Limit      int
-}
-
 // LogPage is one page of a search, with the range it covered and the cursor of the next page.
 type LogPage struct {
 	Items     []contract.LogRecord
@@ -39,12 +25,11 @@ type LogPage struct {
 	NextAfter string
 }
 
-// logFilter turns a search into the store's filter: the range defaulted and checked, the code's
-// value resolved to its id (a value no code has searches the attempts on it), and the whole
-// checked as the store would check it, so an export refuses it before its first byte.
-func (s *Service) logFilter(ctx context.Context, q LogSearch) (contract.LogFilter, error) {
-	f := contract.LogFilter{ProjectID: q.ProjectID, Action: q.Action, Reason: q.Reason, VerifiedBy: q.VerifiedBy,
-		IP: q.IP, After: q.After, Limit: q.Limit, From: q.From, To: q.To}
+// logFilter turns a search as an operator writes it (a code by value, result "failure", no
+// range: the last DefaultLogWindow) into the store's filter: the range defaulted and checked, the
+// code's value resolved to its id (a value no code has searches the attempts on it), and the
+// whole checked as the store would check it, so an export refuses it before its first byte.
+func (s *Service) logFilter(ctx context.Context, f contract.LogFilter) (contract.LogFilter, error) {
 	if f.To.IsZero() {
 		// A second ahead, so a log written in the current second is in range.
 		f.To = s.now().Add(time.Second).Truncate(time.Second)
@@ -58,15 +43,14 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (contract.LogFilte
 	if f.To.Sub(f.From) > MaxLogWindow {
 		return f, contract.Errorf(contract.KindInvalid, "The time range may span at most %d days", int(MaxLogWindow/(24*time.Hour)))
 	}
-	switch q.Result {
+	switch f.Result {
 	case "", contract.ResultSuccess, contract.ResultReactivated, contract.ResultFailed:
-		f.Result = q.Result
 	case "failure":
 		f.Result = contract.ResultFailed
 	default:
 		return f, contract.Errorf(contract.KindInvalid, "result must be success, failure or reactivated")
 	}
-	switch q.Action {
+	switch f.Action {
 	case "", string(contract.ActionVerify), string(contract.ActionReactivate):
 	default:
 		return f, contract.Errorf(contract.KindInvalid, "action must be verify or reactivate")
@@ -74,26 +58,25 @@ func (s *Service) logFilter(ctx context.Context, q LogSearch) (contract.LogFilte
 	if f.ProjectID != "" && !contract.ValidID(f.ProjectID) {
 		return f, contract.Errorf(contract.KindInvalid, "project_id must be an id of 32 hex digits")
 	}
-	if q.Code != "" {
-		if q.ProjectID == "" {
+	if f.Code != "" {
+		if f.ProjectID == "" {
 			return f, contract.Errorf(contract.KindInvalid, "A search by code needs its project (project_id)")
 		}
-		rec, err := s.store.CodeByValue(ctx, q.ProjectID, q.Code)
+		rec, err := s.store.CodeByValue(ctx, f.ProjectID, f.Code)
 		switch {
 		case errors.Is(err, contract.ErrNotFound):
 			// No such code: the attempts on that value (logged with the value, no code id).
-			f.Code = q.Code
 		case err != nil:
 			return f, err
 		default:
-			f.CodeID = rec.ID
+			f.Code, f.CodeID = "", rec.ID
 		}
 	}
 	return f, s.store.CheckLogFilter(f)
 }
 
 // SearchLogs reads one page of verification logs, newest first.
-func (s *Service) SearchLogs(ctx context.Context, q LogSearch) (LogPage, error) {
+func (s *Service) SearchLogs(ctx context.Context, q contract.LogFilter) (LogPage, error) {
 	f, err := s.logFilter(ctx, q)
 	if err != nil {
 		return LogPage{}, err
@@ -127,7 +110,7 @@ func withSet[V comparable](detail map[string]any, fs map[string]V) map[string]an
 // ExportLogs checks an export of the logs matching q and records it with
 // its filters; the function returned then writes them as spreadsheet-safe CSV and returns how
 // many rows it wrote. A refusal comes before the first byte.
-func (s *Service) ExportLogs(ctx context.Context, a Actor, q LogSearch) (func(io.Writer) (int, error), error) {
+func (s *Service) ExportLogs(ctx context.Context, a Actor, q contract.LogFilter) (func(io.Writer) (int, error), error) {
 	f, err := s.logFilter(ctx, q)
 	if err != nil {
 		return nil, err

@@ -412,8 +412,8 @@ var (
 )
 
 // logSearchQuery reads a log search from the query: the logFilters, from, to, after, limit.
-func logSearchQuery(c *gin.Context) (LogSearch, error) {
-	q := LogSearch{ProjectID: c.Query("project_id"), Code: c.Query("code"), Action: c.Query("action"),
+func logSearchQuery(c *gin.Context) (contract.LogFilter, error) {
+	q := contract.LogFilter{ProjectID: c.Query("project_id"), Code: c.Query("code"), Action: c.Query("action"),
 		Result: c.Query("result"), Reason: c.Query("reason"), VerifiedBy: c.Query("verified_by"), IP: c.Query("ip"),
 		After: c.Query("after")}
 	var err error
