@@ -128,6 +128,13 @@ func Path(q url.Values, segments ...string) string {
 	return b.String()
 }
 
+// Call sends a JSON request (body nil for none) and decodes a 2xx answer as a T.
+func Call[T any](ctx context.Context, c *Client, method, path string, body any) (T, error) {
+	var v T
+	err := c.Do(ctx, method, path, body, &v)
+	return v, err
+}
+
 // Account is a console account.
 type Account struct {
 	ID                 string `json:"id"`
@@ -144,14 +151,8 @@ type NewAccount struct {
 	OneTimePassword string `json:"one_time_password"`
 }
 
-// Login starts a session, a cookie (c.HTTP needs a cookie jar), and answers its CSRF token,
-// which every unsafe call of the session must carry in Header.
-func (c *Client) Login(ctx context.Context, username, password string) (Session, error) {
-	var s Session
-	return s, c.Do(ctx, http.MethodPost, "/session", map[string]string{"username": username, "password": password}, &s)
-}
-
-// Session is what a login answers.
+// Session is what a login (POST /session: a cookie, and the CSRF token every unsafe call of the
+// session carries in Header) and /me answer.
 type Session struct {
 	Account   Account `json:"account"`
 	CSRFToken string  `json:"csrf_token"`
@@ -159,48 +160,17 @@ type Session struct {
 
 // Me reads the account the token acts as (its role is the token's when lower).
 func (c *Client) Me(ctx context.Context) (Session, error) {
-	var s Session
-	return s, c.Do(ctx, http.MethodGet, "/me", nil, &s)
+	return Call[Session](ctx, c, http.MethodGet, "/me", nil)
 }
 
 // CreateToken makes a token for the caller's account; role "" is the caller's, ttl 0 the
 // server's default.
 func (c *Client) CreateToken(ctx context.Context, name, role string, ttl time.Duration) (contract.NewAPIToken, error) {
-	var t contract.NewAPIToken
 	body := map[string]any{"name": name, "role": role, "expires_in": int64(ttl / time.Second)}
-	return t, c.Do(ctx, http.MethodPost, "/tokens", body, &t)
-}
-
-// Tokens lists the tokens the caller may see.
-func (c *Client) Tokens(ctx context.Context) ([]contract.APIToken, error) {
-	return list[contract.APIToken](ctx, c, "/tokens")
-}
-
-// list reads a list answer, {"items": […]}.
-func list[T any](ctx context.Context, c *Client, path string) ([]T, error) {
-	var b struct {
-		Items []T `json:"items"`
-	}
-	return b.Items, c.Do(ctx, http.MethodGet, path, nil, &b)
-}
-
-// RevokeToken ends a token.
-func (c *Client) RevokeToken(ctx context.Context, id string) (contract.APIToken, error) {
-	var t contract.APIToken
-	return t, c.Do(ctx, http.MethodPost, Path(nil, "tokens", id, "revoke"), nil, &t)
+	return Call[contract.NewAPIToken](ctx, c, http.MethodPost, "/tokens", body)
 }
 
 // Logout ends the session or token the client holds.
 func (c *Client) Logout(ctx context.Context) error {
 	return c.Do(ctx, http.MethodDelete, "/session", nil, nil)
-}
-
-// Projects lists every project.
-func (c *Client) Projects(ctx context.Context) ([]contract.Project, error) {
-	return list[contract.Project](ctx, c, "/projects")
-}
-
-// Accounts lists the console's accounts (admin).
-func (c *Client) Accounts(ctx context.Context) ([]Account, error) {
-	return list[Account](ctx, c, "/accounts")
 }

@@ -32,13 +32,10 @@ func projectCmd() *cobra.Command {
 	create.Flags().StringVar(&expires, "expires-at", "", "expiry (Unix seconds or RFC 3339)")
 	_ = create.MarkFlagRequired("name")
 	toggle := func(use string) *cobra.Command {
-		return apiCmd(&cobra.Command{
-			Use:   use + " PROJECT_ID",
-			Short: use + " a project (takes effect at once on verify, within seconds on reads)",
-			Args:  cobra.ExactArgs(1),
-		}, use+" projects", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			return doPrint(ctx, c, http.MethodPost, adminclient.Path(nil, "projects", args[0], use), nil, "project %s %sd\n", args[0], use)
-		})
+		return apiCmd(command(use+" PROJECT_ID", use+" a project (takes effect at once on verify, within seconds on reads)", cobra.ExactArgs(1)),
+			use+" projects", func(ctx context.Context, c *adminclient.Client, args []string) error {
+				return doPrint(ctx, c, http.MethodPost, adminclient.Path(nil, "projects", args[0], use), nil, "project %s %sd\n", args[0], use)
+			})
 	}
 	setExp := apiCmd(&cobra.Command{
 		Use:     "expire PROJECT_ID",
@@ -53,55 +50,37 @@ func projectCmd() *cobra.Command {
 		return doPrint(ctx, c, http.MethodPut, path, map[string]any{"expires_at": *exp}, "project %s expires at %s\n", args[0], fmtTime(exp))
 	})
 	setExp.Flags().StringVar(&expires, "at", "", "expiry (Unix seconds or RFC 3339); empty clears")
-	list := outputCmd(&cobra.Command{Use: "list", Short: "List every project", Args: cobra.NoArgs}, "list projects",
-		func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-			ps, err := c.Projects(ctx)
-			if err != nil {
-				return err
+	list := outputCmd(command("list", "List every project", cobra.NoArgs), "list projects",
+		func([]string) string { return "/projects" }, func(ps items[contract.Project]) [][]string {
+			rows := [][]string{{"ID", "NAME", "STATUS", "EXPIRES_AT", "CREATED_AT"}}
+			for _, p := range ps {
+				rows = append(rows, []string{p.ID, p.Name, enabledWord(p.Status), fmtTime(p.ExpiresAt), fmtUnix(p.CreatedAt)})
 			}
-			return render(table, ps, func() [][]string {
-				rows := [][]string{{"ID", "NAME", "STATUS", "EXPIRES_AT", "CREATED_AT"}}
-				for _, p := range ps {
-					rows = append(rows, []string{p.ID, p.Name, enabledWord(p.Status), fmtTime(p.ExpiresAt), fmtUnix(p.CreatedAt)})
-				}
-				return rows
-			})
+			return rows
 		})
-	show := outputCmd(&cobra.Command{Use: "show PROJECT_ID", Short: "Show a project with its code statistics", Args: cobra.ExactArgs(1)},
-		"read projects", func(ctx context.Context, c *adminclient.Client, args []string, table bool) error {
-			var p contract.Project
-			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0]), nil, &p); err != nil {
-				return err
-			}
-			return render(table, p, func() [][]string {
-				return append([][]string{
-					{"FIELD", "VALUE"},
-					{"id", p.ID}, {"name", p.Name}, {"description", p.Description},
-					{"status", enabledWord(p.Status)}, {"expires_at", fmtTime(p.ExpiresAt)},
-					{"created_at", fmtUnix(p.CreatedAt)},
-				}, statisticsRows(*p.Statistics)...)
-			})
+	show := outputCmd(command("show PROJECT_ID", "Show a project with its code statistics", cobra.ExactArgs(1)), "read projects",
+		func(a []string) string { return adminclient.Path(nil, "projects", a[0]) }, func(p contract.Project) [][]string {
+			return append([][]string{
+				{"FIELD", "VALUE"},
+				{"id", p.ID}, {"name", p.Name}, {"description", p.Description},
+				{"status", enabledWord(p.Status)}, {"expires_at", fmtTime(p.ExpiresAt)},
+				{"created_at", fmtUnix(p.CreatedAt)},
+			}, statisticsRows(*p.Statistics)...)
 		})
 	// JSON is the statistics endpoint's body, so a script can read either.
 	stats := outputCmd(command("stats PROJECT_ID",
-		"Show a project's code statistics: counts by state, usage rate, recent verifications", cobra.ExactArgs(1)),
-		"read projects", func(ctx context.Context, c *adminclient.Client, args []string, table bool) error {
-			var st contract.ProjectStatistics
-			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", args[0], "statistics"), nil, &st); err != nil {
-				return err
-			}
-			if !table {
-				return printJSON(st)
-			}
+		"Show a project's code statistics: counts by state, usage rate, recent verifications", cobra.ExactArgs(1)), "read projects",
+		func(a []string) string { return adminclient.Path(nil, "projects", a[0], "statistics") }, func(st contract.ProjectStatistics) [][]string {
 			rows := append([][]string{{"FIELD", "VALUE"}, {"project_id", st.ProjectID}}, statisticsRows(st.Statistics)...)
 			rows = append(rows, []string{"usage_rate", strconv.FormatFloat(st.UsageRate, 'f', -1, 64) +
-				" (" + strconv.FormatFloat(st.UsageRate*100, 'f', 2, 64) + "% used)"})
-			recent := [][]string{{"VERIFIED_AT", "CODE", "VERIFIED_BY"}}
+				" (" + strconv.FormatFloat(st.UsageRate*100, 'f', 2, 64) + "% used)"},
+				[]string{""}, []string{fmt.Sprintf("recent verifications (%s currently used, newest first)",
+					plural.N(len(st.RecentVerifications), "code", "codes"))},
+				[]string{"VERIFIED_AT", "CODE", "VERIFIED_BY"})
 			for _, v := range st.RecentVerifications {
-				recent = append(recent, []string{fmtUnix(v.VerifiedAt), v.Code, fmtStr(v.VerifiedBy)})
+				rows = append(rows, []string{fmtUnix(v.VerifiedAt), v.Code, fmtStr(v.VerifiedBy)})
 			}
-			return printTwoTables(rows, fmt.Sprintf("recent verifications (%s currently used, newest first)",
-				plural.N(len(st.RecentVerifications), "code", "codes")), recent)
+			return rows
 		})
 	return group(&cobra.Command{Use: "project", Short: "Create, list, show, disable and enable projects"},
 		create, toggle("disable"), toggle("enable"), setExp, list, show, stats)
@@ -156,49 +135,38 @@ func keyCmd() *cobra.Command {
 	rewrap := apiCmd(command("rewrap",
 		"Seal every API key's secret with the server's active master key (secrets in clear, or under an older master key); safe to run again", cobra.NoArgs),
 		"rewrap API keys", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-			var res struct {
+			res, err := adminclient.Call[struct {
 				ActiveMasterKey string `json:"active_master_key"`
 				Sealed          int    `json:"sealed"`
 				Rewrapped       int    `json:"rewrapped"`
 				Current         int    `json:"current"`
 				Failed          int    `json:"failed"`
 				Error           string `json:"error,omitempty"`
-			}
-			if err := c.Do(ctx, http.MethodPost, "/keys/rewrap", nil, &res); err != nil {
+			}](ctx, c, http.MethodPost, "/keys/rewrap", nil)
+			if err != nil {
 				return err
 			}
-			if err := printJSON(res); err != nil {
+			if err := printJSON(res); err != nil || res.Error == "" {
 				return err
 			}
-			if res.Error != "" {
-				return errors.New(res.Error)
-			}
-			return nil
+			return errors.New(res.Error)
 		})
 	var listProject string
-	list := outputCmd(command("list --project PROJECT_ID", "List a project's API keys (never their secrets)", cobra.NoArgs),
-		"list API keys", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-			var body struct {
-				Items []apiKey `json:"items"`
-			}
-			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", listProject, "keys"), nil, &body); err != nil {
-				return err
-			}
-			return render(table, body.Items, func() [][]string {
-				rows := [][]string{{"KEY_ID", "STATUS", "RATE_PER_SEC", "BURST", "CREATED_AT", "REVOKED_AT"}}
-				for _, k := range body.Items {
-					st := "active"
-					if k.Revoked {
-						st = "revoked"
-					}
-					rate, burst := "unlimited", "-"
-					if k.RatePerSec > 0 {
-						rate, burst = strconv.FormatFloat(k.RatePerSec, 'g', -1, 64), strconv.Itoa(k.Burst)
-					}
-					rows = append(rows, []string{k.ID, st, rate, burst, fmtUnix(k.CreatedAt), fmtTime(k.RevokedAt)})
+	list := outputCmd(command("list --project PROJECT_ID", "List a project's API keys (never their secrets)", cobra.NoArgs), "list API keys",
+		func([]string) string { return adminclient.Path(nil, "projects", listProject, "keys") }, func(ks items[apiKey]) [][]string {
+			rows := [][]string{{"KEY_ID", "STATUS", "RATE_PER_SEC", "BURST", "CREATED_AT", "REVOKED_AT"}}
+			for _, k := range ks {
+				st := "active"
+				if k.Revoked {
+					st = "revoked"
 				}
-				return rows
-			})
+				rate, burst := "unlimited", "-"
+				if k.RatePerSec > 0 {
+					rate, burst = strconv.FormatFloat(k.RatePerSec, 'g', -1, 64), strconv.Itoa(k.Burst)
+				}
+				rows = append(rows, []string{k.ID, st, rate, burst, fmtUnix(k.CreatedAt), fmtTime(k.RevokedAt)})
+			}
+			return rows
 		})
 	projectFlag(&listProject, list)
 	return group(&cobra.Command{Use: "key", Short: "Create, list, revoke and limit API keys; re-seal their secrets"},
@@ -230,8 +198,8 @@ func adminCmd() *cobra.Command {
 	create := apiCmd(command("create USERNAME",
 		"Create a console account; prints its one-time password, which the first login must change", cobra.ExactArgs(1)),
 		"create accounts", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			var acc adminclient.NewAccount
-			if err := c.Do(ctx, http.MethodPost, "/accounts", map[string]string{"username": args[0], "role": role}, &acc); err != nil {
+			acc, err := adminclient.Call[adminclient.NewAccount](ctx, c, http.MethodPost, "/accounts", map[string]string{"username": args[0], "role": role})
+			if err != nil {
 				return err
 			}
 			fmt.Printf("account %s (%s) created\none-time password: %s\n", acc.Username, acc.Role, acc.OneTimePassword)
@@ -261,8 +229,8 @@ func adminCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var acc adminclient.NewAccount
-		if err := c.Do(ctx, http.MethodPost, adminclient.Path(nil, "accounts", id, "reset-password"), body, &acc); err != nil {
+		acc, err := adminclient.Call[adminclient.NewAccount](ctx, c, http.MethodPost, adminclient.Path(nil, "accounts", id, "reset-password"), body)
+		if err != nil {
 			return err
 		}
 		fmt.Printf("account %s: password reset, its sessions ended\n", acc.Username)
@@ -277,7 +245,7 @@ func adminCmd() *cobra.Command {
 
 // accountID finds an account's id by its username.
 func accountID(ctx context.Context, c *adminclient.Client, username string) (string, error) {
-	as, err := c.Accounts(ctx)
+	as, err := adminclient.Call[items[adminclient.Account]](ctx, c, http.MethodGet, "/accounts", nil)
 	if err != nil {
 		return "", err
 	}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -121,34 +123,50 @@ func explain(ctx context.Context, c *adminclient.Client, doing string, err error
 	return err
 }
 
-// apiFunc is what a command does with the admin API and its arguments.
-type apiFunc func(ctx context.Context, c *adminclient.Client, args []string) error
-
 // command is a command of a usage line, a line of help and a rule for its arguments.
 func command(use, short string, args cobra.PositionalArgs) *cobra.Command {
 	return &cobra.Command{Use: use, Short: short, Args: args}
 }
 
 // apiCmd makes cmd run fn against the admin API (see withAPI for doing).
-func apiCmd(cmd *cobra.Command, doing string, fn apiFunc) *cobra.Command {
+func apiCmd(cmd *cobra.Command, doing string, fn func(ctx context.Context, c *adminclient.Client, args []string) error) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error { return fn(ctx, c, args) })
 	}
 	return cmd
 }
 
-// outputCmd is apiCmd with -o (--output): fn is told whether to print a table instead of JSON.
-// Across the commands, -o is always an output format; a file is an argument.
-func outputCmd(cmd *cobra.Command, doing string, fn func(ctx context.Context, c *adminclient.Client, args []string, table bool) error) *cobra.Command {
+// outputCmd makes cmd read the T at path(args) and print it, as JSON or (-o table) as the rows
+// table makes of it, the first row being the header.
+func outputCmd[T any](cmd *cobra.Command, doing string, path func(args []string) string, table func(T) [][]string) *cobra.Command {
 	var out string
 	cmd.Flags().StringVarP(&out, "output", "o", "json", "output format: json or table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if out != "json" && out != "table" {
 			return fmt.Errorf("--output %q: use json or table", out)
 		}
-		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error { return fn(ctx, c, args, out == "table") })
+		return withAPI(cmd, doing, func(ctx context.Context, c *adminclient.Client) error {
+			v, err := adminclient.Call[T](ctx, c, http.MethodGet, path(args), nil)
+			if err != nil {
+				return err
+			}
+			if out == "json" {
+				return printJSON(v)
+			}
+			return printTable(os.Stdout, table(v))
+		})
 	}
 	return cmd
+}
+
+// items is a list answer, {"items": […]}, printed as its items.
+type items[T any] []T
+
+func (l *items[T]) UnmarshalJSON(b []byte) error {
+	var v struct{ Items []T }
+	err := json.Unmarshal(b, &v)
+	*l = v.Items
+	return err
 }
 
 // doPrint calls the admin API and, once it answered, prints format with a.
@@ -162,8 +180,8 @@ func doPrint(ctx context.Context, c *adminclient.Client, method, path string, bo
 
 // doJSON calls the admin API and prints its answer, read as a T, as JSON.
 func doJSON[T any](ctx context.Context, c *adminclient.Client, method, path string, body any) error {
-	var v T
-	if err := c.Do(ctx, method, path, body, &v); err != nil {
+	v, err := adminclient.Call[T](ctx, c, method, path, body)
+	if err != nil {
 		return err
 	}
 	return printJSON(v)
@@ -209,29 +227,14 @@ func printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// render prints v as JSON, or as the table rows gives (the first row is the header).
-func render(table bool, v any, rows func() [][]string) error {
-	if table {
-		return printTable(os.Stdout, rows())
-	}
-	return printJSON(v)
-}
-
+// printTable aligns rows in columns. A row of one cell ends the columns above it: a blank row
+// and a title start a second table.
 func printTable(w io.Writer, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
-}
-
-// printTwoTables prints a table, a blank line, the second table's title and that table.
-func printTwoTables(first [][]string, title string, second [][]string) error {
-	if err := printTable(os.Stdout, first); err != nil {
-		return err
-	}
-	fmt.Printf("\n%s\n", title)
-	return printTable(os.Stdout, second)
 }
 
 func fmtTime(v *int64) string {
@@ -255,15 +258,14 @@ func parseTime(s string) (*int64, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var v int64
-	if _, err := fmt.Sscanf(s, "%d", &v); err == nil && fmt.Sprint(v) == s {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return &v, nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return nil, fmt.Errorf("time %q: use Unix seconds or RFC 3339", s)
 	}
-	v = t.Unix()
+	v := t.Unix()
 	return &v, nil
 }
 

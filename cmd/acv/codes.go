@@ -138,7 +138,7 @@ func codesListCmd(project *string) *cobra.Command {
 	var status, search string
 	var page, pageSize int
 	cmd := outputCmd(command("list --project PROJECT_ID", "List a project's codes, a page at a time, optionally by status or a search", cobra.NoArgs),
-		"list codes", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
+		"list codes", func([]string) string {
 			v := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(pageSize)}}
 			if search != "" {
 				v.Set("search", search)
@@ -146,20 +146,14 @@ func codesListCmd(project *string) *cobra.Command {
 			if status != "" && status != "all" {
 				v.Set("status", status)
 			}
-			var pg contract.CodePage
-			if err := c.Do(ctx, http.MethodGet, adminclient.Path(v, "projects", *project, "codes"), nil, &pg); err != nil {
-				return err
+			return adminclient.Path(v, "projects", *project, "codes")
+		}, func(pg contract.CodePage) [][]string {
+			fmt.Fprintf(os.Stderr, "page %d of %d (%s)\n", pg.Page, pg.TotalPages, plural.N(pg.Total, "code", "codes"))
+			rows := [][]string{{"CODE", "STATE", "EXPIRES_AT", "VERIFIED_AT", "VERIFIED_BY", "ID"}}
+			for _, c := range pg.Items {
+				rows = append(rows, []string{c.Code, codeState(c), fmtTime(c.ExpiresAt), fmtTime(c.VerifiedAt), fmtStr(c.VerifiedBy), c.ID})
 			}
-			if table {
-				fmt.Fprintf(os.Stderr, "page %d of %d (%s)\n", pg.Page, pg.TotalPages, plural.N(pg.Total, "code", "codes"))
-			}
-			return render(table, pg, func() [][]string {
-				rows := [][]string{{"CODE", "STATE", "EXPIRES_AT", "VERIFIED_AT", "VERIFIED_BY", "ID"}}
-				for _, c := range pg.Items {
-					rows = append(rows, []string{c.Code, codeState(c), fmtTime(c.ExpiresAt), fmtTime(c.VerifiedAt), fmtStr(c.VerifiedBy), c.ID})
-				}
-				return rows
-			})
+			return rows
 		})
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if page < 1 {
@@ -198,25 +192,20 @@ func codeState(c contract.Code) string {
 }
 
 func codesShowCmd(project *string) *cobra.Command {
-	return outputCmd(command("show --project PROJECT_ID CODE", "Show one code with its verification history", cobra.ExactArgs(1)),
-		"read codes", func(ctx context.Context, ac *adminclient.Client, args []string, table bool) error {
-			var c contract.CodeWithHistory
-			if err := ac.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", *project, "codes", args[0]), nil, &c); err != nil {
-				return err
-			}
-			if !table {
-				return printJSON(c)
-			}
-			history := [][]string{{"AT", "ACTION", "RESULT", "BY", "IP", "REASON"}}
-			for _, l := range c.VerificationLogs {
-				history = append(history, []string{fmtUnix(l.VerifiedAt), l.Action, l.Result, fmtStr(l.VerifiedBy), l.IPAddress, fmtStr(l.Reason)})
-			}
-			return printTwoTables([][]string{
+	return outputCmd(command("show --project PROJECT_ID CODE", "Show one code with its verification history", cobra.ExactArgs(1)), "read codes",
+		func(a []string) string { return adminclient.Path(nil, "projects", *project, "codes", a[0]) }, func(c contract.CodeWithHistory) [][]string {
+			rows := [][]string{
 				{"FIELD", "VALUE"},
 				{"code", c.Code.Code}, {"id", c.ID}, {"state", string(c.State)},
 				{"expires_at", fmtTime(c.ExpiresAt)}, {"verified_at", fmtTime(c.VerifiedAt)},
 				{"verified_by", fmtStr(c.VerifiedBy)}, {"created_at", fmtUnix(c.CreatedAt)},
-			}, fmt.Sprintf("verification history (%s, newest first)", plural.N(len(c.VerificationLogs), "entry", "entries")), history)
+				{""}, {fmt.Sprintf("verification history (%s, newest first)", plural.N(len(c.VerificationLogs), "entry", "entries"))},
+				{"AT", "ACTION", "RESULT", "BY", "IP", "REASON"},
+			}
+			for _, l := range c.VerificationLogs {
+				rows = append(rows, []string{fmtUnix(l.VerifiedAt), l.Action, l.Result, fmtStr(l.VerifiedBy), l.IPAddress, fmtStr(l.Reason)})
+			}
+			return rows
 		})
 }
 
@@ -302,43 +291,34 @@ func printImportReport(w io.Writer, rep contract.ImportReport) {
 // generation) and revokes a batch's codes as a whole.
 func batchCmd() *cobra.Command {
 	var project string
-	list := outputCmd(command("list --project PROJECT_ID", "List a project's generation batches, newest first", cobra.NoArgs),
-		"list batches", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-			var body struct {
-				Items []json.RawMessage `json:"items"`
-			}
-			if err := c.Do(ctx, http.MethodGet, adminclient.Path(nil, "projects", project, "batches"), nil, &body); err != nil {
-				return err
-			}
-			return render(table, body.Items, func() [][]string {
-				rows := [][]string{{"ID", "NAME", "STATUS", "DONE", "REQUESTED", "CREATED_BY", "CREATED_AT", "REVOKED_AT"}}
-				for _, raw := range body.Items {
-					var b struct {
-						batch
-						Name      string `json:"name"`
-						CreatedBy string `json:"created_by"`
-						CreatedAt int64  `json:"created_at"`
-						RevokedAt *int64 `json:"revoked_at"`
-					}
-					_ = json.Unmarshal(raw, &b)
-					rows = append(rows, []string{b.ID, b.Name, b.Status, strconv.Itoa(b.Done), strconv.Itoa(b.Requested),
-						b.CreatedBy, fmtUnix(b.CreatedAt), fmtTime(b.RevokedAt)})
+	list := outputCmd(command("list --project PROJECT_ID", "List a project's generation batches, newest first", cobra.NoArgs), "list batches",
+		func([]string) string { return adminclient.Path(nil, "projects", project, "batches") }, func(bs items[json.RawMessage]) [][]string {
+			rows := [][]string{{"ID", "NAME", "STATUS", "DONE", "REQUESTED", "CREATED_BY", "CREATED_AT", "REVOKED_AT"}}
+			for _, raw := range bs {
+				var b struct {
+					batch
+					Name      string `json:"name"`
+					CreatedBy string `json:"created_by"`
+					CreatedAt int64  `json:"created_at"`
+					RevokedAt *int64 `json:"revoked_at"`
 				}
-				return rows
-			})
+				_ = json.Unmarshal(raw, &b)
+				rows = append(rows, []string{b.ID, b.Name, b.Status, strconv.Itoa(b.Done), strconv.Itoa(b.Requested),
+					b.CreatedBy, fmtUnix(b.CreatedAt), fmtTime(b.RevokedAt)})
+			}
+			return rows
 		})
-	// call posts action to the batch id, reading the answer into v.
-	call := func(ctx context.Context, c *adminclient.Client, id, action string, v any) error {
-		return c.Do(ctx, http.MethodPost, adminclient.Path(nil, "projects", project, "batches", id, action), nil, v)
+	path := func(id string, action ...string) string {
+		return adminclient.Path(nil, append([]string{"projects", project, "batches", id}, action...)...)
 	}
 	show := apiCmd(command("show --project PROJECT_ID BATCH_ID", "Show a batch and its progress (JSON)", cobra.ExactArgs(1)),
 		"read batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			return doJSON[json.RawMessage](ctx, c, http.MethodGet, adminclient.Path(nil, "projects", project, "batches", args[0]), nil)
+			return doJSON[json.RawMessage](ctx, c, http.MethodGet, path(args[0]), nil)
 		})
 	cancel := apiCmd(command("cancel --project PROJECT_ID BATCH_ID", "Stop a running batch (the codes already made stay)", cobra.ExactArgs(1)),
 		"cancel batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			var b batch
-			if err := call(ctx, c, args[0], "cancel", &b); err != nil {
+			b, err := adminclient.Call[batch](ctx, c, http.MethodPost, path(args[0], "cancel"), nil)
+			if err != nil {
 				return err
 			}
 			fmt.Printf("batch %s: %s, made %d of %d\n", b.ID, b.Status, b.Done, b.Requested)
@@ -346,10 +326,8 @@ func batchCmd() *cobra.Command {
 		})
 	revoke := apiCmd(command("revoke --project PROJECT_ID BATCH_ID", "Disable every code of a batch (takes effect at once)", cobra.ExactArgs(1)),
 		"revoke batches", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			var res struct {
-				Disabled int64 `json:"disabled"`
-			}
-			if err := call(ctx, c, args[0], "revoke", &res); err != nil {
+			res, err := adminclient.Call[struct{ Disabled int64 }](ctx, c, http.MethodPost, path(args[0], "revoke"), nil)
+			if err != nil {
 				return err
 			}
 			fmt.Printf("batch %s revoked; codes disabled: %d\n", args[0], res.Disabled)

@@ -102,7 +102,7 @@ func passwordLogin(ctx context.Context, in *bufio.Reader, adminURL string, ttl t
 	}
 	jar, _ := cookiejar.New(nil)
 	c := &adminclient.Client{URL: adminURL, HTTP: &http.Client{Jar: jar, Timeout: time.Minute}}
-	se, err := c.Login(ctx, user, pw)
+	se, err := adminclient.Call[adminclient.Session](ctx, c, http.MethodPost, "/session", map[string]string{"username": user, "password": pw})
 	if err != nil {
 		return "", err
 	}
@@ -180,17 +180,11 @@ func tokenCmd() *cobra.Command {
 	create.Flags().StringVar(&role, "role", "", "viewer, support, operator or admin; at most your own (default your own)")
 	create.Flags().DurationVar(&ttl, "expires", 720*time.Hour, "how long it lasts")
 	_ = create.MarkFlagRequired("name")
-	list := outputCmd(command("list", "List API tokens (an admin sees every account's); never their secrets", cobra.NoArgs),
-		"list tokens", func(ctx context.Context, c *adminclient.Client, _ []string, table bool) error {
-			ts, err := c.Tokens(ctx)
-			if err != nil {
-				return err
-			}
-			return render(table, ts, func() [][]string { return tokenRows(ts, time.Now()) })
-		})
+	list := outputCmd(command("list", "List API tokens (an admin sees every account's); never their secrets", cobra.NoArgs), "list tokens",
+		func([]string) string { return "/tokens" }, func(ts items[contract.APIToken]) [][]string { return tokenRows(ts, time.Now()) })
 	revoke := apiCmd(command("revoke TOKEN_ID", "Revoke an API token at once", cobra.ExactArgs(1)),
 		"revoke tokens", func(ctx context.Context, c *adminclient.Client, args []string) error {
-			t, err := c.RevokeToken(ctx, args[0])
+			t, err := adminclient.Call[contract.APIToken](ctx, c, http.MethodPost, adminclient.Path(nil, "tokens", args[0], "revoke"), nil)
 			if err != nil {
 				return err
 			}

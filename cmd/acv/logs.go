@@ -50,12 +50,12 @@ func logsMaintainCmd() *cobra.Command {
 			return nil
 		},
 	}, "maintain the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-		var res struct {
+		res, err := adminclient.Call[struct {
 			Busy             bool
 			Created, Dropped []string
 			Moved, Purged    int64
-		}
-		if err := c.Do(ctx, http.MethodPost, "/logs/maintain", body, &res); err != nil {
+		}](ctx, c, http.MethodPost, "/logs/maintain", body)
+		if err != nil {
 			return err
 		}
 		if res.Busy {
@@ -76,18 +76,16 @@ func logsMaintainCmd() *cobra.Command {
 func logsPartitionsCmd() *cobra.Command {
 	return apiCmd(command("partitions", "List the verification-log partitions and their ranges", cobra.NoArgs),
 		"read the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
-			var body struct {
-				Items []struct {
-					Name     string
-					From, To *int64
-					Default  bool
-				}
-			}
-			if err := c.Do(ctx, http.MethodGet, "/logs/partitions", nil, &body); err != nil {
+			ps, err := adminclient.Call[items[struct {
+				Name     string
+				From, To *int64
+				Default  bool
+			}]](ctx, c, http.MethodGet, "/logs/partitions", nil)
+			if err != nil {
 				return err
 			}
 			rows := [][]string{{"PARTITION", "FROM", "TO"}}
-			for _, p := range body.Items {
+			for _, p := range ps {
 				if p.Default {
 					rows = append(rows, []string{p.Name, "(default)", ""})
 				} else {
