@@ -243,7 +243,6 @@ func adminCmd() *cobra.Command {
 	return group(&cobra.Command{Use: "admin", Short: "Create console accounts and reset their passwords"}, create, reset)
 }
 
-// accountID finds an account's id by its username.
 func accountID(ctx context.Context, c *adminclient.Client, username string) (string, error) {
 	as, err := adminclient.Call[items[adminclient.Account]](ctx, c, http.MethodGet, "/accounts", nil)
 	if err != nil {

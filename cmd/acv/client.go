@@ -31,7 +31,6 @@ type credentials struct {
 	Token string `json:"token"`
 }
 
-// credentialsPath is acv/credentials.json in the user's configuration directory.
 func credentialsPath() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
@@ -123,7 +122,6 @@ func explain(ctx context.Context, c *adminclient.Client, doing string, err error
 	return err
 }
 
-// command is a command of a usage line, a line of help and a rule for its arguments.
 func command(use, short string, args cobra.PositionalArgs) *cobra.Command {
 	return &cobra.Command{Use: use, Short: short, Args: args}
 }
@@ -187,7 +185,6 @@ func doJSON[T any](ctx context.Context, c *adminclient.Client, method, path stri
 	return printJSON(v)
 }
 
-// projectFlag adds the required --project to each of cmds, all into p.
 func projectFlag(p *string, cmds ...*cobra.Command) {
 	for _, c := range cmds {
 		c.Flags().StringVar(p, "project", "", "project id (required)")

@@ -178,7 +178,6 @@ func codesListCmd(project *string) *cobra.Command {
 	return cmd
 }
 
-// codeState names a listed code's state from its flags.
 func codeState(c contract.Code) string {
 	switch {
 	case c.IsDisabled:
@@ -218,7 +217,6 @@ type batch struct {
 	Error     string `json:"error"`
 }
 
-// batchPoll is how often generate reads its batch's progress.
 const batchPoll = 250 * time.Millisecond
 
 // generate starts a generation batch on the server and follows it to its end: the server runs

@@ -26,7 +26,6 @@ import (
 	"github.com/acv/acv/store"
 )
 
-// devOptions are acv dev's flags.
 type devOptions struct {
 	dir, addr, metricsAddr, kafka    string
 	prometheus                       bool
@@ -72,7 +71,6 @@ func devCmd() *cobra.Command {
 	return cmd
 }
 
-// yes reads a yes/no setting: 1, true, yes or on are yes.
 func yes(v string) bool {
 	switch strings.ToLower(v) {
 	case "1", "true", "yes", "on":
@@ -242,7 +240,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	return runTraced(ctx, cfg, ln)
 }
 
-// consoleURL is the operator console's address on ln, empty when the console is off.
 func consoleURL(ln net.Listener) string {
 	if ln == nil {
 		return ""
@@ -276,7 +273,6 @@ func writeDevEnv(path string, vars [][2]string, adminURL, adminToken string) err
 	return nil
 }
 
-// redacted is the URL u with its password, if any, replaced by xxxxx.
 func redacted(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -285,7 +281,6 @@ func redacted(u string) string {
 	return p.Redacted()
 }
 
-// shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
@@ -294,18 +289,12 @@ func shellQuote(s string) string {
 // one-time password for the banner, and the acv command's admin API token: the one in tokenFile
 // while the server accepts it, else a new one of "admin" ("" when that account is gone or disabled).
 func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (bootstrap, token string, err error) {
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, svc, acc, err := firstAccount(ctx, cfg.DatabaseURL, "acv dev", "admin")
 	if err != nil {
 		return "", "", err
 	}
 	defer st.Close()
-	svc, err := console.NewService(console.Config{Store: st})
-	if err != nil {
-		return "", "", err
-	}
-	if acc, err := firstAccount(ctx, st, svc, "acv dev", "admin"); err != nil {
-		return "", "", err
-	} else if acc != nil {
+	if acc != nil {
 		bootstrap = fmt.Sprintf("console account %q, one-time password %s (shown once; the first login must change it)",
 			acc.Username, acc.OneTimePassword)
 	}
@@ -314,14 +303,14 @@ func prepareConsole(ctx context.Context, cfg service.Config, tokenFile string) (
 			return bootstrap, strings.TrimSpace(string(b)), nil
 		}
 	}
-	acc, err := st.AdminAccountByUsername(ctx, "admin")
-	if errors.Is(err, contract.ErrNotFound) || err == nil && acc.Disabled {
+	adm, err := st.AdminAccountByUsername(ctx, "admin")
+	if errors.Is(err, contract.ErrNotFound) || err == nil && adm.Disabled {
 		return bootstrap, "", nil
 	}
 	if err != nil {
 		return "", "", err
 	}
-	t, err := svc.CreateToken(ctx, console.Actor{AdminID: acc.ID, Username: "acv dev", Role: console.Role(acc.Role)},
+	t, err := svc.CreateToken(ctx, console.Actor{AdminID: adm.ID, Username: "acv dev", Role: console.Role(adm.Role)},
 		"acv dev", "", devTokenTTL)
 	if err != nil {
 		return "", "", fmt.Errorf("create the dev stack's admin API token: %w", err)
@@ -400,24 +389,18 @@ func seedDemo(ctx context.Context, a *admin.Admin, path string) (demo, error) {
 	return d, os.WriteFile(path, b, 0o600)
 }
 
-// devMasterKeys reads the master key file, creating it (0600, one random key) on first use.
+// devMasterKeys reads the master key file, creating it (0600, one random key) on first use; the
+// data directory's lock keeps a second acv dev from creating it too.
 func devMasterKeys(path string) (*secrets.Keyring, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		k, gerr := secrets.GenerateKey("dev")
-		if gerr == nil {
-			_, gerr = fmt.Fprintf(f, "# acv dev: the master key sealing this data directory's API-key secrets\n%s\n", k.Line())
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		k, err := secrets.GenerateKey("dev")
+		if err == nil {
+			err = os.WriteFile(path, []byte("# acv dev: the master key sealing this data directory's API-key secrets\n"+k.Line()+"\n"), 0o600)
 		}
-		if cerr := f.Close(); gerr == nil {
-			gerr = cerr
-		}
-		if gerr != nil {
+		if err != nil {
 			os.Remove(path)
-			return nil, fmt.Errorf("create master key file: %w", gerr)
+			return nil, fmt.Errorf("create master key file: %w", err)
 		}
-	case !errors.Is(err, os.ErrExist):
-		return nil, fmt.Errorf("create master key file: %w", err)
 	}
 	return secrets.ParseFile(path)
 }

@@ -66,7 +66,6 @@ func (p *devPorts) pick(name, asked, def string) (string, error) {
 	return localenv.FreeAddr()
 }
 
-// remember records that the listener name serves on addr.
 func (p *devPorts) remember(name, addr string) error {
 	if p.addrs[name] == addr {
 		return nil

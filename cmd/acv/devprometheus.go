@@ -37,21 +37,17 @@ type devPrometheusSetup struct {
 // must match a file. It is read on every start: the rules have one home, which may move.
 func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 	s := devPrometheusSetup{global: map[string]any{"external_labels": map[string]string{"stack": "acv-dev"}}}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return s, err
-	}
-	b, err := os.ReadFile(abs)
-	if err != nil {
-		return s, fmt.Errorf("the deployment's Prometheus configuration (run acv dev from the repository's root, or name it with --prometheus-config): %w", err)
-	}
 	var deploy struct {
 		Global        map[string]any   `yaml:"global"`
 		RuleFiles     []string         `yaml:"rule_files"`
 		ScrapeConfigs []map[string]any `yaml:"scrape_configs"`
 	}
-	if err := yaml.Unmarshal(b, &deploy); err != nil {
-		return s, fmt.Errorf("read %s: %w", path, err)
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		err = readYAML(abs, &deploy)
+	}
+	if err != nil {
+		return s, fmt.Errorf("the deployment's Prometheus configuration (run acv dev from the repository's root, or name it with --prometheus-config): %w", err)
 	}
 	if len(deploy.RuleFiles) == 0 {
 		return s, fmt.Errorf("%s names no rule_files", path)
@@ -71,11 +67,18 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 			return s, fmt.Errorf("%s: rule_files entry %q matches no file (looked for %s)", path, pattern, p)
 		}
 		for _, f := range files {
-			n, err := countRules(f)
-			if err != nil {
-				return s, err
+			var rules struct {
+				Groups []struct {
+					Rules []map[string]any `yaml:"rules"`
+				} `yaml:"groups"`
 			}
-			s.ruleFiles, s.rules = append(s.ruleFiles, f), s.rules+n
+			if err := readYAML(f, &rules); err != nil {
+				return s, fmt.Errorf("read rules: %w", err)
+			}
+			for _, g := range rules.Groups {
+				s.rules += len(g.Rules)
+			}
+			s.ruleFiles = append(s.ruleFiles, f)
 		}
 	}
 	if !slices.ContainsFunc(deploy.ScrapeConfigs, func(j map[string]any) bool { return j["job_name"] == devJobAPI }) {
@@ -84,42 +87,15 @@ func readDeployPrometheus(path string) (devPrometheusSetup, error) {
 	return s, nil
 }
 
-// countRules is the number of recording and alerting rules of a Prometheus rule file.
-func countRules(path string) (int, error) {
+func readYAML(path string, v any) error {
 	b, err := os.ReadFile(path)
+	if err == nil {
+		err = yaml.Unmarshal(b, v)
+	}
 	if err != nil {
-		return 0, err
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	var f struct {
-		Groups []struct {
-			Rules []map[string]any `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		return 0, fmt.Errorf("read rules %s: %w", path, err)
-	}
-	n := 0
-	for _, g := range f.Groups {
-		n += len(g.Rules)
-	}
-	return n, nil
-}
-
-// config renders the configuration of acv dev's Prometheus serving on addr.
-func (s devPrometheusSetup) config(addr, metricsAddr, targetsDir string) ([]byte, error) {
-	static := func(job, target string) map[string]any {
-		return map[string]any{"job_name": job, "static_configs": []any{map[string]any{"targets": []string{target}}}}
-	}
-	return json.MarshalIndent(map[string]any{
-		"global":     s.global,
-		"rule_files": s.ruleFiles,
-		"scrape_configs": []any{
-			static(devJobAPI, metricsAddr),
-			map[string]any{"job_name": devJobLoad, "file_sd_configs": []any{map[string]any{
-				"files": []string{filepath.Join(targetsDir, "*.json")}, "refresh_interval": "5s"}}},
-			static("prometheus", addr),
-		},
-	}, "", "  ")
+	return nil
 }
 
 // devPrometheus is the Prometheus acv dev runs with --prometheus.
@@ -151,8 +127,20 @@ func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *dev
 	if err != nil {
 		return nil, err
 	}
+	static := func(job, target string) map[string]any {
+		return map[string]any{"job_name": job, "static_configs": []any{map[string]any{"targets": []string{target}}}}
+	}
 	p, err := localenv.StartPrometheus(home, localenv.PrometheusOptions{Addr: addr, Config: func(addr string) ([]byte, error) {
-		return setup.config(addr, metricsAddr, targets)
+		return json.MarshalIndent(map[string]any{
+			"global":     setup.global,
+			"rule_files": setup.ruleFiles,
+			"scrape_configs": []any{
+				static(devJobAPI, metricsAddr),
+				map[string]any{"job_name": devJobLoad, "file_sd_configs": []any{map[string]any{
+					"files": []string{filepath.Join(targets, "*.json")}, "refresh_interval": "5s"}}},
+				static("prometheus", addr),
+			},
+		}, "", "  ")
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("start prometheus: %w", err)
@@ -167,9 +155,8 @@ func startDevPrometheus(dir, deployConfig, asked, metricsAddr string, ports *dev
 // directory where it can be.
 func (p *devPrometheus) describe() string {
 	wd, _ := os.Getwd()
-	files := make([]string, len(p.setup.ruleFiles))
-	for i, f := range p.setup.ruleFiles {
-		files[i] = f
+	files := slices.Clone(p.setup.ruleFiles)
+	for i, f := range files {
 		if rel, err := filepath.Rel(wd, f); err == nil && !strings.HasPrefix(rel, "..") {
 			files[i] = rel
 		}

@@ -118,7 +118,6 @@ func passwordLogin(ctx context.Context, in *bufio.Reader, adminURL string, ttl t
 	return t.Secret, nil
 }
 
-// prompt asks a question on standard error and reads the answer.
 func prompt(in *bufio.Reader, q string) (string, error) {
 	fmt.Fprint(os.Stderr, q)
 	s, err := readLine(in)
@@ -164,7 +163,6 @@ func logoutCmd() *cobra.Command {
 	}
 }
 
-// tokenCmd manages admin API tokens: for automation (CI), made by an admin.
 func tokenCmd() *cobra.Command {
 	var name, role string
 	var ttl time.Duration
@@ -194,7 +192,6 @@ func tokenCmd() *cobra.Command {
 	return group(&cobra.Command{Use: "token", Short: "Create, list and revoke admin API tokens"}, create, list, revoke)
 }
 
-// tokenRows are the token list's table.
 func tokenRows(ts []contract.APIToken, now time.Time) [][]string {
 	rows := [][]string{{"ID", "NAME", "OWNER", "ROLE", "STATE", "EXPIRES_AT", "LAST_USED_AT"}}
 	for _, t := range ts {

@@ -12,22 +12,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// logsCmd groups the commands of the verification-log partitions, run by the server through
-// the admin API.
+// logsCmd has the server maintain the verification-log partitions, as the relay and consumer
+// processes do hourly, and lists them, through the admin API.
 func logsCmd() *cobra.Command {
-	return group(&cobra.Command{
-		Use:   "logs",
-		Short: "Verification-log partitions: list them, create the days ahead, drop the days past the retention",
-	}, logsMaintainCmd(), logsPartitionsCmd())
-}
-
-// logsMaintainCmd runs one partition maintenance on the server, as the relay and consumer
-// processes do hourly.
-func logsMaintainCmd() *cobra.Command {
 	var retention string
 	var ahead int
 	body := map[string]any{}
-	cmd := apiCmd(&cobra.Command{
+	maintain := apiCmd(&cobra.Command{
 		Use:   "maintain",
 		Short: "Create the log partitions of the days ahead and drop those past the server's retention (admin)",
 		Long: "Has the server create verification_logs' day partitions from today to --ahead days after, move\n" +
@@ -67,14 +58,9 @@ func logsMaintainCmd() *cobra.Command {
 			plural.N(res.Moved, "row", "rows"), res.Purged)
 		return nil
 	})
-	cmd.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides the server's ACV_LOG_RETENTION; 0 keeps every day)")
-	cmd.Flags().IntVar(&ahead, "ahead", 0, "days after today that get their partition (default the server's)")
-	return cmd
-}
-
-// logsPartitionsCmd lists the partitions of verification_logs.
-func logsPartitionsCmd() *cobra.Command {
-	return apiCmd(command("partitions", "List the verification-log partitions and their ranges", cobra.NoArgs),
+	maintain.Flags().StringVar(&retention, "retention", "", "days of logs kept (overrides the server's ACV_LOG_RETENTION; 0 keeps every day)")
+	maintain.Flags().IntVar(&ahead, "ahead", 0, "days after today that get their partition (default the server's)")
+	partitions := apiCmd(command("partitions", "List the verification-log partitions and their ranges", cobra.NoArgs),
 		"read the log partitions", func(ctx context.Context, c *adminclient.Client, _ []string) error {
 			ps, err := adminclient.Call[items[struct {
 				Name     string
@@ -94,4 +80,8 @@ func logsPartitionsCmd() *cobra.Command {
 			}
 			return printTable(os.Stdout, rows)
 		})
+	return group(&cobra.Command{
+		Use:   "logs",
+		Short: "Verification-log partitions: list them, create the days ahead, drop the days past the retention",
+	}, maintain, partitions)
 }

@@ -48,7 +48,6 @@ func rootCmd() *cobra.Command {
 	return root
 }
 
-// logLevel is ACV_LOG_LEVEL's level; info when it names none.
 func logLevel() slog.Level {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(settings.Get("ACV_LOG_LEVEL"))); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/console"
 	"github.com/acv/acv/internal/service"
 	"github.com/acv/acv/internal/telemetry"
@@ -59,39 +60,41 @@ func migrateCmd() *cobra.Command {
 // createFirstAdmin creates the console's first account when it has none, recorded in the
 // admin audit log as done by acv migrate.
 func createFirstAdmin(ctx context.Context, databaseURL, username string) error {
-	st, err := store.Open(ctx, databaseURL)
+	st, _, acc, err := firstAccount(ctx, databaseURL, "acv migrate", username)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	svc, err := console.NewService(console.Config{Store: st})
-	if err != nil {
-		return err
-	}
-	acc, err := firstAccount(ctx, st, svc, "acv migrate", username)
-	if err != nil || acc == nil {
-		if err == nil {
-			fmt.Printf("the console has accounts already; no account created (an admin makes more: acv admin create)\n")
-		}
-		return err
+	if acc == nil {
+		fmt.Printf("the console has accounts already; no account created (an admin makes more: acv admin create)\n")
+		return nil
 	}
 	fmt.Printf("account %s (admin) created\none-time password: %s\nit is shown once; the first login, in the console, must replace it (then acv login)\n",
 		acc.Username, acc.OneTimePassword)
 	return nil
 }
 
-// firstAccount creates the console's first account, an admin named username, by the system
-// actor by; nil when the console has accounts already.
-func firstAccount(ctx context.Context, st *store.Store, svc *console.Service, by, username string) (*console.NewAccount, error) {
-	accounts, err := st.AdminAccounts(ctx)
-	if err != nil || len(accounts) > 0 {
-		return nil, err
+// firstAccount opens the console's store and creates its first account, an admin named
+// username, by the system actor by; acc is nil when the console has accounts already.
+func firstAccount(ctx context.Context, databaseURL, by, username string) (st *store.Store, svc *console.Service, acc *console.NewAccount, err error) {
+	if st, err = store.Open(ctx, databaseURL); err != nil {
+		return nil, nil, nil, err
 	}
-	acc, err := svc.CreateAccount(ctx, console.SystemActor(by), username, console.RoleAdmin)
+	svc, err = console.NewService(console.Config{Store: st})
+	var accounts []contract.AdminAccount
+	if err == nil {
+		accounts, err = st.AdminAccounts(ctx)
+	}
+	if err == nil && len(accounts) == 0 {
+		var a console.NewAccount
+		a, err = svc.CreateAccount(ctx, console.SystemActor(by), username, console.RoleAdmin)
+		acc = &a
+	}
 	if err != nil {
-		return nil, err
+		st.Close()
+		return nil, nil, nil, err
 	}
-	return &acc, nil
+	return st, svc, acc, nil
 }
 
 // stopped is a server command's result: a signal that stops it while it is still starting
