@@ -119,7 +119,7 @@ func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in
 		if c.OnRetry != nil {
 			c.OnRetry(method, pathAndQuery, attempt, answerError(resp, b, err))
 		}
-		if werr := c.backoff(ctx, attempt, resp); werr != nil {
+		if c.backoff(ctx, attempt, resp) != nil {
 			break
 		}
 		resp, b, err = c.Do(ctx, method, pathAndQuery, body, hdr)
@@ -136,9 +136,6 @@ func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in
 	return v, resp.Header, nil
 }
 
-func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
-
-// get reads a GET answer into a T.
 func get[T any](ctx context.Context, c *Client, pathAndQuery string) (T, error) {
 	v, _, err := call[T](ctx, c, http.MethodGet, pathAndQuery, nil, nil)
 	return v, err
@@ -164,11 +161,7 @@ func (c *Client) ListCodes(ctx context.Context, projectID string, p ListParams) 
 			q.Set(k, v)
 		}
 	}
-	path := projectPath(projectID) + "/codes"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return get[contract.CodePage](ctx, c, path)
+	return get[contract.CodePage](ctx, c, strings.TrimSuffix(projectPath(projectID)+"/codes?"+q.Encode(), "?"))
 }
 
 // CodeByValue reads one code by its value, with its verification history.
@@ -190,6 +183,8 @@ func (c *Client) Verify(ctx context.Context, projectID string, req contract.Veri
 func (c *Client) Reactivate(ctx context.Context, projectID string, req contract.ReactivateRequest, o Options) (contract.ReactivateResponse, http.Header, error) {
 	return call[contract.ReactivateResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, o.header())
 }
+
+func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
 
 func (o Options) header() http.Header {
 	if o.IdempotencyKey == "" {
@@ -239,10 +234,8 @@ func (c *Client) backoff(ctx context.Context, attempt int, resp *http.Response) 
 		now := time.Now()
 		d = max(d, now.Truncate(time.Second).Add(time.Second).Sub(now))
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

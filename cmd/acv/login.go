@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,29 +40,23 @@ func loginCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := bufio.NewReader(cmd.InOrStdin())
 			ctx := cmd.Context()
-			if adminURL == "" {
-				adminURL = settings.Get("ACV_ADMIN_URL")
-			}
-			if adminURL == "" {
-				var err error
+			var err error
+			if adminURL = cmp.Or(adminURL, settings.Get("ACV_ADMIN_URL")); adminURL == "" {
 				if adminURL, err = prompt(in, "Admin URL (the console's address): "); err != nil {
 					return err
 				}
 			}
 			adminURL = strings.TrimRight(adminURL, "/")
 			var secret string
-			if token {
-				s, err := readLine(in)
-				if err != nil {
-					return fmt.Errorf("read the token from standard input: %w", err)
-				}
-				secret = strings.TrimSpace(s)
-			} else {
-				var err error
-				if secret, err = passwordLogin(ctx, in, adminURL, ttl); err != nil {
-					return err
-				}
+			if !token {
+				secret, err = passwordLogin(ctx, in, adminURL, ttl)
+			} else if secret, err = readLine(in); err != nil {
+				err = fmt.Errorf("read the token from standard input: %w", err)
 			}
+			if err != nil {
+				return err
+			}
+			secret = strings.TrimSpace(secret)
 			c := &adminclient.Client{URL: adminURL, Token: secret}
 			me, err := c.Me(ctx)
 			if err != nil {

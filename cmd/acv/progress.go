@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -11,25 +10,19 @@ import (
 )
 
 // progress reports how many codes an operation has done: on a terminal as a bar with the count
-// and the rate, otherwise (a log, a pipe, CI) as a plain line at most every few seconds and at
+// and the rate, otherwise (a log, a pipe, CI) as a plain line at most every plainEvery and at
 // the end, so the output stays readable.
 type progress struct {
-	what  string
-	total int64
-	w     io.Writer
-	bar   *progressbar.ProgressBar
-
-	start   time.Time
-	last    time.Time
-	done    int64
-	printed int64
+	what                 string
+	bar                  *progressbar.ProgressBar
+	start, last          time.Time
+	total, done, printed int64
 }
 
-// plainEvery is how often a non-terminal progress line is printed at most.
 var plainEvery = 2 * time.Second
 
 func newProgress(what string, total int64) *progress {
-	p := &progress{what: what, total: total, w: os.Stderr, start: time.Now()}
+	p := &progress{what: what, total: total, start: time.Now()}
 	p.last = p.start
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		p.bar = progressbar.NewOptions64(total,
@@ -54,11 +47,8 @@ func (p *progress) Set(done int) {
 	p.done = int64(done)
 	if p.bar != nil {
 		_ = p.bar.Set64(p.done)
-		return
-	}
-	if now := time.Now(); now.Sub(p.last) >= plainEvery {
-		p.last = now
-		p.line(now)
+	} else if time.Since(p.last) >= plainEvery {
+		p.line()
 	}
 }
 
@@ -66,23 +56,18 @@ func (p *progress) Set(done int) {
 func (p *progress) Finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
-		return
-	}
-	if p.done != p.printed {
-		p.line(time.Now())
+	} else if p.done != p.printed {
+		p.line()
 	}
 }
 
-func (p *progress) line(now time.Time) {
-	p.printed = p.done
-	el := now.Sub(p.start)
-	rate := 0.0
-	if s := el.Seconds(); s > 0 {
-		rate = float64(p.done) / s
-	}
+func (p *progress) line() {
+	p.last, p.printed = time.Now(), p.done
+	el := p.last.Sub(p.start)
 	pct := 100.0
 	if p.total > 0 {
 		pct = 100 * float64(p.done) / float64(p.total)
 	}
-	fmt.Fprintf(p.w, "%s: %d of %d codes (%.0f%%), %.0f codes/s, %s elapsed\n", p.what, p.done, p.total, pct, rate, el.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "%s: %d of %d codes (%.0f%%), %.0f codes/s, %s elapsed\n",
+		p.what, p.done, p.total, pct, float64(p.done)/max(el.Seconds(), 1e-9), el.Round(time.Second))
 }
