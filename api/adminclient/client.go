@@ -4,6 +4,7 @@ package adminclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,11 +90,7 @@ func (c *Client) Send(ctx context.Context, method, path, contentType string, bod
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	h := c.HTTP
-	if h == nil {
-		h = defaultHTTP
-	}
-	resp, err := h.Do(req)
+	resp, err := cmp.Or(c.HTTP, defaultHTTP).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reach the admin API at %s: %w", c.URL, err)
 	}
@@ -106,10 +103,7 @@ func (c *Client) Send(ctx context.Context, method, path, contentType string, bod
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if json.Unmarshal(b, &e) != nil || e.Detail == "" {
-		e.Detail = strings.TrimSpace(string(b))
-		if e.Detail == "" {
-			e.Detail = http.StatusText(resp.StatusCode)
-		}
+		e.Detail = cmp.Or(strings.TrimSpace(string(b)), http.StatusText(resp.StatusCode))
 	}
 	return nil, &Error{Status: resp.StatusCode, Detail: e.Detail}
 }

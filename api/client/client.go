@@ -4,6 +4,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -85,11 +86,7 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, body []byt
 	}
 	maps.Copy(req.Header, hdr)
 	c.Sign(req, body)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: %w", method, pathAndQuery, err)
 	}
@@ -220,11 +217,7 @@ func answerError(resp *http.Response, body []byte, err error) error {
 // backoff waits before retry attempt: RetryBackoff doubled for each earlier retry, or a longer
 // Retry-After; without a nonce, past the current second (the same signature is a replay).
 func (c *Client) backoff(ctx context.Context, attempt int, resp *http.Response) error {
-	d := c.RetryBackoff
-	if d <= 0 {
-		d = 100 * time.Millisecond
-	}
-	d <<= attempt - 1
+	d := cmp.Or(c.RetryBackoff, 100*time.Millisecond) << (attempt - 1)
 	if resp != nil {
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && time.Duration(s)*time.Second > d {
 			d = time.Duration(s) * time.Second

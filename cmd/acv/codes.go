@@ -230,20 +230,21 @@ func generate(ctx context.Context, c *adminclient.Client, project, name string, 
 	}
 	bar := newProgress("generating", int64(b.Requested))
 	path := adminclient.Path(nil, "projects", project, "batches", b.ID)
-	for b.Status != "done" && b.Status != "failed" && b.Status != "cancelled" {
+	var err error
+	for err == nil && b.Status != "done" && b.Status != "failed" && b.Status != "cancelled" {
 		select {
 		case <-ctx.Done():
-			bar.Finish()
-			return fmt.Errorf("stopped following batch %s, which goes on on the server (acv codes list, or the console): %w", b.ID, ctx.Err())
+			err = fmt.Errorf("stopped following batch %s, which goes on on the server (acv codes list, or the console): %w", b.ID, ctx.Err())
 		case <-time.After(batchPoll):
+			if err = c.Do(ctx, http.MethodGet, path, nil, &b); err == nil {
+				bar.Set(b.Done)
+			}
 		}
-		if err := c.Do(ctx, http.MethodGet, path, nil, &b); err != nil {
-			bar.Finish()
-			return err
-		}
-		bar.Set(b.Done)
 	}
 	bar.Finish()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "generated %s in batch %s (%s)\n", plural.N(b.Done, "code", "codes"), b.ID, b.Status)
 	if b.Status != "done" {
 		return fmt.Errorf("batch %s %s: %s", b.ID, b.Status, b.Error)
