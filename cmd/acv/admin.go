@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -225,11 +226,15 @@ func adminCmd() *cobra.Command {
 			return nil
 		},
 	}, "reset passwords", func(ctx context.Context, c *adminclient.Client, args []string) error {
-		id, err := accountID(ctx, c, args[0])
+		as, err := adminclient.Call[items[adminclient.Account]](ctx, c, http.MethodGet, "/accounts", nil)
 		if err != nil {
 			return err
 		}
-		acc, err := adminclient.Call[adminclient.NewAccount](ctx, c, http.MethodPost, adminclient.Path(nil, "accounts", id, "reset-password"), body)
+		i := slices.IndexFunc(as, func(a adminclient.Account) bool { return strings.EqualFold(a.Username, args[0]) })
+		if i < 0 {
+			return fmt.Errorf("no account named %q", args[0])
+		}
+		acc, err := adminclient.Call[adminclient.NewAccount](ctx, c, http.MethodPost, adminclient.Path(nil, "accounts", as[i].ID, "reset-password"), body)
 		if err != nil {
 			return err
 		}
@@ -241,17 +246,4 @@ func adminCmd() *cobra.Command {
 	})
 	reset.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the one-time password from standard input instead of drawing one")
 	return group(&cobra.Command{Use: "admin", Short: "Create console accounts and reset their passwords"}, create, reset)
-}
-
-func accountID(ctx context.Context, c *adminclient.Client, username string) (string, error) {
-	as, err := adminclient.Call[items[adminclient.Account]](ctx, c, http.MethodGet, "/accounts", nil)
-	if err != nil {
-		return "", err
-	}
-	for _, a := range as {
-		if strings.EqualFold(a.Username, username) {
-			return a.ID, nil
-		}
-	}
-	return "", fmt.Errorf("no account named %q", username)
 }

@@ -49,10 +49,7 @@ func saveCredentials(c credentials) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return "", err
-	}
+	b, _ := json.MarshalIndent(c, "", "  ")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", tmp, err)

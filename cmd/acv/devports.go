@@ -71,10 +71,7 @@ func (p *devPorts) remember(name, addr string) error {
 		return nil
 	}
 	p.addrs[name] = addr
-	b, err := json.MarshalIndent(p.addrs, "", "  ")
-	if err != nil {
-		return err
-	}
+	b, _ := json.MarshalIndent(p.addrs, "", "  ")
 	if err := os.WriteFile(p.path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("remember the %s address: %w", name, err)
 	}
