@@ -100,7 +100,7 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, body []byt
 
 // call sends in (nil for no body) as JSON, retrying as Retries says, and decodes a 2xx answer
 // into a T.
-func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in any, hdr http.Header) (v T, _ http.Header, _ error) {
+func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in any, o Options) (v T, _ http.Header, _ error) {
 	var body []byte
 	if in != nil {
 		var err error
@@ -108,8 +108,12 @@ func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in
 			return v, nil, fmt.Errorf("encode body: %w", err)
 		}
 	}
-	if c.Retries > 0 && method == http.MethodPost && hdr.Get("Idempotency-Key") == "" {
-		hdr = http.Header{"Idempotency-Key": {randomHex()}}
+	if c.Retries > 0 && method == http.MethodPost && o.IdempotencyKey == "" {
+		o.IdempotencyKey = randomHex()
+	}
+	var hdr http.Header
+	if o.IdempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {o.IdempotencyKey}}
 	}
 	resp, b, err := c.Do(ctx, method, pathAndQuery, body, hdr)
 	for attempt := 1; attempt <= c.Retries && retryable(ctx, resp, err); attempt++ {
@@ -134,7 +138,7 @@ func call[T any](ctx context.Context, c *Client, method, pathAndQuery string, in
 }
 
 func get[T any](ctx context.Context, c *Client, pathAndQuery string) (T, error) {
-	v, _, err := call[T](ctx, c, http.MethodGet, pathAndQuery, nil, nil)
+	v, _, err := call[T](ctx, c, http.MethodGet, pathAndQuery, nil, Options{})
 	return v, err
 }
 
@@ -173,22 +177,15 @@ func (c *Client) CodeByID(ctx context.Context, projectID, id string) (contract.C
 
 // Verify redeems a code. A business refusal is a nil error with Success false.
 func (c *Client) Verify(ctx context.Context, projectID string, req contract.VerifyRequest, o Options) (contract.VerifyResponse, http.Header, error) {
-	return call[contract.VerifyResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/verify", req, o.header())
+	return call[contract.VerifyResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/verify", req, o)
 }
 
 // Reactivate resets a used code to unused.
 func (c *Client) Reactivate(ctx context.Context, projectID string, req contract.ReactivateRequest, o Options) (contract.ReactivateResponse, http.Header, error) {
-	return call[contract.ReactivateResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, o.header())
+	return call[contract.ReactivateResponse](ctx, c, http.MethodPost, projectPath(projectID)+"/codes/reactivate", req, o)
 }
 
 func projectPath(projectID string) string { return "/api/v1/projects/" + url.PathEscape(projectID) }
-
-func (o Options) header() http.Header {
-	if o.IdempotencyKey == "" {
-		return nil
-	}
-	return http.Header{"Idempotency-Key": {o.IdempotencyKey}}
-}
 
 // randomHex is 16 random bytes in hex: a nonce, or an Idempotency-Key the client draws.
 func randomHex() string {
