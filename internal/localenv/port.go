@@ -127,19 +127,6 @@ func held(path string) bool {
 	return err == nil && now == owner
 }
 
-// processIdentity is "pid starttime": the start time (field 22 of /proc/pid/stat) tells a
-// process from a later one given the same id.
-func processIdentity(pid int) (string, error) {
-	f, ok := runningStat(pid)
-	if !ok {
-		return "", fmt.Errorf("process %d is not running", pid)
-	}
-	if len(f) < 20 {
-		return "", fmt.Errorf("read process %d: malformed stat", pid)
-	}
-	return strconv.Itoa(pid) + " " + f[19], nil
-}
-
 func bindable(port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {

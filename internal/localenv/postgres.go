@@ -93,8 +93,13 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 			return nil, errors.New("postgres: a standby refuses every connection, so its password cannot be set: start it without one")
 		}
 	}
-	if err := mkdirFor(dir, cred); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
 		if err := initdb(dir, cred, o.Password); err != nil {

@@ -163,18 +163,6 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
-func mkdirFor(dir string, cred *syscall.Credential) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("chown %s: %w", dir, err)
-		}
-	}
-	return nil
-}
-
 // giveUp wraps an error that makes Poll stop at once.
 type giveUp struct{ error }
 
@@ -295,21 +283,21 @@ func stopStale(pidFile, exe string, sig syscall.Signal, grace time.Duration) err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil || pid <= 1 || pid == os.Getpid() || !alive(pid) || !runs(pid, exe) {
+	ended := func() error {
+		if _, err := processIdentity(pid); err == nil {
+			return errors.New("still running")
+		}
+		return nil
+	}
+	if err != nil || pid <= 1 || pid == os.Getpid() || ended() == nil || !runs(pid, exe) {
 		return nil
 	}
 	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop stale %s (pid %d, %s): %w", exe, pid, pidFile, err)
 	}
-	gone := func() error {
-		if alive(pid) {
-			return errors.New("alive")
-		}
-		return nil
-	}
-	if Poll(context.Background(), grace, 50*time.Millisecond, gone) != nil {
+	if Poll(context.Background(), grace, 50*time.Millisecond, ended) != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		return Poll(context.Background(), grace, 50*time.Millisecond, gone)
+		return Poll(context.Background(), grace, 50*time.Millisecond, ended)
 	}
 	return nil
 }
@@ -330,18 +318,14 @@ func StatFields(path string) (fields []string, ok bool) {
 	return f, len(f) > 0
 }
 
-// runningStat is StatFields of pid's stat, ok only for a running process (not a zombie).
-func runningStat(pid int) ([]string, bool) {
+// processIdentity is "pid starttime" of a running process (not a zombie): the start time
+// (field 22 of /proc/pid/stat) tells it from a later process given the same id.
+func processIdentity(pid int) (string, error) {
 	f, ok := StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
-	if !ok || f[0] == "Z" || f[0] == "X" {
-		return nil, false
+	if !ok || f[0] == "Z" || f[0] == "X" || len(f) < 20 {
+		return "", fmt.Errorf("process %d is not running", pid)
 	}
-	return f, true
-}
-
-func alive(pid int) bool {
-	_, ok := runningStat(pid)
-	return ok
+	return strconv.Itoa(pid) + " " + f[19], nil
 }
 
 // runs tells whether pid runs the program exe, by its executable, command name or first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -18,16 +19,14 @@ import (
 type RedisOptions struct {
 	// AOF turns on the append-only file with fsync every second, as production runs.
 	AOF bool
-	// Debug allows the DEBUG command from loopback, for tests that make Redis reload its
-	// dataset (DEBUG RELOAD) to see how the service answers while Redis is LOADING.
+	// Debug allows the DEBUG command from loopback (DEBUG RELOAD, for tests of LOADING).
 	Debug bool
-	// FsyncAlways fsyncs the append-only file before Redis answers a write (appendfsync
-	// always): no acknowledged write is lost to a host crash.
+	// FsyncAlways fsyncs the append-only file before Redis answers a write (appendfsync always).
 	FsyncAlways bool
 	// ReplicaOf, "host:port", starts the server as a replica of that master.
 	ReplicaOf string
 	// Password, when set, is required of every client (requirepass; masterauth for a replica),
-	// written to dir/auth.conf (0600), not onto the command line. See PasswordFile.
+	// written to dir/auth.conf (0600), not onto the command line.
 	Password string
 }
 
@@ -69,7 +68,7 @@ func startRedis(dir string, port int, o RedisOptions, extra ...string) (*Process
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not installed (apt-get install redis-server): %w", err)
 	}
-	if err := mkdirFor(dir, nil); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	var args []string
@@ -113,8 +112,8 @@ func startRedis(dir string, port int, o RedisOptions, extra ...string) (*Process
 	}, bin, append(args, extra...)...)
 }
 
-// writeRedisAuth writes the configuration file that sets the server's password, readable by its
-// owner only, and returns its path.
+// writeRedisAuth writes the configuration file (mode 0600) that sets the password, and returns
+// its path.
 func writeRedisAuth(dir, password string) (string, error) {
 	if err := checkPassword(password); err != nil {
 		return "", fmt.Errorf("redis: %w", err)
@@ -128,8 +127,7 @@ func writeRedisAuth(dir, password string) (string, error) {
 	return conf, nil
 }
 
-// command sends one command to the Redis at addr (giving password first when set) and returns
-// its reply as text.
+// command sends one command to the Redis at addr and returns its reply as text.
 func command(addr, password string, args ...any) (string, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, Protocol: 2, DisableIdentity: true,
 		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, MaxRetries: -1, PoolSize: 1})

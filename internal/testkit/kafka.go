@@ -41,15 +41,8 @@ func KafkaVersions() []string {
 	return localenv.KafkaVersions
 }
 
-// realKafka is one release's broker, shared by every test of the binary.
-type realKafka struct {
-	once sync.Once
-	k    *localenv.Kafka
-	err  error
-}
-
 var (
-	kafkas sync.Map // version → *realKafka
+	kafkas sync.Map // version → func() (*localenv.Kafka, error), the binary's shared broker
 	topics atomic.Int64
 )
 
@@ -57,22 +50,22 @@ var (
 // stopped by Main. Tests share it and keep apart by topic (KafkaTopic) and consumer group.
 func RealKafka(tb testing.TB, version string) *localenv.Kafka {
 	tb.Helper()
-	v, _ := kafkas.LoadOrStore(version, &realKafka{})
-	rk := v.(*realKafka)
-	rk.once.Do(func() {
+	v, _ := kafkas.LoadOrStore(version, sync.OnceValues(func() (*localenv.Kafka, error) {
 		dir, err := os.MkdirTemp("", "acv-kafka-")
 		if err != nil {
-			rk.err = err
-			return
+			return nil, err
 		}
-		if rk.k, rk.err = startKafka(dir, version, 1); rk.k == nil {
+		k, err := startKafka(dir, version, 1)
+		if k == nil {
 			os.RemoveAll(dir)
 		}
-	})
-	if rk.err != nil {
-		tb.Fatalf("start kafka %s: %v", version, rk.err)
+		return k, err
+	}))
+	k, err := v.(func() (*localenv.Kafka, error))()
+	if err != nil {
+		tb.Fatalf("start kafka %s: %v", version, err)
 	}
-	return rk.k
+	return k
 }
 
 // KafkaCluster starts an Apache Kafka cluster of nodes nodes for tb alone, torn down when tb
@@ -108,6 +101,15 @@ func startKafka(dir, version string, nodes int) (*localenv.Kafka, error) {
 	return k, nil
 }
 
+// Report logs a figure line of a test and appends it, named after the test, to the timings
+// file `make test` prints at the end (TimingsEnv).
+func Report(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	line := fmt.Sprintf(format, args...)
+	tb.Log(line)
+	appendTimings(tb.Name() + ": " + line)
+}
+
 func appendTimings(line string) {
 	if f := settings.Get(TimingsEnv); f != "" {
 		if w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
@@ -121,8 +123,8 @@ func appendTimings(line string) {
 // protocol version (KIP-896): false fails the run even when the client retried around it.
 func stopKafkas() bool {
 	ok := true
-	kafkas.Range(func(v, rk any) bool {
-		k := rk.(*realKafka).k
+	kafkas.Range(func(v, start any) bool {
+		k, _ := start.(func() (*localenv.Kafka, error))()
 		if k == nil {
 			return true
 		}
