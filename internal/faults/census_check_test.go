@@ -93,7 +93,7 @@ func sorted(s []string) []string {
 // The process helper's metric parser reads what the registry writes.
 func TestParseMetrics(t *testing.T) {
 	t.Parallel()
-	m := testkit.ParseMetrics(`# HELP acv_dependency_up 1 when the dependency answered.
+	m := localenv.ParseMetrics(`# HELP acv_dependency_up 1 when the dependency answered.
 # TYPE acv_dependency_up gauge
 acv_dependency_up{dependency="kafka"} 0
 acv_dependency_up{dependency="redis"} 1

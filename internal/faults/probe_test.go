@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acv/acv/internal/localenv"
 	"github.com/acv/acv/internal/testkit"
 )
 
@@ -14,7 +15,7 @@ import (
 type probe struct {
 	At      time.Time
 	Ready   testkit.Readiness
-	Metrics testkit.Metrics
+	Metrics localenv.Metrics
 	Err     error
 }
 

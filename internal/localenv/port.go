@@ -37,8 +37,8 @@ func FreeAddr() (string, error) {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
 }
 
-// reservableRange is the larger of the ranges below and above the ephemeral range, from 10000
-// up (below are servers' default ports); ok is false when it holds fewer than 1000 ports.
+// reservableRange is the larger of the ranges below and above the kernel's ephemeral range,
+// from 10000 up (below are servers' default ports); ok is false when it holds fewer than 1000.
 func reservableRange() (lo, hi int, ok bool) {
 	elo, ehi, ok := ephemeralRange()
 	if !ok {
@@ -60,13 +60,8 @@ func ephemeralRange() (lo, hi int, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, 0, false
-	}
-	lo, err1 := strconv.Atoi(f[0])
-	hi, err2 := strconv.Atoi(f[1])
-	return lo, hi, err1 == nil && err2 == nil
+	n, _ := fmt.Sscan(string(b), &lo, &hi)
+	return lo, hi, n == 2
 }
 
 // reservePort reserves a free port of [lo, hi] as dir/<port> holding this process's identity,

@@ -27,16 +27,15 @@ type PostgresOptions struct {
 	Fast bool
 	// Port to listen on; 0 picks a free one.
 	Port int
-	// Standby starts the cluster as a standby that never leaves recovery and refuses every
-	// connection with SQLSTATE 57P03, as a server starting up does.
+	// Standby starts a standby that never leaves recovery and refuses every connection with
+	// SQLSTATE 57P03, as a server starting up does.
 	Standby bool
-	// Password, when set, is the superuser's, asked of every connection (scram-sha-256), TCP and
-	// Unix socket alike; without it every connection is trusted. See PasswordFile.
+	// Password, when set, is the superuser's, asked of every connection (scram-sha-256);
+	// without it every connection is trusted.
 	Password string
 }
 
-// Postgres is a running PostgreSQL server whose superuser is "postgres": trusted on loopback,
-// or, started with a password, asked for it.
+// Postgres is a running PostgreSQL server whose superuser is "postgres".
 type Postgres struct {
 	*Process
 	Port     int
@@ -68,8 +67,7 @@ func pgCredential() (*syscall.Credential, error) {
 }
 
 func pgBinary(name string) (string, error) {
-	p := filepath.Join(PGBin, name)
-	if _, err := os.Stat(p); err == nil {
+	if p, err := exec.LookPath(filepath.Join(PGBin, name)); err == nil {
 		return p, nil
 	}
 	if p, err := exec.LookPath(name); err == nil {
@@ -108,7 +106,7 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (*Postgre
 	}
 	if o.Password != "" {
 		// Until securePostgres has set the password, the Unix socket lets the superuser in.
-		if err := writeFileAtomic(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBAOpening), 0o600, cred); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, "pg_hba.conf"), []byte(pgHBA("local   all       postgres                 trust")), 0o600, cred); err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 	}
@@ -241,25 +239,19 @@ func (p *Postgres) CreateDatabase(ctx context.Context, name string) error {
 	return nil
 }
 
-// pgHBA is the pg_hba.conf of a cluster started with a password: every connection, over
-// loopback TCP or the Unix socket, gives the password of its role.
-const pgHBA = `# Written by acv (internal/localenv) on every start of a cluster with a password.
-# TYPE  DATABASE  USER  ADDRESS        METHOD
-local   all       all                  scram-sha-256
-host    all       all   127.0.0.1/32   scram-sha-256
-host    all       all   ::1/128        scram-sha-256
-`
-
-// pgHBAOpening is the pg_hba.conf until securePostgres has set the password: the superuser in
-// over the Unix socket (mode 0700, in the data directory), TCP asked for it throughout.
-const pgHBAOpening = `# Written by acv (internal/localenv) while it sets the superuser's password; replaced at once.
+// pgHBA is the pg_hba.conf of a cluster started with a password, whose Unix socket line is
+// local: every connection gives the password of its role. Until securePostgres has set it, the
+// superuser comes in over the Unix socket (mode 0700, in the data directory) trusted.
+func pgHBA(local string) string {
+	return `# Written by acv (internal/localenv) on every start of a cluster with a password.
 # TYPE  DATABASE  USER      ADDRESS        METHOD
-local   all       postgres                 trust
+` + local + `
 host    all       all       127.0.0.1/32   scram-sha-256
 host    all       all       ::1/128        scram-sha-256
 `
+}
 
-// securePostgres sets the superuser's password over the socket pgHBAOpening trusts, writes
+// securePostgres sets the superuser's password over the socket the first pgHBA trusts, writes
 // pgHBA, reloads it and waits until it is in effect. It runs on every start, so a cluster gets
 // there however it was left (trusting loopback, or another password).
 func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential) error {
@@ -279,7 +271,7 @@ func securePostgres(ctx context.Context, pg *Postgres, cred *syscall.Credential)
 	if _, err := conn.Exec(ctx, "ALTER ROLE postgres PASSWORD '"+pg.password+"'"); err != nil {
 		return fmt.Errorf("postgres: set the superuser's password: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(pg.Dir, "pg_hba.conf"), []byte(pgHBA), 0o600, cred); err != nil {
+	if err := writeFileAtomic(filepath.Join(pg.Dir, "pg_hba.conf"), []byte(pgHBA("local   all       all                      scram-sha-256")), 0o600, cred); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	var reloaded bool

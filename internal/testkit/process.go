@@ -191,7 +191,7 @@ func (s *Service) Ready() (Readiness, error) {
 }
 
 // Metrics scrapes the debug listener's /metrics.
-func (s *Service) Metrics() (Metrics, error) {
+func (s *Service) Metrics() (localenv.Metrics, error) {
 	code, body, err := fetchURL("http://"+s.DebugAddr+"/metrics", 10*time.Second)
 	if err != nil {
 		return nil, err
@@ -199,14 +199,8 @@ func (s *Service) Metrics() (Metrics, error) {
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("%s /metrics: HTTP %d", s.Name, code)
 	}
-	return ParseMetrics(string(body)), nil
+	return localenv.ParseMetrics(string(body)), nil
 }
-
-// Metrics are the samples of a Prometheus text exposition by series as exposed.
-type Metrics = localenv.Metrics
-
-// ParseMetrics reads the samples of a Prometheus text exposition.
-var ParseMetrics = localenv.ParseMetrics
 
 func fetchURL(url string, timeout time.Duration) (int, []byte, error) {
 	resp, err := (&http.Client{Timeout: timeout}).Get(url)

@@ -12,16 +12,11 @@ import (
 	"github.com/acv/acv/internal/settings"
 )
 
-// A Redis Cluster without replicas is started once per test binary and options and lent to one
-// test at a time, emptied (FLUSHALL; scripts stay); one with replicas, for a test that kills
-// nodes, is the test's own.
-
-// sharedCluster is one cluster lent to one test at a time.
+// sharedCluster is a cluster started once per test binary and options, lent to one test at a
+// time.
 type sharedCluster struct {
 	lease  sync.Mutex
-	once   sync.Once
-	c      *localenv.RedisCluster
-	err    error
+	start  func() (*localenv.RedisCluster, error)
 	holder atomic.Value // name of the test holding the lease
 }
 
@@ -43,10 +38,20 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 		tb.Cleanup(c.Close)
 		return c
 	}
-	v, _ := clusters.shared.LoadOrStore(o, &sharedCluster{})
+	v, _ := clusters.shared.LoadOrStore(o, &sharedCluster{start: sync.OnceValues(func() (*localenv.RedisCluster, error) {
+		if err := suite.init(); err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp(suite.dir, "redis-cluster-")
+		if err != nil {
+			return nil, err
+		}
+		return localenv.StartRedisCluster(dir, o)
+	})})
 	sc := v.(*sharedCluster)
 	if h, _ := sc.holder.Load().(string); h != "" && (tb.Name() == h || strings.HasPrefix(tb.Name(), h+"/")) {
-		return sc.c
+		c, _ := sc.start()
+		return c
 	}
 	sc.lease.Lock()
 	sc.holder.Store(tb.Name())
@@ -54,33 +59,23 @@ func RedisCluster(tb testing.TB, o localenv.ClusterOptions) *localenv.RedisClust
 		sc.holder.Store("")
 		sc.lease.Unlock()
 	})
-	if err := suite.init(); err != nil {
-		tb.Fatalf("prepare test dir: %v", err)
+	c, err := sc.start()
+	if err != nil {
+		tb.Fatalf("start redis cluster: %v", err)
 	}
-	sc.once.Do(func() {
-		dir, err := os.MkdirTemp(suite.dir, "redis-cluster-")
-		if err != nil {
-			sc.err = err
-			return
-		}
-		sc.c, sc.err = localenv.StartRedisCluster(dir, o)
-	})
-	if sc.err != nil {
-		tb.Fatalf("start redis cluster: %v", sc.err)
-	}
-	if err := sc.c.WaitOK(30 * time.Second); err != nil {
+	if err := c.WaitOK(30 * time.Second); err != nil {
 		tb.Fatalf("shared redis cluster: %v", err)
 	}
-	if err := sc.c.FlushAll(); err != nil {
+	if err := c.FlushAll(); err != nil {
 		tb.Fatalf("empty the shared redis cluster: %v", err)
 	}
-	return sc.c
+	return c
 }
 
 // stopRedisClusters stops every cluster the test binary started; Main calls it.
 func stopRedisClusters() {
 	clusters.shared.Range(func(_, sc any) bool {
-		if c := sc.(*sharedCluster).c; c != nil {
+		if c, _ := sc.(*sharedCluster).start(); c != nil {
 			c.Close()
 		}
 		return true

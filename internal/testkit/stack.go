@@ -26,14 +26,13 @@ import (
 // by the test. Its own connections (Deps, Admin) are the operator's.
 type Stack struct {
 	T *testing.T
-	// Config is what every part started afterwards runs with; a test may change it (a tracer,
-	// the relay's claim delays) before starting parts.
+	// Config is what every part started afterwards runs with; a test may change it first.
 	Config service.Config
 	Deps   *service.Deps
 	Admin  *admin.Admin
 	Kafka  *localkafka.Broker // the in-process broker; nil on a real one (StackOptions.Kafka)
-	Redis  *localenv.Redis
-	// RedisCluster is the Redis Cluster the stack runs on instead of Redis (nil on one Redis).
+	// Redis or RedisCluster is the Redis the stack runs on; the other is nil.
+	Redis        *localenv.Redis
 	RedisCluster *localenv.RedisCluster
 	// HTTP is every client's, checking each response against api/openapi.yaml (OpenAPICheck).
 	HTTP *http.Client
@@ -63,14 +62,12 @@ func NewStackOn(t *testing.T, pgURL string) *Stack {
 type StackOptions struct {
 	// PostgresURL is the database to run on; empty creates a fresh one (PostgresDB).
 	PostgresURL string
-	// Kafka is a real Apache Kafka (RealKafka) to run the pipeline on, with a topic and a
-	// consumer group of the stack's own; nil starts an in-process kfake broker for the stack.
+	// Kafka is a real Apache Kafka to run the pipeline on, with a topic and a consumer group
+	// of the stack's own; nil starts an in-process broker for the stack.
 	Kafka *localenv.Kafka
-	// RedisCluster runs the stack on the shared 3-master Redis Cluster instead of one
-	// redis-server; so does a test marked with UseRedisCluster.
+	// RedisCluster runs the stack on the shared 3-master Redis Cluster (as UseRedisCluster does).
 	RedisCluster bool
-	// OwnRedisCluster is a cluster of the caller's own to run on, for a test that kills its
-	// masters or moves its slots; it takes precedence over RedisCluster.
+	// OwnRedisCluster is a cluster of the caller's own to run on; it takes precedence.
 	OwnRedisCluster *localenv.RedisCluster
 }
 
@@ -128,8 +125,8 @@ func (s *Stack) Run(cfg service.Config, ln net.Listener) *Part {
 	return s.Go(func(ctx context.Context) error { return service.Run(ctx, cfg, ln) })
 }
 
-// Go runs run as a part: until the test ends or Stop, which cancels run's context. A test that
-// runs the service with hooks of its own (service.RunWithHooks) starts it through Go.
+// Go runs run (e.g. service.RunWithHooks) as a part: until the test ends or Stop, which cancels
+// run's context.
 func (s *Stack) Go(run func(context.Context) error) *Part {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Part{cancel: cancel, done: make(chan error, 1)}
@@ -150,7 +147,6 @@ func (s *Stack) RunClean(what string, cfg service.Config, ln net.Listener) *Part
 	return p
 }
 
-// listen opens a loopback listener on a free port for an API part.
 func (s *Stack) listen() net.Listener {
 	s.T.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -160,8 +156,8 @@ func (s *Stack) listen() net.Listener {
 	return ln
 }
 
-// startAPI starts an API replica on a listener of its own, as `acv serve` runs it, with
-// configure's changes, stopped (and drained) when the test ends; it returns its base URL.
+// startAPI starts an API replica with configure's changes, stopped (and drained) when the test
+// ends; it returns its base URL.
 func (s *Stack) startAPI(what string, configure func(*service.Config)) string {
 	s.T.Helper()
 	ln := s.listen()
@@ -196,8 +192,7 @@ func (s *Stack) StartAPIWithConsole() (base, console string) {
 	return base, "http://" + adminLn.Addr().String()
 }
 
-// StartAPIs starts n API replicas and returns their base URLs, for tests whose requests must
-// land on replicas that share nothing but the stores.
+// StartAPIs starts n API replicas and returns their base URLs.
 func (s *Stack) StartAPIs(n int) []string {
 	s.T.Helper()
 	bases := make([]string, n)
@@ -231,8 +226,7 @@ func (s *Stack) StartConsumer() *Part {
 	return s.Run(s.ConsumerConfig(), nil)
 }
 
-// StartPipeline runs a relay under each name and one consumer, without faults: the audit
-// pipeline a test needs when it checks what reaches PostgreSQL but breaks nothing in it.
+// StartPipeline runs a relay under each name and one consumer, without faults.
 func (s *Stack) StartPipeline(relays ...string) {
 	s.T.Helper()
 	for _, name := range relays {
@@ -260,7 +254,7 @@ type Tenant struct {
 	Clients   []*client.Client
 }
 
-// NewTenant creates a project (with expiry exp, nil for none) and an unlimited key, and a client
+// NewTenant creates a project (expiring at exp, nil for never), an unlimited key and a client
 // for each base URL.
 func (s *Stack) NewTenant(exp *int64, bases ...string) *Tenant {
 	s.T.Helper()
@@ -286,8 +280,8 @@ func (s *Stack) Client(base, keyID, secret string) *client.Client {
 	return &client.Client{BaseURL: base, KeyID: keyID, Secret: secret, HTTP: s.HTTP}
 }
 
-// ImportCodes creates codes with the given values (and optional expiry) through the admin path:
-// rows in PostgreSQL, then their state in Redis, as `acv codes import` does.
+// ImportCodes creates codes with the given values (and optional expiry) as `acv codes import`
+// does: rows in PostgreSQL, then their state in Redis.
 func (s *Stack) ImportCodes(projectID string, exp *int64, values ...string) {
 	s.T.Helper()
 	codes := make([]contract.NewCode, len(values))
@@ -323,7 +317,7 @@ func MasterKeys(t testing.TB, ids ...string) *secrets.Keyring {
 }
 
 // NewAdmin is the operator's Admin wired as in production on a fresh migrated database and a
-// Redis of the test's own, with the database's URL and the Redis client; all closed at the end.
+// Redis of the test's own, all closed at the end.
 func NewAdmin(tb testing.TB) (a *admin.Admin, pgURL string, rdb *redis.Client) {
 	tb.Helper()
 	ctx := context.Background()
