@@ -19,8 +19,6 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
 
-// The document checked is the one the service embeds and serves (api.OpenAPI).
-
 // validators are the documents' validators by name, built once per test binary each.
 var validators sync.Map // name -> func() (docValidator, error)
 
@@ -51,18 +49,17 @@ func validatorOf(name string, doc func() []byte) (docValidator, error) {
 // OpenAPICheck is an http.RoundTripper that validates the response to every request the
 // document describes against it and records each mismatch; other requests pass unchecked.
 type OpenAPICheck struct {
-	next  http.RoundTripper
-	v     validator.Validator
-	model *v3.Document
-	opts  *config.ValidationOptions
+	docValidator
+	next http.RoundTripper
+	opts *config.ValidationOptions
 
 	checked  atomic.Int64
 	mu       sync.Mutex
 	failures []string
 }
 
-// NewOpenAPICheck wraps next (http.DefaultTransport when nil); when tb ends, each recorded
-// mismatch fails it, wherever in the test the request was made.
+// NewOpenAPICheck wraps next (http.DefaultTransport when nil) checking against api/openapi.yaml
+// as the service embeds it; when tb ends, each recorded mismatch fails it.
 func NewOpenAPICheck(tb testing.TB, next http.RoundTripper) *OpenAPICheck {
 	tb.Helper()
 	return NewOpenAPICheckOf(tb, "api/openapi.yaml", api.OpenAPI, next)
@@ -79,7 +76,7 @@ func NewOpenAPICheckOf(tb testing.TB, name string, doc func() []byte, next http.
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c := &OpenAPICheck{next: next, v: d.v, model: d.model, opts: config.NewValidationOptions()}
+	c := &OpenAPICheck{docValidator: d, next: next, opts: config.NewValidationOptions()}
 	tb.Cleanup(func() {
 		tb.Logf("%d responses checked against %s", c.Checked(), name)
 		for _, f := range c.Failures() {
@@ -112,8 +109,7 @@ func (c *OpenAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
-		// The caller gets what arrived and then the same error; a torn body says nothing
-		// about the document.
+		// The caller gets what arrived and then the error; a torn body says nothing of the document.
 		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		return resp, nil
 	}
@@ -162,17 +158,10 @@ func (c *OpenAPICheck) check(req *http.Request, resp *http.Response, body []byte
 		}
 		b.WriteString("]")
 	}
-	fmt.Fprintf(&b, "; headers %v; body %s", resp.Header, truncate(body, 2048))
+	fmt.Fprintf(&b, "; headers %v; body %s", resp.Header, body[:min(len(body), 2048)])
 	c.mu.Lock()
 	c.failures = append(c.failures, b.String())
 	c.mu.Unlock()
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "…"
 }
 
 // errReader fails every read with err.
