@@ -23,8 +23,7 @@ var KafkaVersions = []string{Kafka3, Kafka4}
 // KafkaDist is a release's jars in the cache, ready to run with `java -cp Libs/*`.
 type KafkaDist struct {
 	Version string
-	// Libs is the directory holding the jars: the broker, its dependencies and the logging
-	// binding its own distribution ships.
+	// Libs holds the jars: the broker, its dependencies and its distribution's logging binding.
 	Libs string
 	// Jars and Bytes are how many jars Libs holds and their total size.
 	Jars  int
@@ -116,14 +115,12 @@ var kafkaLogBindings = map[string][]string{
 		"org.apache.logging.log4j:log4j-api:2.25.5", "org.apache.logging.log4j:log4j-1.2-api:2.25.5"},
 }
 
-// major is the major version of a release ("4" of "4.4.0").
 func major(version string) string {
 	m, _, _ := strings.Cut(version, ".")
 	return m
 }
 
-// kafkaPom is a pom whose runtime dependencies are the broker of version and the logging
-// bindings.
+// kafkaPom is a pom whose runtime dependencies are the broker of version and bindings.
 func kafkaPom(version string, bindings []string) string {
 	var deps strings.Builder
 	for _, d := range append([]string{"org.apache.kafka:kafka_2.13:" + version}, bindings...) {

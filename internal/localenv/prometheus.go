@@ -118,7 +118,6 @@ func startPrometheus(bin, dir, addr string, config func(string) ([]byte, error))
 	return &Prometheus{Process: proc, Addr: addr, URL: url, Dir: dir}, nil
 }
 
-// configFile is the --config.file of the prometheus server at base, "" when it does not say.
 func configFile(hc *http.Client, base string) string {
 	r, err := hc.Get(base + "/api/v1/status/flags")
 	if err != nil {

@@ -82,7 +82,6 @@ func KafkaCluster(tb testing.TB, version string, nodes int) *localenv.Kafka {
 	return k
 }
 
-// startKafka starts a cluster whose consumer groups join at once, and reports its start.
 func startKafka(dir, version string, nodes int) (*localenv.Kafka, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -153,7 +152,6 @@ func KafkaTopic(tb testing.TB, k *localenv.Kafka, partitions int) string {
 	return name
 }
 
-// topicUnsafe matches what a Kafka topic name may not hold.
 var topicUnsafe = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
 // EachKafka runs fn as a parallel subtest per Kafka release (named after it), each on that

@@ -105,7 +105,6 @@ func freeAddr(tb testing.TB) string {
 	return addr
 }
 
-// running is the current process, nil before the first start.
 func (s *Service) running() *localenv.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()

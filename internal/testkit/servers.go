@@ -16,8 +16,8 @@ import (
 	"github.com/acv/acv/internal/localenv"
 )
 
-// shared holds the servers one test binary starts once and every test of it uses: starting
-// PostgreSQL takes seconds, a database in it a few milliseconds.
+// shared is what one test binary starts once for all its tests: starting PostgreSQL takes
+// seconds, a database in it a few milliseconds.
 type shared struct {
 	once sync.Once
 	err  error
@@ -89,7 +89,6 @@ func RedisServer(tb testing.TB, o localenv.RedisOptions) *localenv.Redis {
 	return r
 }
 
-// suiteDir is a new directory in the test binary's temporary directory, for a server of tb's.
 func suiteDir(tb testing.TB, prefix string) string {
 	tb.Helper()
 	if err := suite.init(); err != nil {
