@@ -266,12 +266,6 @@ func NewKeyID() string {
 
 // KeyIDChecksumOK tells whether id is a key id with a valid checksum.
 func KeyIDChecksumOK(id string) bool {
-	if !ValidID(id) {
-		return false
-	}
-	var b [16]byte
-	if _, err := hex.Decode(b[:], []byte(id)); err != nil {
-		return false
-	}
-	return binary.BigEndian.Uint32(b[12:]) == crc32.ChecksumIEEE(b[:12])
+	b := []byte(RawID(id))
+	return ValidID(id) && binary.BigEndian.Uint32(b[12:]) == crc32.ChecksumIEEE(b[:12])
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -176,20 +177,9 @@ func appendJSONString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
+			if e := strings.IndexByte("\"\\\n\r\t\b\f", c); e >= 0 {
+				b = append(b, '\\', "\"\\nrtbf"[e])
+			} else {
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,8 +25,7 @@ func StringToSign(method, rawPath, rawQuery string, bodySHA256Hex, timestamp, no
 	return string(appendStringToSign(b, method, rawPath, q, bodySHA256Hex, timestamp, nonce))
 }
 
-// appendStringToSign appends the string to sign, query already in its signed order: the one
-// place the signed form is written.
+// appendStringToSign is the one place the signed form is written, query already in its order.
 func appendStringToSign[P, Q string | []byte](b []byte, method string, rawPath P, query Q, bodySHA256Hex, timestamp, nonce string) []byte {
 	for i := 0; i < len(method); i++ {
 		c := method[i]
@@ -90,20 +90,16 @@ type span struct{ k0, k1, v0, v1 int32 }
 func splitSpans(dst []span, rawQuery string) []span {
 	dst = dst[:0]
 	for i := 0; i < len(rawQuery); {
-		j := strings.IndexByte(rawQuery[i:], '&')
-		if j < 0 {
-			j = len(rawQuery)
-		} else {
-			j += i
-		}
-		if j > i {
-			sp := span{k0: int32(i), k1: int32(j), v0: int32(j), v1: int32(j)}
-			if e := strings.IndexByte(rawQuery[i:j], '='); e >= 0 {
-				sp.k1, sp.v0 = int32(i+e), int32(i+e+1)
+		pair, _, _ := strings.Cut(rawQuery[i:], "&")
+		if k, _, eq := strings.Cut(pair, "="); pair != "" {
+			end := int32(i + len(pair))
+			sp := span{k0: int32(i), k1: int32(i + len(k)), v0: end, v1: end}
+			if eq {
+				sp.v0 = sp.k1 + 1
 			}
 			dst = append(dst, sp)
 		}
-		i = j + 1
+		i += len(pair) + 1
 	}
 	return dst
 }
@@ -115,10 +111,7 @@ func appendSorted(dst []byte, rawQuery string, spans []span, plain bool) []byte 
 		if plain {
 			return strings.Compare(rawQuery[a.k0:a.v1], rawQuery[b.k0:b.v1])
 		}
-		if c := strings.Compare(rawQuery[a.k0:a.k1], rawQuery[b.k0:b.k1]); c != 0 {
-			return c
-		}
-		return strings.Compare(rawQuery[a.v0:a.v1], rawQuery[b.v0:b.v1])
+		return cmp.Or(strings.Compare(rawQuery[a.k0:a.k1], rawQuery[b.k0:b.k1]), strings.Compare(rawQuery[a.v0:a.v1], rawQuery[b.v0:b.v1]))
 	})
 	for i, sp := range spans {
 		if i > 0 {
@@ -233,81 +226,58 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	if !ValidSignature(signature) {
 		return false
 	}
-	if _, err := hex.Decode(v.got[:], []byte(signature)); err != nil {
-		return false
-	}
-	v.raw = splitSpans(v.raw, rawQuery)
-	v.q[qAsSent] = appendSorted(v.q[qAsSent][:0], rawQuery, v.raw, false)
-	if v.check(method, rawPath, v.q[qAsSent], bodySHA256Hex, timestamp, nonce) {
-		return true
-	}
-	if rawQuery == "" && !strings.Contains(rawPath, "%") {
-		return false // every other form is the same string
-	}
-	tried := 1 // v.q[:tried] holds the queries already tried with rawPath
+	_, _ = hex.Decode(v.got[:], []byte(signature)) // 64 lowercase hex: cannot fail
+	// v.q[:tried] holds the queries already tried with rawPath.
+	tried := 0
 	try := func(i int) bool {
 		for _, prev := range v.q[:tried] {
-			if string(prev) == string(v.q[i]) {
+			if bytes.Equal(prev, v.q[i]) {
 				return false
 			}
 		}
 		tried = i + 1
-		return v.check(method, rawPath, v.q[i], bodySHA256Hex, timestamp, nonce)
+		return v.check(appendStringToSign(v.buf[:0], method, rawPath, v.q[i], bodySHA256Hex, timestamp, nonce))
 	}
-	v.q[qPlain] = appendSorted(v.q[qPlain][:0], rawQuery, v.raw, true)
-	if try(qPlain) {
+	v.raw = splitSpans(v.raw, rawQuery)
+	v.q[qAsSent] = appendSorted(v.q[qAsSent][:0], rawQuery, v.raw, false)
+	if ok := try(qAsSent); ok || rawQuery == "" && !strings.Contains(rawPath, "%") {
+		return ok // with neither query nor escape, every other form is the same string
+	}
+	if v.q[qPlain] = appendSorted(v.q[qPlain][:0], rawQuery, v.raw, true); try(qPlain) {
 		return true
 	}
-	// The decoded pairs, for the SDKs' encodings and the original server's form.
+	// The decoded pairs, sorted by key then value, for the SDKs' encodings and the server's form.
 	v.dec, v.dspan = v.dec[:0], v.dspan[:0]
 	for _, sp := range v.raw {
-		var ok bool
+		var okK, okV bool
 		d := span{k0: int32(len(v.dec))}
-		if v.dec, ok = appendUnescaped(v.dec, rawQuery[sp.k0:sp.k1], true); !ok {
-			return false
-		}
+		v.dec, okK = appendUnescaped(v.dec, rawQuery[sp.k0:sp.k1], true)
 		d.k1, d.v0 = int32(len(v.dec)), int32(len(v.dec))
-		if v.dec, ok = appendUnescaped(v.dec, rawQuery[sp.v0:sp.v1], true); !ok {
+		if v.dec, okV = appendUnescaped(v.dec, rawQuery[sp.v0:sp.v1], true); !okK || !okV {
 			return false
 		}
 		d.v1 = int32(len(v.dec))
 		v.dspan = append(v.dspan, d)
 	}
 	dec := v.dec
-	sameKey := func(a, b span) bool { return bytes.Equal(dec[a.k0:a.k1], dec[b.k0:b.k1]) }
-	// The original server's form, written before the pairs are re-sorted by value below.
-	slices.SortStableFunc(v.dspan, func(a, b span) int { return bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]) })
-	serverOK := true
-	v.q[qServer] = v.q[qServer][:0]
-	for i, sp := range v.dspan {
-		if i+1 < len(v.dspan) && sameKey(sp, v.dspan[i+1]) {
-			if nx := v.dspan[i+1]; !bytes.Equal(dec[sp.v0:sp.v1], dec[nx.v0:nx.v1]) {
-				serverOK = false // the handlers read the first value, which this form does not sign
-			}
-			continue
-		}
-		if len(v.q[qServer]) > 0 {
-			v.q[qServer] = append(v.q[qServer], '&')
-		}
-		v.q[qServer] = appendEncodedPairs(v.q[qServer], dec, v.dspan[i:i+1], encPython)
-	}
-	slices.SortStableFunc(v.dspan, func(a, b span) int {
-		if c := bytes.Compare(dec[a.k0:a.k1], dec[b.k0:b.k1]); c != 0 {
-			return c
-		}
-		return bytes.Compare(dec[a.v0:a.v1], dec[b.v0:b.v1])
-	})
-	v.q[qPython] = appendEncodedPairs(v.q[qPython][:0], dec, v.dspan, encPython)
-	if try(qPython) {
+	key := func(s span) []byte { return dec[s.k0:s.k1] }
+	val := func(s span) []byte { return dec[s.v0:s.v1] }
+	slices.SortFunc(v.dspan, func(a, b span) int { return cmp.Or(bytes.Compare(key(a), key(b)), bytes.Compare(val(a), val(b))) })
+	if v.q[qPython] = appendEncodedPairs(v.q[qPython][:0], dec, v.dspan, encPython); try(qPython) {
 		return true
 	}
-	v.q[qJS] = appendEncodedPairs(v.q[qJS][:0], dec, v.dspan, encJS)
-	if try(qJS) {
+	if v.q[qJS] = appendEncodedPairs(v.q[qJS][:0], dec, v.dspan, encJS); try(qJS) {
 		return true
 	}
-	if !serverOK {
-		return false
+	// The original server's form keeps a repeated key's last value; the handlers read the
+	// first, so it is accepted only when they are equal.
+	for i := 1; i < len(v.dspan); i++ {
+		if a, b := v.dspan[i-1], v.dspan[i]; bytes.Equal(key(a), key(b)) && !bytes.Equal(val(a), val(b)) {
+			return false
+		}
 	}
+	v.dspan = slices.CompactFunc(v.dspan, func(a, b span) bool { return bytes.Equal(key(a), key(b)) })
+	v.q[qServer] = appendEncodedPairs(v.q[qServer][:0], dec, v.dspan, encPython)
 	var ok bool
 	if v.path, ok = appendUnescaped(v.path[:0], rawPath, false); !ok || slices.Contains(v.path, '\n') {
 		return false // a decoded line break would move the string to sign's lines
@@ -315,7 +285,7 @@ func (v *Verifier) Verify(signature, method, rawPath, rawQuery, bodySHA256Hex, t
 	if string(v.path) == rawPath {
 		return try(qServer)
 	}
-	return v.checkBuf(appendStringToSign(v.buf[:0], method, v.path, v.q[qServer], bodySHA256Hex, timestamp, nonce))
+	return v.check(appendStringToSign(v.buf[:0], method, v.path, v.q[qServer], bodySHA256Hex, timestamp, nonce))
 }
 
 // The candidate queries a Verifier builds, in the order they are tried.
@@ -328,11 +298,7 @@ const (
 	nQueries
 )
 
-func (v *Verifier) check(method, rawPath string, query []byte, bodySHA256Hex, timestamp, nonce string) bool {
-	return v.checkBuf(appendStringToSign(v.buf[:0], method, rawPath, query, bodySHA256Hex, timestamp, nonce))
-}
-
-func (v *Verifier) checkBuf(buf []byte) bool {
+func (v *Verifier) check(buf []byte) bool {
 	v.buf = buf
 	v.mac.Reset()
 	v.mac.Write(v.buf)
@@ -342,16 +308,9 @@ func (v *Verifier) checkBuf(buf []byte) bool {
 
 // ValidNonce tells whether an X-Nonce has the contract's form: 16 to 64 of [A-Za-z0-9_-].
 func ValidNonce(n string) bool {
-	if len(n) < 16 || len(n) > 64 {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return len(n) >= 16 && len(n) <= 64 && !strings.ContainsFunc(n, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-')
+	})
 }
 
 // The authentication headers have one accepted spelling each, so a captured request
@@ -383,11 +342,5 @@ func ReplayIdentity(signature, nonce string) string {
 }
 
 func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') })
 }

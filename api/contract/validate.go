@@ -38,10 +38,7 @@ func ValidateBy(field, v string) error {
 // hasPrefixFoldASCII tells whether v begins with prefix in any ASCII case, as the OpenAPI
 // document's pattern says (strings.EqualFold alone would also fold non-ASCII runes).
 func hasPrefixFoldASCII(v, prefix string) bool {
-	if len(v) < len(prefix) {
-		return false
-	}
-	head := v[:len(prefix)]
+	head := v[:min(len(v), len(prefix))]
 	return strings.EqualFold(head, prefix) && !strings.ContainsFunc(head, func(r rune) bool { return r >= utf8.RuneSelf })
 }
 
@@ -74,10 +71,8 @@ func ValidateIdempotencyKey(k string) error {
 	if k == "" || len(k) > MaxIdempotencyKey {
 		return fmt.Errorf("Idempotency-Key must be 1 to %d characters", MaxIdempotencyKey)
 	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return fmt.Errorf("Idempotency-Key must be printable ASCII")
-		}
+	if strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return fmt.Errorf("Idempotency-Key must be printable ASCII")
 	}
 	return nil
 }
@@ -140,7 +135,6 @@ func ValidateFormUTF8(form map[string][]string) error {
 	return nil
 }
 
-// invalidUTF8At is the offset of the first byte of b that starts no UTF-8 character.
 func invalidUTF8At(b []byte) int {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
@@ -179,7 +173,7 @@ func loneSurrogateAt(b []byte) int {
 	return -1
 }
 
-// uEscape reads the escape \uXXXX at b[i:]; ok is false when there is none.
+// uEscape reads the escape \uXXXX at b[i:], if there is one.
 func uEscape(b []byte, i int) (rune, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false

@@ -225,14 +225,7 @@ func readBody(c *gin.Context) ([]byte, error) {
 	if c.Request.Body == nil || c.Request.Body == http.NoBody {
 		return nil, nil
 	}
-	var body []byte
-	var err error
-	if n := c.Request.ContentLength; n > 0 { // one buffer of the announced size
-		body = make([]byte, n)
-		_, err = io.ReadFull(c.Request.Body, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(c.Request.Body, contract.MaxBodyBytes+1))
-	}
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, contract.MaxBodyBytes+1))
 	if err != nil {
 		return nil, invalid("Could not read the request body")
 	}

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,28 +69,21 @@ func (c *Config) defaults() error {
 	if c.Records == nil || c.HotPath == nil {
 		return errors.New("server config: Records and HotPath are required")
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.KeyCacheTTL <= 0 {
-		c.KeyCacheTTL = time.Second
-	}
-	if c.KeyCacheStale <= 0 {
-		c.KeyCacheStale = 10 * time.Minute
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 10 * time.Second
-	}
-	if c.LogsLimit <= 0 {
-		c.LogsLimit = 100
-	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Tracer == nil {
-		c.Tracer = noop.NewTracerProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.KeyCacheTTL = positiveOr(c.KeyCacheTTL, time.Second)
+	c.KeyCacheStale = positiveOr(c.KeyCacheStale, 10*time.Minute)
+	c.RequestTimeout = positiveOr(c.RequestTimeout, 10*time.Second)
+	c.LogsLimit = positiveOr(c.LogsLimit, 100)
+	c.Registerer = cmp.Or[prometheus.Registerer](c.Registerer, prometheus.NewRegistry())
+	c.Tracer = cmp.Or[trace.TracerProvider](c.Tracer, noop.NewTracerProvider())
 	return nil
+}
+
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Server is one API replica.
@@ -135,20 +129,17 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 		}
 		return errMethodNotAllowed
 	}))
-	e.GET("/healthz", healthz)
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	// The OpenAPI document needs no key: clients fetch it before they hold one.
 	doc := api.OpenAPI()
 	e.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, api.OpenAPIContentType, doc) })
 	if cfg.Ready != nil {
 		e.GET("/readyz", gin.WrapH(cfg.Ready))
 	}
-	// Other methods on the POST-only paths are a 405 before authentication, so GET
-	// …/codes/verify is not the code-by-id endpoint asked for the id "verify".
-	for _, path := range []string{"/api/v1/projects/:project_id/codes/verify", "/api/v1/projects/:project_id/codes/reactivate"} {
-		for _, m := range notPost {
-			e.Handle(m, path, s.handle(postOnly))
-		}
-	}
+	// GET …/codes/verify is a 405 before authentication, not the code-by-id endpoint asked for
+	// the id "verify"; other methods on the POST-only paths reach NoMethod.
+	e.GET("/api/v1/projects/:project_id/codes/verify", s.handle(postOnly))
+	e.GET("/api/v1/projects/:project_id/codes/reactivate", s.handle(postOnly))
 	p := e.Group("/api/v1/projects/:project_id", s.handle(s.authenticate), s.handle(s.requireUTF8))
 	p.GET("", s.handle(s.getProject))
 	p.GET("/statistics", s.handle(s.getStatistics))
@@ -160,10 +151,6 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 	s.engine = e
 	return s, nil
 }
-
-// notPost is every standard method but POST.
-var notPost = []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete,
-	http.MethodOptions, http.MethodConnect, http.MethodTrace}
 
 // postOnly answers a method other than POST on the verify and reactivate paths.
 func postOnly(c *gin.Context) error {
@@ -181,7 +168,7 @@ func postOnlyPath(path string) bool {
 	return ok && id != "" && !strings.Contains(id, "/") && (op == "verify" || op == "reactivate")
 }
 
-// ServeHTTP answers one request; a Server is an http.Handler.
+// ServeHTTP makes a Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
 // maxHeaderBytes bounds a request's line and headers; past it net/http answers 431.
@@ -320,8 +307,4 @@ func (s *Server) writeError(c *gin.Context, err error) {
 
 func invalid(detail string) error {
 	return &contract.Error{Kind: contract.KindInvalid, Message: detail}
-}
-
-func healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
