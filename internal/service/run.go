@@ -31,18 +31,15 @@ type runOptions struct {
 
 // NewAPI builds an API replica over deps.
 func NewAPI(d *Deps) (*httpapi.Server, error) {
-	// Keys come from the mirror in Redis; the stores keep their secrets sealed and the HTTP
-	// layer gets them opened.
-	records, err := withOpenedSecrets(mirroredKeys{Store: d.Store, mirror: d.Cache}, d.Config.MasterKeys)
-	if err != nil {
-		return nil, err
+	if d.Config.MasterKeys == nil {
+		return nil, errMasterKeyRequired
 	}
 	if d.KeyUses == nil {
 		d.KeyUses = httpapi.NewKeyUses(d.Store, d.Config.Logger)
 	}
 	return httpapi.New(httpapi.Config{
 		KeyUses:        d.KeyUses,
-		Records:        records,
+		Records:        apiRecords{Store: d.Store, mirror: d.Cache, keys: d.Config.MasterKeys},
 		HotPath:        d.Cache,
 		Ready:          readyHandler(d),
 		Logger:         d.Config.Logger,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/acv/acv/api/contract"
-	"github.com/acv/acv/api/httpapi"
 	"github.com/acv/acv/cache"
 	"github.com/acv/acv/internal/secrets"
 	"github.com/acv/acv/store"
@@ -24,61 +23,48 @@ var errMasterKeyRequired = errors.New("no master key: set ACV_MASTER_KEY (64 hex
 // ACV_MASTER_KEY_FILE names (not both); nil when neither is set. Its errors never quote key
 // material.
 func masterKeys(inline, file string) (*secrets.Keyring, error) {
+	var k *secrets.Keyring
+	var err error
 	switch {
 	case inline != "" && file != "":
 		return nil, errors.New("ACV_MASTER_KEY and ACV_MASTER_KEY_FILE are both set; set one")
 	case inline != "":
-		k, err := secrets.Parse(inline)
-		if err != nil {
+		if k, err = secrets.Parse(inline); err != nil {
 			return nil, fmt.Errorf("ACV_MASTER_KEY: %w", err)
 		}
-		return k, nil
 	case file != "":
-		k, err := secrets.ParseFile(file)
-		if err != nil {
+		if k, err = secrets.ParseFile(file); err != nil {
 			return nil, fmt.Errorf("ACV_MASTER_KEY_FILE: %w", err)
 		}
-		return k, nil
 	}
-	return nil, nil
+	return k, nil
 }
 
 // clearSecret is the form of a secret issued before secrets were sealed: 64 lowercase hex.
 var clearSecret = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// openedSecrets is the Records the HTTP layer reads, with each API key's secret opened by the
-// keyring, so no store holds it in clear. A secret still in clear (issued before sealing) is
-// used as it is; anything else that does not open is an error, never a secret.
-type openedSecrets struct {
-	httpapi.Records
-	keys *secrets.Keyring
+// apiRecords is the Records the HTTP layer reads: API keys from the key mirror in Redis, so
+// authentication costs no Postgres query, with each secret opened by the keyring (no store
+// holds it in clear); the rest from Postgres. A secret still in clear (issued before sealing)
+// is used as it is; anything else that does not open is an error, never a secret.
+type apiRecords struct {
+	*store.Store
+	mirror *cache.Cache
+	keys   *secrets.Keyring
 }
 
-// withOpenedSecrets wraps r so that APIKey returns the key's secret opened.
-func withOpenedSecrets(r httpapi.Records, keys *secrets.Keyring) (httpapi.Records, error) {
-	if keys == nil {
-		return nil, errMasterKeyRequired
-	}
-	return openedSecrets{Records: r, keys: keys}, nil
-}
-
-func (o openedSecrets) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
-	k, err := o.Records.APIKey(ctx, id)
+func (r apiRecords) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
+	k, err := r.mirror.APIKey(ctx, id)
 	if err != nil {
 		return contract.APIKey{}, err
 	}
-	return openKey(o.keys, k)
-}
-
-// openKey returns k with its secret opened.
-func openKey(keys *secrets.Keyring, k contract.APIKey) (contract.APIKey, error) {
 	if !secrets.IsSealed(k.Secret) {
 		if !clearSecret.MatchString(k.Secret) {
 			return contract.APIKey{}, fmt.Errorf("api key %s: its secret is neither sealed nor a secret in clear", k.ID)
 		}
 		return k, nil
 	}
-	plain, err := keys.Open(k.ID, k.Secret)
+	plain, err := r.keys.Open(k.ID, k.Secret)
 	if err != nil {
 		return contract.APIKey{}, fmt.Errorf("api key %s: %w", k.ID, err)
 	}
@@ -134,16 +120,4 @@ func reportSecrets(ctx context.Context, d *Deps, log *slog.Logger) {
 		log.Info("api key secrets are sealed by an older master key; `acv key rewrap` moves them to the active one",
 			"count", c.Older, "active_master_key", d.Config.MasterKeys.ActiveID())
 	}
-}
-
-// mirroredKeys is the HTTP layer's Records with API keys read from the key mirror in Redis, so
-// authentication costs no Postgres query; the rest is read from Postgres, secrets still sealed.
-type mirroredKeys struct {
-	*store.Store
-	mirror *cache.Cache
-}
-
-// APIKey reads the key from the mirror.
-func (m mirroredKeys) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
-	return m.mirror.APIKey(ctx, id)
 }
