@@ -113,7 +113,6 @@ func New(rdb Redis, opts ...Option) *Cache {
 	return c
 }
 
-// Close stops the coalescing senders, if any.
 func (c *Cache) Close() {
 	if c.co != nil {
 		close(c.co.stop)
@@ -203,7 +202,6 @@ type coalescer struct {
 	wg       sync.WaitGroup
 }
 
-// queuedCall is a call waiting for its pipeline; done closes once it has its reply.
 type queuedCall struct {
 	redisscript.Call
 	done chan struct{}
@@ -310,7 +308,6 @@ func slotInMotion(err error) (moved, inMotion bool) {
 	return false, false
 }
 
-// redisUnavailable tells whether err says Redis cannot answer now.
 func redisUnavailable(err error) bool {
 	for _, p := range unavailablePrefixes {
 		if redis.HasErrorPrefix(err, p) {
@@ -369,7 +366,6 @@ func sendBatch(ctx context.Context, rdb Redis, batch []*redisscript.Call, w repl
 	redisscript.Send(ctx, rdb, batch, w.tail())
 }
 
-// tail is the WAIT that follows a pipeline of hot-path writes, or nil for none.
 func (w replicaWait) tail() redisscript.Tail {
 	if w.replicas == 0 {
 		return nil

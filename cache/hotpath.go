@@ -113,7 +113,6 @@ func (c *Cache) applyOnce(ctx context.Context, shard int, op contract.Operation,
 	return decodeApply(v, op)
 }
 
-// result turns the script's reply into the domain's answer.
 func (r applyReply) result(op contract.Operation) (contract.OperationResult, error) {
 	var res contract.OperationResult
 	switch r.status {
@@ -128,7 +127,6 @@ func (r applyReply) result(op contract.Operation) (contract.OperationResult, err
 	return res, fmt.Errorf("apply script replied unknown status %d", r.status)
 }
 
-// loadCode copies a code from the Loader into Redis, or remembers that the value is unknown.
 func (c *Cache) loadCode(ctx context.Context, projectID, value string) error {
 	if c.loader == nil {
 		return errors.New("code not in redis and no loader configured")
@@ -178,7 +176,6 @@ func (c *Cache) precheck(ctx context.Context, keyID, replay string, op *contract
 	return pre, rs, err
 }
 
-// admit takes one token from a key's bucket with admit.lua.
 func (c *Cache) admit(ctx context.Context, keyID string, limit contract.RateLimit, now time.Time) (contract.RateState, error) {
 	v, err := c.call(ctx, admitScript, []string{bucketKey(keyID)}, now.UnixMilli(),
 		strconv.FormatFloat(limit.Rate, 'f', -1, 64), limit.Burst)
@@ -202,7 +199,6 @@ func (c *Cache) admit(ctx context.Context, keyID string, limit contract.RateLimi
 // whatever code, shard or method it is resent with. The Idempotency-Key claim (SET NX GET) is
 // in its own slot too, since a key reused with another code would not find the code's shard.
 
-// claimState is what the claim of an Idempotency-Key found.
 type claimState int
 
 const (
@@ -212,14 +208,12 @@ const (
 	claimConflict                   // the claim holds another request's hash
 )
 
-// precall is what the pre-call of a verify or reactivate found and wrote.
 type precall struct {
 	claim    claimState
 	marked   bool // this request set its replay marker
 	replayed bool // the marker was there: the request is a replay
 }
 
-// replayMarkerKey and claimKey name a replay marker and an Idempotency-Key claim.
 func replayMarkerKey(keyID, replay string) string { return "acv:rp:{" + keyID + ":" + replay + "}" }
 
 func claimKey(keyID, idem string) string { return "acv:ik:{" + keyID + ":" + idem + "}" }
@@ -299,7 +293,6 @@ func leaseMax(l contract.RateLimit) int {
 	return min(int(l.Rate/leaseShare), l.Burst)
 }
 
-// limiter holds this replica's leases, one per rate-limited key it has served.
 type limiter struct {
 	c      *Cache
 	mu     sync.Mutex
@@ -320,7 +313,6 @@ type lease struct {
 	winCount, winPrior int
 }
 
-// refill is one lease call; done closes when its answer is in the lease.
 type refill struct {
 	done chan struct{}
 	err  error

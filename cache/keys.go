@@ -64,7 +64,6 @@ func (c *Cache) APIKey(ctx context.Context, id string) (contract.APIKey, error) 
 	return k, nil
 }
 
-// loadKey copies a key from the Loader into the mirror, or remembers that the id is unknown.
 func (c *Cache) loadKey(ctx context.Context, id string) (contract.APIKey, error) {
 	if c.loader == nil {
 		return contract.APIKey{}, errors.New("api key not in redis and no loader configured")

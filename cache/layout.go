@@ -112,7 +112,7 @@ func apiKeyKey(keyID string) string { return "acv:key:{" + keyID + "}" }
 
 func bucketKey(keyID string) string { return "acv:rl:{" + keyID + "}" }
 
-// Hash fields. One letter each: a code's hash is paid for millions of times.
+// Hash fields, one letter each: a code's hash is paid for millions of times.
 const (
 	// A code's hash. A negative entry (the value is unknown in Postgres) holds only fUnknown.
 	fCodeID     = "i" // code id, 16 raw bytes
@@ -138,7 +138,6 @@ const (
 	fKeyRevoked = "kx" // "1" once revoked, for good
 )
 
-// flag is a boolean as the hashes and scripts hold it.
 func flag(b bool) string {
 	if b {
 		return "1"
@@ -158,7 +157,6 @@ func unixOrEmpty(t *int64) string {
 // from the other reply fields.
 type status int64
 
-// Script statuses.
 const (
 	statusOK           status = 0
 	statusCodeMiss     status = 1 // the code is not in Redis: load it from Postgres and call again
@@ -200,7 +198,6 @@ func luaConstants() string {
 	return b.String()
 }
 
-// applyReply is apply.lua's reply.
 type applyReply struct {
 	status       status
 	errorCode    string
@@ -209,7 +206,6 @@ type applyReply struct {
 	atMs         int64
 }
 
-// decodeApply reads apply.lua's reply to op (see its header).
 func decodeApply(v interface{}, op contract.Operation) (applyReply, error) {
 	st, r, err := applyScript.Decode(v, 1)
 	if err != nil {
@@ -308,7 +304,6 @@ func decodeBucket(s *redisscript.Script, v interface{}) (bucketReply, error) {
 	return a, r.Err()
 }
 
-// disableReply is disable.lua's reply.
 type disableReply struct {
 	status       status
 	verifiedAtMs int64
@@ -336,7 +331,6 @@ func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script,
 	return ok, nil
 }
 
-// callDone reads a sent call of a script that answers a status alone (decodeDone).
 func callDone(call *redisscript.Call) (bool, error) {
 	if call.Err != nil {
 		return false, translate(call.Err)
