@@ -112,7 +112,6 @@ func appendText(dst []byte, s string) []byte {
 	return append(binary.AppendUvarint(dst, uint64(len(s)+1)), s...)
 }
 
-// readText reads one text of the head off the front of rest.
 func readText(rest string) (text, after string, ok bool) {
 	n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
 	if w <= 0 || n == 0 || n-1 > uint64(len(rest)-w) {
@@ -122,7 +121,6 @@ func readText(rest string) (text, after string, ok bool) {
 	return rest[w:end], rest[end:], true
 }
 
-// errEntry is the cause of every malformed compact entry.
 var errEntry = errors.New("malformed outbox entry")
 
 // DecodeOutboxEntry reads an outbox entry (a Kafka message's value) and its trace context,

@@ -167,7 +167,6 @@ func appendEncoded(dst []byte, s []byte, enc int) []byte {
 	return dst
 }
 
-// appendEncodedPairs appends the decoded pairs (spans into dec) in an encoding, joined by '&'.
 func appendEncodedPairs(dst, dec []byte, spans []span, enc int) []byte {
 	for i, sp := range spans {
 		if i > 0 {

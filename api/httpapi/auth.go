@@ -152,7 +152,6 @@ func (s *Server) admitRead(c *gin.Context) error {
 	return s.admit(c, keyOf(c), c.GetHeader("X-Nonce") != "")
 }
 
-// admit runs the replay check and token bucket of a request outside verify/reactivate.
 func (s *Server) admit(c *gin.Context, key contract.APIKey, checkReplay bool) error {
 	if !checkReplay && key.Limit().Rate <= 0 {
 		setRateHeaders(c, key, contract.RateState{Remaining: -1})
@@ -214,10 +213,8 @@ func (s *Server) countAuthFailure(c *gin.Context, why AuthFailure) {
 	s.metrics.authFailures.WithLabelValues(string(why)).Inc()
 }
 
-// errTooLarge answers a body past the contract's 64 KiB.
 var errTooLarge = &contract.Error{Kind: contract.KindTooLarge, Message: "Request body is larger than 64 KiB"}
 
-// readBody reads the body up to the contract's 64 KiB.
 func readBody(c *gin.Context) ([]byte, error) {
 	if c.Request.ContentLength > contract.MaxBodyBytes {
 		return nil, errTooLarge
@@ -263,7 +260,6 @@ type keyCache struct {
 	unknown       *lru.Cache[string, *keyEntry]
 }
 
-// keyEntry is one cached lookup, with a pool of signature verifiers for the key's secret.
 type keyEntry struct {
 	key       contract.APIKey
 	found     bool
@@ -271,7 +267,6 @@ type keyEntry struct {
 	verifiers sync.Pool
 }
 
-// verify checks a signature with the key's secret.
 func (e *keyEntry) verify(signature, method, rawPath, rawQuery, bodySHA256Hex, timestamp, nonce string) bool {
 	v, _ := e.verifiers.Get().(*contract.Verifier)
 	if v == nil {
@@ -288,7 +283,6 @@ func newKeyCache(r Records, ttl, staleFor time.Duration, now func() time.Time, l
 	return &keyCache{records: r, ttl: ttl, staleFor: staleFor, now: now, lookups: lookups, known: known, unknown: unknown}
 }
 
-// get returns the lookup of a key id; its found tells whether the key exists.
 func (k *keyCache) get(ctx context.Context, id string) (*keyEntry, error) {
 	prev, ok := k.known.Get(id)
 	if !ok {

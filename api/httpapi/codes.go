@@ -87,7 +87,6 @@ func parseListQuery(c *gin.Context) (contract.ListQuery, string) {
 	return q, ""
 }
 
-// getCodeByValue answers one code, looked up by its value, with its verification history.
 func (s *Server) getCodeByValue(c *gin.Context) error {
 	value, err := pathValue(c, "code")
 	if err != nil {
@@ -109,7 +108,6 @@ func pathValue(c *gin.Context, name string) (string, error) {
 	return v, nil
 }
 
-// getCodeByID answers one code, looked up by its id, with its verification history.
 func (s *Server) getCodeByID(c *gin.Context) error {
 	id, err := pathValue(c, "code_id")
 	if err != nil || !contract.ValidID(id) {
@@ -160,7 +158,6 @@ type codeWithLogs struct {
 	VerificationLogs []contract.LogEntry `json:"verification_logs"`
 }
 
-// getProject answers the project with its exact statistics.
 func (s *Server) getProject(c *gin.Context) error {
 	if err := s.admitRead(c); err != nil {
 		return err
@@ -180,7 +177,6 @@ func (s *Server) getProject(c *gin.Context) error {
 	return nil
 }
 
-// getStatistics answers the project's state counts, usage rate and most recently used codes.
 func (s *Server) getStatistics(c *gin.Context) error {
 	if err := s.admitRead(c); err != nil {
 		return err

@@ -22,7 +22,6 @@ type unusedConns struct {
 	conns map[net.Conn]struct{}
 }
 
-// track is an http.Server ConnState hook.
 func (u *unusedConns) track(c net.Conn, st http.ConnState) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -36,7 +35,6 @@ func (u *unusedConns) track(c net.Conn, st http.ConnState) {
 	delete(u.conns, c)
 }
 
-// closeAll closes every connection still waiting for its first request.
 func (u *unusedConns) closeAll() {
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 // latencyBuckets span 100 µs to the request timeout; 5 ms and 50 ms are the latency objectives.
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// metrics are the replica's RED, business and hot-path series.
 type metrics struct {
 	requests     *prometheus.CounterVec
 	duration     *prometheus.HistogramVec

@@ -152,13 +152,11 @@ func newServer(cfg Config, now func() time.Time, newEventID func() string) (*Ser
 	return s, nil
 }
 
-// postOnly answers a method other than POST on the verify and reactivate paths.
 func postOnly(c *gin.Context) error {
 	c.Header("Allow", http.MethodPost)
 	return errMethodNotAllowed
 }
 
-// postOnlyPath tells whether an escaped request path names verify or reactivate.
 func postOnlyPath(path string) bool {
 	rest, ok := strings.CutPrefix(path, "/api/v1/projects/")
 	if !ok {
@@ -209,7 +207,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	return nil
 }
 
-// recovery turns a panic into a 500 with the contract's body.
 func (s *Server) recovery(c *gin.Context) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -280,7 +277,6 @@ func (s *Server) requireUTF8(c *gin.Context) error {
 
 var errMethodNotAllowed = &contract.Error{Kind: contract.KindMethodNotAllowed, Message: "Method not allowed"}
 
-// handle adapts a handler that returns an error, answered by writeError.
 func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := h(c); err != nil {
@@ -289,7 +285,6 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// writeError answers err as contract.Answer says and stops the chain.
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, detail, retryAfter, internal := contract.Answer(err)
 	if internal {

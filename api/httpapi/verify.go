@@ -84,7 +84,6 @@ func (s *Server) operate(c *gin.Context, action contract.Action,
 	return nil
 }
 
-// parseOpBody decodes and validates a verify or reactivate body, or says the 400 detail.
 func parseOpBody(body []byte, action contract.Action) (opBody, string) {
 	var b opBody
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -135,7 +134,6 @@ func deref(p *string) string {
 	return *p
 }
 
-// countOutcome records a fresh verify or reactivate outcome.
 func (s *Server) countOutcome(o contract.Outcome) {
 	outcome := "success"
 	if !o.Success() {

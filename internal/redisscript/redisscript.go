@@ -89,7 +89,7 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	}
 	send(ctx, c, calls, tail)
 	var again []*Call
-	var loaded map[*Script]error // allocated only when a library is missing
+	loaded := map[*Script]error{}
 	for _, call := range calls {
 		if call.Err == nil || !strings.Contains(call.Err.Error(), "Function not found") {
 			continue
@@ -97,9 +97,6 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 		err, done := loaded[call.Script]
 		if !done {
 			err = call.Script.Load(ctx, c)
-			if loaded == nil {
-				loaded = map[*Script]error{}
-			}
 			loaded[call.Script] = err
 		}
 		if err == nil {
@@ -111,7 +108,6 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	}
 }
 
-// send sends calls once: one command, or one pipeline.
 func send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	if len(calls) == 1 && tail == nil {
 		call := calls[0]

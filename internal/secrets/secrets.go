@@ -258,7 +258,6 @@ func KeyID(sealed string) (string, error) {
 	return kid, err
 }
 
-// split takes a sealed value apart into its key id and its base64 body.
 func split(sealed string) (kid, body string, err error) {
 	if !IsSealed(sealed) {
 		return "", "", ErrNotSealed

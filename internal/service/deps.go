@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,9 +36,7 @@ type Deps struct {
 
 // Open connects to Redis and Postgres and loads the Lua scripts.
 func Open(ctx context.Context, cfg Config) (*Deps, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	rdb, err := NewRedisClient(cfg.RedisURL, cfg.RedisPoolSize)
 	if err != nil {
 		return nil, err

@@ -64,17 +64,12 @@ var (
 	outboxUpDesc   = prometheus.NewDesc("acv_outbox_scrape_ok", "1 when the outbox could be read at scrape time.", nil, nil)
 )
 
-// poolCollector reads the client pools' own counters at scrape time.
 type poolCollector struct {
 	rdb redis.UniversalClient
 	pg  *pgxpool.Pool
 }
 
-func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{redisConnsDesc, redisPoolDesc, pgConnsDesc, pgAcquireDesc, pgWaitDesc} {
-		ch <- d
-	}
-}
+func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(p, ch) }
 
 func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	rs := p.rdb.PoolStats()

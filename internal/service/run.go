@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ type runOptions struct {
 	// (audit.RelayConfig.AfterPublish, audit.ConsumerConfig.BeforeCommit).
 	relayAfterPublish    func(entries []string) error
 	consumerBeforeCommit func() error
-	// keyUseFlush, when above 0, replaces the package's keyUseFlush.
+	// keyUseFlush, when set, replaces the package's keyUseFlush.
 	keyUseFlush time.Duration
 }
 
@@ -95,7 +96,6 @@ func runRelay(ctx context.Context, d *Deps, o runOptions) error {
 	return r.Run(ctx)
 }
 
-// runConsumer writes log events from Kafka to Postgres until ctx ends.
 func runConsumer(ctx context.Context, d *Deps, o runOptions) error {
 	c := audit.NewConsumer(audit.ConsumerConfig{
 		Brokers: d.Config.KafkaBrokers, Topic: d.Config.KafkaTopic, GroupID: d.Config.ConsumerGroup,
@@ -117,9 +117,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, o runOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	d, err := Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -198,10 +196,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, o runOptions) error {
 	if srv != nil && d.KeyUses != nil {
 		// In the pipeline's group: it stops after the API drained, so its last flush holds
 		// every request's use.
-		every := keyUseFlush
-		if o.keyUseFlush > 0 {
-			every = o.keyUseFlush
-		}
+		every := cmp.Or(o.keyUseFlush, keyUseFlush)
 		start(&pipeWG, "api key last use", pipeCtx, func(c context.Context) error { return d.KeyUses.Run(c, every) })
 	}
 	if cfg.DebugAddr != "" || cfg.DebugListener != nil {

@@ -72,7 +72,6 @@ func (r apiRecords) APIKey(ctx context.Context, id string) (contract.APIKey, err
 	return k, nil
 }
 
-// secretCensus counts the API keys' secrets by how they are kept.
 type secretCensus struct {
 	Clear   int // in clear: usable, but `acv key rewrap` should seal them
 	Active  int // sealed by the active master key

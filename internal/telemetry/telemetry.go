@@ -12,15 +12,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// Propagator is the W3C trace-context propagator used on HTTP and in Kafka headers.
-var Propagator = propagation.TraceContext{}
 
 // Tracing is what the standard OTEL_* variables ask of tracing (internal/settings reads them;
 // the exporter reads the rest of them itself).
