@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -123,13 +124,8 @@ var ErrFormNotUTF8 = &Error{Kind: KindInvalid, Message: "Form fields must be val
 // ValidateFormUTF8 refuses a decoded form (url.Values) holding a name or value not in UTF-8.
 func ValidateFormUTF8(form map[string][]string) error {
 	for k, vs := range form {
-		if !utf8.ValidString(k) {
+		if !utf8.ValidString(k) || slices.ContainsFunc(vs, func(v string) bool { return !utf8.ValidString(v) }) {
 			return ErrFormNotUTF8
-		}
-		for _, v := range vs {
-			if !utf8.ValidString(v) {
-				return ErrFormNotUTF8
-			}
 		}
 	}
 	return nil

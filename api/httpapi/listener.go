@@ -26,9 +26,6 @@ func (u *unusedConns) track(c net.Conn, st http.ConnState) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if st == http.StateNew {
-		if u.conns == nil {
-			u.conns = map[net.Conn]struct{}{}
-		}
 		u.conns[c] = struct{}{}
 		return
 	}

@@ -175,7 +175,7 @@ const maxHeaderBytes = 32 << 10
 // Serve answers on ln until ctx ends, then stops accepting and drains in-flight requests for up
 // to drain before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	var unused unusedConns
+	unused := unusedConns{conns: map[net.Conn]struct{}{}}
 	// No WriteTimeout: responseWriteTimeout (listener.go) says why.
 	hs := &http.Server{
 		ConnState:         unused.track,

@@ -8,7 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/pprof"
+	_ "net/http/pprof"
 	"slices"
 	"time"
 
@@ -95,11 +95,7 @@ func serveDebug(ctx context.Context, addr string, ln net.Listener, d *Deps) erro
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 	mux.Handle("/readyz", readyHandler(d))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/", http.DefaultServeMux) // where net/http/pprof registers its handlers
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", addr); err != nil {
