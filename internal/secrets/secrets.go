@@ -126,7 +126,6 @@ func New(keys ...MasterKey) (*Keyring, error) {
 // "<kid>:<64 hex>" or a bare "<64 hex>" (id its Fingerprint); lines starting with '#' are skipped.
 func Parse(text string) (*Keyring, error) {
 	var keys []MasterKey
-	n := 0
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "#") {
@@ -136,10 +135,9 @@ func Parse(text string) (*Keyring, error) {
 			if e = strings.TrimSpace(e); e == "" {
 				continue
 			}
-			n++
 			m, err := parseEntry(e)
 			if err != nil {
-				return nil, fmt.Errorf("master key entry %d: %w", n, err)
+				return nil, fmt.Errorf("master key entry %d: %w", len(keys)+1, err)
 			}
 			keys = append(keys, m)
 		}
