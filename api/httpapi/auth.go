@@ -62,13 +62,6 @@ type authFailure struct {
 func (e *authFailure) Error() string { return e.err.Message }
 func (e *authFailure) Unwrap() error { return e.err }
 
-// refuseCredentials answers an unknown key id and a bad signature alike, from the request
-// alone: telling them apart would tell an attacker which key ids exist (metrics and the access
-// log keep the difference). Clients match the sentence's start, so it stays.
-func refuseCredentials(why AuthFailure, method, rawPath, rawQuery, bodyHash, ts, nonce string) error {
-	return unauthorized(why, "Invalid API key or signature: "+contract.ExplainSignature(method, rawPath, rawQuery, bodyHash, ts, nonce))
-}
-
 func unauthorized(why AuthFailure, detail string) error {
 	return &authFailure{reason: why, err: &contract.Error{Kind: contract.KindUnauthorized, Message: detail}}
 }
@@ -102,6 +95,12 @@ func (s *Server) authenticate(c *gin.Context) error {
 	method := c.Request.Method
 	rawPath, rawQuery := splitRequestURI(c.Request)
 	bodyHash := contract.BodySHA256(body)
+	// An unknown key id and a bad signature are answered alike, from the request alone: telling
+	// them apart would tell an attacker which key ids exist (metrics and the access log keep the
+	// difference). Clients match the sentence's start, so it stays.
+	refuseCredentials := func(why AuthFailure) error {
+		return unauthorized(why, "Invalid API key or signature: "+contract.ExplainSignature(method, rawPath, rawQuery, bodyHash, ts, nonce))
+	}
 	var entry *keyEntry
 	if contract.ValidID(keyID) {
 		if entry, err = s.keys.get(c.Request.Context(), keyID); err != nil {
@@ -109,11 +108,11 @@ func (s *Server) authenticate(c *gin.Context) error {
 		}
 	}
 	if entry == nil || !entry.found {
-		return refuseCredentials(AuthUnknownKey, method, rawPath, rawQuery, bodyHash, ts, nonce)
+		return refuseCredentials(AuthUnknownKey)
 	}
 	key := entry.key
 	if !entry.verify(sig, method, rawPath, rawQuery, bodyHash, ts, nonce) {
-		return refuseCredentials(AuthBadSignature, method, rawPath, rawQuery, bodyHash, ts, nonce)
+		return refuseCredentials(AuthBadSignature)
 	}
 	if key.Revoked {
 		return unauthorized(AuthRevoked, "API key has been revoked")
@@ -206,11 +205,6 @@ func setRateHeaders(c *gin.Context, key contract.APIKey, rs contract.RateState) 
 	c.Header("X-RateLimit-Limit", strconv.Itoa(l.Burst))
 	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	c.Header("X-RateLimit-Reset", strconv.Itoa(reset))
-}
-
-func (s *Server) countAuthFailure(c *gin.Context, why AuthFailure) {
-	c.Set(ctxAuthFailure, why)
-	s.metrics.authFailures.WithLabelValues(string(why)).Inc()
 }
 
 var errTooLarge = &contract.Error{Kind: contract.KindTooLarge, Message: "Request body is larger than 64 KiB"}

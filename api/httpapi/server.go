@@ -292,7 +292,8 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	}
 	var af *authFailure
 	if !internal && errors.As(err, &af) {
-		s.countAuthFailure(c, af.reason)
+		c.Set(ctxAuthFailure, af.reason)
+		s.metrics.authFailures.WithLabelValues(string(af.reason)).Inc()
 	}
 	if retryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(retryAfter))
