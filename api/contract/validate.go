@@ -3,8 +3,10 @@ package contract
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -149,22 +151,19 @@ func loneSurrogateAt(b []byte) int {
 		if b[i] != '\\' {
 			continue
 		}
-		r, ok := uEscape(b, i)
-		if !ok {
+		switch r, ok := uEscape(b, i); {
+		case !ok:
 			i++ // \" \\ \n and the like, or a malformed escape the decoder refuses
-			continue
-		}
-		switch {
-		case r >= 0xD800 && r <= 0xDBFF:
-			if lo, ok := uEscape(b, i+6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
-				i += 11
-				continue
+		case !utf16.IsSurrogate(r):
+			i += 5
+		case r >= 0xDC00: // a low half with no high half before it
+			return i
+		default:
+			if lo, ok := uEscape(b, i+6); !ok || utf16.DecodeRune(r, lo) == utf8.RuneError {
+				return i
 			}
-			return i
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return i
+			i += 11
 		}
-		i += 5
 	}
 	return -1
 }
@@ -174,12 +173,6 @@ func uEscape(b []byte, i int) (rune, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i+2 : i+6] {
-		if !isHex(c) {
-			return 0, false
-		}
-		r = r<<4 | rune(HexDigit(c))
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+	return rune(r), err == nil
 }
