@@ -151,15 +151,13 @@ func rewriteCannedError(p []byte) (out []byte, ok bool) {
 func cannedDetail(code int, body string) string {
 	switch code {
 	case http.StatusBadRequest:
-		switch {
-		case strings.HasSuffix(body, "missing required Host header"):
-			return "The Host header is missing"
-		case strings.HasSuffix(body, "malformed Host header"):
-			return "The Host header is malformed"
-		case strings.HasSuffix(body, "invalid header name"):
-			return "A header name holds characters HTTP does not allow"
-		case strings.HasSuffix(body, "invalid header value"):
-			return "A header value holds characters HTTP does not allow"
+		for _, d := range [...][2]string{{"missing required Host header", "The Host header is missing"},
+			{"malformed Host header", "The Host header is malformed"},
+			{"invalid header name", "A header name holds characters HTTP does not allow"},
+			{"invalid header value", "A header value holds characters HTTP does not allow"}} {
+			if strings.HasSuffix(body, d[0]) {
+				return d[1]
+			}
 		}
 		return "The request is not valid HTTP"
 	case http.StatusRequestHeaderFieldsTooLarge:
