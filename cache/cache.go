@@ -113,6 +113,7 @@ func New(rdb Redis, opts ...Option) *Cache {
 	return c
 }
 
+// Close stops the coalescing senders, if any.
 func (c *Cache) Close() {
 	if c.co != nil {
 		close(c.co.stop)
