@@ -89,7 +89,7 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 	}
 	send(ctx, c, calls, tail)
 	var again []*Call
-	loaded := map[*Script]error{}
+	var loaded map[*Script]error // allocated only when a library is missing
 	for _, call := range calls {
 		if call.Err == nil || !strings.Contains(call.Err.Error(), "Function not found") {
 			continue
@@ -97,6 +97,9 @@ func Send(ctx context.Context, c Client, calls []*Call, tail Tail) {
 		err, done := loaded[call.Script]
 		if !done {
 			err = call.Script.Load(ctx, c)
+			if loaded == nil {
+				loaded = map[*Script]error{}
+			}
 			loaded[call.Script] = err
 		}
 		if err == nil {
