@@ -35,8 +35,6 @@ type ConsumerConfig struct {
 	BatchSize int
 	// BatchWait is how long a batch waits to fill after its first message. Default 50ms.
 	BatchWait time.Duration
-	// MaxWait bounds how long one broker fetch waits for data. Default 500ms.
-	MaxWait time.Duration
 	// HeartbeatInterval, SessionTimeout, RebalanceTimeout and JoinGroupBackoff shape group
 	// membership (kafka-go's defaults when zero). SessionTimeout is how long a silent member's
 	// partitions wait before they move (within the broker's group.min.session.timeout.ms); with
@@ -59,13 +57,11 @@ type ConsumerConfig struct {
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	c.Topic, c.GroupID = cmp.Or(c.Topic, Topic), cmp.Or(c.GroupID, "acv-log-writer")
 	c.BatchSize = orDefault(c.BatchSize, 1000)
-	c.BatchWait, c.MaxWait = orDefault(c.BatchWait, 50*time.Millisecond), orDefault(c.MaxWait, 500*time.Millisecond)
+	c.BatchWait = orDefault(c.BatchWait, 50*time.Millisecond)
 	if c.SessionTimeout > 0 && c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = min(3*time.Second, c.SessionTimeout/3)
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger, c.Metrics = cmp.Or(c.Logger, slog.Default()), c.Metrics.orNone()
 	return c
 }
 
@@ -87,7 +83,7 @@ func NewConsumer(cfg ConsumerConfig, sink Sink) *Consumer {
 		GroupID:           cfg.GroupID,
 		MinBytes:          1,
 		MaxBytes:          10 << 20,
-		MaxWait:           cfg.MaxWait,
+		MaxWait:           500 * time.Millisecond, // bounds one broker fetch
 		QueueCapacity:     cfg.BatchSize,
 		CommitInterval:    0, // synchronous commits: CommitMessages returns once committed
 		StartOffset:       kafka.FirstOffset,
@@ -131,7 +127,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("audit consumer: reader closed: %w", err)
 			}
-			c.cfg.Metrics.consumerError("fetch")
+			c.cfg.Metrics.consumerErrors.WithLabelValues("fetch").Inc()
 			c.cfg.Logger.Warn("audit consumer: fetch", "err", err)
 			if !sleep(ctx, bo.NextBackOff()) {
 				return nil
@@ -197,10 +193,10 @@ func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) {
 	for attempt := 1; ; attempt++ {
 		err := c.r.CommitMessages(cctx, batch...)
 		if err == nil {
-			c.cfg.Metrics.committed(time.Now())
+			c.cfg.Metrics.lastCommit.Set(unixSeconds(time.Now()))
 			return
 		}
-		c.cfg.Metrics.consumerError("commit")
+		c.cfg.Metrics.consumerErrors.WithLabelValues("commit").Inc()
 		c.cfg.Logger.Warn("audit consumer: commit offsets", "messages", len(batch), "attempt", attempt, "err", err)
 		if attempt == 3 || !sleep(cctx, bo.NextBackOff()) {
 			return

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,7 @@ func (w *logWriter) decode(msgs []kafka.Message) []contract.Event {
 	for _, m := range msgs {
 		ev, err := decodeEvent(m.Value)
 		if err != nil {
-			w.metrics.consumerError("decode")
+			w.metrics.consumerErrors.WithLabelValues("decode").Inc()
 			w.log.Error(w.name+": skip message that is not an event",
 				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
 			continue
@@ -54,11 +55,18 @@ func (w *logWriter) store(ctx context.Context, events []contract.Event, msgs []k
 	inserted, err := w.sink.ApplyEvents(wctx, events)
 	endSpans(spans, err)
 	if err != nil {
-		w.metrics.consumerError("write")
+		w.metrics.consumerErrors.WithLabelValues("write").Inc()
 		return fmt.Errorf("store %d events: %w", len(events), err)
 	}
 	now := time.Now()
-	w.metrics.wroteBatch(inserted, len(events)-inserted, now.Sub(start), events, now)
+	w.metrics.writeLatency.Observe(now.Sub(start).Seconds())
+	w.metrics.applied.Add(float64(inserted))
+	w.metrics.duplicates.Add(float64(len(events) - inserted))
+	for _, e := range events { // the delay from each verify (unix ms) to now
+		if d := now.UnixMilli() - e.TS; d >= 0 {
+			w.metrics.delay.Observe(float64(d) / 1000)
+		}
+	}
 	return nil
 }
 
@@ -80,11 +88,7 @@ type SinkPublisher struct {
 // WriteMessages stores the events msgs carry and returns once the Sink committed them, or the
 // Sink's error (the relay retries the whole batch).
 func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
-	log := p.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	w := &logWriter{name: "audit direct write", sink: p.Sink, log: log, metrics: p.Metrics, tracer: p.Tracer}
+	w := &logWriter{name: "audit direct write", sink: p.Sink, log: cmp.Or(p.Logger, slog.Default()), metrics: p.Metrics.orNone(), tracer: p.Tracer}
 	events := w.decode(msgs)
 	if len(events) == 0 {
 		return nil
@@ -92,7 +96,7 @@ func (p *SinkPublisher) WriteMessages(ctx context.Context, msgs ...kafka.Message
 	if err := w.store(ctx, events, msgs); err != nil {
 		return err
 	}
-	p.Metrics.committed(time.Now())
+	w.metrics.lastCommit.Set(unixSeconds(time.Now()))
 	return nil
 }
 

@@ -1,9 +1,9 @@
 package audit
 
 import (
+	"cmp"
 	"time"
 
-	"github.com/acv/acv/api/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -73,71 +73,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) relayError(stage string) {
-	if m != nil {
-		m.relayErrors.WithLabelValues(stage).Inc()
-	}
-}
+// noMetrics stands in for a nil *Metrics: its series are registered nowhere that is served.
+var noMetrics = NewMetrics(prometheus.NewRegistry())
 
-func (m *Metrics) consumerError(stage string) {
-	if m != nil {
-		m.consumerErrors.WithLabelValues(stage).Inc()
-	}
-}
+// orNone is m, or noMetrics for nil.
+func (m *Metrics) orNone() *Metrics { return cmp.Or(m, noMetrics) }
 
-// publishedBatch records one Kafka write of an outbox batch of n entries, acknowledged at the
-// time given.
-func (m *Metrics) publishedBatch(n int, took time.Duration, at time.Time) {
-	if m == nil {
-		return
-	}
-	m.publishLatency.WithLabelValues("outbox").Observe(took.Seconds())
-	m.batchSize.Observe(float64(n))
-	m.relayed.Add(float64(n))
-	m.lastPublish.Set(float64(at.UnixNano()) / 1e9)
-}
-
-// removedEntries records n outbox entries removed after Kafka acknowledged them.
-func (m *Metrics) removedEntries(n int) {
-	if m != nil {
-		m.removed.Add(float64(n))
-	}
-}
-
-// trimRefused records a published prefix left in its outbox because another relay changed it.
-func (m *Metrics) trimRefused() {
-	if m != nil {
-		m.trimsRefused.Inc()
-	}
-}
-
-// heldOutboxes records this relay's share after a lease round.
-func (m *Metrics) heldOutboxes(n int, relays int64) {
-	if m != nil {
-		m.held.Set(float64(n))
-		m.relays.Set(float64(relays))
-	}
-}
-
-// wroteBatch records one committed Postgres write: its latency, what was new, and for each
-// event the delay from its verify (ts, unix ms) to now.
-func (m *Metrics) wroteBatch(inserted, duplicates int, took time.Duration, events []contract.Event, now time.Time) {
-	if m == nil {
-		return
-	}
-	m.writeLatency.Observe(took.Seconds())
-	m.applied.Add(float64(inserted))
-	m.duplicates.Add(float64(duplicates))
-	nowMs := now.UnixMilli()
-	for _, e := range events {
-		if d := nowMs - e.TS; d >= 0 {
-			m.delay.Observe(float64(d) / 1000)
-		}
-	}
-}
-
-func (m *Metrics) committed(at time.Time) {
-	if m != nil {
-		m.lastCommit.Set(float64(at.UnixNano()) / 1e9)
-	}
-}
+// unixSeconds is t as a timestamp gauge's value.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

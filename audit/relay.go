@@ -31,32 +31,24 @@ type RelayConfig struct {
 	Name string
 	// Batch is the most entries read from one outbox per poll. Default 1000.
 	Batch int
-	// PollTarget, Poll and IdlePoll pace the polls: after one that read PollTarget entries (or a
-	// whole Batch of one outbox) the next comes at once, after fewer a pause from Poll to
-	// IdlePoll (nothing read), so each Kafka request carries about PollTarget events.
-	// Defaults 2000, 10ms and 100ms.
-	PollTarget int
-	Poll       time.Duration
-	IdlePoll   time.Duration
-	// TrimEvery and TrimAt say when published entries are removed from an outbox: once TrimAt of
-	// them wait, or the oldest has waited TrimEvery. A relay that dies publishes up to that
-	// many again (the sink writes each event once). Defaults 1s and 1000.
+	// Poll and IdlePoll pace the polls: after one that read pollTarget entries (or a whole Batch
+	// of one outbox) the next comes at once, after fewer a pause from Poll to IdlePoll (nothing
+	// read). Defaults 10ms and 100ms.
+	Poll     time.Duration
+	IdlePoll time.Duration
+	// TrimEvery: published entries are removed once trimAt of them wait, or the oldest has
+	// waited TrimEvery; a relay that dies publishes up to that many again. Default 1s.
 	TrimEvery time.Duration
-	TrimAt    int
 	// Lease is how long a relay holds an outbox without renewing it (every third of it), and so
 	// how long a dead relay's outboxes wait for the others. Default 5s.
 	Lease time.Duration
-	// Workers is how many outbox groups are relayed concurrently, so one group's write overlaps
-	// another's poll. Default 1: a second halves every Kafka write, doubling produce requests.
+	// Workers is how many outbox groups are relayed concurrently. Default 1: a second halves
+	// every Kafka write, doubling produce requests.
 	Workers int
-	// ShutdownGrace is how long in-flight batches may still take once Run's context ended;
-	// after it they are left in the outbox, to be published again later. Default 10s.
-	ShutdownGrace time.Duration
 	// Logger receives retries and anomalies. Default slog.Default().
 	Logger *slog.Logger
 	// AfterPublish is a test hook, called with a batch's entries after Kafka acknowledged them
-	// and before their removal; an error stops Run there as if the process died (nothing
-	// removed, no lease given up).
+	// and before their removal; an error stops Run there as if the process died.
 	AfterPublish func(entries []string) error
 	// Metrics receives the relay's series; nil records nothing.
 	Metrics *Metrics
@@ -64,20 +56,26 @@ type RelayConfig struct {
 	Tracer trace.TracerProvider
 }
 
+// pollTarget is how many entries a poll aims at, so each Kafka request carries about that many;
+// trimAt is how many published entries wait at most before their removal; shutdownGrace is how
+// long in-flight batches may still take once Run's context ended.
+const (
+	pollTarget    = 2000
+	trimAt        = 1000
+	shutdownGrace = 10 * time.Second
+)
+
 func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Name == "" {
 		c.Name, _ = os.Hostname()
 		c.Name = cmp.Or(c.Name, "relay")
 	}
-	c.Batch, c.PollTarget, c.TrimAt, c.Workers = orDefault(c.Batch, 1000), orDefault(c.PollTarget, 2000), orDefault(c.TrimAt, 1000), orDefault(c.Workers, 1)
+	c.Batch, c.Workers = orDefault(c.Batch, 1000), orDefault(c.Workers, 1)
 	c.Poll, c.TrimEvery, c.Lease = orDefault(c.Poll, 10*time.Millisecond), orDefault(c.TrimEvery, time.Second), orDefault(c.Lease, 5*time.Second)
-	c.ShutdownGrace = orDefault(c.ShutdownGrace, 10*time.Second)
 	if c.IdlePoll < c.Poll {
 		c.IdlePoll = max(100*time.Millisecond, c.Poll)
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger, c.Metrics = cmp.Or(c.Logger, slog.Default()), c.Metrics.orNone()
 	return c
 }
 
@@ -113,7 +111,7 @@ func (e *hookError) Unwrap() error { return e.err }
 var errAbandoned = errors.New("relay stopping: batch left in the outbox")
 
 // Run relays until ctx ends. When ctx ends, batches in flight are still published and removed
-// (within ShutdownGrace), the leases are given up, then Run returns nil. It returns an error
+// (within shutdownGrace), the leases are given up, then Run returns nil. It returns an error
 // only when no outbox is configured or the AfterPublish hook fails.
 func (r *Relay) Run(ctx context.Context) error {
 	if len(r.cfg.Outboxes) == 0 {
@@ -124,7 +122,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	ops, kill := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer kill(nil)
 	stopGrace := context.AfterFunc(ctx, func() {
-		time.AfterFunc(r.cfg.ShutdownGrace, func() { kill(errAbandoned) })
+		time.AfterFunc(shutdownGrace, func() { kill(errAbandoned) })
 	})
 	defer stopGrace()
 
@@ -140,25 +138,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		_ = sc.Load(ops, r.rdb)
 	}
 	ls := newLeases(r.rdb, r.cfg.Outboxes, r.cfg.Name, r.cfg.Lease)
-	keeperDone := make(chan struct{})
-	go func() {
-		defer close(keeperDone)
-		r.keepLeases(loop, ls)
-	}()
-
 	var wg sync.WaitGroup
+	wg.Go(func() { r.keepLeases(loop, ls) })
 	for w := range r.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := r.runWorker(loop, ops, ls, w); err != nil {
 				kill(err)
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	stopLoop()
-	<-keeperDone
+	wg.Wait() // every worker returns only once loop ended, and so does the keeper
 	var he *hookError
 	if cause := context.Cause(ops); errors.As(cause, &he) {
 		return he // a simulated death keeps its leases, as a dead process would
@@ -173,10 +162,11 @@ func (r *Relay) keepLeases(ctx context.Context, ls *leases) {
 	log := r.cfg.Logger.With("relay", r.cfg.Name)
 	for {
 		if err := ls.round(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Metrics.relayError("lease")
+			r.cfg.Metrics.relayErrors.WithLabelValues("lease").Inc()
 			log.Warn("outbox relay: leases", "err", err)
 		}
-		r.cfg.Metrics.heldOutboxes(ls.count(), ls.relays.Load())
+		r.cfg.Metrics.held.Set(float64(ls.count()))
+		r.cfg.Metrics.relays.Set(float64(ls.relays.Load()))
 		if !sleep(ctx, r.cfg.Lease/3) {
 			return
 		}
@@ -225,7 +215,7 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			if ops.Err() != nil {
 				break
 			}
-			r.cfg.Metrics.relayError("read")
+			r.cfg.Metrics.relayErrors.WithLabelValues("read").Inc()
 			log.Warn("outbox relay: read", "err", err)
 			pause = bo.NextBackOff()
 			continue
@@ -253,13 +243,13 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 	return nil
 }
 
-// pause is the wait after a poll that read n entries (see PollTarget).
+// pause is the wait after a poll that read n entries (see pollTarget).
 func (r *Relay) pause(n int, full bool) time.Duration {
-	if full || n >= r.cfg.PollTarget {
+	if full || n >= pollTarget {
 		return 0
 	}
 	span := r.cfg.IdlePoll - r.cfg.Poll
-	return r.cfg.Poll + span*time.Duration(r.cfg.PollTarget-n)/time.Duration(r.cfg.PollTarget)
+	return r.cfg.Poll + span*time.Duration(pollTarget-n)/time.Duration(pollTarget)
 }
 
 // poll reads the next entries of each outbox in mine, after the prefix already published.
@@ -290,7 +280,7 @@ func (r *Relay) poll(ctx context.Context, mine []int, states map[int]*outboxStat
 		for _, e := range entries {
 			m, malformed := toMessage(e)
 			if malformed {
-				r.cfg.Metrics.relayError("decode")
+				r.cfg.Metrics.relayErrors.WithLabelValues("decode").Inc()
 				r.cfg.Logger.Error("outbox relay: malformed outbox entry", "outbox", keys[j], "bytes", len(e))
 			}
 			b.msgs = append(b.msgs, m)
@@ -306,7 +296,7 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 	start := time.Now()
 	spans := startSpans(r.cfg.Tracer, publishSpanName(r.pub), trace.SpanKindProducer, b.msgs, true)
 	err := retry(ops, func() error { return r.pub.WriteMessages(ops, b.msgs...) }, func(err error) {
-		r.cfg.Metrics.relayError("publish")
+		r.cfg.Metrics.relayErrors.WithLabelValues("publish").Inc()
 		log.Warn("outbox relay: publish to kafka", "messages", len(b.msgs), "err", err)
 	})
 	endSpans(spans, err)
@@ -314,7 +304,11 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 		return errAbandoned
 	}
 	now := time.Now()
-	r.cfg.Metrics.publishedBatch(len(b.msgs), now.Sub(start), now)
+	m := r.cfg.Metrics
+	m.publishLatency.WithLabelValues("outbox").Observe(now.Sub(start).Seconds())
+	m.batchSize.Observe(float64(len(b.msgs)))
+	m.relayed.Add(float64(len(b.msgs)))
+	m.lastPublish.Set(unixSeconds(now))
 	if r.cfg.AfterPublish != nil {
 		if err := r.cfg.AfterPublish(b.entries); err != nil {
 			return &hookError{err: err}
@@ -344,7 +338,7 @@ func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool,
 	var due []int
 	var calls []*redisscript.Call
 	for i, st := range states {
-		if st.read > 0 && (all || st.read >= r.cfg.TrimAt || now.Sub(st.since) >= r.cfg.TrimEvery) {
+		if st.read > 0 && (all || st.read >= trimAt || now.Sub(st.since) >= r.cfg.TrimEvery) {
 			due = append(due, i)
 			calls = append(calls, trimCall(r.cfg.Outboxes[i], st))
 		}
@@ -358,15 +352,15 @@ func (r *Relay) trim(ctx context.Context, states map[int]*outboxState, all bool,
 		if done[c] {
 			removed += states[i].read
 		} else {
-			r.cfg.Metrics.trimRefused()
+			r.cfg.Metrics.trimsRefused.Inc()
 			log.Info("outbox relay: outbox changed under another relay; reading it again from the head",
 				"outbox", r.cfg.Outboxes[i], "published", states[i].read)
 		}
 		delete(states, i)
 	}
-	r.cfg.Metrics.removedEntries(removed)
+	r.cfg.Metrics.removed.Add(float64(removed))
 	if err != nil {
-		r.cfg.Metrics.relayError("remove")
+		r.cfg.Metrics.relayErrors.WithLabelValues("remove").Inc()
 		log.Warn("outbox relay: remove published entries", "err", err)
 		return err
 	}

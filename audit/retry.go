@@ -26,20 +26,11 @@ func newBackOff() *backoff.ExponentialBackOff {
 	}
 }
 
-// retry runs fn until it succeeds, calling failed with each error and then waiting a backoff
-// delay; it returns the last error, or ctx's when ctx ended before a success.
+// retry runs fn until it succeeds or ctx ends, calling failed with each error before a delay.
 func retry(ctx context.Context, fn func() error, failed func(error)) error {
-	bo := newBackOff()
-	for {
-		err := fn()
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		failed(err)
-		if !sleep(ctx, bo.NextBackOff()) {
-			return err
-		}
-	}
+	_, err := backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, fn() }, backoff.WithBackOff(newBackOff()),
+		backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, _ time.Duration) { failed(err) }))
+	return err
 }
 
 // sleep waits d, or less when ctx ends; it tells whether the full delay passed.
