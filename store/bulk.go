@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,13 +13,12 @@ import (
 
 // bulkWhere builds the filter's predicate on codes c of project $1, enabled codes only.
 func (s *Store) bulkWhere(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (string, []any, error) {
-	p, err := s.Project(ctx, projectID)
+	args, where, err := s.codeFilter(ctx, projectID, f.State, now)
 	if err != nil {
 		return "", nil, err
 	}
-	args := params{projectID}
+	where = append(where, "NOT c.is_disabled")
 	arg := args.bind
-	where := []string{"c.project_id = $1", "NOT c.is_disabled"}
 	if f.BatchID != "" {
 		if err := checkID("batch", f.BatchID); err != nil {
 			return "", nil, err
@@ -28,17 +26,10 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f contract.Code
 		where = append(where, `EXISTS (SELECT 1 FROM code_batch_ranges r WHERE r.batch_id = `+arg(f.BatchID)+
 			` AND r.project_id = c.project_id AND c.seq BETWEEN r.seq_from AND r.seq_to)`)
 	}
-	if f.State != "" {
-		cond, err := stateCondition(f.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
-		if err != nil {
-			return "", nil, err
-		}
-		where = append(where, cond)
-		if f.State == contract.StateUsed {
-			// The used codes are found through code_used, not by checking every code of the
-			// project: early in a campaign they are few among millions.
-			where = append(where, `EXISTS (SELECT 1 FROM code_used u WHERE u.project_id = c.project_id AND u.seq = c.seq)`)
-		}
+	if f.State == contract.StateUsed {
+		// The used codes are found through code_used, not by checking every code of the
+		// project: early in a campaign they are few among millions.
+		where = append(where, `EXISTS (SELECT 1 FROM code_used u WHERE u.project_id = c.project_id AND u.seq = c.seq)`)
 	}
 	if f.Search != "" {
 		where = append(where, "c.code ILIKE "+arg(likePattern(f.Search))+` ESCAPE '\'`)

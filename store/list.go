@@ -16,29 +16,17 @@ import (
 // statistics counters; without filter and search any page is one seek on (project_id, seq).
 // contract.ErrNotFound when the project does not exist.
 func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error) {
-	p, err := s.Project(ctx, projectID)
+	args, where, err := s.codeFilter(ctx, projectID, q.State, now)
 	if err != nil {
 		return nil, 0, err
 	}
-	if q.Page < 1 {
-		q.Page = 1
-	}
+	q.Page = max(q.Page, 1)
 	if q.PageSize < 1 {
 		q.PageSize = contract.DefaultPageSize
 	}
-
-	args := params{projectID}
 	arg := args.bind
-	where := []string{"c.project_id = $1"}
-	var matches string // a search's condition on code_values v
-	if q.State != "" {
-		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
-		if err != nil {
-			return nil, 0, err
-		}
-		where = append(where, cond)
-	}
 	withoutSearch := strings.Join(where, " AND ")
+	var matches string // a search's condition on code_values v
 	if q.Search != "" {
 		// The trigram index is on code_values, which verifies never touch.
 		matches = searchCondition(q.Search, arg)
@@ -53,13 +41,15 @@ func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.List
 			return nil, 0, err
 		}
 		total = countOf(st, q.State)
-	} else if q.State == "" {
+	} else {
 		// A search alone is answered from code_values, codes joined for the page's rows only.
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM code_values v WHERE `+matches, args...).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
+		count := `SELECT count(*) FROM codes c WHERE ` + filter
+		if q.State == "" {
+			count = `SELECT count(*) FROM code_values v WHERE ` + matches
 		}
-	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM codes c WHERE `+filter, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count codes of project %s: %w", projectID, translate(err))
+		if total, err = one(ctx, s.pool, "count codes of project "+projectID, pgx.RowTo[int64], count, args...); err != nil {
+			return nil, 0, err
+		}
 	}
 
 	offset, ok := pageOffset(q.Page, q.PageSize, total)
@@ -121,6 +111,25 @@ const sparseRows = 200_000
 // seq) joined to each code row (alias c). No index of codes names the state, so a verify's
 // update stays a HOT update; early in a campaign the used codes are few among millions.
 const usedCodes = `code_used u JOIN codes c ON c.project_id = u.project_id AND c.seq = u.seq`
+
+// codeFilter is the start of a predicate on codes c of project $1 (bound in args): the project
+// and, unless st is "", the derived state st at now. contract.ErrNotFound when the project does
+// not exist.
+func (s *Store) codeFilter(ctx context.Context, projectID string, st contract.State, now int64) (params, []string, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return nil, nil, err
+	}
+	args, where := params{projectID}, []string{"c.project_id = $1"}
+	if st != "" {
+		cond, err := stateCondition(st, args.bind, toTime(p.ExpiresAt), time.Unix(now, 0))
+		if err != nil {
+			return nil, nil, err
+		}
+		where = append(where, cond)
+	}
+	return args, where, nil
+}
 
 // stateCondition is the SQL predicate of a derived state on a code row c; arg binds a parameter
 // and returns its placeholder.
@@ -194,47 +203,37 @@ func (s *Store) ListCodesAfter(ctx context.Context, projectID string, q contract
 // keysetSQL is ListCodesAfter's query and arguments, and q with its defaults; ExplainKeyset
 // shows its plan.
 func (s *Store) keysetSQL(ctx context.Context, projectID string, q contract.KeysetQuery, now int64) (string, []any, contract.KeysetQuery, error) {
-	p, err := s.Project(ctx, projectID)
+	args, where, err := s.codeFilter(ctx, projectID, q.State, now)
 	if err != nil {
 		return "", nil, q, err
 	}
 	if q.PageSize < 1 {
 		q.PageSize = contract.DefaultPageSize
 	}
-	args := params{projectID}
 	arg := args.bind
-	where := []string{"c.project_id = $1"}
 	var after string // the cursor's placeholder
 	if q.After > 0 {
 		after = arg(q.After)
 		where = append(where, "c.seq < "+after)
 	}
-	if q.State != "" {
-		cond, err := stateCondition(q.State, arg, toTime(p.ExpiresAt), time.Unix(now, 0))
-		if err != nil {
-			return "", nil, q, err
-		}
-		where = append(where, cond)
-	}
-	if q.Search != "" {
+	from, cond, order := "codes c", strings.Join(where, " AND "), "c.seq"
+	switch {
+	case q.Search != "":
 		// The matches newest first from code_values (its trigram index), each joined to its
 		// code for the state, until the page is full.
 		matches := searchCondition(q.Search, arg)
 		if after != "" {
 			matches += " AND v.seq < " + after
 		}
-		return `SELECT ` + codeColumns + `, c.seq FROM (SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
-			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id WHERE ` + strings.Join(where, " AND ") +
-			` ORDER BY m.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
-	}
-	if q.State == contract.StateUsed {
-		cond := "u.project_id = $1"
+		from = `(SELECT v.code_id, v.seq FROM code_values v WHERE ` + matches + `
+			ORDER BY v.seq DESC) m JOIN codes c ON c.id = m.code_id`
+		order = "m.seq"
+	case q.State == contract.StateUsed:
+		from, cond, order = usedCodes, "u.project_id = $1", "u.seq"
 		if after != "" {
 			cond += " AND u.seq < " + after
 		}
-		return `SELECT ` + codeColumns + `, c.seq FROM ` + usedCodes + ` WHERE ` + cond +
-			` ORDER BY u.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 	}
-	return `SELECT ` + codeColumns + `, c.seq FROM codes c WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY c.seq DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
+	return `SELECT ` + codeColumns + `, c.seq FROM ` + from + ` WHERE ` + cond +
+		` ORDER BY ` + order + ` DESC LIMIT ` + arg(q.PageSize+1), args, q, nil
 }
