@@ -128,13 +128,18 @@ func notFound(err error, kind, id string) error {
 	return contract.NotFound("%s %s not found", kind, id)
 }
 
+// orEmpty is s, or [] for nil, so a list with no entry shows as [].
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // Projects lists every project, oldest first, without statistics.
 func (a *Admin) Projects(ctx context.Context) ([]contract.Project, error) {
 	ps, err := a.Store.Projects(ctx)
-	if ps == nil && err == nil {
-		ps = []contract.Project{}
-	}
-	return ps, err
+	return orEmpty(ps), err
 }
 
 // Project reads one project with its statistics at now (Unix seconds).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -67,31 +68,30 @@ func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step in
 	}
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop, beating := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(beating)
+	stopOn := func(c bool, err error) {
+		if err == nil && c {
+			cancel(errCancelled)
+		}
+	}
+	beat, stopBeat := context.WithCancel(jctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		t := time.NewTicker(BatchHeartbeat)
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-beat.Done():
 				return
 			case <-t.C:
-				if c, err := a.Store.BatchHeartbeat(jctx, batchID); err == nil && c {
-					cancel(errCancelled)
-				}
+				stopOn(a.Store.BatchHeartbeat(jctx, batchID))
 			}
 		}
-	}()
+	})
 	spec := contract.GenerateSpec{Count: b.Requested, Length: b.Spec.Length, Charset: b.Spec.Charset, Prefix: b.Spec.Prefix,
 		Suffix: b.Spec.Suffix, ExpiresAt: b.Spec.ExpiresAt, Step: step}
-	n, gerr := a.generateInto(jctx, projectID, batchID, spec, func(done int) {
-		if c, err := a.Store.BatchProgress(jctx, batchID, done); err == nil && c {
-			cancel(errCancelled)
-		}
-	})
-	close(stop)
-	<-beating
+	n, gerr := a.generateInto(jctx, projectID, batchID, spec, func(done int) { stopOn(a.Store.BatchProgress(jctx, batchID, done)) })
+	stopBeat()
+	wg.Wait()
 
 	status, text := contract.BatchDone, ""
 	switch {
@@ -135,10 +135,7 @@ func (a *Admin) Batches(ctx context.Context, projectID string, limit int) ([]con
 		return nil, err
 	}
 	bs, err := a.Store.Batches(ctx, projectID, limit)
-	if bs == nil && err == nil {
-		bs = []contract.Batch{}
-	}
-	return bs, err
+	return orEmpty(bs), err
 }
 
 // CancelBatch asks a batch to stop; the codes it made stay (RevokeBatch disables them).

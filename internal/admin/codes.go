@@ -100,14 +100,8 @@ func (a *Admin) Code(ctx context.Context, projectID, value string, now int64) (c
 	c := contract.CodeWithHistory{Code: rec.Resource(p.ExpiresAt, now)}
 	c.State = contract.DeriveState(c.IsDisabled, c.VerifiedAt != nil, contract.EffectiveExpiry(c.ExpiresAt, p.ExpiresAt), now)
 	logs, err := a.Store.Logs(ctx, rec.ID, HistoryLimit)
-	if err != nil {
-		return c, err
-	}
-	if logs == nil {
-		logs = []contract.LogEntry{}
-	}
-	c.VerificationLogs = logs
-	return c, nil
+	c.VerificationLogs = orEmpty(logs)
+	return c, err
 }
 
 // ListCodesAfter reads one keyset page of a project's codes, newest first; the cursor is opaque.

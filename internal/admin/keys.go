@@ -146,10 +146,7 @@ func (a *Admin) ActiveKeyID() string {
 // APIKeys lists a project's API keys without their secrets.
 func (a *Admin) APIKeys(ctx context.Context, projectID string) ([]contract.KeyInfo, error) {
 	ks, err := a.Store.ProjectAPIKeys(ctx, projectID)
-	if ks == nil && err == nil {
-		ks = []contract.KeyInfo{}
-	}
-	return ks, notFound(err, "project", projectID)
+	return orEmpty(ks), notFound(err, "project", projectID)
 }
 
 // publishKey copies a key's stored state to the mirror, which keeps only its newest version.
