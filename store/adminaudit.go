@@ -86,22 +86,14 @@ func (s *Store) AppendAdminAudit(ctx context.Context, e contract.AuditEntry) (co
 		return exec(ctx, tx, "insert audit row",
 			`INSERT INTO admin_audit (seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,
 			                          detail, client_ip, prev_hash, hash)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			r.Seq, r.At, optUUID(r.AdminID), r.AdminUsername, r.Action, r.TargetKind, r.TargetID, optUUID(r.ProjectID),
+			 VALUES ($1, $2, nullif($3, '')::uuid, $4, $5, $6, $7, nullif($8, '')::uuid, $9, $10, $11, $12)`,
+			r.Seq, r.At, r.AdminID, r.AdminUsername, r.Action, r.TargetKind, r.TargetID, r.ProjectID,
 			string(r.Detail), r.ClientIP, r.PrevHash, r.Hash)
 	})
 	if err != nil {
 		return contract.AuditRecord{}, err
 	}
 	return r, nil
-}
-
-// optUUID is an id parameter, NULL when empty.
-func optUUID(id string) *string {
-	if id == "" {
-		return nil
-	}
-	return &id
 }
 
 const auditSelect = `SELECT seq, at, admin_id, admin_username, action, target_kind, target_id, project_id,

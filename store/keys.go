@@ -36,7 +36,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, nk contract.NewAPIKey) (contra
 			RETURNING project_id, coalesce(rate_per_sec, 0) AS rate, coalesce(burst, 0) AS burst, version)
 		 SELECT k.rate, k.burst, k.version, p.enabled, p.expires_at
 		 FROM k JOIN projects p ON p.id = k.project_id`,
-		k.ID, nk.ProjectID, k.Secret, optRate(nk.RatePerSec), optBurst(nk.Burst),
+		k.ID, nk.ProjectID, k.Secret, positive(nk.RatePerSec), positive(nk.Burst),
 	).Scan(&k.RatePerSec, &k.Burst, &k.Version, &k.ProjectEnabled, &expiresAt)
 	if err != nil {
 		return contract.APIKey{}, fmt.Errorf("insert api key for project %s: %w", nk.ProjectID, translate(err))
@@ -66,7 +66,7 @@ func (s *Store) SetAPIKeyRateLimit(ctx context.Context, id string, ratePerSec fl
 	}
 	return update(ctx, s.pool, "api key", id,
 		`UPDATE api_keys SET rate_per_sec = $2, burst = $3, version = version + 1 WHERE id = $1`,
-		id, optRate(ratePerSec), optBurst(burst))
+		id, positive(ratePerSec), positive(burst))
 }
 
 // keySelect reads keys joined with their project's flags; scanKey reads one of its rows.
@@ -108,22 +108,6 @@ func checkRate(ratePerSec float64, burst int) error {
 		return fmt.Errorf("burst %d is too large", burst)
 	}
 	return nil
-}
-
-// optRate and optBurst store an unset (non-positive) limit as NULL.
-func optRate(r float64) *float64 {
-	if r <= 0 {
-		return nil
-	}
-	return &r
-}
-
-func optBurst(b int) *int32 {
-	if b <= 0 {
-		return nil
-	}
-	v := int32(b)
-	return &v
 }
 
 // TouchAPIKeys records that each key ids[i] authenticated a request at at[i], moving

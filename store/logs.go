@@ -24,11 +24,6 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 	if !contract.ValidID(codeID) {
 		return []contract.LogEntry{}, nil
 	}
-	var lim *int64
-	if limit > 0 {
-		l := int64(limit)
-		lim = &l
-	}
 	return collect(ctx, s.pool, "select logs of code "+codeID, func(r pgx.CollectableRow) (contract.LogEntry, error) {
 		var (
 			e  contract.LogEntry
@@ -37,7 +32,7 @@ func (s *Store) Logs(ctx context.Context, codeID string, limit int) ([]contract.
 		err := r.Scan(hexIDInto(&e.ID), &at, &e.VerifiedBy, &e.IPAddress, &e.Result, &e.Action, &e.Reason)
 		e.VerifiedAt = at.Unix()
 		return e, err
-	}, codeHistorySQL, codeID, lim)
+	}, codeHistorySQL, codeID, positive(limit))
 }
 
 // NewestLog is the time of the newest verification log within the last day, and false when

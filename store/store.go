@@ -80,14 +80,15 @@ type execer interface {
 
 // collect runs a query and returns its rows read by scan; what names the read in an error.
 func collect[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err == nil {
-		var out []T
-		if out, err = pgx.CollectRows(rows, scan); err == nil {
-			return out, nil
-		}
+	out := []T{}
+	err := each(ctx, q, what, scan, func(v T) error {
+		out = append(out, v)
+		return nil
+	}, sql, args...)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%s: %w", what, translate(err))
+	return out, nil
 }
 
 // each runs a query and hands its rows, read by scan, to fn one at a time, so a read of
@@ -268,6 +269,14 @@ func toUnix(t *time.Time) *int64 {
 		return nil
 	}
 	v := t.Unix()
+	return &v
+}
+
+// positive is a limit parameter: NULL (unset or unlimited) when v is not positive.
+func positive[T int | float64](v T) *T {
+	if v <= 0 {
+		return nil
+	}
 	return &v
 }
 
