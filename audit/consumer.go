@@ -110,10 +110,6 @@ func (c *Consumer) Close() error {
 	return nil
 }
 
-// errStopped says ctx ended before a batch was stored; it is not committed, so it is delivered
-// again after a restart.
-var errStopped = errors.New("consumer stopping: batch not committed")
-
 // Run consumes until ctx ends, then returns nil. It returns an error when the BeforeCommit hook
 // fails or the consumer was closed.
 func (c *Consumer) Run(ctx context.Context) error {
@@ -135,12 +131,19 @@ func (c *Consumer) Run(ctx context.Context) error {
 			continue
 		}
 		bo.Reset()
-		if err := c.process(ctx, batch); err != nil {
-			if errors.Is(err, errStopped) {
-				return nil
+		if events := c.w.decode(batch); len(events) > 0 {
+			if err := retry(ctx, func() error { return c.w.store(ctx, events, batch) }, func(err error) {
+				c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
+			}); err != nil {
+				return nil // stopping: the batch is not committed, so it is delivered again
 			}
-			return err
 		}
+		if c.cfg.BeforeCommit != nil {
+			if err := c.cfg.BeforeCommit(); err != nil {
+				return fmt.Errorf("audit consumer: before-commit hook: %w", err)
+			}
+		}
+		c.commit(ctx, batch)
 	}
 }
 
@@ -162,26 +165,6 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 		batch = append(batch, m)
 	}
 	return batch, nil
-}
-
-// process decodes a batch, stores it in the sink (retrying until it succeeds or ctx ends) and
-// commits its offsets.
-func (c *Consumer) process(ctx context.Context, batch []kafka.Message) error {
-	if events := c.w.decode(batch); len(events) > 0 {
-		if err := retry(ctx, func() error { return c.w.store(ctx, events, batch) }, func(err error) {
-			c.cfg.Logger.Warn("audit consumer: store events", "events", len(events), "err", err)
-		}); err != nil {
-			return errStopped
-		}
-	}
-
-	if c.cfg.BeforeCommit != nil {
-		if err := c.cfg.BeforeCommit(); err != nil {
-			return fmt.Errorf("audit consumer: before-commit hook: %w", err)
-		}
-	}
-	c.commit(ctx, batch)
-	return nil
 }
 
 // commit commits the batch's offsets, also while stopping (the batch is stored). A commit that

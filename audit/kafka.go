@@ -54,15 +54,10 @@ func createTopic(ctx context.Context, broker, topic string, partitions int) erro
 	return nil
 }
 
-// NewWriter is the Kafka producer the relay needs: synchronous (the relay deletes outbox
-// entries only after WriteMessages returned), acks=all (an acknowledged event survives the
-// loss of a broker, with min.insync.replicas 2), keyed by code id through the hash balancer
-// (one code, one partition, one order), batched, LZ4-compressed, and never creating the topic
-// (EnsureTopic does). It is not idempotent (kafka-go has no idempotent producer): a retried
-// request may store a message twice, which the sink absorbs by event id.
-//
-// Its transport is its own, not kafka-go's shared default, so a topic created just before is
-// known and a partition leader that moved after a broker died is found within a second.
+// NewWriter is the relay's producer: synchronous (outbox entries go only after WriteMessages
+// returned), acks=all, one partition per code (hash of the key), LZ4, never creating the topic.
+// Not idempotent: a retried request may store a message twice, which the sink absorbs. Its own
+// transport finds a new topic, or a leader that moved after a broker died, within a second.
 func NewWriter(brokers []string, topic string) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:                   kafka.TCP(brokers...),

@@ -17,14 +17,10 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// Relays share the outboxes by leases: each outbox has a lease key in its own slot, held by at
-// most one relay. Which relay should hold which outbox follows from the live relays' names by
-// rendezvous hashing, so every relay computes the same assignment alone. Liveness is a sorted
-// set of members with expiring scores (the heartbeat).
-//
-// Leases spread the work; they do not guard the outbox. A relay that still believes it holds a
-// lease that passed to another only publishes entries twice: the trim checks the list itself
-// (scripts/trim.lua), so no relay removes an entry it did not publish.
+// Relays share the outboxes by leases, one key per outbox in its slot; which relay holds which
+// follows from the live relays' names (a sorted set of expiring heartbeats) by rendezvous
+// hashing. Leases spread the work, they do not guard the outbox: a relay that still believes it
+// holds a lease only publishes entries twice, since the trim checks the list (scripts/trim.lua).
 
 // leaseKeyOf names an outbox's lease key: the outbox's own name and a suffix, so it shares the
 // outbox's hash tag and slot.

@@ -14,10 +14,9 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// logWriter is the last step of both pipelines (the Consumer's Kafka batches, the
-// SinkPublisher's relay batches): it decodes messages into events and stores them with one
-// Sink.ApplyEvents call, recording the writer's series. A message that is no event is skipped,
-// logged and counted: one bad message must not stop the pipeline.
+// logWriter is the last step of both pipelines (Consumer, SinkPublisher): it decodes messages
+// and stores them with one Sink.ApplyEvents call. A message that is no event is skipped, logged
+// and counted: one bad message must not stop the pipeline.
 type logWriter struct {
 	name    string // the process part the logs name: "audit consumer", "audit direct write"
 	sink    Sink
@@ -70,10 +69,8 @@ func (w *logWriter) store(ctx context.Context, events []contract.Event, msgs []k
 	return nil
 }
 
-// SinkPublisher is the Publisher of the direct pipeline, for a deployment without Kafka: it
-// writes the relay's batch with the log writer, as the Consumer would, returning only after
-// the Sink committed it, so an outbox entry leaves Redis only once its event is stored. It
-// records the consumer's series, since it does the consumer's job.
+// SinkPublisher is the Publisher of a deployment without Kafka: it stores the relay's batch as
+// the Consumer would, returning only once the Sink committed it, and records the consumer's series.
 type SinkPublisher struct {
 	// Sink stores the events; required.
 	Sink Sink
@@ -111,36 +108,6 @@ func publishSpanName(pub Publisher) string {
 
 const tracerName = "github.com/acv/acv/audit"
 
-// headerCarrier reads and writes W3C trace context in Kafka message headers.
-type headerCarrier struct{ m *kafka.Message }
-
-func (h headerCarrier) Get(key string) string {
-	for _, hd := range h.m.Headers {
-		if hd.Key == key {
-			return string(hd.Value)
-		}
-	}
-	return ""
-}
-
-func (h headerCarrier) Set(key, value string) {
-	for i, hd := range h.m.Headers {
-		if hd.Key == key {
-			h.m.Headers[i].Value = []byte(value)
-			return
-		}
-	}
-	h.m.Headers = append(h.m.Headers, kafka.Header{Key: key, Value: []byte(value)})
-}
-
-func (h headerCarrier) Keys() []string {
-	out := make([]string, len(h.m.Headers))
-	for i, hd := range h.m.Headers {
-		out[i] = hd.Key
-	}
-	return out
-}
-
 // startSpans opens one span per message carrying a sampled trace context, as a child of the
 // request that produced the event, and with rewrite points the header at the new span so the
 // next hop hangs under it. Other messages get none: a batch is not a trace of its own.
@@ -152,17 +119,25 @@ func startSpans(tp trace.TracerProvider, name string, kind trace.SpanKind, msgs 
 	prop := propagation.TraceContext{}
 	var spans []trace.Span
 	for i := range msgs {
-		if len(msgs[i].Headers) == 0 {
+		m := &msgs[i]
+		if len(m.Headers) == 0 {
 			continue // no trace context: skip the extraction's allocations
 		}
-		c := headerCarrier{&msgs[i]}
+		c := propagation.MapCarrier{}
+		for _, h := range m.Headers {
+			c[h.Key] = string(h.Value)
+		}
 		parent := prop.Extract(context.Background(), c)
 		if !trace.SpanContextFromContext(parent).IsSampled() {
 			continue
 		}
 		ctx, span := tr.Start(parent, name, trace.WithSpanKind(kind))
 		if rewrite {
+			// Every header Inject writes was there to extract: rewrite those in place.
 			prop.Inject(ctx, c)
+			for j, h := range m.Headers {
+				m.Headers[j].Value = []byte(c[h.Key])
+			}
 		}
 		spans = append(spans, span)
 	}

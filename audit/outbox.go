@@ -14,10 +14,8 @@ import (
 	"github.com/acv/acv/internal/redisscript"
 )
 
-// An outbox is a Redis list per shard: the verify script appends each event (RPUSH), and the
-// relay holding the outbox's lease reads a prefix (LRANGE), publishes it, and only then removes
-// it (scripts/trim.lua). Appends at the tail, trims at the head: an entry's index only moves
-// when a trim removed entries before it.
+// An outbox is a Redis list per shard: verifies append (RPUSH); the relay holding its lease reads
+// a prefix (LRANGE), publishes it, and only then trims it, so an index moves only on a trim.
 
 // The relay's scripts (scripts/*.lua) reply a status first: statusOK when they did what they
 // ask, statusRefused when the state was not what the relay expected.

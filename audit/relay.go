@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -101,13 +102,8 @@ func NewRelay(rdb redis.Cmdable, pub Publisher, cfg RelayConfig) *Relay {
 	return &Relay{rdb: rdb, pub: pub, cfg: cfg.withDefaults()}
 }
 
-// hookError marks the failure of the AfterPublish hook, the one error that stops Run.
-type hookError struct{ err error }
-
-func (e *hookError) Error() string { return "after-publish hook: " + e.err.Error() }
-func (e *hookError) Unwrap() error { return e.err }
-
-// errAbandoned says a batch was left in the outbox because the relay is stopping.
+// errAbandoned says a batch was left in the outbox because the relay is stopping; any other
+// error of a worker is the AfterPublish hook's, the one that stops Run.
 var errAbandoned = errors.New("relay stopping: batch left in the outbox")
 
 // Run relays until ctx ends. When ctx ends, batches in flight are still published and removed
@@ -148,9 +144,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait() // every worker returns only once loop ended, and so does the keeper
-	var he *hookError
-	if cause := context.Cause(ops); errors.As(cause, &he) {
-		return he // a simulated death keeps its leases, as a dead process would
+	if cause := context.Cause(ops); cause != nil && !errors.Is(cause, errAbandoned) {
+		return cause // a simulated death keeps its leases, as a dead process would
 	}
 	if err := ls.releaseAll(ops); err != nil {
 		r.cfg.Logger.Warn("outbox relay: give up leases", "err", err)
@@ -221,12 +216,10 @@ func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 			continue
 		}
 		if len(b.entries) > 0 {
-			if err := r.deliver(ops, b, states, log); err != nil {
-				var he *hookError
-				if errors.As(err, &he) {
-					return err
-				}
-				break // abandoned: the relay is stopping
+			if err := r.deliver(ops, b, states, log); errors.Is(err, errAbandoned) {
+				break // the relay is stopping
+			} else if err != nil {
+				return err
 			}
 		}
 		if err := r.trim(ops, states, false, log); err != nil {
@@ -311,7 +304,7 @@ func (r *Relay) deliver(ops context.Context, b batch, states map[int]*outboxStat
 	m.lastPublish.Set(unixSeconds(now))
 	if r.cfg.AfterPublish != nil {
 		if err := r.cfg.AfterPublish(b.entries); err != nil {
-			return &hookError{err: err}
+			return fmt.Errorf("after-publish hook: %w", err)
 		}
 	}
 	now = time.Now()
