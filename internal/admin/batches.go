@@ -51,9 +51,8 @@ func (a *Admin) CreateBatch(ctx context.Context, projectID, name string, spec co
 	return b, notFound(err, "project", projectID)
 }
 
-// RunBatch generates a queued batch's codes and returns the batch as it ended, writing its
-// progress after every round of step codes and a heartbeat every BatchHeartbeat; a cancel
-// from any instance stops it at the next of either. The error is the generation's.
+// RunBatch generates a queued batch's codes, writing progress every step codes and a heartbeat
+// every BatchHeartbeat (a cancel stops it at the next), and returns the batch as it ended.
 func (a *Admin) RunBatch(ctx context.Context, projectID, batchID string, step int) (contract.Batch, error) {
 	b, err := a.Store.Batch(ctx, projectID, batchID)
 	if err != nil {

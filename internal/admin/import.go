@@ -45,11 +45,9 @@ func problem(r *contract.ImportReport, e contract.RowError) {
 	}
 }
 
-// ImportCSV reads codes from CSV into a project: code and optionally expires_at (Unix seconds
-// or RFC 3339), found by name under a header row naming "code" (so an export imports as is),
-// else in that order. Cells are read as exports write them (safecsv). Good rows are imported,
-// bad ones skipped and reported; with opts.DryRun nothing is written. An error means the
-// import could not go on, with the report of what was done until then.
+// ImportCSV reads codes, and optionally expires_at (Unix seconds or RFC 3339), from CSV (safecsv)
+// into a project: by name under a header naming "code" (an export imports as is), else in that
+// order. Bad rows are skipped and reported; opts.DryRun writes nothing. An error stops the import.
 func (a *Admin) ImportCSV(ctx context.Context, projectID string, r io.Reader, opts contract.ImportOptions) (rep contract.ImportReport, err error) {
 	rep.DryRun, rep.Errors = opts.DryRun, []contract.RowError{}
 	if _, err := a.Store.Project(ctx, projectID); err != nil {

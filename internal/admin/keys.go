@@ -48,9 +48,8 @@ func (a *Admin) CreateAPIKey(ctx context.Context, projectID string, ratePerSec f
 	return k, nil
 }
 
-// RewrapKeys seals every API key's secret with the active master key (those already under it
-// are checked to open). A row is replaced only if unchanged since read, so concurrent runs are
-// safe; a secret that does not open is counted, the others still done.
+// RewrapKeys seals every API key's secret with the active master key, replacing a row only if
+// unchanged since read (concurrent runs are safe); one that does not open is counted, not fatal.
 func (a *Admin) RewrapKeys(ctx context.Context) (contract.RewrapResult, error) {
 	var res contract.RewrapResult
 	if a.Keys == nil {
