@@ -45,7 +45,6 @@ func newToken(name string) string {
 	return name + "/" + hex.EncodeToString(b[:])
 }
 
-// nameOf is the relay name of a token.
 func nameOf(token string) string {
 	if i := strings.LastIndexByte(token, '/'); i >= 0 {
 		return token[:i]
@@ -93,7 +92,6 @@ func newLeases(rdb redis.Cmdable, outboxes []string, name string, ttl time.Durat
 // Held tells whether this relay holds outbox i's lease as of the last round.
 func (l *leases) Held(i int) bool { return (*l.held.Load())[i] }
 
-// count is how many outboxes this relay holds.
 func (l *leases) count() int {
 	n := 0
 	for _, h := range *l.held.Load() {

@@ -184,9 +184,8 @@ type batch struct {
 	read    map[int][]string // outbox index → entries read from it, in order
 }
 
-// runWorker relays the outboxes i with i % Workers == w that this relay holds, until ctx ends;
-// ops carries the Redis and Kafka calls, so they can finish the batch in flight after ctx
-// ended. It returns only a hook error.
+// runWorker relays the held outboxes i with i % Workers == w until ctx ends; ops carries the
+// calls, so the batch in flight can finish. It returns only a hook error.
 func (r *Relay) runWorker(ctx, ops context.Context, ls *leases, w int) error {
 	log := r.cfg.Logger.With("relay", r.cfg.Name, "worker", w)
 	states := map[int]*outboxState{}

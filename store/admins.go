@@ -180,16 +180,12 @@ func (s *Store) CreateAdminSession(ctx context.Context, n contract.NewAdminSessi
 // caller decides whether it is still valid (expiry, idle time, revocation, the account
 // disabled). contract.ErrNotFound when there is none.
 func (s *Store) AdminSession(ctx context.Context, id []byte) (contract.AdminSession, error) {
-	var se contract.AdminSession
-	err := s.pool.QueryRow(ctx,
-		`SELECT s.id, s.created_at, s.last_seen_at, s.expires_at, s.revoked_at, s.user_agent, s.client_ip, `+accountColumns+`
-		 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id WHERE s.id = $1`, id).
-		Scan(append([]any{&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP},
+	return one(ctx, s.pool, "select admin session", func(r pgx.CollectableRow) (se contract.AdminSession, err error) {
+		err = r.Scan(append([]any{&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP},
 			accountDest(&se.Admin)...)...)
-	if err != nil {
-		return contract.AdminSession{}, fmt.Errorf("select admin session: %w", translate(err))
-	}
-	return se, nil
+		return se, err
+	}, `SELECT s.id, s.created_at, s.last_seen_at, s.expires_at, s.revoked_at, s.user_agent, s.client_ip, `+accountColumns+`
+		 FROM admin_sessions s JOIN admins a ON a.id = s.admin_id WHERE s.id = $1`, id)
 }
 
 // TouchAdminSession moves a session's last_seen_at to now, which keeps it from idling out.

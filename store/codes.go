@@ -43,11 +43,9 @@ func scanCodeSeq(row pgx.CollectableRow, seq *int64) (contract.CodeRecord, error
 	return r, nil
 }
 
-// InsertCodes inserts codes of one project in bulk and returns, in input order, the rows
-// inserted: a value the project holds (or that repeats in codes) is skipped, so a generator can
-// retry it. Under a lock on the project row the codes get the next sequence numbers in input
-// order and one created_at, later than every earlier code's, so "created_at desc, id desc" is
-// exactly "seq desc". contract.ErrNotFound when the project does not exist.
+// InsertCodes inserts codes in bulk and returns the rows inserted, in input order; a value the
+// project holds (or repeated) is skipped. Under the project row's lock they get the next seqs and
+// one created_at later than every earlier code's. contract.ErrNotFound when there is no project.
 func (s *Store) InsertCodes(ctx context.Context, projectID string, codes []contract.NewCode) ([]contract.CodeRecord, error) {
 	return s.insertCodes(ctx, projectID, "", codes)
 }

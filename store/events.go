@@ -41,11 +41,10 @@ func (s *Store) ApplySnapshot(ctx context.Context, snap contract.CodeRecord) err
 	return err
 }
 
-// ApplyEvents is the audit pipeline's sink. In one transaction it inserts a verification log per
-// event, keyed by event id and time (a redelivery writes nothing), and applies the state
-// snapshot of each Changed event to its code when newer (the highest version wins). It returns
-// how many log rows were new. Rows are locked in one order as far as the plans allow, and a
-// deadlocked transaction is retried, so concurrent consumers need no coordination.
+// ApplyEvents is the audit pipeline's sink: in one transaction, a log row per event keyed by event
+// id (a redelivery writes nothing) and each Changed event's snapshot when newer. It returns how
+// many rows were new. Rows are locked in one order and a deadlock retried, so consumers need no
+// coordination.
 func (s *Store) ApplyEvents(ctx context.Context, events []contract.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil

@@ -10,10 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ListCodes returns one page of a project's codes, newest first (seq descending), with the
-// total number of codes matching the query. The state filter is the derived state at now (the
-// project's expiry stands in for a code's own). Without a search the total comes from the
-// statistics counters; without filter and search any page is one seek on (project_id, seq).
+// ListCodes returns one page of a project's codes, newest first, and how many match; the state
+// is derived at now. Without a search the total comes from the statistics counters.
 // contract.ErrNotFound when the project does not exist.
 func (s *Store) ListCodes(ctx context.Context, projectID string, q contract.ListQuery, now int64) ([]contract.CodeRecord, int64, error) {
 	args, where, err := s.codeFilter(ctx, projectID, q.State, now)
@@ -112,9 +110,7 @@ const sparseRows = 200_000
 // update stays a HOT update; early in a campaign the used codes are few among millions.
 const usedCodes = `code_used u JOIN codes c ON c.project_id = u.project_id AND c.seq = u.seq`
 
-// codeFilter is the start of a predicate on codes c of project $1 (bound in args): the project
-// and, unless st is "", the derived state st at now. contract.ErrNotFound when the project does
-// not exist.
+// codeFilter starts a predicate on codes c: project $1 (in args) and, unless "", state st at now.
 func (s *Store) codeFilter(ctx context.Context, projectID string, st contract.State, now int64) (params, []string, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {

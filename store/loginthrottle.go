@@ -16,10 +16,9 @@ import (
 // PostgreSQL, shared by every console instance. An attempt is counted before its password is
 // checked and given back when it was right, so parallel guesses cannot all pass.
 
-// ReserveLoginAttempt counts one attempt at now against every limit's subject, in one
-// transaction holding their rows. When a subject is locked, nothing is counted and ok is false,
-// with the latest lock in until; otherwise each count goes up (from 1 after window) and a
-// subject whose LockFor is positive is locked from now on, before the password is checked.
+// ReserveLoginAttempt counts one attempt at now against every limit's subject. When one is
+// locked, nothing is counted and ok is false, with the latest lock in until; otherwise each count
+// goes up (from 1 after window) and a subject whose LockFor is positive is locked from now on.
 func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.LoginLimit, now time.Time, window time.Duration) (
 	r contract.LoginReservation, until time.Time, ok bool, err error) {
 	// Rows are created and locked in subject order, so two attempts never wait on each other

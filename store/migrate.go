@@ -13,15 +13,13 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
-// migrationsFS holds the versioned schema, compiled into the binary so `acv migrate` needs no
-// files beside it: 00001_baseline.sql, the schema of 0.1.0, and every migration after it.
+// migrationsFS holds the versioned schema (00001_baseline.sql is 0.1.0's), compiled in.
 //
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
 
-// Migrate brings the database at databaseURL to the newest schema version. It is idempotent
-// (applied versions are recorded in goose_db_version) and takes a Postgres advisory lock, so
-// several replicas may run it at once at start-up.
+// Migrate brings the database to the newest schema version, idempotently and under an advisory
+// lock, so several replicas may run it at once at start-up.
 func Migrate(ctx context.Context, databaseURL string) error {
 	return withProvider(ctx, databaseURL, true, func(p *goose.Provider) error {
 		if _, err := p.Up(ctx); err != nil {
@@ -31,9 +29,8 @@ func Migrate(ctx context.Context, databaseURL string) error {
 	})
 }
 
-// CheckSchema tells whether the database at databaseURL holds every migration this binary
-// carries, so a server on an older schema is refused at start rather than answer 500 later. A
-// newer schema (a rolling deploy) is fine: migrations only add to what older binaries use.
+// CheckSchema refuses a database lacking a migration this binary carries, at start rather than
+// with 500s later. A newer schema (a rolling deploy) is fine: migrations only add.
 func CheckSchema(ctx context.Context, databaseURL string) error {
 	// Without the migration lock: every replica reads this at start, at once, and goose retries
 	// a lock it did not get only seconds later.

@@ -67,10 +67,9 @@ func logPartitions(ctx context.Context, q querier) ([]contract.LogPartition, err
 		 ORDER BY 2, 3`)
 }
 
-// MaintainLogPartitions makes verification_logs match policy at now: the days ahead, and the
-// days the default partition holds rows of (moved into them), get their partition; those past
-// the retention are dropped. A run that finds another's lock held reports Busy; each partition
-// changes in its own short transaction, so a failed run leaves a consistent table.
+// MaintainLogPartitions gives the days ahead, and the days the default partition holds rows of,
+// their partitions, and drops those past retention, one short transaction each. A run that finds
+// another's lock held reports Busy.
 func (s *Store) MaintainLogPartitions(ctx context.Context, now time.Time, policy contract.LogPolicy) (contract.LogMaintenance, error) {
 	var res contract.LogMaintenance
 	conn, err := s.pool.Acquire(ctx)
@@ -208,9 +207,8 @@ func inLockedTx(ctx context.Context, conn txBeginner, fn func(pgx.Tx) error) err
 	})
 }
 
-// MaintainLogsEvery runs MaintainLogPartitions at once and then every interval until ctx ends,
-// handing each outcome to report (which may be nil). Every process that writes logs may run it:
-// the advisory lock makes the runs take turns.
+// MaintainLogsEvery runs MaintainLogPartitions now and then every interval until ctx ends,
+// handing each outcome to report (may be nil); the advisory lock makes concurrent runs take turns.
 func (s *Store) MaintainLogsEvery(ctx context.Context, every time.Duration, policy contract.LogPolicy,
 	report func(contract.LogMaintenance, error)) {
 	t := time.NewTicker(every)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,18 +58,15 @@ func (s *Store) ProjectState(ctx context.Context, id string) (contract.Project, 
 	if err := checkID("project", id); err != nil {
 		return contract.Project{}, 0, err
 	}
-	var (
-		p         = contract.Project{ID: id}
-		expiresAt *time.Time
-		version   int64
-	)
-	err := s.pool.QueryRow(ctx, `SELECT enabled, expires_at, version FROM projects WHERE id = $1`, id).
-		Scan(&p.Status, &expiresAt, &version)
-	if err != nil {
-		return contract.Project{}, 0, fmt.Errorf("select project %s: %w", id, translate(err))
-	}
-	p.ExpiresAt = toUnix(expiresAt)
-	return p, version, nil
+	var version int64
+	p, err := one(ctx, s.pool, "select project "+id, func(r pgx.CollectableRow) (contract.Project, error) {
+		p := contract.Project{ID: id}
+		var expiresAt *time.Time
+		err := r.Scan(&p.Status, &expiresAt, &version)
+		p.ExpiresAt = toUnix(expiresAt)
+		return p, err
+	}, `SELECT enabled, expires_at, version FROM projects WHERE id = $1`, id)
+	return p, version, err
 }
 
 // SetProjectEnabled enables or disables a project, as a new version of its row. The caller
