@@ -30,8 +30,19 @@ func (s *Store) ReserveLoginAttempt(ctx context.Context, limits []contract.Login
 		subjects[i] = l.Subject
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		states, err := lockLoginSubjects(ctx, tx, subjects, now)
-		if err != nil {
+		// Create the rows missing, then lock them all, in subject order.
+		if err := exec(ctx, tx, "create login throttle rows", `INSERT INTO admin_login_throttle (subject, failures, last_failure_at)
+			SELECT subject, 0, $2 FROM unnest($1::text[]) AS subject ORDER BY subject
+			ON CONFLICT (subject) DO NOTHING`, subjects, now); err != nil {
+			return err
+		}
+		states := make(map[string]loginSubjectState, len(subjects))
+		if err := each(ctx, tx, "lock login throttle rows", pgx.RowToStructByPos[loginSubjectState],
+			func(st loginSubjectState) error {
+				states[st.Subject] = st
+				return nil
+			}, `SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
+			WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects); err != nil {
 			return err
 		}
 		r, until, ok = contract.LoginReservation{}, time.Time{}, false // a retried transaction starts over
@@ -79,25 +90,6 @@ type loginSubjectState struct {
 	Failures int
 	Last     time.Time
 	Locked   *time.Time
-}
-
-// lockLoginSubjects creates the rows of subjects (sorted) that do not exist yet and locks
-// them all for the transaction, in that order, returning what they hold.
-func lockLoginSubjects(ctx context.Context, tx pgx.Tx, subjects []string, now time.Time) (map[string]loginSubjectState, error) {
-	if _, err := tx.Exec(ctx,
-		`INSERT INTO admin_login_throttle (subject, failures, last_failure_at)
-		 SELECT subject, 0, $2 FROM unnest($1::text[]) AS subject ORDER BY subject
-		 ON CONFLICT (subject) DO NOTHING`, subjects, now); err != nil {
-		return nil, fmt.Errorf("create login throttle rows: %w", translate(err))
-	}
-	states := make(map[string]loginSubjectState, len(subjects))
-	err := each(ctx, tx, "lock login throttle rows", pgx.RowToStructByPos[loginSubjectState],
-		func(st loginSubjectState) error {
-			states[st.Subject] = st
-			return nil
-		}, `SELECT subject, failures, last_failure_at, locked_until FROM admin_login_throttle
-		 WHERE subject = ANY($1) ORDER BY subject FOR UPDATE`, subjects)
-	return states, err
 }
 
 // RefundLoginAttempt gives back an attempt whose password was right: each subject's count
