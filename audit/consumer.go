@@ -15,9 +15,8 @@ import (
 	"github.com/acv/acv/api/contract"
 )
 
-// Sink stores events durably. ApplyEvents must be idempotent by event id (the pipeline is
-// at-least-once); inserted counts only the events it did not hold yet. The Postgres store
-// implements it.
+// Sink stores events durably (the Postgres store). ApplyEvents must be idempotent by event id
+// (the pipeline is at-least-once); inserted counts only the events it did not hold yet.
 type Sink interface {
 	ApplyEvents(ctx context.Context, events []contract.Event) (inserted int, err error)
 }
