@@ -176,9 +176,8 @@ func (s *Store) CreateAdminSession(ctx context.Context, n contract.NewAdminSessi
 		n.ID, n.AdminID, n.Now, n.ExpiresAt, n.UserAgent, n.ClientIP)
 }
 
-// AdminSession reads a session and its account by the session's id, whatever its state: the
-// caller decides whether it is still valid (expiry, idle time, revocation, the account
-// disabled). contract.ErrNotFound when there is none.
+// AdminSession reads a session and its account, whatever its state: the caller decides whether
+// it is still valid. contract.ErrNotFound when there is none.
 func (s *Store) AdminSession(ctx context.Context, id []byte) (contract.AdminSession, error) {
 	return one(ctx, s.pool, "select admin session", func(r pgx.CollectableRow) (se contract.AdminSession, err error) {
 		err = r.Scan(append([]any{&se.ID, &se.CreatedAt, &se.LastSeenAt, &se.ExpiresAt, &se.RevokedAt, &se.UserAgent, &se.ClientIP},

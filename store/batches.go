@@ -95,9 +95,8 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, done int, er
 		finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`, id, status, done, errText)
 }
 
-// RequestBatchCancel asks a queued or running batch to stop: a queued one is cancelled at
-// once, a running one by its instance at its next heartbeat. It returns the batch as it is
-// now; contract.ErrNotFound when the project has no such batch.
+// RequestBatchCancel stops a queued batch at once and asks a running one's instance to stop at
+// its next heartbeat, returning the batch as it is now; contract.ErrNotFound when there is none.
 func (s *Store) RequestBatchCancel(ctx context.Context, projectID, id string) (contract.Batch, error) {
 	if _, err := s.Batch(ctx, projectID, id); err != nil {
 		return contract.Batch{}, err

@@ -37,9 +37,8 @@ func (s *Store) bulkWhere(ctx context.Context, projectID string, f contract.Code
 	return strings.Join(where, " AND "), args, nil
 }
 
-// CountBulk counts the codes of the project that f selects and that are not disabled yet:
-// the number a bulk disable would change, shown before it runs.
-// contract.ErrNotFound when the project does not exist.
+// CountBulk counts the codes f selects that are not disabled yet: what a bulk disable would
+// change. contract.ErrNotFound when the project does not exist.
 func (s *Store) CountBulk(ctx context.Context, projectID string, f contract.CodeFilter, now int64) (int64, error) {
 	where, args, err := s.bulkWhere(ctx, projectID, f, now)
 	if err != nil {

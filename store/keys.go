@@ -84,9 +84,8 @@ func scanKey(row pgx.CollectableRow) (contract.APIKey, error) {
 	return k, err
 }
 
-// APIKey reads a key joined with its project's flags, for authentication; its Secret is as
-// stored (sealed, or in clear for a key issued before secrets were sealed), for the wiring to
-// open. contract.ErrNotFound when the key does not exist.
+// APIKey reads a key with its project's flags, for authentication; its Secret is as stored
+// (sealed, or in clear from before sealing). contract.ErrNotFound when there is no such key.
 func (s *Store) APIKey(ctx context.Context, id string) (contract.APIKey, error) {
 	if err := checkID("api key", id); err != nil {
 		return contract.APIKey{}, err
@@ -110,9 +109,8 @@ func checkRate(ratePerSec float64, burst int) error {
 	return nil
 }
 
-// TouchAPIKeys records that each key ids[i] authenticated a request at at[i], moving
-// last_used_at only forward, in one statement and the order given (sorted by the caller, so
-// concurrent flushes lock rows alike); keys since deleted are skipped.
+// TouchAPIKeys moves each key ids[i]'s last_used_at forward to at[i], in the order given (sorted
+// by the caller, so concurrent flushes lock rows alike); keys since deleted are skipped.
 func (s *Store) TouchAPIKeys(ctx context.Context, ids []string, at []time.Time) error {
 	if len(ids) != len(at) {
 		return fmt.Errorf("touch api keys: %d ids, %d times", len(ids), len(at))

@@ -51,9 +51,8 @@ func (s *Store) Projects(ctx context.Context) ([]contract.Project, error) {
 	return collect(ctx, s.pool, "select projects", scanProject, projectSelect+` ORDER BY created_at, id`)
 }
 
-// ProjectState reads a project's flags (enabled, expiry) and the version of its row, which
-// every change of the flags increments: the hot path keeps copies of the flags in Redis, and a
-// copy is replaced only by one of a newer version.
+// ProjectState reads a project's flags and its row's version, which every change of them
+// increments: Redis replaces its copy of the flags only by one of a newer version.
 func (s *Store) ProjectState(ctx context.Context, id string) (contract.Project, int64, error) {
 	if err := checkID("project", id); err != nil {
 		return contract.Project{}, 0, err

@@ -9,9 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Statistics counts a project's codes by derived state at now, exactly, from the few
-// code_counts rows the triggers maintain, never the codes themselves. contract.ErrNotFound when
-// the project does not exist.
+// Statistics counts a project's codes by derived state at now, exactly, from the code_counts rows
+// the triggers maintain. contract.ErrNotFound when the project does not exist.
 func (s *Store) Statistics(ctx context.Context, projectID string, now int64) (contract.Statistics, error) {
 	return statistics(ctx, s.pool, projectID, now)
 }
