@@ -434,11 +434,7 @@ type logItem struct {
 }
 
 func (s *Server) listLogs(c *gin.Context, se *Session) error {
-	q, err := logSearchQuery(c)
-	if err != nil {
-		return err
-	}
-	page, err := s.svc.SearchLogs(c.Request.Context(), q)
+	_, page, err := s.searchLogs(c)
 	if err != nil {
 		return err
 	}

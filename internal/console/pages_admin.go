@@ -144,11 +144,7 @@ func (s *Server) passwordSubmit(c *gin.Context, se *Session) error {
 
 // logsPage shows a log search: the filters, a page of logs, the next page and the CSV.
 func (s *Server) logsPage(c *gin.Context, se *Session) error {
-	q, err := logSearchQuery(c)
-	if err != nil {
-		return err
-	}
-	page, err := s.svc.SearchLogs(c.Request.Context(), q)
+	q, page, err := s.searchLogs(c)
 	if err != nil {
 		return err
 	}

@@ -411,6 +411,16 @@ var (
 	auditFilters = []string{"admin", "action", "target_kind", "target_id", "project_id", "since", "until"}
 )
 
+// searchLogs reads the page of logs the request's query asks for, for the API and the page.
+func (s *Server) searchLogs(c *gin.Context) (contract.LogFilter, LogPage, error) {
+	q, err := logSearchQuery(c)
+	if err != nil {
+		return q, LogPage{}, err
+	}
+	page, err := s.svc.SearchLogs(c.Request.Context(), q)
+	return q, page, err
+}
+
 // logSearchQuery reads a log search from the query: the logFilters, from, to, after, limit.
 func logSearchQuery(c *gin.Context) (contract.LogFilter, error) {
 	q := contract.LogFilter{ProjectID: c.Query("project_id"), Code: c.Query("code"), Action: c.Query("action"),
