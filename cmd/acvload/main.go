@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/internal/settings"
 	"github.com/acv/acv/loadtest/loadgen"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -80,12 +81,12 @@ func main() {
 // usage error.
 func runScenarios(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("acvload scenario", flag.ContinueOnError)
-	base := fs.String("base", os.Getenv("BASE_URL"), "service base URL (default $BASE_URL; required: no port is assumed)")
-	key := fs.String("key", os.Getenv("API_KEY"), "API key id (default $API_KEY); its secret is read from $API_SECRET only, to keep it off the command line")
-	project := fs.String("project", os.Getenv("PROJECT_ID"), "the key's project (default $PROJECT_ID)")
-	codesFile := fs.String("codes", os.Getenv("CODES_FILE"), "export of `acv codes export` (default $CODES_FILE)")
+	base := fs.String("base", settings.Get("BASE_URL"), "service base URL (default $BASE_URL; required: no port is assumed)")
+	key := fs.String("key", settings.Get("API_KEY"), "API key id (default $API_KEY); its secret is read from $API_SECRET only, to keep it off the command line")
+	project := fs.String("project", settings.Get("PROJECT_ID"), "the key's project (default $PROJECT_ID)")
+	codesFile := fs.String("codes", settings.Get("CODES_FILE"), "export of `acv codes export` (default $CODES_FILE)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9101", "address serving this run's /metrics (a free loopback port when busy; empty: none)")
-	targets := fs.String("prometheus-targets", os.Getenv("ACV_DEV_PROMETHEUS_TARGETS"),
+	targets := fs.String("prometheus-targets", settings.Get("ACV_DEV_PROMETHEUS_TARGETS"),
 		"directory of file_sd targets of a Prometheus (acv dev --prometheus writes it to .acv/env as ACV_DEV_PROMETHEUS_TARGETS) to register the metrics address with for the run")
 	linger := fs.Duration("linger", 15*time.Second, "after the last scenario, how long to wait for that Prometheus to scrape the final numbers")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
@@ -114,11 +115,11 @@ func runScenarios(ctx context.Context, args []string) int {
 			return usage("no scenario %q (scenarios: %s)", n, strings.Join(loadgen.Scenarios, ", "))
 		}
 	}
-	secret := os.Getenv("API_SECRET")
+	secret := settings.Get("API_SECRET")
 	if *base == "" || *key == "" || secret == "" || *project == "" || *codesFile == "" {
 		return usage("-base, -key, -project, -codes (or BASE_URL, API_KEY, PROJECT_ID, CODES_FILE) and API_SECRET are required")
 	}
-	settings, err := loadgen.SettingsFromEnv(os.Getenv)
+	scenarios, err := loadgen.SettingsFromEnv(settings.Get)
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -132,7 +133,7 @@ func runScenarios(ctx context.Context, args []string) int {
 	r := &loadgen.Runner{
 		Target:   loadgen.Target{BaseURL: *base, KeyID: *key, Secret: secret, ProjectID: *project},
 		Codes:    codes,
-		Settings: settings,
+		Settings: scenarios,
 		Metrics:  loadgen.NewMetrics(reg),
 		Log:      os.Stderr,
 	}

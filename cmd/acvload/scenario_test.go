@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"testing"
+
+	"github.com/acv/acv/internal/settings"
+	"github.com/acv/acv/loadtest/loadgen"
 )
 
 // acvload scenario assumes no service: without a base URL (or any of the key, its secret, the
@@ -17,5 +20,18 @@ func TestScenarioNeedsItsTarget(t *testing.T) {
 	}
 	if code := runScenarios(context.Background(), []string{"-base", "http://127.0.0.1:1", "nosuch"}); code != 2 {
 		t.Errorf("an unknown scenario: exit %d, want 2", code)
+	}
+}
+
+// Every variable the load generator reads has a row in internal/settings: settings.Get panics
+// on a name without one, so a scenario setting added without its row fails here, not in a run.
+func TestEveryScenarioSettingHasARow(t *testing.T) {
+	t.Setenv("REDEEM_RATE", "7")
+	s, err := loadgen.SettingsFromEnv(settings.Get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Redeem.Rate != 7 {
+		t.Errorf("REDEEM_RATE=7 read as %v", s.Redeem.Rate)
 	}
 }

@@ -1,5 +1,5 @@
-// Package settings is where the acv command and the test kit read their environment: every
-// variable has one row here, with its default and meaning, and is read here only, so each
+// Package settings is where the acv command, acvload and the test kit read their environment:
+// every variable has one row here, with its default and meaning, and is read here only, so each
 // default is written once. README's configuration table is Service, rendered.
 package settings
 
@@ -80,8 +80,36 @@ var CLI = []Setting{
 	{"ACV_ADMIN_TOKEN", "", "the admin API token the acv command sends (acv token create); overrides acv login's"},
 }
 
+// Load lists what acvload reads (loadtest/README.md): the stack it drives, then the scenarios'
+// settings, whose defaults are the load generator's own because several differ by scenario.
+var Load = append([]Setting{
+	{"BASE_URL", "", "acvload: the service's base URL"},
+	{"API_KEY", "", "acvload: the API key id"},
+	{"API_SECRET", "", "acvload: the API key's secret, kept off the command line"},
+	{"PROJECT_ID", "", "acvload: the key's project"},
+	{"CODES_FILE", "", "acvload: an export of acv codes export"},
+	{"ACV_DEV_PROMETHEUS_TARGETS", "", "acvload: the file_sd directory of acv dev's Prometheus"},
+}, scenarioRows()...)
+
+// scenarioRows are the load scenarios' settings: the shared ones, then each scenario's own.
+func scenarioRows() []Setting {
+	var rows []Setting
+	add := func(name string) { rows = append(rows, Setting{Name: name, Meaning: "a load scenario's setting"}) }
+	for _, n := range []string{"DURATION", "HTTP_TIMEOUT", "MAX_DROPPED_RATE", "P95_MS", "P99_MS", "MAX_FAILED_RATE",
+		"MIN_CHECKS_RATE", "AUDIT_SAMPLE", "AUDIT_WAIT_SECS", "CONTENTION_CODES", "ATTEMPTS", "VERIFY_SECS",
+		"REACTIVATE_SECS", "ROUNDS", "REACTIVATE_PER_VU", "READBACK", "MIX"} {
+		add(n)
+	}
+	for _, sc := range []string{"REDEEM", "CONTENTION", "REACTIVATE", "READMIX"} {
+		for _, n := range []string{"_RATE", "_VUS", "_MAX_VUS", "_PREFIX"} {
+			add(sc + n)
+		}
+	}
+	return rows
+}
+
 // all is every list: a name is read only if it has a row in one of them.
-var all = [][]Setting{Service, Dev, Test, CLI}
+var all = [][]Setting{Service, Dev, Test, CLI, Load}
 
 // row returns name's row; a name without one is a programming error, so it panics.
 func row(name string) Setting {
