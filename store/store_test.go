@@ -18,17 +18,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // newStore gives a test a migrated store on a fresh database.
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	ctx := testCtx(t)
-	url := testkit.PostgresDB(t)
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return testkit.MigratedStore(t, testkit.PostgresDB(t))
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/acv/acv/api/contract"
 	"github.com/acv/acv/internal/localenv"
-	"github.com/acv/acv/store"
+	"github.com/acv/acv/internal/testkit"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -36,15 +36,7 @@ func TestServerThatCannotServeIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pg.Stop)
-	url := pg.URL("postgres")
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := testkit.MigratedStore(t, pg.URL("postgres"))
 	p := mustProject(t, s, nil)
 
 	pg.Stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acv/acv/internal/localenv"
+	"github.com/acv/acv/store"
 )
 
 // shared is what one test binary starts once for all its tests: starting PostgreSQL takes
@@ -75,6 +76,22 @@ func PostgresDB(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return suite.pg.URL(name)
+}
+
+// MigratedStore migrates the database at url to the current schema and opens a store on it,
+// closed when the test ends.
+func MigratedStore(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	ctx := context.Background()
+	if err := store.Migrate(ctx, url); err != nil {
+		tb.Fatalf("migrate: %v", err)
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
 }
 
 // RedisServer starts a fresh redis-server for one test and stops it when the test ends: Redis

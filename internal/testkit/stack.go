@@ -320,16 +320,8 @@ func MasterKeys(t testing.TB, ids ...string) *secrets.Keyring {
 // Redis of the test's own, all closed at the end.
 func NewAdmin(tb testing.TB) (a *admin.Admin, pgURL string, rdb *redis.Client) {
 	tb.Helper()
-	ctx := context.Background()
 	pgURL = PostgresDB(tb)
-	if err := store.Migrate(ctx, pgURL); err != nil {
-		tb.Fatal(err)
-	}
-	st, err := store.Open(ctx, pgURL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(st.Close)
+	st := MigratedStore(tb, pgURL)
 	r := RedisServer(tb, localenv.RedisOptions{})
 	rdb = redis.NewClient(&redis.Options{Addr: r.Addr})
 	tb.Cleanup(func() { rdb.Close() })
