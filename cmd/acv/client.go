@@ -252,7 +252,8 @@ func parseTime(s string) (*int64, error) {
 	if s == "" {
 		return nil, nil
 	}
-	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+	// Only the canonical decimal form: "+5" and "007" are refused, not read as 5 and 7.
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(v, 10) == s {
 		return &v, nil
 	}
 	t, err := time.Parse(time.RFC3339, s)

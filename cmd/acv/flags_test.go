@@ -32,3 +32,18 @@ func TestOutputFlagIsAlwaysAFormat(t *testing.T) {
 		t.Fatal("no command has -o")
 	}
 }
+
+// A time flag takes Unix seconds in their one decimal form, or RFC 3339; "+5" and "007" are
+// refused rather than read as another spelling of 5 and 7.
+func TestParseTimeTakesOneFormOfSeconds(t *testing.T) {
+	for in, want := range map[string]int64{"5": 5, "0": 0, "-1": -1, "2026-11-29T00:00:00Z": 1795910400} {
+		if got, err := parseTime(in); err != nil || got == nil || *got != want {
+			t.Errorf("parseTime(%q) = %v, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"+5", "007", "5.0", " 5", "5s"} {
+		if got, err := parseTime(in); err == nil {
+			t.Errorf("parseTime(%q) = %d, want an error", in, *got)
+		}
+	}
+}
