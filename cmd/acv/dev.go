@@ -392,15 +392,22 @@ func seedDemo(ctx context.Context, a *admin.Admin, path string) (demo, error) {
 // devMasterKeys reads the master key file, creating it (0600, one random key) on first use; the
 // data directory's lock keeps a second acv dev from creating it too.
 func devMasterKeys(path string) (*secrets.Keyring, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	// O_EXCL: an existing key is never overwritten, whatever else runs beside this start.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
 		k, err := secrets.GenerateKey("dev")
 		if err == nil {
-			err = os.WriteFile(path, []byte("# acv dev: the master key sealing this data directory's API-key secrets\n"+k.Line()+"\n"), 0o600)
+			_, err = fmt.Fprintf(f, "# acv dev: the master key sealing this data directory's API-key secrets\n%s\n", k.Line())
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
 		if err != nil {
 			os.Remove(path)
 			return nil, fmt.Errorf("create master key file: %w", err)
 		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("create master key file: %w", err)
 	}
 	return secrets.ParseFile(path)
 }

@@ -31,9 +31,28 @@ func loadDevPorts(dir string) *devPorts {
 	return p
 }
 
-// listen opens the listener name on the address pick chooses and remembers the address it got.
+// candidates are the addresses to try for the listener name, in order: the one asked for, else
+// the default and then the address it got last time.
+func (p *devPorts) candidates(name, asked, def string) []string {
+	tries := []string{cmp.Or(asked, def)}
+	if r := p.addrs[name]; asked == "" && r != "" && r != def {
+		tries = append(tries, r)
+	}
+	return tries
+}
+
+// listen opens the listener name on the first candidate address that is free, else on a free
+// loopback port, and remembers the address it got. It binds each address once: a probe before
+// the bind would leave a window for another process to take the port.
 func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
-	addr, err := p.pick(name, asked, def)
+	for _, addr := range p.candidates(name, asked, def) {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln, p.remember(name, ln.Addr().String())
+		}
+		slog.Warn("address busy; trying another", "listener", name, "addr", addr, "err", err)
+	}
+	addr, err := localenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +63,11 @@ func (p *devPorts) listen(name, asked, def string) (net.Listener, error) {
 	return ln, p.remember(name, ln.Addr().String())
 }
 
-// pick is the first candidate address of the listener name nothing listens on now, else a free
-// port (as port 0 asks); a caller whose server binds it (Prometheus) remembers it once served.
+// pick is listen for a server of another process (Prometheus), which binds the address itself:
+// the first candidate nothing listens on now, else a free port (port 0 asks for one). The
+// caller remembers it once the server serves on it.
 func (p *devPorts) pick(name, asked, def string) (string, error) {
-	tries := []string{cmp.Or(asked, def)}
-	if r := p.addrs[name]; asked == "" && r != "" && r != def {
-		tries = append(tries, r)
-	}
-	for _, addr := range tries {
+	for _, addr := range p.candidates(name, asked, def) {
 		if host, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
 			free, err := localenv.FreePort()
 			return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(free)), err
