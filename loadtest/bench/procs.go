@@ -237,12 +237,12 @@ func (p *acvProc) peakRSS() float64 {
 // profile starts a CPU profile of p over one measured phase when -profile is set, written to
 // name.pprof; the returned function waits for it. A failure is reported, never fatal.
 func (b *bench) profile(p *acvProc, name string) (wait func()) {
+	if b.profileDir == "" {
+		return func() {}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if b.profileDir == "" {
-			return
-		}
 		body, err := get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debug, max(1, int(b.dur/time.Second))))
 		if err == nil {
 			err = os.MkdirAll(b.profileDir, 0o755)

@@ -67,14 +67,24 @@ func SettingsFromEnv(lookup func(string) string) (Settings, error) {
 	e := envReader{lookup: lookup}
 	dur := e.duration("DURATION", 15*time.Second)
 	dropped := e.float("MAX_DROPPED_RATE", 0.01)
+	failed, checks := e.float("MAX_FAILED_RATE", 0), e.float("MIN_CHECKS_RATE", 1)
+	// The latency limits are shared, but each scenario has its own default: read once, they
+	// replace that default only when set.
+	latency := func(name string) func(def float64) float64 {
+		if strings.TrimSpace(lookup(name)) == "" {
+			return func(def float64) float64 { return def }
+		}
+		v := e.float(name, 0)
+		return func(float64) float64 { return v }
+	}
+	p95Of, p99Of := latency("P95_MS"), latency("P99_MS")
 	// Each scenario's settings are named after it (REDEEM_RATE, REDEEM_VUS, REDEEM_MAX_VUS,
-	// REDEEM_PREFIX); the thresholds are shared, with the scenario's defaults.
+	// REDEEM_PREFIX).
 	scenario := func(name string, rate float64, vus, maxPerVU int, p95, p99 float64) ScenarioSettings {
 		vus = e.integer(name+"_VUS", vus)
 		return ScenarioSettings{Duration: dur, Rate: e.float(name+"_RATE", rate), VUs: vus,
 			MaxVUs: e.integer(name+"_MAX_VUS", maxPerVU*vus), MaxDroppedRate: dropped, Prefix: lookup(name + "_PREFIX"),
-			Limits: Limits{P95Ms: e.float("P95_MS", p95), P99Ms: e.float("P99_MS", p99),
-				MaxFailedRate: e.float("MAX_FAILED_RATE", 0), MinChecksRate: e.float("MIN_CHECKS_RATE", 1)}}
+			Limits: Limits{P95Ms: p95Of(p95), P99Ms: p99Of(p99), MaxFailedRate: failed, MinChecksRate: checks}}
 	}
 	s := Settings{Timeout: e.duration("HTTP_TIMEOUT", 10*time.Second),
 		Redeem: scenario("REDEEM", 100, 50, 4, 200, 500), Contention: scenario("CONTENTION", 0, 50, 1, 1000, 2000),
@@ -129,9 +139,7 @@ func get[T any](e *envReader, name, what string, def T, parse func(string) (T, e
 	}
 	n, err := parse(v)
 	if err != nil {
-		if msg := fmt.Sprintf("%s=%s: not %s", name, v, what); !slices.Contains(e.errs, msg) {
-			e.errs = append(e.errs, msg) // the shared thresholds are read once a scenario
-		}
+		e.errs = append(e.errs, fmt.Sprintf("%s=%s: not %s", name, v, what))
 		return def
 	}
 	return n
