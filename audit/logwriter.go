@@ -61,8 +61,9 @@ func (w *logWriter) store(ctx context.Context, events []contract.Event, msgs []k
 	w.metrics.writeLatency.Observe(now.Sub(start).Seconds())
 	w.metrics.applied.Add(float64(inserted))
 	w.metrics.duplicates.Add(float64(len(events) - inserted))
+	nowMs := now.UnixMilli()
 	for _, e := range events { // the delay from each verify (unix ms) to now
-		if d := now.UnixMilli() - e.TS; d >= 0 {
+		if d := nowMs - e.TS; d >= 0 {
 			w.metrics.delay.Observe(float64(d) / 1000)
 		}
 	}
@@ -123,21 +124,14 @@ func startSpans(tp trace.TracerProvider, name string, kind trace.SpanKind, msgs 
 		if len(m.Headers) == 0 {
 			continue // no trace context: skip the extraction's allocations
 		}
-		c := propagation.MapCarrier{}
-		for _, h := range m.Headers {
-			c[h.Key] = string(h.Value)
-		}
+		c := headerCarrier{m}
 		parent := prop.Extract(context.Background(), c)
 		if !trace.SpanContextFromContext(parent).IsSampled() {
 			continue
 		}
 		ctx, span := tr.Start(parent, name, trace.WithSpanKind(kind))
 		if rewrite {
-			// Every header Inject writes was there to extract: rewrite those in place.
 			prop.Inject(ctx, c)
-			for j, h := range m.Headers {
-				m.Headers[j].Value = []byte(c[h.Key])
-			}
 		}
 		spans = append(spans, span)
 	}
@@ -151,4 +145,35 @@ func endSpans(spans []trace.Span, err error) {
 		}
 		s.End()
 	}
+}
+
+// headerCarrier reads and writes W3C trace context in a Kafka message's headers in place, with
+// no map built per message on the pipeline's path.
+type headerCarrier struct{ m *kafka.Message }
+
+func (h headerCarrier) Get(key string) string {
+	for _, hd := range h.m.Headers {
+		if hd.Key == key {
+			return string(hd.Value)
+		}
+	}
+	return ""
+}
+
+func (h headerCarrier) Set(key, value string) {
+	for i, hd := range h.m.Headers {
+		if hd.Key == key {
+			h.m.Headers[i].Value = []byte(value)
+			return
+		}
+	}
+	h.m.Headers = append(h.m.Headers, kafka.Header{Key: key, Value: []byte(value)})
+}
+
+func (h headerCarrier) Keys() []string {
+	out := make([]string, len(h.m.Headers))
+	for i, hd := range h.m.Headers {
+		out[i] = hd.Key
+	}
+	return out
 }
