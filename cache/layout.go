@@ -322,21 +322,23 @@ func decodeDisable(v interface{}) (disableReply, error) {
 
 // runDone runs a script that answers a status alone (decodeDone), errors naming what.
 func (c *Cache) runDone(ctx context.Context, what string, s *redisscript.Script, keys []string, args ...interface{}) (bool, error) {
-	call := &redisscript.Call{Script: s, Keys: keys, Args: args}
-	redisscript.Send(ctx, c.rdb, []*redisscript.Call{call}, nil)
-	ok, err := callDone(call)
+	v, err := s.Run(ctx, c.rdb, keys, args...)
+	ok, err := done(s, v, err)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	return ok, nil
 }
 
-func callDone(call *redisscript.Call) (bool, error) {
-	if call.Err != nil {
-		return false, translate(call.Err)
+// done reads the reply or error of a script that answers a status alone.
+func done(s *redisscript.Script, reply interface{}, err error) (bool, error) {
+	if err != nil {
+		return false, translate(err)
 	}
-	return decodeDone(call.Script, call.Reply)
+	return decodeDone(s, reply)
 }
+
+func callDone(call *redisscript.Call) (bool, error) { return done(call.Script, call.Reply, call.Err) }
 
 // decodeDone reads a status-alone reply: true for S_OK, false for S_UNCHANGED (an entry was
 // there already, or newer).
