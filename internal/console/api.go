@@ -147,9 +147,11 @@ func (s *Server) getStatistics(c *gin.Context, se *Session) error {
 func (s *Server) projectChange(change func(c *gin.Context, a Actor, id string) error, done string) func(*gin.Context, *Session) error {
 	return func(c *gin.Context, se *Session) error {
 		id := c.Param("project_id")
-		err := change(c, s.actor(c, se), id)
-		if isPage(c) || err != nil {
-			return redirectDone(c, err, projectPath(id), done, "")
+		if err := change(c, s.actor(c, se), id); err != nil {
+			return err
+		}
+		if isPage(c) {
+			return redirectDone(c, nil, projectPath(id), done, "")
 		}
 		return s.getProject(c, se)
 	}

@@ -379,36 +379,54 @@ func (s *Server) renderBulk(c *gin.Context, se *Session, f bulkFilter, changed b
 	return nil
 }
 
-// bulkDisableSubmit disables the codes of a confirmed filter, or revokes the path's batch; a
-// stale count shows the confirmation again with the new one.
+// bulkDisableSubmit disables the codes of a confirmed filter; a stale count shows the
+// confirmation again with the new one.
 func (s *Server) bulkDisableSubmit(c *gin.Context, se *Session) error {
-	pid, bid := c.Param("project_id"), c.Param("batch_id")
+	pid := c.Param("project_id")
 	f := bulkFilter{BatchID: trimForm(c, "batch_id"), Status: trimForm(c, "status"), Search: trimForm(c, "search")}
-	if bid != "" {
-		f = bulkFilter{BatchID: bid}
-	}
-	if err := s.confirmProjectName(c, pid); err != nil {
+	want, err := s.confirmBulk(c, pid)
+	if err != nil {
 		return err
-	}
-	want, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
-	if err != nil || want < 0 {
-		return contract.Errorf(contract.KindInvalid, "The confirmed count is missing: count the codes first")
 	}
 	cf, err := f.filter()
 	if err != nil {
 		return err
 	}
-	var n int
-	if bid != "" {
-		n, err = s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
-	} else {
-		n, err = s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
+	n, err := s.svc.BulkDisable(c.Request.Context(), s.actor(c, se), pid, cf, want)
+	return s.bulkDone(c, se, f, err, projectPath(pid)+"?tab=codes", "bulk_disabled", n)
+}
+
+// revokeBatchSubmit is the batch page's revoke: a bulk disable of the batch's codes.
+func (s *Server) revokeBatchSubmit(c *gin.Context, se *Session) error {
+	pid, bid := c.Param("project_id"), c.Param("batch_id")
+	want, err := s.confirmBulk(c, pid)
+	if err != nil {
+		return err
 	}
+	n, err := s.svc.RevokeBatch(c.Request.Context(), s.actor(c, se), pid, bid, &want)
+	return s.bulkDone(c, se, bulkFilter{BatchID: bid}, err, projectPath(pid)+"?tab=batches", "batch_revoked", n)
+}
+
+// confirmBulk reads a bulk form's confirmations: the project's name typed, and the count the
+// operator saw.
+func (s *Server) confirmBulk(c *gin.Context, pid string) (int64, error) {
+	if err := s.confirmProjectName(c, pid); err != nil {
+		return 0, err
+	}
+	want, err := strconv.ParseInt(trimForm(c, "expected_count"), 10, 64)
+	if err != nil || want < 0 {
+		return 0, contract.Errorf(contract.KindInvalid, "The confirmed count is missing: count the codes first")
+	}
+	return want, nil
+}
+
+// bulkDone answers a bulk form: the form again with the new count when it changed, else the
+// project's tab with the flash done.
+func (s *Server) bulkDone(c *gin.Context, se *Session, f bulkFilter, err error, path, done string, n int) error {
 	if errors.Is(err, contract.ErrCountChanged) {
 		return s.renderBulk(c, se, f, true)
 	}
-	return redirectDone(c, err, projectPath(pid)+pick(bid != "", "?tab=batches", "?tab=codes"),
-		pick(bid != "", "batch_revoked", "bulk_disabled"), strconv.Itoa(n))
+	return redirectDone(c, err, path, done, strconv.Itoa(n))
 }
 
 type projectBatch struct {

@@ -103,7 +103,7 @@ func (s *Server) routes() []Route {
 		{Method: get, Path: "/projects/:project_id/batches", Need: RoleViewer, api: s.listBatches},
 		{Method: get, Path: "/projects/:project_id/batches/:batch_id", Need: RoleViewer, api: s.getBatch},
 		{Method: post, Path: "/projects/:project_id/batches/:batch_id/cancel", Need: RoleOperator, api: s.cancelBatch, page: s.cancelBatch},
-		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: withJSON(true, s.revokeBatch), page: s.bulkDisableSubmit},
+		{Method: post, Path: "/projects/:project_id/batches/:batch_id/revoke", Need: RoleOperator, api: withJSON(true, s.revokeBatch), page: s.revokeBatchSubmit},
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes, api: s.importCodes},
 		// The CSV, and the form's other fields and framing beside it.
 		{Method: post, Path: "/projects/:project_id/import", Need: RoleOperator, MaxBody: s.cfg.MaxImportBytes + 64<<10, page: s.importSubmit},
